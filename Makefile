@@ -1,0 +1,35 @@
+# attnlab: `make demo` and `make test` each set everything up from the lock file, then run.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.attnlab-installed
+# One BLAS/torch thread per process: on 2-core machines oversubscription made small steps 20-40x slower.
+export OMP_NUM_THREADS ?= 1
+export MKL_NUM_THREADS ?= 1
+
+.PHONY: demo test test-slow lint bench clean
+
+$(STAMP): requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/attnlab reproduce --quick --report attnlab-report.html
+	@echo "report: $(CURDIR)/attnlab-report.html"
+
+test: $(STAMP) lint
+	$(BIN)/python -m pytest -q
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+
+bench: $(STAMP)
+	$(BIN)/attnlab bench
+
+clean:
+	rm -rf $(VENV) attnlab-runs attnlab-report.html .pytest_cache .ruff_cache

@@ -1,0 +1,317 @@
+"""The ``attnlab`` command: list, run, sweep, check, report, reproduce, bench.
+
+Exit codes: 0 success; 1 a run failed or a claim failed; 2 bad input (nothing was run or written);
+130 interrupted (the run is marked and resumes when started again).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from attnlab import STUDIES
+from attnlab.core import progress
+from attnlab.core.config import SCALES, ConfigError, load_yaml, parse_sets, resolve
+from attnlab.core.runs import RunFailed, default_root
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="attnlab: solvable models of attention — simulations, their exact theories, and the comparison.",
+)
+out_console = Console()
+err_console = Console(stderr=True)
+
+ScaleOpt = Annotated[str, typer.Option("--scale", help=f"one of {', '.join(SCALES)}")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override a parameter: KEY=VALUE (repeatable)")]
+StoreOpt = Annotated[Path | None, typer.Option("--out", help="run store directory [env ATTNLAB_HOME, ./attnlab-runs]")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")]
+
+
+def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Map errors to exit codes with one clear line on stderr."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ConfigError as exc:
+            err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except RunFailed as exc:
+            err_console.print(f"[red]run failed:[/red] {exc.record.error}\n  see {exc.record.run_dir / 'log.txt'}",
+                              highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            err_console.print("interrupted: the run is marked 'interrupted'; run the same command again to resume")
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+def _store(out: Path | None):
+    from attnlab.core.runs import RunStore
+
+    return RunStore(out if out is not None else default_root())
+
+
+def _overrides(sets: list[str] | None, config_file: Path | None) -> dict[str, Any]:
+    values = load_yaml(config_file) if config_file else {}
+    values.update(parse_sets(sets or []))
+    return values
+
+
+@app.command("list")
+@_guard
+def list_(
+    study: Annotated[str | None, typer.Argument(help="only this study")] = None,
+    params: Annotated[bool, typer.Option("--params", help="show every parameter with its default")] = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Studies, experiments (one per paper figure), their scales and parameters."""
+    from attnlab.core.claims import claims
+    from attnlab.core.experiment import experiments
+
+    if study is not None and study not in STUDIES:
+        raise ConfigError(f"unknown study {study!r}; allowed: {', '.join(STUDIES)}")
+    exps = experiments(study)
+    if json_:
+        doc = [
+            {"experiment": e.key, "ref": e.ref, "title": e.title, "headline": e.headline,
+             "scales": {s: e.config.scales.get(s, {}) for s in SCALES}, "parameters": e.config.parameters()}
+            for e in exps
+        ]
+        print(json.dumps(doc, indent=2, default=str))
+        return
+    table = Table(title="attnlab experiments", show_lines=params)
+    for col in ("experiment", "paper", "title", "quick scale", "paper scale"):
+        table.add_column(col, overflow="fold")
+    for e in exps:
+        quick = ", ".join(f"{k}={v}" for k, v in e.config.scales.get("quick", {}).items())
+        paper = ", ".join(f"{k}={v}" for k, v in e.config.scales.get("paper", {}).items()) or "paper defaults"
+        title = e.title + (" [headline]" if e.headline else "")
+        if params:
+            title += "\n" + "\n".join(f"  {p['name']}: {p['type']} = {p['default']}" for p in e.config.parameters())
+        table.add_row(e.key, e.ref, title, quick, paper)
+    out_console.print(table)
+    out_console.print(f"{len(claims(study))} claims registered; see `attnlab check`.")
+
+
+@app.command()
+@_guard
+def run(
+    experiment: Annotated[str, typer.Argument(help="STUDY.EXPERIMENT, e.g. specialization.fig1")],
+    scale: ScaleOpt = "quick",
+    set_: SetOpt = None,
+    config_file: Annotated[Path | None, typer.Option("--config", help="YAML file of KEY: VALUE overrides")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="base seed of the run's named streams")] = None,
+    device: Annotated[str | None, typer.Option("--device", help="cpu or cuda")] = None,
+    out: StoreOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="recompute even if a finished run exists")] = False,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Run one experiment (or reuse the finished run with the same config)."""
+    from attnlab.core.device import resolve_device
+    from attnlab.core.experiment import get
+
+    progress.set_quiet(quiet or json_)
+    exp = get(experiment)
+    config = resolve(exp.config, scale, _overrides(set_, config_file), seed=seed, device=device)
+    resolve_device(config.device)
+    record = _store(out).run(exp, config, force=force)
+    if json_:
+        print(json.dumps(record.to_json(), default=str))
+        return
+    verb = "reused" if record.reused else "finished"
+    out_console.print(f"{verb} {record.experiment} [bold]{record.run_id}[/bold] → {record.run_dir}")
+    for k, v in record.summary.items():
+        out_console.print(f"  {k} = {v:.6g}" if isinstance(v, float) else f"  {k} = {v}")
+
+
+@app.command()
+@_guard
+def sweep(
+    experiment: Annotated[str, typer.Argument(help="STUDY.EXPERIMENT")],
+    grid: Annotated[list[str], typer.Option("--grid", help="KEY=V1,V2,... (repeatable; cartesian product)")],
+    scale: ScaleOpt = "quick",
+    set_: SetOpt = None,
+    seed: Annotated[int | None, typer.Option("--seed")] = None,
+    device: Annotated[str | None, typer.Option("--device")] = None,
+    executor: Annotated[str, typer.Option("--executor", help="local (process pool) or dask")] = "local",
+    scheduler: Annotated[str | None, typer.Option("--scheduler", help="dask scheduler, e.g. tcp://host:8786")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="processes (local) or LocalCluster workers")] = None,
+    out: StoreOpt = None,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Expand a grid into runs, execute them, aggregate one Parquet table and the sweep figure."""
+    from attnlab.core.sweep import parse_grid, run_sweep
+
+    progress.set_quiet(quiet or json_)
+    result = run_sweep(
+        experiment, parse_grid(grid), store=_store(out), scale=scale, base=parse_sets(set_ or []), seed=seed,
+        device=device, executor=executor, scheduler=scheduler, workers=workers,
+    )
+    if json_:
+        print(json.dumps(result.to_json()))
+    else:
+        out_console.print(result.table.drop(columns=["error"]).to_string(index=False))
+        out_console.print(f"{len(result.table)} runs ({result.ran} ran, {result.reused} reused, {result.failed} failed)"
+                          f" → {result.sweep_dir}")
+    if result.failed:
+        for _, row in result.table[result.table["status"] != "done"].iterrows():
+            err_console.print(f"[red]failed[/red] {row['run_id']}: {row['error']}", highlight=False)
+        raise typer.Exit(1)
+
+
+@app.command()
+@_guard
+def check(
+    study: Annotated[str | None, typer.Argument(help="one study (default: all)")] = None,
+    scale: ScaleOpt = "quick",
+    only: Annotated[list[str] | None, typer.Option("--only", help="only this claim id (repeatable)")] = None,
+    out: StoreOpt = None,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Measure the papers' claims and compare them with what the papers say (exit 1 if any fails)."""
+    from attnlab.core.claims import check as run_checks
+    from attnlab.core.claims import failed
+
+    if study is not None and study not in STUDIES:
+        raise ConfigError(f"unknown study {study!r}; allowed: {', '.join(STUDIES)}")
+    progress.set_quiet(quiet or json_)
+    results = run_checks(study, scale, _store(out), only)
+    if json_:
+        print(json.dumps([r.to_json() for r in results], indent=2))
+    else:
+        _print_claims(results)
+    if failed(results):
+        raise typer.Exit(1)
+
+
+def _print_claims(results: list) -> None:
+    table = Table(title="claims")
+    for col in ("claim", "paper", "measured", "expected", "tolerance", "verdict"):
+        table.add_column(col, overflow="fold")
+    colours = {"pass": "green", "fail": "red", "error": "red", "reported": "yellow"}
+    for r in results:
+        measured = "—" if r.measured is None else f"{r.measured:.4g}"
+        table.add_row(r.claim, r.ref, measured, r.expected, f"{r.tolerance:.3g}",
+                      f"[{colours[r.verdict]}]{r.verdict}[/]")
+    out_console.print(table)
+    for r in results:
+        if r.detail:
+            err_console.print(f"{r.claim}: {r.detail}", highlight=False)
+
+
+@app.command()
+@_guard
+def report(
+    targets: Annotated[list[Path] | None, typer.Argument(help="run or sweep directories")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="everything in the store")] = False,
+    store: Annotated[Path | None, typer.Option("--store", help="run store [env ATTNLAB_HOME]")] = None,
+    out: Annotated[Path, typer.Option("--out", help="HTML file to write")] = Path("attnlab-report.html"),
+) -> None:
+    """Write a self-contained HTML report of runs, sweeps and claims."""
+    from attnlab.core import report as rep
+
+    if not targets and not all_:
+        raise ConfigError("give RUN_DIR or SWEEP_DIR arguments, or --all")
+    for t in targets or []:
+        if not t.is_dir():
+            raise ConfigError(f"{str(t)!r} is not a directory")
+    path = rep.write(_store(store), out, None if all_ else list(targets or []))
+    out_console.print(f"report → {path.resolve()}")
+
+
+@app.command()
+@_guard
+def reproduce(
+    studies: Annotated[list[str] | None, typer.Argument(help="studies (default: all)")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="quick scale (default)")] = False,
+    paper: Annotated[bool, typer.Option("--paper", help="the paper's sizes (long; CUDA advised)")] = False,
+    claims_: Annotated[bool, typer.Option("--claims/--no-claims", help="also run the claims")] = True,
+    device: Annotated[str | None, typer.Option("--device")] = None,
+    out: StoreOpt = None,
+    report_out: Annotated[Path, typer.Option("--report", help="HTML report to write")] = Path("attnlab-report.html"),
+    quiet: QuietOpt = False,
+) -> None:
+    """Run every study's headline experiments, its claims, then write the HTML report."""
+    from attnlab.core import report as rep
+    from attnlab.core.claims import check as run_checks
+    from attnlab.core.claims import failed
+    from attnlab.core.experiment import experiments
+
+    if quick and paper:
+        raise ConfigError("--quick and --paper are exclusive")
+    scale = "paper" if paper else "quick"
+    for s in studies or []:
+        if s not in STUDIES:
+            raise ConfigError(f"unknown study {s!r}; allowed: {', '.join(STUDIES)}")
+    progress.set_quiet(quiet)
+    store = _store(out)
+    chosen = studies or list(STUDIES)
+    targets = []
+    bad = 0
+    for study in chosen:
+        for exp in [e for e in experiments(study) if e.headline]:
+            config = resolve(exp.config, scale, {}, device=device)
+            out_console.print(f"[bold]{exp.key}[/bold] ({exp.ref}, {scale}) …")
+            record = store.run(exp, config)
+            targets.append(record.run_dir)
+        if claims_:
+            results = run_checks(study, scale, store)
+            _print_claims(results)
+            bad += len(failed(results))
+    path = rep.write(store, report_out, None, title=f"attnlab reproduce ({scale}): {', '.join(chosen)}")
+    out_console.print(f"report → [bold]{path.resolve()}[/bold]")
+    if bad:
+        raise typer.Exit(1)
+
+
+@app.command()
+@_guard
+def bench(
+    study: Annotated[str | None, typer.Argument(help="one study (default: all)")] = None,
+    out: Annotated[Path, typer.Option("--out", help="directory for the JSON results")] = Path("benchmarks/results"),
+) -> None:
+    """Run the benchmark scripts of benchmarks/ (from a source checkout); each writes JSON."""
+    root = _bench_dir()
+    chosen = [study] if study else list(STUDIES)
+    for s in chosen:
+        script = root / f"{s}.py"
+        if not script.exists():
+            raise ConfigError(f"no benchmark for {s!r} in {root} (have: "
+                              f"{', '.join(p.stem for p in root.glob('*.py')) or 'none'})")
+    os.environ["ATTNLAB_BENCH_OUT"] = str(out)
+    for s in chosen:
+        out_console.print(f"[bold]benchmark {s}[/bold]")
+        runpy.run_path(str(root / f"{s}.py"), run_name="__main__")
+
+
+def _bench_dir() -> Path:
+    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        if (base / "benchmarks").is_dir():
+            return base / "benchmarks"
+    raise ConfigError("benchmarks/ not found: run `attnlab bench` from the attnlab source checkout")
+
+
+def main() -> None:
+    app(prog_name="attnlab")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""A paper's claims as code: what is measured, what is expected, the tolerance, the verdict.
+
+A study registers its claims in ``<study>/claims.py``::
+
+    register(Claim(
+        id="specialization.bayes_softmax_optimal", ref="Prop. IV.2",
+        statement="B-softmax with H ≥ |supp P_θ| reaches the Bayes risk",
+        how="reduced loss of the Prop. IV.2 parameters minus the Bayes risk, same MC samples",
+        measure=lambda ctx: ..., expected=0.0, relation="approx", tolerance=0.01,
+    ))
+
+``measure(ctx)`` returns the measured number; it usually calls ``ctx.run("fig5", H=4)`` so that the
+experiment runs once into the run store and claims reuse it. Relations:
+
+* ``approx``  |measured − expected| ≤ tolerance
+* ``le`` / ``ge``  measured ≤ expected + tolerance / measured ≥ expected − tolerance
+* ``in``  expected = (lo, hi), lo ≤ measured ≤ hi
+* ``report``  measured and shown, never asserted (for what the spec says does not hold as printed)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from attnlab.core import progress
+from attnlab.core.config import SCALES, ConfigError, resolve
+from attnlab.core.experiment import Result, get, load_studies
+from attnlab.core.runs import RunRecord, RunStore, atomic_write_json, load_result
+
+Relation = Literal["approx", "le", "ge", "in", "report"]
+
+
+@dataclass
+class ClaimContext:
+    """What a claim's ``measure`` sees: the scale, and a way to (re)use experiment runs."""
+
+    scale: str
+    store: RunStore
+    seed: int = 0
+    records: list[RunRecord] = field(default_factory=list)
+
+    def run(self, experiment: str, **overrides: Any) -> Result:
+        """Run (or reuse) ``study.experiment`` at this scale with ``overrides``; return its result."""
+        exp = get(experiment)
+        config = resolve(exp.config, self.scale, overrides, seed=overrides.pop("seed", self.seed))
+        record = self.store.run(exp, config)
+        self.records.append(record)
+        return load_result(record.run_dir)[1]
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    ref: str
+    statement: str
+    how: str
+    measure: Callable[[ClaimContext], float]
+    expected: float | tuple[float, float] | None = None
+    relation: Relation = "approx"
+    tolerance: float = 0.0
+    scales: tuple[str, ...] = SCALES
+
+    @property
+    def study(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    def expected_text(self) -> str:
+        e = self.expected
+        match self.relation:
+            case "approx":
+                return f"= {_fmt(e)}"
+            case "le":
+                return f"≤ {_fmt(e)}"
+            case "ge":
+                return f"≥ {_fmt(e)}"
+            case "in":
+                assert isinstance(e, tuple)
+                return f"in [{_fmt(e[0])}, {_fmt(e[1])}]"
+            case _:
+                return "(reported)" if e is None else f"paper: {_fmt(e)} (reported)"
+
+    def verdict(self, measured: float) -> str:
+        if self.relation == "report":
+            return "reported"
+        if measured is None or (isinstance(measured, float) and math.isnan(measured)):
+            return "fail"
+        e, tol = self.expected, self.tolerance
+        ok = {
+            "approx": lambda: abs(measured - e) <= tol,
+            "le": lambda: measured <= e + tol,
+            "ge": lambda: measured >= e - tol,
+            "in": lambda: e[0] <= measured <= e[1],
+        }[self.relation]()
+        return "pass" if ok else "fail"
+
+
+@dataclass
+class ClaimResult:
+    claim: str
+    ref: str
+    statement: str
+    how: str
+    measured: float | None
+    expected: str
+    tolerance: float
+    verdict: str  # pass | fail | reported | error
+    scale: str
+    seconds: float
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_CLAIMS: dict[str, Claim] = {}
+
+
+def register(claim: Claim) -> Claim:
+    if claim.relation not in ("approx", "le", "ge", "in", "report"):
+        raise ValueError(f"claim {claim.id}: unknown relation {claim.relation!r}")
+    if claim.relation == "in" and not (isinstance(claim.expected, tuple) and len(claim.expected) == 2):
+        raise ValueError(f"claim {claim.id}: relation 'in' needs expected=(lo, hi)")
+    _CLAIMS[claim.id] = claim
+    return claim
+
+
+def claims(study: str | None = None, scale: str | None = None) -> list[Claim]:
+    load_studies([study] if study else None)
+    return [
+        c for c in _CLAIMS.values() if (study is None or c.study == study) and (scale is None or scale in c.scales)
+    ]
+
+
+def check(study: str | None, scale: str, store: RunStore, only: list[str] | None = None) -> list[ClaimResult]:
+    """Measure every claim of ``study`` (all studies if None) that holds at ``scale``.
+
+    Results are also written to ``<store>/claims/<study>-<scale>.json`` for the report.
+    """
+    if scale not in SCALES:
+        raise ConfigError(f"scale {scale!r} is not allowed; allowed: {', '.join(SCALES)}")
+    todo = [c for c in claims(study, scale) if not only or c.id in only or c.id.split(".", 1)[1] in only]
+    results = []
+    for claim in progress.track(todo, f"claims ({scale})"):
+        ctx = ClaimContext(scale, store)
+        t0 = time.perf_counter()
+        try:
+            measured = float(claim.measure(ctx))
+            verdict, detail = claim.verdict(measured), ""
+        except Exception as exc:  # a claim that cannot be measured fails, with the reason shown
+            measured, verdict = None, "error"
+            detail = "".join(traceback.format_exception_only(exc)).strip()
+        results.append(
+            ClaimResult(
+                claim.id, claim.ref, claim.statement, claim.how, measured, claim.expected_text(),
+                claim.tolerance, verdict, scale, time.perf_counter() - t0, detail,
+            )
+        )
+    for name in sorted({r.claim.split(".", 1)[0] for r in results}):
+        rows = [r.to_json() for r in results if r.claim.startswith(name + ".")]
+        atomic_write_json(store.root / "claims" / f"{name}-{scale}.json", rows)
+    return results
+
+
+def failed(results: list[ClaimResult]) -> list[ClaimResult]:
+    return [r for r in results if r.verdict in ("fail", "error")]
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, float):
+        return f"{x:.4g}"
+    return str(x)

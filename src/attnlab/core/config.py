@@ -1,0 +1,171 @@
+"""Immutable, validated experiment configs and their ``--set`` overrides.
+
+Every experiment has one :class:`Config` subclass whose field defaults are the paper's values and
+whose ``scales`` map a scale name ("quick", "paper") to the overrides that scale applies. A config is
+resolved in this order: defaults → scale → YAML file → ``--set key=value`` → seed/device. Any bad
+value, wrong type or unknown key raises :class:`ConfigError` with one line naming the key, the
+value and what is allowed — before any work starts and before anything is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+SCALES: tuple[str, ...] = ("quick", "paper")
+
+
+class ConfigError(ValueError):
+    """A config could not be built; the message is one line meant for the user."""
+
+
+class Config(BaseModel):
+    """Base of every experiment config: frozen, strict about unknown keys, hashable.
+
+    Subclasses declare the experiment's parameters as fields with paper defaults and may set
+    ``scales = {"quick": {...}, "paper": {...}}``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+    seed: int = Field(0, ge=0, description="base seed; named streams derive from it (core.rng)")
+    device: Literal["cpu", "cuda"] = Field("cpu", description="torch device the run computes on")
+
+    scales: ClassVar[dict[str, dict[str, Any]]] = {"quick": {}, "paper": {}}
+
+    def hash(self, experiment: str) -> str:
+        """Run id: 16 hex digits of the SHA-256 of the experiment name and resolved config."""
+        payload = json.dumps({"experiment": experiment, "config": self.model_dump(mode="json")}, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    @classmethod
+    def parameters(cls) -> list[dict[str, Any]]:
+        """One row per field (name, type, default, description) for ``attnlab list``."""
+        rows = []
+        for name, f in cls.model_fields.items():
+            rows.append(
+                {
+                    "name": name,
+                    "type": _type_name(f.annotation),
+                    "default": f.default,
+                    "description": f.description or "",
+                }
+            )
+        return rows
+
+
+def _type_name(annotation: Any) -> str:
+    text = getattr(annotation, "__name__", None) or str(annotation)
+    return text.replace("typing.", "")
+
+
+def parse_value(text: str) -> Any:
+    """Parse the value of a ``--set`` pair: int, float, bool, null, YAML list/mapping, else string."""
+    s = text.strip()
+    for conv in (int, float):
+        try:
+            return conv(s)
+        except ValueError:
+            pass
+    low = s.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("null", "none", "~"):
+        return None
+    if s[:1] in "[{":
+        try:
+            return yaml.safe_load(s)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"value {text!r} looks like a list/mapping but is not valid YAML: {exc}") from None
+    return s
+
+
+def parse_sets(pairs: Iterable[str]) -> dict[str, Any]:
+    """``["H=4", "law=flip"]`` → ``{"H": 4, "law": "flip"}``; a pair without '=' is an error."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"--set {pair!r}: expected KEY=VALUE, e.g. --set H=4")
+        out[key] = parse_value(value)
+    return out
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Overrides from a YAML file holding one mapping of keys to values."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {str(p)!r} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {str(p)!r} is not valid YAML: {' '.join(str(exc).split())}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {str(p)!r} must hold a mapping of key: value, got {type(data).__name__}")
+    return data
+
+
+def resolve(
+    cls: type[Config],
+    scale: str = "quick",
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    seed: int | None = None,
+    device: str | None = None,
+) -> Config:
+    """Build ``cls`` at ``scale`` with user ``overrides``; raise :class:`ConfigError` on any problem."""
+    if scale not in SCALES:
+        raise ConfigError(f"scale {scale!r} is not allowed; allowed: {', '.join(SCALES)}")
+    values: dict[str, Any] = dict(cls.scales.get(scale, {}))
+    user = dict(overrides or {})
+    allowed = list(cls.model_fields)
+    for key in user:
+        if key not in cls.model_fields:
+            raise ConfigError(f"unknown key {key!r} (value {user[key]!r}); allowed keys: {', '.join(allowed)}")
+    values.update(user)
+    if seed is not None:
+        values["seed"] = seed
+    if device is not None:
+        values["device"] = device
+    try:
+        return cls(**values)
+    except ValidationError as exc:
+        raise ConfigError(_one_line(exc, values)) from None
+
+
+def replace(config: Config, **changes: Any) -> Config:
+    """A validated copy of ``config`` with ``changes`` (configs are immutable)."""
+    return resolve_from(type(config), {**config.model_dump(), **changes})
+
+
+def resolve_from(cls: type[Config], values: Mapping[str, Any]) -> Config:
+    """Validate a complete mapping (e.g. a stored ``config.json``) into ``cls``."""
+    unknown = [k for k in values if k not in cls.model_fields]
+    if unknown:
+        raise ConfigError(f"unknown key {unknown[0]!r}; allowed keys: {', '.join(cls.model_fields)}")
+    try:
+        return cls(**values)
+    except ValidationError as exc:
+        raise ConfigError(_one_line(exc, dict(values))) from None
+
+
+def _one_line(exc: ValidationError, values: Mapping[str, Any]) -> str:
+    err = exc.errors()[0]
+    loc = err.get("loc") or ()
+    key = ".".join(str(p) for p in loc) if loc else "<config>"
+    top = str(loc[0]) if loc else None
+    value = values.get(top, err.get("input")) if top is not None else err.get("input")
+    msg = err.get("msg", "invalid value")
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
+    return f"key {key!r} = {value!r}: {msg}{more}".replace("\n", " ")

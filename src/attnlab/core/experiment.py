@@ -1,0 +1,147 @@
+"""Experiments (one per paper figure) and the registry the CLI reads.
+
+A study registers each experiment with :func:`experiment`::
+
+    @experiment("specialization", "fig1", Fig1Config, ref="Fig. 1", figure=figures.fig1, headline=True)
+    def fig1(config: Fig1Config, ctx: RunContext) -> Result: ...
+
+The function takes its validated config and a :class:`~attnlab.core.runs.RunContext` (named random
+streams, device, checkpoints, progress) and returns a :class:`Result` — tables and arrays, no
+plotting. ``figure(result, config)`` turns a result into matplotlib figures.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from attnlab.core.config import Config, ConfigError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from attnlab.core.runs import RunContext
+
+
+@dataclass
+class Result:
+    """What an experiment returns.
+
+    ``metrics``: long-format table (one row per recorded time and observable; any columns).
+    ``arrays``: named numpy arrays (stored in ``arrays.npz``).
+    ``summary``: scalars that ``run --json``, sweep tables and claims read.
+    """
+
+    metrics: pd.DataFrame = field(default_factory=pd.DataFrame)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    summary: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.summary = {k: _scalar(k, v) for k, v in self.summary.items()}
+        self.arrays = {k: np.asarray(v) for k, v in self.arrays.items()}
+
+
+def _scalar(key: str, v: Any) -> Any:
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, bool | int | float | str) or v is None:
+        return v
+    raise TypeError(f"summary[{key!r}] must be a scalar, got {type(v).__name__}")
+
+
+FigureFn = Callable[[Result, Any], "Figure | Mapping[str, Figure]"]
+SweepFigureFn = Callable[[pd.DataFrame, list[str]], "Figure"]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    study: str
+    name: str
+    config: type[Config]
+    fn: Callable[[Any, RunContext], Result]
+    ref: str = ""
+    title: str = ""
+    figure: FigureFn | None = None
+    sweep_figure: SweepFigureFn | None = None
+    headline: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.study}.{self.name}"
+
+
+_REGISTRY: dict[str, Experiment] = {}
+
+
+def experiment(
+    study: str,
+    name: str,
+    config: type[Config],
+    *,
+    ref: str = "",
+    title: str = "",
+    figure: FigureFn | None = None,
+    sweep_figure: SweepFigureFn | None = None,
+    headline: bool = False,
+) -> Callable[[Callable[[Any, RunContext], Result]], Callable[[Any, RunContext], Result]]:
+    """Decorator registering an experiment function under ``study.name``."""
+
+    def register(fn: Callable[[Any, RunContext], Result]) -> Callable[[Any, RunContext], Result]:
+        title_ = title or (fn.__doc__ or "").strip().splitlines()[0] if (title or fn.__doc__) else name
+        _REGISTRY[f"{study}.{name}"] = Experiment(
+            study, name, config, fn, ref, title_, figure, sweep_figure, headline
+        )
+        return fn
+
+    return register
+
+
+def load_studies(studies: list[str] | tuple[str, ...] | None = None) -> None:
+    """Import each study's ``experiments`` and ``claims`` modules so they register themselves.
+
+    Modules named in ``$ATTNLAB_PLUGINS`` (comma-separated) are imported too: a plug-in study that
+    lives outside the package registers its experiments the same way.
+    """
+    from attnlab import STUDIES
+
+    for module in filter(None, os.environ.get("ATTNLAB_PLUGINS", "").split(",")):
+        importlib.import_module(module.strip())
+    for study in studies or STUDIES:
+        if study not in STUDIES:
+            raise ConfigError(f"unknown study {study!r}; allowed: {', '.join(STUDIES)}")
+        for room in ("experiments", "claims"):
+            module = f"attnlab.{study}.{room}"
+            try:
+                importlib.import_module(module)
+            except ModuleNotFoundError as exc:
+                if exc.name != module:
+                    raise
+
+
+def experiments(study: str | None = None) -> list[Experiment]:
+    """Registered experiments, of one study or all, in registration order."""
+    from attnlab import STUDIES
+
+    load_studies([study] if study in STUDIES else None)
+    return [e for e in _REGISTRY.values() if study is None or e.study == study]
+
+
+def get(key: str) -> Experiment:
+    """Look up ``STUDY.EXPERIMENT``; unknown names raise :class:`ConfigError` listing the choices."""
+    study, sep, _ = key.partition(".")
+    if not sep:
+        raise ConfigError(f"experiment {key!r} must be STUDY.EXPERIMENT, e.g. specialization.fig1")
+    if key not in _REGISTRY:
+        from attnlab import STUDIES
+
+        load_studies([study] if study in STUDIES else None)
+    if key not in _REGISTRY:
+        known = ", ".join(sorted(e for e in _REGISTRY if e.startswith(study + "."))) or ", ".join(sorted(_REGISTRY))
+        raise ConfigError(f"unknown experiment {key!r}; known: {known or 'none'}")
+    return _REGISTRY[key]

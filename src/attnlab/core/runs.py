@@ -1,0 +1,475 @@
+"""The run store: one directory per run, an SQLite index, atomic writes, resume from checkpoints.
+
+Layout under the store root (``--out``, else ``$ATTNLAB_HOME``, else ``./attnlab-runs``)::
+
+    index.sqlite                      runs and their status (WAL; safe for many writers)
+    runs/<study>.<experiment>/<id>/   one run; <id> = hash of the resolved config
+        config.json                   config + attnlab version, git revision, torch, device, seeds
+        metrics.parquet               long format
+        arrays.npz                    named arrays
+        summary.json                  the summary scalars
+        figures/*.png, *.pdf
+        log.txt
+        checkpoint.pt                 only while the run is unfinished
+    sweeps/<study>.<experiment>/<id>/ a sweep's table and figure (core.sweep)
+
+Every file is written to a temporary name and renamed into place, so a reader never sees half a
+file. A run holds an exclusive ``flock`` on its directory while it computes; a run whose index row
+says "running" but whose lock is free was killed (SIGKILL, power loss) and is reported as
+"interrupted". Running it again resumes from its last checkpoint; with the same seed, the result is
+the one an uninterrupted run gives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import io
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from attnlab import __version__
+from attnlab.core import progress
+from attnlab.core.config import Config
+from attnlab.core.device import describe, resolve_device
+from attnlab.core.experiment import Experiment, Result
+from attnlab.core.rng import Streams, stream_seed
+
+STATUSES = ("queued", "running", "done", "failed", "interrupted")
+DEFAULT_ROOT = "attnlab-runs"
+
+
+def default_root() -> Path:
+    return Path(os.environ.get("ATTNLAB_HOME", DEFAULT_ROOT))
+
+
+# -- atomic files ------------------------------------------------------------------------------
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp)`` then rename ``tmp`` onto ``path`` (same directory, so the rename is atomic)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write(path, lambda p: p.write_text(text))
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+# -- the index ---------------------------------------------------------------------------------
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    experiment TEXT NOT NULL,
+    status TEXT NOT NULL,
+    run_dir TEXT NOT NULL,
+    config TEXT NOT NULL,
+    created REAL, started REAL, finished REAL, seconds REAL,
+    pid INTEGER, host TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    completions INTEGER NOT NULL DEFAULT 0,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_experiment ON runs(experiment);
+"""
+
+
+class Index:
+    """SQLite index of runs (WAL mode; every write is one short transaction)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as con:
+            con.executescript(_SCHEMA)
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA busy_timeout=60000")
+            con.row_factory = sqlite3.Row
+            yield con
+        finally:
+            con.close()
+
+    def _write(self, sql: str, args: tuple[Any, ...]) -> None:
+        with self._connect() as con:
+            con.execute("BEGIN IMMEDIATE")
+            con.execute(sql, args)
+            con.execute("COMMIT")
+
+    def ensure(self, run_id: str, experiment: str, run_dir: Path, config: dict[str, Any], status: str) -> None:
+        self._write(
+            "INSERT INTO runs (id, experiment, status, run_dir, config, created) VALUES (?,?,?,?,?,?) "
+            "ON CONFLICT(id) DO NOTHING",
+            (run_id, experiment, status, str(run_dir), json.dumps(config, sort_keys=True), time.time()),
+        )
+
+    def start(self, run_id: str) -> None:
+        self._write(
+            "UPDATE runs SET status='running', started=?, finished=NULL, pid=?, host=?, error=NULL, "
+            "attempts=attempts+1 WHERE id=?",
+            (time.time(), os.getpid(), socket.gethostname(), run_id),
+        )
+
+    def finish(self, run_id: str, status: str, error: str | None = None) -> None:
+        assert status in STATUSES
+        now = time.time()
+        done = 1 if status == "done" else 0
+        self._write(
+            "UPDATE runs SET status=?, finished=?, seconds=?-COALESCE(started, ?), error=?, "
+            "completions=completions+? WHERE id=?",
+            (status, now, now, now, error, done, run_id),
+        )
+
+    def get(self, run_id: str) -> dict[str, Any] | None:
+        with self._connect() as con:
+            row = con.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
+        return dict(row) if row else None
+
+    def rows(self, experiment: str | None = None, status: str | None = None) -> list[dict[str, Any]]:
+        sql, args = "SELECT * FROM runs WHERE 1=1", []
+        if experiment:
+            sql, args = sql + " AND experiment=?", [*args, experiment]
+        if status:
+            sql, args = sql + " AND status=?", [*args, status]
+        with self._connect() as con:
+            return [dict(r) for r in con.execute(sql + " ORDER BY created", args)]
+
+
+# -- what a running experiment sees ------------------------------------------------------------
+
+
+@dataclass
+class RunContext:
+    """Handed to an experiment function: device, named random streams, checkpoints, progress, log.
+
+    Checkpoints: call ``ctx.checkpoint(lambda: state)`` inside long loops; the state (any
+    ``torch.save``-able object) is written at most every ``checkpoint_every`` seconds together with
+    the random streams' states. At the start, ``ctx.resume()`` returns the last saved state (and
+    restores the streams) or ``None`` for a fresh run.
+    """
+
+    run_dir: Path
+    config: Config
+    device: torch.device
+    streams: Streams
+    checkpoint_every: float = 30.0
+    resumed_from: Any = None
+    _last_checkpoint: float = field(default_factory=time.monotonic)
+    _log: io.TextIOBase | None = None
+
+    def rng(self, name: str) -> torch.Generator:
+        """Torch generator of the named stream, on the run's device."""
+        return self.streams.torch(name)
+
+    def seed(self, name: str) -> int:
+        """Integer seed of a named stream, for code that builds its own generators (e.g. per-seed)."""
+        return stream_seed(self.config.seed, name)
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.run_dir / "checkpoint.pt"
+
+    def resume(self) -> Any:
+        if not self.checkpoint_path.exists():
+            return None
+        blob = torch.load(self.checkpoint_path, map_location=self.device, weights_only=False)
+        self.streams.load_state_dict(blob["rng"])
+        self.resumed_from = blob.get("saved_at")
+        self.log(f"resumed from checkpoint saved at {time.ctime(blob.get('saved_at', 0))}")
+        return blob["state"]
+
+    def checkpoint(self, state: Callable[[], Any], force: bool = False) -> bool:
+        """Save ``state()`` if ``checkpoint_every`` seconds have passed (or ``force``); True if saved."""
+        if not force and time.monotonic() - self._last_checkpoint < self.checkpoint_every:
+            return False
+        blob = {"state": state(), "rng": self.streams.state_dict(), "saved_at": time.time()}
+        atomic_write(self.checkpoint_path, lambda p: torch.save(blob, p))
+        self._last_checkpoint = time.monotonic()
+        return True
+
+    def progress(self, total: float | None, description: str) -> contextlib.AbstractContextManager[progress.Bar]:
+        return progress.bar(total, description)
+
+    def log(self, message: str) -> None:
+        if self._log is not None:
+            self._log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}\n")
+            self._log.flush()
+
+
+# -- the store ---------------------------------------------------------------------------------
+
+
+@dataclass
+class RunRecord:
+    """Outcome of :meth:`RunStore.run` (also what ``attnlab run --json`` prints)."""
+
+    run_id: str
+    experiment: str
+    run_dir: Path
+    status: str
+    summary: dict[str, Any]
+    reused: bool = False
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_dir": str(self.run_dir),
+            "config_hash": self.run_id,
+            "experiment": self.experiment,
+            "status": self.status,
+            "reused": self.reused,
+            "error": self.error,
+            "summary": self.summary,
+        }
+
+
+class RunFailed(RuntimeError):
+    def __init__(self, record: RunRecord) -> None:
+        super().__init__(f"run {record.experiment} {record.run_id} failed: {record.error}")
+        self.record = record
+
+
+class Interrupted(KeyboardInterrupt):
+    """Raised in the main thread on SIGTERM so that a terminated run is marked and resumable."""
+
+
+@cache
+def git_revision() -> str | None:
+    src = Path(__file__).resolve().parents[3]
+    try:
+        rev = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        if rev.returncode != 0:
+            return None
+        dirty = subprocess.run(
+            ["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        return rev.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+class RunStore:
+    """Runs experiments into ``root`` and finds them again."""
+
+    def __init__(self, root: str | Path | None = None) -> None:
+        self.root = Path(root) if root is not None else default_root()
+        self._index: Index | None = None
+
+    @property
+    def index(self) -> Index:
+        """The SQLite index, created (with the store directory) on first use, never before."""
+        if self._index is None:
+            self._index = Index(self.root / "index.sqlite")
+        return self._index
+
+    def run_dir(self, exp: Experiment, run_id: str) -> Path:
+        return self.root / "runs" / exp.key / run_id
+
+    # -- running ---------------------------------------------------------------------------------
+    def run(self, exp: Experiment, config: Config, *, force: bool = False) -> RunRecord:
+        """Run ``exp`` with ``config``, or reuse the finished run with the same config hash.
+
+        A failing experiment is recorded as "failed" (with its traceback in the index and in
+        ``log.txt``) and re-raised as :class:`RunFailed`; an interrupt leaves it "interrupted" with
+        its checkpoint in place.
+        """
+        device = resolve_device(config.device)
+        run_id = config.hash(exp.key)
+        run_dir = self.run_dir(exp, run_id)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.index.ensure(run_id, exp.key, run_dir, config.model_dump(mode="json"), "queued")
+        with _locked(run_dir / ".lock"):
+            row = self.index.get(run_id)
+            if row and row["status"] == "done" and not force and (run_dir / "summary.json").exists():
+                summary = json.loads((run_dir / "summary.json").read_text())
+                return RunRecord(run_id, exp.key, run_dir, "done", summary, reused=True)
+            if force:
+                _clear(run_dir)
+            return self._execute(exp, config, run_id, run_dir, device)
+
+    def _execute(
+        self, exp: Experiment, config: Config, run_id: str, run_dir: Path, device: torch.device
+    ) -> RunRecord:
+        streams = Streams(config.seed, device)
+        meta = self._meta(exp, config, run_id, device)
+        atomic_write_json(run_dir / "config.json", meta)
+        self.index.start(run_id)
+        every = float(os.environ.get("ATTNLAB_CHECKPOINT_EVERY", "30"))
+        with open(run_dir / "log.txt", "a") as log, _sigterm_raises():
+            ctx = RunContext(run_dir, config, device, streams, checkpoint_every=every, _log=log)
+            ctx.log(f"start {exp.key} {run_id} on {describe(device)}")
+            try:
+                result = exp.fn(config, ctx)
+                self._save(exp, config, result, run_dir)
+            except KeyboardInterrupt:
+                ctx.log("interrupted; checkpoint kept, run again to resume")
+                self.index.finish(run_id, "interrupted", "interrupted by signal")
+                raise
+            except Exception as exc:
+                text = "".join(traceback.format_exception(exc))
+                ctx.log("failed:\n" + text)
+                self.index.finish(run_id, "failed", text)
+                raise RunFailed(RunRecord(run_id, exp.key, run_dir, "failed", {}, error=_last_line(text))) from exc
+            meta["seeds"]["streams"] = {k: stream_seed(config.seed, k) for k in streams.state_dict()["torch"]}
+            atomic_write_json(run_dir / "config.json", meta)
+            ctx.log("done")
+        with contextlib.suppress(FileNotFoundError):
+            ctx.checkpoint_path.unlink()
+        self.index.finish(run_id, "done")
+        return RunRecord(run_id, exp.key, run_dir, "done", result.summary)
+
+    def _meta(self, exp: Experiment, config: Config, run_id: str, device: torch.device) -> dict[str, Any]:
+        return {
+            "experiment": exp.key,
+            "paper_ref": exp.ref,
+            "run_id": run_id,
+            "config": config.model_dump(mode="json"),
+            "attnlab_version": __version__,
+            "git_revision": git_revision(),
+            "torch_version": torch.__version__,
+            "python": platform.python_version(),
+            "host": socket.gethostname(),
+            "device": describe(device),
+            "seeds": {"base": config.seed, "streams": {}},
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+
+    def _save(self, exp: Experiment, config: Config, result: Result, run_dir: Path) -> None:
+        from attnlab.core.plotting import save_figure
+
+        atomic_write(run_dir / "metrics.parquet", lambda p: result.metrics.to_parquet(p, index=False))
+        atomic_write(run_dir / "arrays.npz", lambda p: _savez(p, result.arrays))
+        if exp.figure is not None:
+            figs = exp.figure(result, config)
+            for name, fig in (figs.items() if isinstance(figs, dict) else [(exp.name, figs)]):
+                save_figure(fig, run_dir / "figures" / name)
+        atomic_write_json(run_dir / "summary.json", result.summary)
+
+    # -- reading -----------------------------------------------------------------------------------
+    def status(self, run_id: str) -> dict[str, Any] | None:
+        """Index row of a run, with a dead "running" run reported as "interrupted"."""
+        row = self.index.get(run_id)
+        if row and row["status"] == "running" and not _is_locked(Path(row["run_dir"]) / ".lock"):
+            self.index.finish(run_id, "interrupted", "process died while running (killed?)")
+            row = self.index.get(run_id)
+        return row
+
+    def rows(self, experiment: str | None = None) -> list[dict[str, Any]]:
+        return [self.status(r["id"]) or r for r in self.index.rows(experiment)]
+
+
+def load_result(run_dir: str | Path) -> tuple[dict[str, Any], Result]:
+    """``(config.json contents, Result)`` of a finished run directory."""
+    d = Path(run_dir)
+    if not (d / "summary.json").exists():
+        raise FileNotFoundError(f"{d} is not a finished run (no summary.json)")
+    meta = json.loads((d / "config.json").read_text())
+    metrics = pd.read_parquet(d / "metrics.parquet") if (d / "metrics.parquet").exists() else pd.DataFrame()
+    with np.load(d / "arrays.npz", allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    summary = json.loads((d / "summary.json").read_text())
+    return meta, Result(metrics, arrays, summary)
+
+
+def _savez(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **arrays)
+
+
+def _clear(run_dir: Path) -> None:
+    for name in ("checkpoint.pt", "summary.json", "metrics.parquet", "arrays.npz", "log.txt"):
+        with contextlib.suppress(FileNotFoundError):
+            (run_dir / name).unlink()
+    shutil.rmtree(run_dir / "figures", ignore_errors=True)
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else text
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Exclusive flock on ``path``; released by the kernel if the process dies."""
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _is_locked(path: Path) -> bool:
+    try:
+        with open(path, "a") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(f, fcntl.LOCK_UN)
+            return False
+    except FileNotFoundError:
+        return False
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """In the main thread, turn SIGTERM into :class:`Interrupted` for the duration of a run."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Interrupted(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)

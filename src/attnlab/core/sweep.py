@@ -1,0 +1,272 @@
+"""Sweeps: a grid of configs → runs in the store → one table (Parquet) and one figure.
+
+Executors:
+
+* ``local`` (default): a process pool on this machine (``workers`` processes, torch threads pinned to
+  ``cores // workers`` each); with one worker, runs in this process.
+* ``dask``: a dask.distributed cluster — a ``LocalCluster`` when no scheduler is given, or the cluster
+  at ``scheduler="tcp://host:8786"`` (start one with ``dask scheduler`` and ``dask worker
+  tcp://host:8786 --nthreads 1`` on each machine, or with dask-jobqueue's ``SLURMCluster`` whose
+  ``scheduler_address`` you pass here). Workers must see the same store directory (a shared
+  filesystem) and have attnlab installed.
+
+Every task is keyed by its run id: the run store makes a run idempotent (a finished run is reused,
+an interrupted one resumes from its checkpoint, concurrent attempts serialise on the run's lock), so
+a task that dask re-schedules after a worker died completes exactly once. A failing task is recorded
+with its error and does not stop the sweep; running the same sweep again only runs what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from attnlab.core import progress
+from attnlab.core.config import Config, ConfigError, parse_value, resolve
+from attnlab.core.experiment import Experiment, get, load_studies
+from attnlab.core.runs import RunFailed, RunStore, atomic_write, atomic_write_json
+
+
+def parse_grid(specs: Iterable[str]) -> dict[str, list[Any]]:
+    """``["H=1,2,4", "law=flip,onehot"]`` → ``{"H": [1, 2, 4], "law": ["flip", "onehot"]}``."""
+    grid: dict[str, list[Any]] = {}
+    for spec in specs:
+        key, sep, values = spec.partition("=")
+        key = key.strip()
+        if not sep or not key or not values.strip():
+            raise ConfigError(f"--grid {spec!r}: expected KEY=V1,V2,..., e.g. --grid H=1,2,4")
+        if key in grid:
+            raise ConfigError(f"--grid {spec!r}: key {key!r} given twice")
+        grid[key] = [parse_value(v) for v in _split_top(values)]
+    return grid
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on commas that are not inside brackets (so ``x=[1,2],[3,4]`` gives two lists)."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "[{"
+        depth -= ch in "]}"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [*parts, cur]
+
+
+def expand(grid: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
+    """Cartesian product in grid order (last key varies fastest)."""
+    keys = list(grid)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run of a sweep, as shipped to a worker (plain data, picklable)."""
+
+    experiment: str
+    config: dict[str, Any]
+    root: str
+    run_id: str
+
+
+def execute(task: Task) -> dict[str, Any]:
+    """Run one task in whatever process it lands in; never raises for a failing experiment."""
+    from attnlab.core.config import resolve_from
+    from attnlab.core.device import pin_threads
+
+    pin_threads()
+    progress.set_quiet(True)
+    load_studies()
+    exp = get(task.experiment)
+    config = resolve_from(exp.config, task.config)
+    store = RunStore(task.root)
+    try:
+        record = store.run(exp, config)
+        return {"run_id": record.run_id, "status": "done", "summary": record.summary, "error": None}
+    except RunFailed as exc:
+        return {"run_id": task.run_id, "status": "failed", "summary": {}, "error": exc.record.error}
+
+
+@dataclass
+class SweepResult:
+    sweep_id: str
+    sweep_dir: Path
+    table: pd.DataFrame
+    ran: int
+    reused: int
+    failed: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sweep_dir": str(self.sweep_dir),
+            "sweep_id": self.sweep_id,
+            "runs": len(self.table),
+            "ran": self.ran,
+            "reused": self.reused,
+            "failed": self.failed,
+            "table": str(self.sweep_dir / "table.parquet"),
+        }
+
+
+def plan(
+    exp: Experiment, grid: Mapping[str, list[Any]], scale: str, base: Mapping[str, Any], seed: int | None,
+    device: str | None,
+) -> list[tuple[dict[str, Any], Config]]:
+    """Resolve and validate every point of the grid before any work starts."""
+    if not grid:
+        raise ConfigError("a sweep needs at least one --grid KEY=V1,V2,...")
+    points = expand(grid)
+    return [(point, resolve(exp.config, scale, {**base, **point}, seed=seed, device=device)) for point in points]
+
+
+def run_sweep(
+    experiment: str,
+    grid: Mapping[str, list[Any]],
+    *,
+    store: RunStore,
+    scale: str = "quick",
+    base: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    device: str | None = None,
+    executor: str = "local",
+    scheduler: str | None = None,
+    workers: int | None = None,
+) -> SweepResult:
+    exp = get(experiment)
+    if executor not in ("local", "dask"):
+        raise ConfigError(f"executor {executor!r} is not allowed; allowed: local, dask")
+    if scheduler and executor != "dask":
+        raise ConfigError("--scheduler only applies to --executor dask")
+    if workers is not None and workers < 1:
+        raise ConfigError(f"workers = {workers}: must be ≥ 1")
+    points = plan(exp, grid, scale, base or {}, seed, device)
+    tasks = [Task(exp.key, cfg.model_dump(mode="json"), str(store.root), cfg.hash(exp.key)) for _, cfg in points]
+    sweep_id = hashlib.sha256(json.dumps([exp.key, [t.run_id for t in tasks]]).encode()).hexdigest()[:16]
+    sweep_dir = store.root / "sweeps" / exp.key / sweep_id
+    atomic_write_json(
+        sweep_dir / "sweep.json",
+        {"experiment": exp.key, "scale": scale, "grid": dict(grid), "base": dict(base or {}),
+         "runs": [t.run_id for t in tasks]},
+    )
+
+    outcomes: dict[str, dict[str, Any]] = {}
+    todo = []
+    for task in tasks:
+        row = store.status(task.run_id)
+        if row and row["status"] == "done" and (Path(row["run_dir"]) / "summary.json").exists():
+            summary = json.loads((Path(row["run_dir"]) / "summary.json").read_text())
+            outcomes[task.run_id] = {"run_id": task.run_id, "status": "done", "summary": summary, "error": None,
+                                     "reused": True}
+        else:
+            store.index.ensure(task.run_id, exp.key, store.run_dir(exp, task.run_id), task.config, "queued")
+            todo.append(task)
+    unique = list({t.run_id: t for t in todo}.values())  # a grid may repeat a point
+    runner = _run_dask if executor == "dask" else _run_local
+    for out in runner(unique, workers, scheduler):
+        outcomes[out["run_id"]] = out
+
+    table = _table(points, tasks, outcomes)
+    atomic_write(sweep_dir / "table.parquet", lambda p: table.to_parquet(p, index=False))
+    _figure(exp, table, list(grid), sweep_dir)
+    reused = sum(1 for o in outcomes.values() if o.get("reused"))
+    failed = sum(1 for o in outcomes.values() if o["status"] != "done")
+    return SweepResult(sweep_id, sweep_dir, table, len(unique), reused, failed)
+
+
+def _table(points: list[tuple[dict[str, Any], Config]], tasks: list[Task], outcomes: dict[str, dict]) -> pd.DataFrame:
+    rows = []
+    for (point, _), task in zip(points, tasks, strict=True):
+        out = outcomes[task.run_id]
+        rows.append({**{k: _cell(v) for k, v in point.items()}, "run_id": task.run_id, "status": out["status"],
+                     "error": out["error"], **out["summary"]})
+    return pd.DataFrame(rows)
+
+
+def _cell(v: Any) -> Any:
+    return json.dumps(v) if isinstance(v, list | dict) else v
+
+
+def _figure(exp: Experiment, table: pd.DataFrame, keys: list[str], sweep_dir: Path) -> None:
+    from attnlab.core.plotting import save_figure, sweep_figure
+
+    done = table[table["status"] == "done"]
+    if done.empty:
+        return
+    fig = (exp.sweep_figure or sweep_figure)(done, keys)
+    if fig is not None:
+        save_figure(fig, sweep_dir / "figures" / "sweep")
+
+
+# -- executors -----------------------------------------------------------------------------------
+
+
+def _worker_init(threads: int) -> None:
+    os.environ["ATTNLAB_THREADS"] = str(threads)
+    os.environ["ATTNLAB_QUIET"] = "1"
+
+
+def _run_local(tasks: list[Task], workers: int | None, scheduler: str | None) -> Iterable[dict[str, Any]]:
+    if not tasks:
+        return
+    cores = os.cpu_count() or 1
+    workers = min(workers or cores, len(tasks))
+    if workers == 1:
+        for task in progress.track(tasks, "sweep"):
+            yield execute(task)
+        return
+    ctx = get_context("spawn")
+    with (
+        ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(max(1, cores // workers),))
+        as pool,
+        progress.bar(len(tasks), f"sweep ({workers} processes)") as bar,
+    ):
+        futures: dict[Future, Task] = {pool.submit(execute, t): t for t in tasks}
+        for fut in as_completed(futures):
+            bar.advance()
+            yield _outcome(futures[fut], fut)
+
+
+def _outcome(task: Task, fut: Any) -> dict[str, Any]:
+    try:
+        return fut.result()
+    except Exception as exc:  # the worker process itself died or the task could not be unpickled
+        return {"run_id": task.run_id, "status": "failed", "summary": {}, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def _run_dask(tasks: list[Task], workers: int | None, scheduler: str | None) -> Iterable[dict[str, Any]]:
+    try:
+        from distributed import Client, LocalCluster
+        from distributed import as_completed as dask_completed
+    except ImportError:
+        raise ConfigError("--executor dask needs the dask extra: pip install 'attnlab[dask]'") from None
+    if not tasks:
+        return
+    cluster = None
+    if scheduler:
+        client = Client(scheduler, timeout=30)
+    else:
+        cluster = LocalCluster(n_workers=workers or (os.cpu_count() or 1), threads_per_worker=1,
+                               processes=True, dashboard_address=None)
+        client = Client(cluster)
+    try:
+        futures = {client.submit(execute, t, key=f"attnlab-run-{t.run_id}", pure=False): t for t in tasks}
+        with progress.bar(len(tasks), "sweep (dask)") as bar:
+            for fut in dask_completed(list(futures)):
+                bar.advance()
+                yield _outcome(futures[fut], fut)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

@@ -1,0 +1,27 @@
+"""Test set-up: one BLAS/torch thread (2-core machines), quiet progress, the toy plug-in study."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+os.environ["ATTNLAB_QUIET"] = "1"
+PLUGINS = Path(__file__).parent / "plugins"
+sys.path.insert(0, str(PLUGINS))
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), os.environ.get("PYTHONPATH")]))
+os.environ["ATTNLAB_PLUGINS"] = "attnlab_toy"
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture
+def store(tmp_path):
+    from attnlab.core.runs import RunStore
+
+    return RunStore(tmp_path / "store")

@@ -1,0 +1,106 @@
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import Field, ValidationError
+from typer.testing import CliRunner
+
+from attnlab.cli import app
+from attnlab.core.config import Config, ConfigError, load_yaml, parse_sets, parse_value, replace, resolve
+
+
+class C(Config):
+    H: int = Field(2, ge=1)
+    nu: float = Field(1.0, gt=0)
+    act: str = "softmax"
+    scales = {"quick": {"H": 3}, "paper": {}}
+
+
+def test_parse_value_types():
+    assert parse_value("3") == 3 and isinstance(parse_value("3"), int)
+    assert parse_value("1e4") == 1e4
+    assert parse_value("true") is True and parse_value("False") is False
+    assert parse_value("[1, 2]") == [1, 2]
+    assert parse_value("softmax") == "softmax"
+    assert parse_value("null") is None
+
+
+def test_resolve_order_and_scale():
+    assert resolve(C, "quick").H == 3
+    assert resolve(C, "paper").H == 2
+    c = resolve(C, "quick", {"H": 5}, seed=7)
+    assert (c.H, c.seed) == (5, 7)
+
+
+def test_int_field_accepts_integral_float():
+    assert resolve(C, "quick", parse_sets(["H=1e1"])).H == 10
+
+
+@pytest.mark.parametrize(
+    "sets, key",
+    [
+        (["H=0"], "H"), (["H=abc"], "H"), (["nu=-1"], "nu"), (["foo=1"], "foo"), (["H=1.5"], "H"),
+        (["device=gpu"], "device"),
+    ],
+)
+def test_bad_values_name_the_key(sets, key):
+    with pytest.raises(ConfigError) as e:
+        resolve(C, "quick", parse_sets(sets))
+    msg = str(e.value)
+    assert f"'{key}'" in msg and "\n" not in msg
+
+
+def test_unknown_key_lists_allowed():
+    with pytest.raises(ConfigError, match="allowed keys: seed, device, H, nu, act"):
+        resolve(C, "quick", {"bogus": 1})
+
+
+def test_bad_scale_and_malformed_set():
+    with pytest.raises(ConfigError, match="allowed: quick, paper"):
+        resolve(C, "huge")
+    with pytest.raises(ConfigError, match="KEY=VALUE"):
+        parse_sets(["H"])
+
+
+def test_configs_are_frozen_and_hash_stable():
+    c = resolve(C, "quick")
+    with pytest.raises(ValidationError):
+        c.H = 4  # type: ignore[misc]
+    assert c.hash("x.y") == resolve(C, "quick").hash("x.y")
+    assert c.hash("x.y") != replace(c, H=4).hash("x.y")
+    assert c.hash("x.y") != c.hash("x.z")
+
+
+def test_yaml_file(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text("H: 7\nnu: 0.5\n")
+    assert resolve(C, "quick", load_yaml(p)).H == 7
+    p.write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_yaml(p)
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_yaml(tmp_path / "missing.yaml")
+
+
+_keys = st.sampled_from(["steps", "dim", "drift", "seed", "device", "bogus", "", "steps "])
+_values = st.one_of(
+    st.integers(-5, 10**6).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.text(max_size=12), st.sampled_from(["[1,2]", "{a: 1}", "[", "true", "cuda", "cpu", "1e3"]),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pairs=st.lists(st.tuples(_keys, _values), min_size=1, max_size=3), sep=st.sampled_from(["=", ":", ""]))
+def test_cli_random_sets_either_run_or_fail_cleanly(tmp_path, pairs, sep):
+    """Random --set strings: exit 0, or exit 2 with one line naming the problem and nothing written."""
+    store = tmp_path / uuid.uuid4().hex
+    args = ["run", "toy.walk", "--out", str(store), "--json", "--set", "steps=2"]
+    for k, v in pairs:
+        args += ["--set", f"{k}{sep}{v}"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code in (0, 2), result.output
+    if result.exit_code == 2:
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
+        assert not store.exists(), "a rejected config must not write to the run store"

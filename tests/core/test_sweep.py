@@ -1,0 +1,49 @@
+import pandas as pd
+import pytest
+
+from attnlab.core.config import ConfigError
+from attnlab.core.runs import RunStore
+from attnlab.core.sweep import expand, parse_grid, run_sweep
+
+
+def test_parse_and_expand_grid():
+    grid = parse_grid(["H=1,2", "law=flip,onehot", "x=[1,2],[3]"])
+    assert grid == {"H": [1, 2], "law": ["flip", "onehot"], "x": [[1, 2], [3]]}
+    points = expand({"a": [1, 2], "b": [3, 4]})
+    assert points == [{"a": 1, "b": 3}, {"a": 1, "b": 4}, {"a": 2, "b": 3}, {"a": 2, "b": 4}]
+    for bad in (["H"], ["H="], ["H=1", "H=2"]):
+        with pytest.raises(ConfigError):
+            parse_grid(bad)
+
+
+def test_sweep_validates_every_point_before_work(tmp_path):
+    root = tmp_path / "s"
+    with pytest.raises(ConfigError, match="'steps'"):
+        run_sweep("toy.walk", {"steps": [3, 0]}, store=RunStore(root))
+    assert not root.exists()
+
+
+def _summary(table: pd.DataFrame) -> pd.DataFrame:
+    return table.drop(columns=["error"]).reset_index(drop=True)
+
+
+def test_local_pool_equals_in_process_and_reruns_only_missing(tmp_path):
+    grid = {"steps": [4, 6], "seed": [0, 1]}
+    serial = run_sweep("toy.walk", grid, store=RunStore(tmp_path / "a"), workers=1)
+    pool = run_sweep("toy.walk", grid, store=RunStore(tmp_path / "b"), workers=2)
+    assert serial.ran == pool.ran == 4 and serial.failed == 0
+    pd.testing.assert_frame_equal(_summary(serial.table), _summary(pool.table))
+    assert (pool.sweep_dir / "table.parquet").exists() and (pool.sweep_dir / "figures" / "sweep.png").exists()
+    assert list(pd.read_parquet(pool.sweep_dir / "table.parquet").columns[:3]) == ["steps", "seed", "run_id"]
+    again = run_sweep("toy.walk", {"steps": [4, 6, 8], "seed": [0, 1]}, store=RunStore(tmp_path / "b"), workers=1)
+    assert (again.ran, again.reused) == (2, 4)
+
+
+def test_failing_task_is_recorded_and_does_not_stop_the_sweep(tmp_path):
+    store = RunStore(tmp_path / "s")
+    res = run_sweep("toy.walk", {"fail_at": [-1, 1, 5], "steps": [3]}, store=store, workers=2)
+    assert res.failed == 1
+    by = res.table.set_index("fail_at")
+    assert by.loc[1, "status"] == "failed" and "asked to fail" in by.loc[1, "error"]
+    assert by.loc[-1, "status"] == "done" and by.loc[5, "status"] == "done"
+    assert store.status(by.loc[1, "run_id"])["status"] == "failed"

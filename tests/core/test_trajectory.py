@@ -1,0 +1,36 @@
+import numpy as np
+import pytest
+
+from attnlab.core.trajectory import Trajectory, compare, max_deviation
+
+
+def _traj(offset=0.0, source="simulation", t=None):
+    t = np.linspace(0, 1, 11) if t is None else t
+    m = np.stack([t + offset, 2 * t], axis=-1)[:, None, :]  # (T, 1, 2)
+    return Trajectory(t, {"m": m, "loss": 1 - t / 2 + offset}, source=source, meta={"seed": 0})
+
+
+def test_shapes_checked():
+    with pytest.raises(ValueError, match="first axis must be time"):
+        Trajectory(np.arange(3), {"x": np.zeros(4)})
+
+
+def test_long_frame_and_roundtrip():
+    tr = _traj()
+    df = tr.to_frame()
+    assert set(df.columns) >= {"source", "tau", "name", "component", "value", "seed"}
+    assert len(df) == 11 * (2 + 1)
+    assert df[(df.name == "m") & (df.component == "0,1")]["value"].iloc[-1] == pytest.approx(2.0)
+    back = Trajectory.from_arrays(tr.to_arrays("sim_"), "sim_")
+    assert np.array_equal(back["m"], tr["m"])
+
+
+def test_compare_interpolates_onto_reference_grid():
+    sim = _traj()
+    theory = _traj(offset=0.1, source="theory", t=np.linspace(0, 1, 101))
+    table = compare(sim, theory)
+    assert {"simulation", "theory", "abs_diff"} <= set(table.columns)
+    dev = max_deviation(sim, theory)
+    assert dev["loss"] == pytest.approx(0.1) and dev["m"] == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="no common observables"):
+        compare(sim, Trajectory(sim.time, {"other": sim.time}))
