@@ -83,8 +83,6 @@ def list_(
     from attnlab.core.claims import claims
     from attnlab.core.experiment import experiments
 
-    if study is not None and study not in STUDIES:
-        raise ConfigError(f"unknown study {study!r}; allowed: {', '.join(STUDIES)}")
     exps = experiments(study)
     if json_:
         doc = [
@@ -189,9 +187,9 @@ def check(
     """Measure the papers' claims and compare them with what the papers say (exit 1 if any fails)."""
     from attnlab.core.claims import check as run_checks
     from attnlab.core.claims import failed
+    from attnlab.core.experiment import check_study
 
-    if study is not None and study not in STUDIES:
-        raise ConfigError(f"unknown study {study!r}; allowed: {', '.join(STUDIES)}")
+    check_study(study)
     progress.set_quiet(quiet or json_)
     results = run_checks(study, scale, _store(out), only)
     if json_:
@@ -253,14 +251,13 @@ def reproduce(
     from attnlab.core import report as rep
     from attnlab.core.claims import check as run_checks
     from attnlab.core.claims import failed
-    from attnlab.core.experiment import experiments
+    from attnlab.core.experiment import check_study, experiments
 
     if quick and paper:
         raise ConfigError("--quick and --paper are exclusive")
     scale = "paper" if paper else "quick"
     for s in studies or []:
-        if s not in STUDIES:
-            raise ConfigError(f"unknown study {s!r}; allowed: {', '.join(STUDIES)}")
+        check_study(s)
     progress.set_quiet(quiet)
     store = _store(out)
     chosen = studies or list(STUDIES)

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from attnlab.core import progress
 from attnlab.core.config import SCALES, ConfigError, resolve
-from attnlab.core.experiment import Result, get, load_studies
+from attnlab.core.experiment import Result, check_study, get, load_studies
 from attnlab.core.runs import RunRecord, RunStore, atomic_write_json, load_result
 
 Relation = Literal["approx", "le", "ge", "in", "report"]
@@ -130,7 +130,8 @@ def register(claim: Claim) -> Claim:
 
 
 def claims(study: str | None = None, scale: str | None = None) -> list[Claim]:
-    load_studies([study] if study else None)
+    load_studies()
+    check_study(study)
     return [
         c for c in _CLAIMS.values() if (study is None or c.study == study) and (scale is None or scale in c.scales)
     ]

@@ -126,9 +126,8 @@ def load_studies(studies: list[str] | tuple[str, ...] | None = None) -> None:
 
 def experiments(study: str | None = None) -> list[Experiment]:
     """Registered experiments, of one study or all, in registration order."""
-    from attnlab import STUDIES
-
-    load_studies([study] if study in STUDIES else None)
+    load_studies()
+    check_study(study)
     return [e for e in _REGISTRY.values() if study is None or e.study == study]
 
 
@@ -145,3 +144,17 @@ def get(key: str) -> Experiment:
         known = ", ".join(sorted(e for e in _REGISTRY if e.startswith(study + "."))) or ", ".join(sorted(_REGISTRY))
         raise ConfigError(f"unknown experiment {key!r}; known: {known or 'none'}")
     return _REGISTRY[key]
+
+
+def known_studies() -> list[str]:
+    """The package's studies plus any registered by plug-ins (``$ATTNLAB_PLUGINS``)."""
+    from attnlab import STUDIES
+
+    load_studies()
+    return list(dict.fromkeys([*STUDIES, *(e.study for e in _REGISTRY.values())]))
+
+
+def check_study(study: str | None) -> None:
+    """Raise :class:`ConfigError` naming the allowed studies if ``study`` is unknown."""
+    if study is not None and study not in (known := known_studies()):
+        raise ConfigError(f"unknown study {study!r}; allowed: {', '.join(known)}")
