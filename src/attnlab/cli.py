@@ -29,7 +29,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="attnlab: solvable models of attention — simulations, their exact theories, and the comparison.",
 )
-out_console = Console()
+out_console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
 
 ScaleOpt = Annotated[str, typer.Option("--scale", help=f"one of {', '.join(SCALES)}")]

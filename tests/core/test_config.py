@@ -104,3 +104,13 @@ def test_cli_random_sets_either_run_or_fail_cleanly(tmp_path, pairs, sep):
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
         assert not store.exists(), "a rejected config must not write to the run store"
+
+
+def test_with_defaults_keeps_constraints():
+    D = C.with_defaults("D", scales={"quick": {}, "paper": {"H": 9}}, H=7, act="bsoftmax")
+    assert (D().H, D().act, resolve(D, "paper").H) == (7, "bsoftmax", 9)
+    assert C().H == 2 and C.scales["quick"] == {"H": 3}
+    with pytest.raises(ConfigError, match="'H'"):
+        resolve(D, "quick", {"H": 0})
+    with pytest.raises(TypeError):
+        C.with_defaults("E", nope=1)

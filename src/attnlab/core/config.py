@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
 SCALES: tuple[str, ...] = ("quick", "paper")
 
@@ -43,6 +44,25 @@ class Config(BaseModel):
         """Run id: 16 hex digits of the SHA-256 of the experiment name and resolved config."""
         payload = json.dumps({"experiment": experiment, "config": self.model_dump(mode="json")}, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    @classmethod
+    def with_defaults(
+        cls, name: str, scales: dict[str, dict[str, Any]] | None = None, doc: str | None = None, **defaults: Any
+    ) -> type[Config]:
+        """A subclass named ``name`` whose fields keep their types and constraints but take new defaults.
+
+        One study config serves several figures this way: ``Fig9Config = SimVsTheory.with_defaults(
+        "Fig9Config", L=5, activations=(...))``. ``scales`` replaces the inherited scales if given.
+        """
+        fields: dict[str, Any] = {}
+        for key, value in defaults.items():
+            if key not in cls.model_fields:
+                raise TypeError(f"{cls.__name__} has no field {key!r}")
+            info = cls.model_fields[key]
+            fields[key] = (info.annotation, FieldInfo.merge_field_infos(info, default=value))
+        sub = create_model(name, __base__=cls, __doc__=doc or cls.__doc__, **fields)
+        sub.scales = dict(scales) if scales is not None else dict(cls.scales)
+        return sub
 
     @classmethod
     def parameters(cls) -> list[dict[str, Any]]:

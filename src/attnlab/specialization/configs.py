@@ -1,0 +1,195 @@
+"""Experiment configs of the specialization study: paper defaults (spec §1.3, §2.3, §3.3, §4) and scales.
+
+Every config validates its θ law when built (``make_law``), so F mismatching the law, ν ≤ 0 or ν1 < ν2 for
+the non-isotropic Gaussian stop with one line before any work. ``quick`` scales keep the physics and shrink
+D (with the p-corrected theory, spec §3.4), the number of Monte-Carlo samples and the time horizon.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from attnlab.core.config import Config
+from attnlab.specialization.data import ThetaLaw, make_law
+
+Activation = Literal["softmax", "softmax1", "bsoftmax"]
+LawName = Literal["flip", "onehot", "gaussian", "gaussian_iso"]
+ACTIVATIONS: tuple[Activation, ...] = ("softmax", "softmax1", "bsoftmax")
+
+
+def law_from(name: str, F: int, nu: float, nu1: float, nu2: float) -> ThetaLaw:
+    """The θ law of a config: 'flip' F=2 uses (ν1, ν2); one-hot 'flip'/'onehot' and 'gaussian_iso' use ν;
+    'gaussian' (non-isotropic, linspace ν1 → ν2) uses (ν1, ν2)."""
+    if (name == "flip" and F == 2) or name == "gaussian":
+        return make_law(name, F, nu1=nu1, nu2=nu2)
+    return make_law(name, F, nu=nu)
+
+
+class TheoryNumerics(Config):
+    """Numerics of the reduced-loss gradient flow (App. B, spec §5.1)."""
+
+    n_mc: int = Field(100_000, ge=100, le=10_000_000, description="fixed Monte-Carlo samples of eq. (10)")
+    dt: float = Field(0.02, gt=0, le=1, description="Euler step δ / initial adaptive step")
+    solver: Literal["euler", "adaptive"] = Field("euler", description="euler (paper, App. B) or adaptive RK23")
+    eta: float = Field(1.0, gt=0, description="init scale: k_h ~ N(0, η²/D I)")
+    init_noise_var: float = Field(1e-4, ge=0, description="theory init m ~ N(0, var), r = ηI + N(0, var)")
+    symmetrize: bool = Field(True, description="sign-mirrored, stratified MC samples (spec §3.7)")
+
+
+class LawConfig(TheoryNumerics):
+    """One θ law (spec §1.2) and the sequence length L."""
+
+    law: LawName = Field("flip", description="flip (F=2: ν1,ν2; F>2: one-hot ν), onehot, gaussian, gaussian_iso")
+    F: int = Field(2, ge=1, le=64, description="number of hidden spikes")
+    nu: float = Field(2.0, gt=0, description="signal ν of one-hot / isotropic laws")
+    nu1: float = Field(2.0, gt=0, description="ν1: constant direction (flip F=2) / largest variance (gaussian)")
+    nu2: float = Field(2.0, gt=0, description="ν2: flipping direction (flip F=2) / smallest variance (gaussian)")
+    L: int = Field(5, ge=2, le=1000, description="tokens per sequence")
+
+    @model_validator(mode="after")
+    def _law_is_valid(self):
+        self.theta_law()
+        return self
+
+    def theta_law(self, **changes: float) -> ThetaLaw:
+        values = {"nu": self.nu, "nu1": self.nu1, "nu2": self.nu2, **changes}
+        return law_from(self.law, self.F, **values)
+
+
+class SimVsTheoryConfig(LawConfig):
+    """SGD at finite D against the gradient flow started from the SGD's empirical order parameters."""
+
+    activations: tuple[Activation, ...] = Field(("softmax",), min_length=1, description="rows of the figure")
+    H: int = Field(2, ge=1, le=256, description="heads")
+    D: int = Field(10_000, ge=8, le=200_000, description="token dimension of the simulation")
+    batch: int | None = Field(None, ge=1, description="N_b sequences per SGD step (None: N_b = D)")
+    gamma: float = Field(0.02, gt=0, le=10, description="SGD learning rate γ; τ = γ t")
+    tau_max: float = Field(30.0, gt=0, le=1e5)
+    record_every: float = Field(0.5, gt=0, description="Δτ between recorded points")
+    p_correction: bool = Field(True, description="finite-D p-corrected theory (spec §3.4)")
+    symmetrize: bool = Field(False, description="the SGD's own init breaks the symmetries (spec §3.7)")
+    scales = {"quick": {"D": 500, "n_mc": 20_000, "record_every": 1.0}, "paper": {}}
+
+
+class Panel(BaseModel):
+    """One panel of a trajectory figure: activation, heads, signal and seed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    activation: Activation = "softmax"
+    H: int = Field(2, ge=1, le=256)
+    nu1: float = Field(2.0, gt=0)
+    nu2: float = Field(2.0, gt=0)
+    nu: float = Field(2.0, gt=0)
+    seed: int = Field(0, ge=0)
+
+
+class TrajectoriesConfig(LawConfig):
+    """Theory trajectories m_h(τ) in feature space, one panel per (activation, H, ν, seed)."""
+
+    panels: tuple[Panel, ...] = Field(min_length=1, description="list of {activation, H, nu1, nu2, nu, seed}")
+    tau_max: float = Field(200.0, gt=0, le=1e5)
+    record_every: float = Field(0.5, gt=0)
+
+    @model_validator(mode="after")
+    def _panel_laws_are_valid(self):
+        for p in self.panels:
+            self.theta_law(nu=p.nu, nu1=p.nu1, nu2=p.nu2)
+        return self
+
+
+class FinalErrorConfig(LawConfig):
+    """Final error E^∞ after training (theory to convergence) vs H and vs ν (Fig. 5), 3 activations + Bayes."""
+
+    activations: tuple[Activation, ...] = Field(ACTIVATIONS, min_length=1)
+    laws: tuple[LawName, ...] = Field(("flip", "gaussian_iso"), min_length=1)
+    Hs: tuple[int, ...] = Field((1, 2, 3, 4, 5, 6, 7, 8), min_length=1, description="left panel: H grid")
+    F_H: int = Field(4, ge=1, description="left panel: F")
+    nu_H: float = Field(10.0, gt=0, description="left panel: ν")
+    nus: tuple[float, ...] = Field((1, 2, 4, 6, 8, 10, 15, 20), description="right panel: ν grid (may be empty)")
+    F_nu: int = Field(2, ge=1, description="right panel: F")
+    H_nu: int = Field(4, ge=1, description="right panel: H")
+    seeds: int = Field(5, ge=1, le=100, description="theory inits per point (mean ± std)")
+    tau_max: float = Field(1000.0, gt=0, le=1e6)
+    eval_mc: int = Field(100_000, ge=1000, description="fresh MC samples for the final loss")
+    bayes_mc: int = Field(400_000, ge=1000, description="samples of the Bayes risk")
+    L: int = Field(5, ge=2, le=1000)
+    dt: float = Field(0.1, gt=0, le=1)
+    solver: Literal["euler", "adaptive"] = "adaptive"
+    scales = {
+        "quick": {"Hs": (1, 2, 4, 8), "nus": (1, 4, 10, 20), "seeds": 2, "n_mc": 10_000, "eval_mc": 40_000,
+                  "bayes_mc": 200_000, "tau_max": 300.0},
+        "paper": {},
+    }
+
+    @model_validator(mode="after")
+    def _laws_are_valid(self):
+        for law in self.laws:
+            law_from(law, self.F_H, self.nu_H, self.nu_H, self.nu_H)
+            for nu in self.nus:
+                law_from(law, self.F_nu, nu, nu, nu)
+        return self
+
+
+class PruningConfig(LawConfig):
+    """Greedy head pruning after training (Fig. 7, spec §4.7, §5.6)."""
+
+    activations: tuple[Activation, ...] = Field(ACTIVATIONS, min_length=1)
+    laws: tuple[LawName, ...] = Field(("flip", "gaussian_iso"), min_length=1)
+    H: int = Field(8, ge=2, le=64)
+    F: int = Field(4, ge=1, le=64)
+    nu: float = Field(10.0, gt=0)
+    seeds: int = Field(5, ge=1, le=100)
+    tau_max: float = Field(1000.0, gt=0)
+    eval_mc: int = Field(100_000, ge=1000)
+    dt: float = Field(0.1, gt=0, le=1)
+    solver: Literal["euler", "adaptive"] = "adaptive"
+    scales = {"quick": {"seeds": 2, "n_mc": 10_000, "eval_mc": 40_000, "tau_max": 300.0}, "paper": {}}
+
+    @model_validator(mode="after")
+    def _laws_are_valid(self):
+        for law in self.laws:
+            law_from(law, self.F, self.nu, self.nu, self.nu)
+        return self
+
+
+class AttentionMapsConfig(LawConfig):
+    """Attention maps of trained models (Fig. 6): H×L maps for a few sequences, per activation."""
+
+    activations: tuple[Activation, ...] = Field(ACTIVATIONS, min_length=1)
+    law: LawName = "gaussian_iso"
+    F: int = Field(3, ge=1, le=64)
+    nu: float = Field(9.0, gt=0)
+    H: int = Field(4, ge=1)
+    sequences: int = Field(5, ge=1, le=100)
+    tau_max: float = Field(300.0, gt=0)
+    eval_mc: int = Field(100_000, ge=1000, description="samples for the off-target attention mass")
+    dt: float = Field(0.1, gt=0, le=1)
+    solver: Literal["euler", "adaptive"] = "adaptive"
+    scales = {"quick": {"n_mc": 10_000, "eval_mc": 20_000, "tau_max": 150.0}, "paper": {}}
+
+
+class McResamplingConfig(LawConfig):
+    """Fixed vs resampled Monte-Carlo samples along the flow (Fig. 8)."""
+
+    activation: Activation = "softmax"
+    H: int = Field(2, ge=1)
+    L: int = Field(8, ge=2, le=1000)
+    tau_max: float = Field(40.0, gt=0)
+    record_every: float = Field(0.2, gt=0)
+    scales = {"quick": {"n_mc": 20_000, "tau_max": 10.0}, "paper": {}}
+
+
+class CosineGridConfig(LawConfig):
+    """Final cosine similarity of two heads over a (ν1, ν2) grid (Fig. 11)."""
+
+    activation: Activation = "softmax"
+    H: int = Field(2, ge=2)
+    L: int = Field(4, ge=2, le=1000)
+    nu1s: tuple[float, ...] = Field((0.5, 1, 2, 4, 8), min_length=1)
+    nu2s: tuple[float, ...] = Field((0.5, 1, 2, 4, 8), min_length=1)
+    tau_max: float = Field(300.0, gt=0)
+    dt: float = Field(0.1, gt=0, le=1)
+    solver: Literal["euler", "adaptive"] = "adaptive"
+    scales = {"quick": {"nu1s": (0.5, 2, 8), "nu2s": (0.5, 2, 8), "n_mc": 10_000, "tau_max": 150.0}, "paper": {}}

@@ -1,0 +1,309 @@
+"""Online mini-batch SGD of the single-location attention, eqs. (5)-(6) (spec §2.4, §5.2).
+
+    res = simulate_sgd(FlipSpike(2, 2), H=2, L=5, D=500, activation="softmax", tau_max=30, seeds=[0, 1])
+    res.trajectory["m"]       # (T, S, H, F) at τ = γ t;  also q, p, rr, b, v, loss
+    res.K, res.b, res.v, res.K_star
+
+Many seeds train together as one batched tensor program (stacked parameters (S, H, D), ...); each seed has
+its own generators derived from its integer seed, so a seed's result does not depend on the other seeds
+trained beside it. Each step's batch of N_b sequences is streamed in chunks of ``chunk`` sequences per seed
+and the gradient accumulated, so N_b·L·D is never held at once. The gradient is analytic in the big
+contractions (autograd only through the activation on the small (S, n, H, L) scores): it measured as fast
+as or faster than full autograd (see ``batch_loss_and_grad(method=...)``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..core.trajectory import Trajectory
+from .activations import get_activation
+from .data import ThetaLaw, iter_sequences, sample_spikes
+from .model import attend, init_keys, order_parameters
+
+Tensor = torch.Tensor
+#: default memory budget for one chunk of one seed: chunk·L·D ≤ this many elements (32 MB in float32)
+CHUNK_ELEMENTS = 2**23
+OBSERVABLES = ("m", "q", "p", "rr", "b", "v", "loss")
+
+
+def default_chunk(batch: int, L: int, D: int, max_elements: int = CHUNK_ELEMENTS) -> int:
+    """Sequences per chunk so that one seed's chunk holds at most ``max_elements`` floats."""
+    return max(1, min(batch, max_elements // (L * D)))
+
+
+def seed_generator(seed: int, stream: int, device: torch.device | str = "cpu") -> torch.Generator:
+    """An independent torch.Generator for (seed, stream): stream 0 = spikes and init, 1 = data (spec §5.2)."""
+    word = np.random.SeedSequence([int(seed), int(stream)]).generate_state(1, np.uint64)[0]
+    return torch.Generator(device=device).manual_seed(int(word) & (2**63 - 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# loss and gradient of eq. (6)
+# ---------------------------------------------------------------------------------------------
+def _chunk_sums(X: Tensor, y: Tensor, K: Tensor, b: Tensor, v: Tensor, activation: str):
+    """Sums over the n sequences of a chunk of the per-sequence loss ||y − ŷ||²/D and of its gradients.
+
+    X (S, n, L, D), y (S, n, D), K (S, H, D), b (S, H), v (S,). Returns (loss (S,), gK (S, H, D), gb, gv) with
+    gb / gv None for an activation that ignores b / v. Analytic: with e = ŷ − y, ∂/∂s_ℓ = (2/D) eᵀX_ℓ, then
+    autograd through σ on the small scores, and ∇_{k_h} = Σ_ℓ (∂/∂χ_hℓ) X_ℓ.
+    """
+    sigma = get_activation(activation)
+    S, n, L, D = X.shape
+    Xf = X.reshape(S, n * L, D)
+    scores = (Xf @ K.mT).reshape(S, n, L, -1).mT  # (S, n, H, L)
+    with torch.enable_grad():
+        sc = scores.detach().requires_grad_()
+        bb, vv = b.detach().requires_grad_(), v.detach().requires_grad_()
+        s = sigma(sc, bb.unsqueeze(-2), vv.unsqueeze(-1)).mean(dim=-2)  # (S, n, L)
+        e = (s.detach().unsqueeze(-2) @ X).squeeze(-2) - y  # ŷ − y, (S, n, D)
+        g_s = (X @ e.unsqueeze(-1)).squeeze(-1) * (2.0 / D)
+        g_sc, gb, gv = torch.autograd.grad(s, (sc, bb, vv), g_s, allow_unused=True)
+    gK = g_sc.permute(0, 2, 1, 3).reshape(S, -1, n * L) @ Xf  # (S, H, D)
+    return (e * e).sum(dim=(-2, -1)) / D, gK, gb, gv
+
+
+def _chunk_sums_autograd(X: Tensor, y: Tensor, K: Tensor, b: Tensor, v: Tensor, activation: str):
+    """Same as :func:`_chunk_sums` by plain autograd of eq. (6) (reference and benchmark)."""
+    with torch.enable_grad():
+        params = [t.detach().requires_grad_() for t in (K, b, v)]
+        out = attend(X, *params, activation)["output"]
+        per_seed = ((y - out) ** 2).sum(dim=(-2, -1)) / X.shape[-1]
+        grads = torch.autograd.grad(per_seed.sum(), params, allow_unused=True)
+    return (per_seed.detach(), *grads)
+
+
+def batch_loss_and_grad(
+    X: Tensor,
+    y: Tensor,
+    K: Tensor,
+    b: Tensor,
+    v: Tensor,
+    activation: str,
+    *,
+    chunk: int | None = None,
+    method: str = "analytic",
+) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
+    """Mini-batch loss (6) per seed and its gradients, accumulated over chunks of ``chunk`` sequences.
+
+    X (S, N_b, L, D), y (S, N_b, D), K (S, H, D), b (S, H), v (S,). Returns (loss (S,), ∇K, ∇b, ∇v) with
+    ∇b / ∇v None when the activation ignores b / v. ``method``: 'analytic' or 'autograd'.
+    """
+    fn = {"analytic": _chunk_sums, "autograd": _chunk_sums_autograd}.get(method)
+    if fn is None:
+        raise ValueError(
+            f"batch_loss_and_grad: method={method!r} is not allowed; use 'analytic' or 'autograd'"
+        )
+    n = X.shape[1]
+    chunk = n if chunk is None else chunk
+    total = None
+    for lo in range(0, n, chunk):
+        part = fn(X[:, lo : lo + chunk], y[:, lo : lo + chunk], K, b, v, activation)
+        total = (
+            part
+            if total is None
+            else [None if t is None else t + p for t, p in zip(total, part, strict=True)]
+        )
+    return tuple(None if t is None else t / n for t in total)  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------------------------
+# SGD
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SGDResult:
+    """Recorded observables and the final stacked tensors (S = number of seeds).
+
+    ``trajectory``: time τ = γt, observables m (T,S,H,F), q (T,S,H,H), p (T,S,F,F), rr = q − m p⁻¹mᵀ
+    (T,S,H,H), b (T,S,H), v (T,S), loss (T,S). ``K`` (S,H,D), ``b`` (S,H), ``v`` (S,), ``K_star`` (S,F,D),
+    ``K0`` (S,H,D) the initial keys. ``state``: resumable state at the last step (resume with a larger
+    ``tau_max`` to extend the run exactly as if uninterrupted).
+    """
+
+    trajectory: Trajectory
+    K: Tensor
+    b: Tensor
+    v: Tensor
+    K_star: Tensor
+    K0: Tensor
+    state: dict[str, Tensor]
+
+
+def record_steps(
+    tau_max: float, gamma: float, record_taus=None, record_every: float | None = None
+) -> list[int]:
+    """Steps t to record at: round(τ/γ) for the given τ's, or every ``record_every`` in τ (+ the last)."""
+    T = round(tau_max / gamma)
+    if record_taus is not None:
+        steps = sorted({round(float(tau) / gamma) for tau in record_taus})
+        if steps and (steps[0] < 0 or steps[-1] > T):
+            raise ValueError(f"record_taus must lie in [0, tau_max={tau_max}], got {list(record_taus)}")
+        return steps
+    every = max(1, round((1.0 if record_every is None else record_every) / gamma))
+    return sorted({*range(0, T + 1, every), T})
+
+
+def _fingerprint(*items) -> Tensor:
+    digest = hashlib.sha256(repr(items).encode()).digest()
+    return torch.tensor(int.from_bytes(digest[:8], "little", signed=True))
+
+
+def simulate_sgd(
+    law: ThetaLaw,
+    *,
+    H: int,
+    L: int,
+    D: int,
+    activation: str = "softmax",
+    tau_max: float,
+    gamma: float = 0.02,
+    eta: float = 1.0,
+    batch: int | None = None,
+    seeds: Sequence[int] = (0,),
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    record_taus: Sequence[float] | None = None,
+    record_every: float | None = None,
+    chunk: int | None = None,
+    orthonormal_spikes: bool = False,
+    state: dict[str, Tensor] | None = None,
+    on_step: Callable[[int, Callable[[], dict[str, Tensor]]], None] | None = None,
+    checkpoint_every: int = 100,
+    progress: Callable[[int, int], None] | None = None,
+) -> SGDResult:
+    """Online SGD (5) on the mini-batch loss (6), N_b = ``batch`` (default D) fresh sequences per step.
+
+    Runs t = 0..T-1 updates, T = round(tau_max/γ), for all ``seeds`` at once. Per seed: K* and K(0) (§2.3,
+    scale ``eta``) from ``seed_generator(seed, 0)``, data from ``seed_generator(seed, 1)``; b = 0, v = 1.
+    Records at the steps of :func:`record_steps` (default every Δτ = 1) the order parameters and ``loss`` =
+    the loss (6) of the mini-batch drawn at that step, with the parameters before its update: an unbiased
+    estimate of the population loss (7) (at t = T one more batch is drawn for it).
+    ``chunk``: sequences per seed per chunk (default :func:`default_chunk`; the data stream depends on it).
+    ``state``: resume from a state given by ``on_step`` or ``SGDResult.state`` (bit-identical results).
+    ``on_step(step, state_fn)`` is called after every ``checkpoint_every``-th update; ``progress(done, T)``
+    after every update.
+    """
+    get_activation(activation)
+    if not seeds or gamma <= 0 or tau_max < 0 or min(H, L, D) < 1:
+        raise ValueError(
+            f"simulate_sgd: need seeds, gamma > 0, tau_max >= 0, H, L, D >= 1; got "
+            f"seeds={list(seeds)}, gamma={gamma}, tau_max={tau_max}, H={H}, L={L}, D={D}"
+        )
+    F, S, N_b = law.F, len(seeds), D if batch is None else int(batch)
+    T = round(tau_max / gamma)
+    chunk = default_chunk(N_b, L, D) if chunk is None else max(1, min(int(chunk), N_b))
+    rec = record_steps(tau_max, gamma, record_taus, record_every)
+    device = torch.device(device)
+    fp = _fingerprint(
+        law, H, L, D, activation, gamma, eta, N_b, list(seeds), str(dtype), chunk, orthonormal_spikes
+    )
+    gens = [seed_generator(s, 1, device) for s in seeds]
+
+    if state is None:
+        init = [seed_generator(s, 0, device) for s in seeds]
+        K_star = torch.stack(
+            [sample_spikes(F, D, generator=g, dtype=dtype, orthonormal=orthonormal_spikes) for g in init]
+        )
+        K = torch.stack([init_keys(H, D, generator=g, eta=eta, dtype=dtype) for g in init])
+        K0 = K.clone()
+        b, v = torch.zeros(S, H, device=device, dtype=dtype), torch.ones(S, device=device, dtype=dtype)
+        start, records = 0, {name: [] for name in ("step", *OBSERVABLES)}
+    else:
+        if int(state["fingerprint"]) != int(fp):
+            raise ValueError(
+                "simulate_sgd: state comes from a run with other settings (law, H, L, D, activation, "
+                "gamma, eta, batch, seeds, dtype, chunk or orthonormal_spikes differ)"
+            )
+        K_star, K0, K, b, v = (state[k].to(device).clone() for k in ("K_star", "K0", "K", "b", "v"))
+        for g, st in zip(gens, state["gen_data"], strict=True):
+            g.set_state(st.cpu().clone())
+        start = int(state["step"])
+        keep = state["rec_step"] < start
+        records = {name: list(state[f"rec_{name}"][keep].unbind(0)) for name in ("step", *OBSERVABLES)}
+
+    def state_fn() -> dict[str, Tensor]:
+        out = {
+            "step": torch.tensor(t),
+            "fingerprint": fp,
+            "K_star": K_star,
+            "K0": K0,
+            "K": K,
+            "b": b,
+            "v": v,
+            "gen_data": torch.stack([g.get_state() for g in gens]),
+        }
+        out = {k: x.detach().clone() for k, x in out.items()}
+        for name, rows in records.items():
+            out[f"rec_{name}"] = torch.stack(rows) if rows else torch.empty(0)
+        return out
+
+    t, final_state = start, (state if state is not None and start > T else None)
+    while t <= T:
+        if t == T:
+            final_state = state_fn()
+            if t not in rec:
+                break
+        # one step: stream the batch of every seed in chunks, accumulate loss and gradient sums
+        streams = [
+            iter_sequences(law, K_star[i], N_b, L=L, generator=g, chunk=chunk, dtype=dtype)
+            for i, g in enumerate(gens)
+        ]
+        sums = None
+        for parts in zip(*streams, strict=True):
+            X = torch.stack([p.X for p in parts]) if S > 1 else parts[0].X.unsqueeze(0)
+            y = torch.stack([p.y for p in parts]) if S > 1 else parts[0].y.unsqueeze(0)
+            part = _chunk_sums(X, y, K, b, v, activation)
+            sums = (
+                part
+                if sums is None
+                else [None if a is None else a + c for a, c in zip(sums, part, strict=True)]
+            )
+        loss, gK, gb, gv = (None if a is None else a / N_b for a in sums)
+        if t in rec:
+            op = order_parameters(K, K_star)
+            row = {
+                "step": torch.tensor(t),
+                "m": op.m,
+                "q": op.q,
+                "p": op.p,
+                "rr": op.rr,
+                "b": b.double(),
+                "v": v.double(),
+                "loss": loss.double(),
+            }
+            for name, value in row.items():
+                records[name].append(value.detach().cpu().clone())
+        if t == T:
+            break
+        K = K - gamma * gK  # eq. (5); b (v) stay frozen for activations that ignore them
+        b = b if gb is None else b - gamma * gb
+        v = v if gv is None else v - gamma * gv
+        t += 1
+        if progress is not None:
+            progress(t, T)
+        if on_step is not None and t % checkpoint_every == 0:
+            on_step(t, state_fn)
+
+    steps = torch.stack(records["step"]).double() if records["step"] else torch.empty(0)
+    obs = {name: torch.stack(records[name]) for name in OBSERVABLES if records[name]}
+    meta = {
+        "D": D,
+        "H": H,
+        "L": L,
+        "F": F,
+        "activation": activation,
+        "law": law.name,
+        "batch": N_b,
+        "gamma": gamma,
+        "eta": eta,
+        "n_seeds": S,
+        "seeds": tuple(int(s) for s in seeds),
+        "chunk": chunk,
+    }
+    traj = Trajectory(steps * gamma, obs, time_name="tau", source="simulation", meta=meta)
+    return SGDResult(traj, K.detach(), b.detach(), v.detach(), K_star, K0, final_state)
