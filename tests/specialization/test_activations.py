@@ -43,7 +43,7 @@ def test_softmax1_matches_naive_and_row_sums(chi_b):
 
 
 def test_softmax1_stable_and_limits(chi_b):
-    chi, b = chi_b
+    chi, _ = chi_b
     big = softmax1(torch.full((2, 3, 5), 800.0, dtype=F64), torch.zeros(2, 3, dtype=F64), 1.0)
     assert torch.isfinite(big).all() and torch.allclose(big, torch.full_like(big, 0.2))
     huge_b = softmax1(chi, torch.full((7, 3), 800.0, dtype=F64), 1.0)

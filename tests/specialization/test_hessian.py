@@ -50,7 +50,8 @@ def test_softmax1_fixed_point_and_b_hessian(L, H, b):
     def f(bb, vv):
         return T.reduced_loss(m, r, bb, vv, prep, "softmax1")
 
-    bb, vv = torch.full((H,), b, dtype=F64, requires_grad=True), torch.tensor(v, dtype=F64, requires_grad=True)
+    bb = torch.full((H,), b, dtype=F64, requires_grad=True)
+    vv = torch.tensor(v, dtype=F64, requires_grad=True)
     gb, gv = torch.autograd.grad(f(bb, vv), [bb, vv])
     assert gb.abs().max() < 1e-12 and abs(float(gv)) < 1e-12
     hb = torch.autograd.functional.hessian(lambda x: f(x, vv.detach()), bb.detach())

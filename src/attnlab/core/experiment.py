@@ -50,6 +50,8 @@ class Result:
 def _scalar(key: str, v: Any) -> Any:
     if hasattr(v, "item"):
         v = v.item()
+    if isinstance(v, float) and v != v:
+        return None  # NaN ("never happened") is stored as null so that summary.json stays valid JSON
     if isinstance(v, bool | int | float | str) or v is None:
         return v
     raise TypeError(f"summary[{key!r}] must be a scalar, got {type(v).__name__}")

@@ -21,9 +21,17 @@ def sim_theory_deviation(sim: Trajectory, th: Trajectory) -> dict[str, float]:
 
 
 def first_time(values: np.ndarray, times: np.ndarray, threshold: float) -> float:
-    """First recorded time at which ``values`` (T,) exceeds ``threshold``; NaN if never."""
-    hit = np.nonzero(np.asarray(values) > threshold)[0]
-    return float(times[hit[0]]) if hit.size else float("nan")
+    """First time at which ``values`` (T,) crosses ``threshold`` (linear interpolation between the two
+    recorded points around the crossing); NaN if never."""
+    values = np.asarray(values, dtype=float)
+    hit = np.nonzero(values > threshold)[0]
+    if not hit.size:
+        return float("nan")
+    i = hit[0]
+    if i == 0:
+        return float(times[0])
+    frac = (threshold - values[i - 1]) / (values[i] - values[i - 1])
+    return float(times[i - 1] + frac * (times[i] - times[i - 1]))
 
 
 def specialization_time(m: np.ndarray, times: np.ndarray, threshold: float = 0.2, feature: int = 1) -> float:

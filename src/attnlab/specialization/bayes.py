@@ -16,7 +16,7 @@ Tensor = torch.Tensor
 
 
 def bayes_posterior(chi_star: Tensor, law, p: Tensor | None = None) -> Tensor:
-    """π_ℓ = P(ε = ℓ | χ*) = softmax_ℓ Λ(χ*_{:,ℓ}) (eq. (16) in reduced variables); χ* (..., F, L) -> (..., L).
+    """π_ℓ = P(ε = ℓ | χ*) = softmax_ℓ Λ(χ*_{:,ℓ}), eq. (16) in reduced variables; χ* (..., F, L) -> (..., L).
 
     Λ is the law's ``log_marginal`` (closed form per law, §3.11); ``p`` the finite-D weight (spec §8.18)."""
     lam = law.log_marginal(chi_star.mT, p)  # (..., L)
@@ -68,18 +68,19 @@ def bsoftmax_bayes_params(law, H: int | None = None, dtype=torch.float64) -> dic
     copies = torch.bincount(idx, minlength=n_sup).to(torch.float64)
     m = sup[idx]
     b = torch.log(pr[idx]) - (m * m).sum(-1) / 2 - torch.log(copies[idx])
-    out = {"m": m, "r": torch.zeros(H, H, dtype=torch.float64), "b": b, "v": torch.tensor(1.0, dtype=torch.float64)}
+    out = {"m": m, "r": m.new_zeros(H, H), "b": b, "v": m.new_ones(())}
     return {k: x.to(dtype) for k, x in out.items()}
 
 
 def softmax1_construction(B: float, direction: Tensor | None = None, F: int = 1, dtype=torch.float64) -> dict:
     """Prop. IV.3(b): softmax-1, H = 2, m_1 = B u (u unit, default e_1), m_2 = -m_1, r = 0,
     b_1 = b_2 = B^{3/2}, v = H = 2. Returns {m, r, b, v}."""
-    u = torch.zeros(F, dtype=torch.float64) if direction is None else torch.as_tensor(direction, dtype=torch.float64)
     if direction is None:
+        u = torch.zeros(F, dtype=torch.float64)
         u[0] = 1.0
+    else:
+        u = torch.as_tensor(direction, dtype=torch.float64)
     u = u / u.norm()
     m = torch.stack([B * u, -B * u])
-    out = {"m": m, "r": torch.zeros(2, 2, dtype=torch.float64), "b": torch.full((2,), B**1.5, dtype=torch.float64),
-           "v": torch.tensor(2.0, dtype=torch.float64)}
+    out = {"m": m, "r": m.new_zeros(2, 2), "b": m.new_full((2,), B**1.5), "v": m.new_full((), 2.0)}
     return {k: x.to(dtype) for k, x in out.items()}

@@ -84,18 +84,20 @@ def constants_autodiff(activation: str, L: int, H: int, b: float = 0.0, v: float
 
 
 def predicted_hessian_m(c: dict, cov: Tensor, H: int) -> Tensor:
-    """∇²_m Ẽ at m = 0, r = 0 from (A20)/(13): 2[1 1ᵀ ⊗ (c1 I + (c2+c4) Cov θ) - (c3+c4) I ⊗ Cov θ], (H,F,H,F)."""
+    """∇²_m Ẽ at m = 0, r = 0 from (A20)/(13), shape (H,F,H,F):
+    2[1 1ᵀ ⊗ (c1 I + (c2+c4) Cov θ) - (c3+c4) I ⊗ Cov θ]."""
     cov = torch.as_tensor(cov, dtype=_F64)
     F = cov.shape[0]
     block = c["c1"] * torch.eye(F, dtype=_F64) + (c["c2"] + c["c4"]) * cov
     eye_h = torch.eye(H, dtype=_F64)
-    out = block[None, :, None, :].expand(H, F, H, F) - (c["c3"] + c["c4"]) * eye_h[:, None, :, None] * cov[None, :, None, :]
+    diag = (c["c3"] + c["c4"]) * eye_h[:, None, :, None] * cov[None, :, None, :]
+    out = block[None, :, None, :].expand(H, F, H, F) - diag
     return 2 * out
 
 
 def hessian_m(activation: str, prep: dict, H: int, F: int, b: float = 0.0, v: float = 1.0,
               m: Tensor | None = None, r: Tensor | None = None) -> Tensor:
-    """Autodiff Hessian of the MC reduced loss w.r.t. m, shape (H,F,H,F), at (m, r, b1, v) (default m=0, r=0)."""
+    """Autodiff Hessian of the MC reduced loss in m, (H,F,H,F), at (m, r, b1, v) (default m = 0, r = 0)."""
     dt = prep["Z"].dtype
     m = torch.zeros(H, F, dtype=dt) if m is None else m
     r = torch.zeros(H, H, dtype=dt) if r is None else r

@@ -46,7 +46,8 @@ def law_info(law) -> dict:
     {'kind': 'gaussian', mean, cov, F} | {'kind': 'sampler', law, F} (float64 CPU tensors)."""
     if getattr(law, "is_discrete", False):
         sup, pr = law.support()
-        return {"kind": "discrete", "support": sup.double().cpu(), "probs": pr.double().cpu(), "F": sup.shape[1]}
+        sup, pr = sup.double().cpu(), pr.double().cpu()
+        return {"kind": "discrete", "support": sup, "probs": pr, "F": sup.shape[1]}
     if "gaussian" in type(law).__name__.lower():
         mu = law.mean().double().cpu()
         return {"kind": "gaussian", "mean": mu, "cov": law.cov().double().cpu(), "F": mu.shape[0]}
@@ -155,7 +156,8 @@ def mc_samples(law, L: int, H: int, n: int, *, seed: int = 0, symmetrize: bool =
 
 def _sample_law(info: dict, n: int, g: torch.Generator) -> Tensor:
     if info["kind"] == "gaussian":
-        return info["mean"] + torch.randn(n, info["F"], generator=g, dtype=torch.float64) @ symsqrt(info["cov"])
+        z = torch.randn(n, info["F"], generator=g, dtype=torch.float64)
+        return info["mean"] + z @ symsqrt(info["cov"])
     return info["law"].sample(n, generator=g, dtype=torch.float64).cpu()
 
 
@@ -173,7 +175,7 @@ def _batch(m, r, b, v):
 
 def scores(m: Tensor, r: Tensor, prep: dict) -> Tensor:
     """χ = m χ* + r ξ (eq. (11)) for a batch: (S, H, N, L)."""
-    Z, F = prep["Z"], prep["F"]
+    Z = prep["Z"]
     S, H = m.shape[:2]
     N, L = Z.shape[1], Z.shape[2]
     W = torch.cat([m, r], -1)  # (S, H, F+H')
@@ -283,8 +285,9 @@ def theory_init(H: int, F: int, *, n_seeds: int = 1, init_noise_var: float = 1e-
     g = torch.Generator().manual_seed(seed)
     sd = math.sqrt(init_noise_var)
     m = sd * torch.randn(n_seeds, H, F, generator=g, dtype=torch.float64)
-    r = eta * torch.eye(H, dtype=torch.float64) + sd * torch.randn(n_seeds, H, H, generator=g, dtype=torch.float64)
-    p = {"m": m, "r": r, "b": torch.zeros(n_seeds, H, dtype=torch.float64), "v": torch.ones(n_seeds, dtype=torch.float64)}
+    r = eta * torch.eye(H, dtype=torch.float64)
+    r = r + sd * torch.randn(n_seeds, H, H, generator=g, dtype=torch.float64)
+    p = {"m": m, "r": r, "b": m.new_zeros(n_seeds, H), "v": m.new_ones(n_seeds)}
     return {k: x.to(dtype=dtype, device=device) for k, x in p.items()}
 
 
@@ -300,7 +303,7 @@ def _axpy(y, a, k):
 
 def integrate_flow(params: dict, samples, activation: str, taus, *, P: Tensor | None = None,
                    solver: str = "euler", dt: float = 0.02, grad: str | None = None, rtol: float = 1e-3,
-                   atol: float = 1e-4, dt_max: float = 2.0, stop_tol: float | None = None,
+                   atol: float = 1e-4, dt_max: float = 10.0, stop_tol: float | None = None,
                    max_steps: int = 10_000_000) -> dict:
     """Integrate dw/dτ = -∇_w Ẽ_σ(w), w = (m, r, b, v) batched (eq. (12)), recording at times ``taus``.
 
@@ -346,20 +349,23 @@ def integrate_flow(params: dict, samples, activation: str, taus, *, P: Tensor | 
                 h = min(h, target - t, dt_max)
                 k2 = f(_axpy(y, h / 2, k1))[1]
                 k3 = f(_axpy(y, 3 * h / 4, k2))[1]
-                ynew = tuple(yi + h * (2 * a / 9 + b / 3 + 4 * c / 9) for yi, a, b, c in zip(y, k1, k2, k3, strict=True))
+                ks = list(zip(y, k1, k2, k3, strict=True))
+                ynew = tuple(yi + h * (2 * a / 9 + b / 3 + 4 * c / 9) for yi, a, b, c in ks)
                 lnew, k4 = f(ynew)
-                err = max(float((h * (-5 * a / 72 + b / 12 + c / 9 - d / 8)).abs().div(atol + rtol * yi.abs()).max())
-                          for yi, a, b, c, d in zip(y, k1, k2, k3, k4, strict=True))
+                err = max(float((h * (-5 * a / 72 + b / 12 + c / 9 - d / 8)).abs().div(atol + rtol * yi.abs())
+                                .max()) for (yi, a, b, c), d in zip(ks, k4, strict=True))
                 if err <= 1.0:
                     y, loss, k1, t = ynew, lnew, k4, t + h
                     stats["steps"] += 1
                 h = h * min(5.0, max(0.2, 0.9 * (err + 1e-16) ** (-1 / 3)))
-            if stop_tol is not None and max(float(x.pow(2).flatten(1).sum(1).max()) for x in k1) < stop_tol:
+            g2 = sum(x.pow(2).reshape(len(x), -1).sum(1) for x in k1) if stop_tol is not None else None
+            if g2 is not None and float(g2.max()) < stop_tol:
                 stopped = True
         for k, x in zip(PARAMS, y, strict=True):
             rec[k].append(x.detach().clone())
         rec["loss"].append(loss.detach().clone())
-    return {"tau": taus, **rec, **stats, "wall_s": _time.perf_counter() - t0, "stopped_at": t if stopped else None}
+    wall = _time.perf_counter() - t0
+    return {"tau": taus, **rec, **stats, "wall_s": wall, "stopped_at": t if stopped else None}
 
 
 def predict(activation: str, law, L: int, H: int, taus, *, m0: Tensor | None = None, q0: Tensor | None = None,
@@ -367,9 +373,9 @@ def predict(activation: str, law, L: int, H: int, taus, *, m0: Tensor | None = N
             eta: float = 1.0, n_mc: int = 100_000, mc_seed: int = 0, symmetrize: bool | None = None,
             antithetic: bool = True, head_cyclic: bool = False, p_correction: bool = True,
             resample: bool = False, solver: str = "euler", dt: float = 0.02, grad: str | None = None,
-            rtol: float = 1e-3, atol: float = 1e-4, stop_tol: float | None = None,
+            rtol: float = 1e-3, atol: float = 1e-4, dt_max: float = 10.0, stop_tol: float | None = None,
             dtype=torch.float64, device="cpu") -> Trajectory:
-    """Theory trajectory of the gradient flow (12) as a core ``Trajectory`` (time_name='tau', source='theory').
+    """Theory trajectory of the gradient flow (12): a core ``Trajectory`` (time_name='tau', source='theory').
 
     Init: from the simulation's order parameters if ``m0`` is given (m0 (S,H,F), q0 (S,H,H), p (F,F) or
     (S,F,F); r0 = symsqrt(q0 - m0 p⁻¹ m0ᵀ), b = 0, v = 1), else :func:`theory_init` with ``n_seeds`` seeds.
@@ -405,7 +411,7 @@ def predict(activation: str, law, L: int, H: int, taus, *, m0: Tensor | None = N
     else:
         samples = mc_samples(law, L, H, n_mc, seed=mc_seed, **kw)
     out = integrate_flow(params, samples, activation, taus, P=P, solver=solver, dt=dt, grad=grad, rtol=rtol,
-                         atol=atol, stop_tol=stop_tol)
+                         atol=atol, dt_max=dt_max, stop_tol=stop_tol)
     mt, r = torch.stack(out["m"]), torch.stack(out["r"])
     m = mt if P is None else mt @ P
     rr = r @ r.mT
