@@ -149,3 +149,24 @@ def test_softmax1_initial_rates_match_reduced_gradient():
         rate = (tr["v"][-1, s] - 1) / 0.06
         assert grad_v.item() > 0.02 and abs(rate + grad_v.item()) < 0.015, (rate, grad_v.item())
     assert (tr["b"][-1] != 0).all()
+
+
+def test_gram_chunk_sums_equal_the_direct_ones():
+    """The one-pass Gram form used by simulate_sgd equals the direct analytic sums (y = X_ε)."""
+    from attnlab.specialization.train import _chunk_sums, _chunk_sums_gram
+
+    g = torch.Generator().manual_seed(3)
+    S, n, L, D, H = 2, 16, 5, 40, 3
+    X = torch.randn(S, n, L, D, generator=g, dtype=torch.float64)
+    eps = torch.randint(L, (S, n), generator=g)
+    y = X[torch.arange(S)[:, None], torch.arange(n)[None], eps]
+    K = torch.randn(S, H, D, generator=g, dtype=torch.float64) / D**0.5
+    b = torch.randn(S, H, generator=g, dtype=torch.float64)
+    v = torch.rand(S, generator=g, dtype=torch.float64) + 0.5
+    for act in ("softmax", "softmax1", "bsoftmax"):
+        direct = _chunk_sums(X, y, K, b, v, act)
+        gram = _chunk_sums_gram(X, eps, K, b, v, act)
+        for a, c in zip(direct, gram, strict=True):
+            assert (a is None) == (c is None)
+            if a is not None:
+                torch.testing.assert_close(a, c, rtol=1e-10, atol=1e-12)

@@ -55,6 +55,8 @@ def head_spread(m: np.ndarray) -> float:
 def monotone_fraction(grid: np.ndarray, axis: int, increasing: bool) -> float:
     """Fraction of neighbouring pairs along ``axis`` that move in the stated direction."""
     d = np.diff(grid, axis=axis)
+    if d.size == 0:
+        return float("nan")
     return float(np.mean(d >= 0 if increasing else d <= 0))
 
 

@@ -437,7 +437,12 @@ class SequenceBatch(NamedTuple):
 def plant(X: Tensor, eps: Tensor, theta: Tensor, K_star: Tensor) -> Tensor:
     """In place: X[μ, eps_μ] += θ_μ K* (the spike k̂ = K*ᵀθ of eq. (2)). Works with extra leading dims."""
     spike = (theta.to(K_star.dtype) @ K_star).to(X.dtype)  # (..., n, D)
-    idx = eps[..., None, None].expand(*eps.shape, 1, X.shape[-1])
+    L, D = X.shape[-2:]
+    if X.is_contiguous():  # add the n spike rows to the flat (…·n·L, D) view: touches n·D floats only
+        rows = torch.arange(eps.numel(), device=eps.device) * L + eps.reshape(-1)
+        X.view(-1, D).index_add_(0, rows, spike.reshape(-1, D))
+        return X
+    idx = eps[..., None, None].expand(*eps.shape, 1, D)
     X.scatter_add_(-2, idx, spike.unsqueeze(-2))
     return X
 
@@ -451,11 +456,14 @@ def iter_sequences(
     generator: torch.Generator,
     chunk: int | None = None,
     dtype: torch.dtype = torch.float32,
+    out: Tensor | None = None,
 ) -> Iterator[SequenceBatch]:
     """Yield n iid sequences of eq. (2) in chunks of at most ``chunk`` sequences (≤ chunk·L·D floats at once).
 
     All ε and θ are drawn first (small), then the noise chunk by chunk, all from ``generator`` (whose device
     must be ``K_star``'s). The stream depends on ``chunk``: equal (n, chunk, seed) ⇒ identical data.
+    ``out``: a (≥ chunk, L, D) buffer the noise is drawn into (the yielded X are views of it, valid until the
+    next chunk); same numbers as without it.
     """
     if K_star.shape[0] != law.F:
         raise ValueError(f"law has F={law.F} but K_star has {K_star.shape[0]} rows")
@@ -465,9 +473,12 @@ def iter_sequences(
     theta = law.sample(n, generator=generator, device=dev, dtype=dtype)
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
-        X = torch.randn(hi - lo, L, D, generator=generator, device=dev, dtype=dtype)
+        if out is None:
+            X = torch.randn(hi - lo, L, D, generator=generator, device=dev, dtype=dtype)
+        else:  # reuse a buffer of ≥ chunk sequences: no allocation (and no page faults) per chunk
+            X = torch.randn(hi - lo, L, D, generator=generator, out=out[: hi - lo])
         plant(X, eps[lo:hi], theta[lo:hi], K_star)
-        y = X[torch.arange(hi - lo, device=dev), eps[lo:hi]]
+        y = X.view(-1, D).index_select(0, torch.arange(hi - lo, device=dev) * L + eps[lo:hi])
         yield SequenceBatch(X, eps[lo:hi], theta[lo:hi], y)
 
 

@@ -1,0 +1,130 @@
+"""Benchmark of the specialization study (never run by the tests; `attnlab bench specialization`).
+
+Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/specialization.json`` (default
+benchmarks/results):
+
+1. Theory, a Fig. 5 point (L=5, one-hot F=4 ν=10, H=8, B-softmax) to τ=1000:
+   (a) at N_mc = 2000, the paper's algorithm (explicit Euler δ = 0.02 with autograd, one run at a time) and
+       ours (adaptive RK23, hand-derived gradient, 5 seeds batched) both run to the end: time ratio per
+       seed and the final losses;
+   (b) at N_mc = 1e5, ours runs to the end; the paper's time is 50 000 × its measured time per step.
+2. Simulation: tokens/s of the SGD step (D = 1000, N_b = D, L = 4, H = 2) as a fraction of this machine's
+   torch.randn throughput for the same number of floats, measured in the same run.
+3. The whole Fig. 5 sweep at quick scale (3 activations × 2 laws × 8 H × 5 seeds + the ν panel), timed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from attnlab.specialization import theory, train
+from attnlab.specialization.data import make_law
+
+THREADS = int(os.environ.get("ATTNLAB_THREADS", "1"))
+torch.set_num_threads(THREADS)
+
+
+def _time(fn, repeat: int = 1) -> float:
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        out = fn()
+    return (time.perf_counter() - t0) / repeat, out
+
+
+def theory_point() -> dict:
+    law = make_law("onehot", 4, nu=10.0)
+    L, H, act, tau = 5, 8, "bsoftmax", 1000.0
+    res = {"workload": "Fig. 5 point: L=5, one-hot F=4 ν=10, H=8, B-softmax, τ=1000"}
+
+    # (a) both to the end at N_mc = 2000
+    t_euler, tr_e = _time(lambda: theory.predict(act, law, L, H, [0.0, tau], n_mc=2000, solver="euler",
+                                                 dt=0.02, grad="autograd"))
+    t_fast, tr_f = _time(lambda: theory.predict(act, law, L, H, [0.0, tau], n_seeds=5, n_mc=2000,
+                                                solver="adaptive", dt=0.1))
+    res["n_mc_2000"] = {
+        "paper_euler_s_per_run": t_euler, "ours_s_per_run": t_fast / 5, "speedup": t_euler / (t_fast / 5),
+        "final_loss_euler": float(tr_e["loss"][-1, 0]), "final_loss_ours_seed0": float(tr_f["loss"][-1, 0]),
+        "final_loss_ours_seeds": tr_f["loss"][-1].tolist(),
+    }
+
+    # (b) N_mc = 1e5: paper's Euler per step (extrapolated to 50 000 steps) vs ours to the end
+    samples = theory.mc_samples(law, L, H, 100_000, seed=0)
+    prep = samples.prepare()
+    init = theory.theory_init(H, 4, seed=0)
+    steps = 20
+    t_step, _ = _time(lambda: theory.autograd_loss_and_grad(init["m"], init["r"], init["b"], init["v"], prep, act),
+                      repeat=steps)
+    t_ours, tr = _time(lambda: theory.predict(act, law, L, H, [0.0, tau], n_seeds=5, n_mc=100_000,
+                                              solver="adaptive", dt=0.1))
+    euler_total = t_step * tau / 0.02
+    res["n_mc_1e5"] = {
+        "paper_euler_s_per_step": t_step, "paper_euler_s_per_run_extrapolated": euler_total,
+        "ours_s_per_run": t_ours / 5, "speedup": euler_total / (t_ours / 5),
+        "final_losses_ours": tr["loss"][-1].tolist(), "gradient_evaluations": tr.meta["n_grad"],
+    }
+    return res
+
+
+def simulation() -> dict:
+    D, L, H = 1000, 4, 2
+    law = make_law("flip", 2, nu1=2.0, nu2=2.0)
+    steps, gamma = 50, 0.02
+
+    def run(n_steps: int):
+        return train.simulate_sgd(law, H=H, L=L, D=D, tau_max=n_steps * gamma, gamma=gamma,
+                                  record_every=n_steps * gamma)
+
+    run(2)  # warm-up: first-touch of buffers and lazy initialisation are not per-step costs
+    t_sgd, _ = _time(lambda: run(steps))
+    t_sgd /= steps + 1  # the recorded final point draws one more batch
+    n = D * L * D  # floats drawn per step (N_b = D sequences of L tokens of dimension D)
+    buf = torch.empty(n)
+    g = torch.Generator().manual_seed(0)
+    t_rng, _ = _time(lambda: torch.randn(n, generator=g, out=buf), repeat=10)
+    return {
+        "workload": f"SGD step, D={D}, N_b=D, L={L}, H={H}, softmax, float32, {THREADS} thread(s)",
+        "s_per_step": t_sgd, "tokens_per_s": D * L / t_sgd, "randn_s_for_same_floats": t_rng,
+        "fraction_of_randn_throughput": t_rng / t_sgd,
+    }
+
+
+def fig5_quick() -> dict:
+    import tempfile
+
+    from attnlab.core.config import resolve
+    from attnlab.core.experiment import get
+    from attnlab.core.runs import RunStore
+
+    exp = get("specialization.fig5")
+    cfg = resolve(exp.config, "quick")
+    with tempfile.TemporaryDirectory() as d:
+        t, rec = _time(lambda: RunStore(d).run(exp, cfg))
+    return {"workload": f"fig5 at quick scale: {len(cfg.activations)} activations × {len(cfg.laws)} laws × "
+                        f"H ∈ {list(cfg.Hs)} × {cfg.seeds} seeds + ν ∈ {list(cfg.nus)}, N_mc={cfg.n_mc}, "
+                        f"τ={cfg.tau_max}", "seconds": t, "limit_s": 1800}
+
+
+def main() -> None:
+    parts = sys.argv[1:] or ["theory", "simulation", "fig5"]
+    out = {"machine": {"python": platform.python_version(), "torch": torch.__version__, "threads": THREADS,
+                       "cpu": platform.processor() or platform.machine()}}
+    runners = {"theory": theory_point, "simulation": simulation, "fig5": fig5_quick}
+    for name in parts:
+        print(f"[specialization] {name} …", flush=True)
+        out[name] = runners[name]()
+        print(json.dumps(out[name], indent=2), flush=True)
+    path = Path(os.environ.get("ATTNLAB_BENCH_OUT", "benchmarks/results")) / "specialization.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"→ {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""Every experiment of the study at a tiny size, through the run store, with its figure; config errors;
+resume of an interrupted experiment."""
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab.core.config import ConfigError, resolve
+from attnlab.core.experiment import experiments, get
+from attnlab.core.runs import RunContext, RunStore, load_result
+
+torch.set_num_threads(1)
+
+TINY = {"n_mc": 400}
+CASES = {
+    "fig1": {"D": 48, "tau_max": 1.0, "record_every": 0.5},
+    "fig9": {"D": 48, "tau_max": 0.5, "record_every": 0.5},
+    "fig10": {"D": 48, "tau_max": 0.5, "record_every": 0.5, "activations": ["bsoftmax"]},
+    "fig2": {"tau_max": 4.0, "record_every": 2.0},
+    "fig4": {"tau_max": 4.0, "record_every": 2.0},
+    "fig12": {"tau_max": 2.0, "record_every": 1.0, "panels": [{"activation": "softmax", "H": 2}]},
+    "fig5": {"Hs": [1, 2], "nus": [2.0], "seeds": 1, "tau_max": 3.0, "eval_mc": 2000, "bayes_mc": 4000},
+    "fig6": {"tau_max": 3.0, "eval_mc": 2000, "sequences": 2},
+    "fig7": {"H": 3, "seeds": 1, "tau_max": 3.0, "eval_mc": 2000, "laws": ["flip"]},
+    "fig8": {"tau_max": 0.4},
+    "fig11": {"nu1s": [0.5, 4.0], "nu2s": [0.5, 4.0], "tau_max": 3.0},
+    "phases": {"tau_max": 1.0, "record_every": 0.5},
+    "escape": {"Ds": [1e2, 1e4], "tau_max": 2.0, "record_every": 0.5, "activations": ["bsoftmax"]},
+}
+
+
+def test_every_paper_figure_has_an_experiment():
+    names = {e.name for e in experiments("specialization")}
+    figs = {f"fig{n}" for n in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 17, 18, 19)}
+    assert figs <= names  # Fig. 15 is fig2's H set, Fig. 20 the final-m maps of fig19
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_experiment_runs_small(tmp_path, name):
+    exp = get(f"specialization.{name}")
+    cfg = resolve(exp.config, "quick", {**TINY, **CASES[name]})
+    rec = RunStore(tmp_path).run(exp, cfg)
+    assert rec.status == "done"
+    _, result = load_result(rec.run_dir)
+    assert len(result.metrics) > 0 and result.arrays
+    assert list((rec.run_dir / "figures").glob("*.png"))
+    assert all(v is None or isinstance(v, int | float) for v in result.summary.values())
+
+
+def test_sim_vs_theory_agree_at_small_size(tmp_path):
+    exp = get("specialization.fig9")
+    cfg = resolve(exp.config, "quick", {"D": 200, "tau_max": 4.0, "record_every": 1.0, "n_mc": 4000})
+    s = RunStore(tmp_path).run(exp, cfg).summary
+    for act in ("softmax", "softmax1", "bsoftmax"):
+        assert s[f"max_dm_{act}"] < 0.1 and s[f"max_drr_{act}"] < 0.1, (act, s)
+    assert s["max_db_softmax"] == 0.0 and s["max_dv_bsoftmax"] == 0.0  # frozen parameters
+
+
+def test_final_error_ordering_small(tmp_path):
+    """One-hot F = 2 (flip), H = 2 = |support|: B-softmax gets close to Bayes, softmax does not."""
+    exp = get("specialization.fig5")
+    cfg = resolve(exp.config, "quick", {"laws": ["flip"], "Hs": [2], "nus": [], "F_H": 2, "nu_H": 4.0, "seeds": 1,
+                                        "tau_max": 200.0, "n_mc": 4000, "eval_mc": 20_000, "bayes_mc": 100_000})
+    s = RunStore(tmp_path).run(exp, cfg).summary
+    assert s["E_flip_bayes_H"] <= s["E_flip_bsoftmax_H2"] + 0.005
+    assert s["E_flip_bsoftmax_H2"] < s["E_flip_softmax_H2"]
+    assert s["E_flip_bsoftmax_H2"] - s["E_flip_bayes_H"] < 0.02
+
+
+@pytest.mark.parametrize(
+    "overrides, key",
+    [({"F": 1}, "F"), ({"nu1": -1.0}, "nu1"), ({"activations": ["relu"]}, "activations"), ({"H": 0}, "H"),
+     ({"law": "gaussian", "nu1": 1.0, "nu2": 2.0}, "nu1"), ({"batch": 0}, "batch"), ({"L": 1}, "L")],
+)
+def test_bad_configs_are_rejected_before_work(overrides, key):
+    with pytest.raises(ConfigError) as e:
+        resolve(get("specialization.fig1").config, "quick", overrides)
+    assert key in str(e.value)
+
+
+def test_interrupted_experiment_resumes_to_the_same_result(tmp_path, monkeypatch):
+    exp = get("specialization.fig11")
+    cfg = resolve(exp.config, "quick", {"nu1s": [0.5, 4.0], "nu2s": [0.5], "tau_max": 3.0, "n_mc": 400})
+    clean = load_result(RunStore(tmp_path / "clean").run(exp, cfg).run_dir)[1]
+
+    saves = {"n": 0}
+    original = RunContext.checkpoint
+
+    def flaky(self, state, force=False):
+        saved = original(self, state, force)
+        saves["n"] += saved
+        if saves["n"] == 1:
+            raise KeyboardInterrupt
+        return saved
+
+    store = RunStore(tmp_path / "killed")
+    monkeypatch.setattr(RunContext, "checkpoint", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        store.run(exp, cfg)
+    assert store.status(cfg.hash(exp.key))["status"] == "interrupted"
+    monkeypatch.setattr(RunContext, "checkpoint", original)
+    rec = store.run(exp, cfg)
+    assert "resumed from checkpoint" in (rec.run_dir / "log.txt").read_text()
+    resumed = load_result(rec.run_dir)[1]
+    assert np.array_equal(resumed.arrays["cos_q"], clean.arrays["cos_q"])
