@@ -3,9 +3,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.attnlab-installed
-# One BLAS/torch thread per process: on 2-core machines oversubscription made small steps 20-40x slower.
-export OMP_NUM_THREADS ?= 1
-export MKL_NUM_THREADS ?= 1
+# Tests pin one BLAS/torch thread per process: on 2-core machines oversubscription made small steps 20-40x
+# slower (the dask and pool tests run several processes at once). The demo runs one process: all cores.
+test test-slow lint: export OMP_NUM_THREADS = 1
+test test-slow lint: export MKL_NUM_THREADS = 1
 
 .PHONY: demo test test-slow lint bench clean
 

@@ -95,9 +95,9 @@ def experiment(
     """Decorator registering an experiment function under ``study.name``."""
 
     def register(fn: Callable[[Any, RunContext], Result]) -> Callable[[Any, RunContext], Result]:
-        title_ = title or (fn.__doc__ or "").strip().splitlines()[0] if (title or fn.__doc__) else name
+        doc = (fn.__doc__ or "").strip().splitlines()
         _REGISTRY[f"{study}.{name}"] = Experiment(
-            study, name, config, fn, ref, title_, figure, sweep_figure, headline
+            study, name, config, fn, ref, title or (doc[0] if doc else name), figure, sweep_figure, headline
         )
         return fn
 

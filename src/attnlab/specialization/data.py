@@ -74,8 +74,10 @@ def sample_spikes(
 # ---------------------------------------------------------------------------------------------
 # laws of θ
 # ---------------------------------------------------------------------------------------------
-def _psd_sqrt(a: Tensor) -> Tensor:
-    """Symmetric PSD square root (eigh, eigenvalues clamped at 0)."""
+def symsqrt(a: Tensor) -> Tensor:
+    """Symmetric PSD square root of the symmetric part of ``a`` (..., n, n): eigh, eigenvalues clamped at 0.
+
+    Used for Gaussian sampling, for r = symsqrt(q − m p⁻¹ mᵀ) (spec §3.1) and for P = p^{1/2} (§3.4)."""
     w, u = torch.linalg.eigh((a + a.mT) / 2)
     return (u * w.clamp(min=0).sqrt().unsqueeze(-2)) @ u.mT
 
@@ -256,7 +258,7 @@ class _Gaussian(ThetaLaw):
         mu, sig = self._moments()
         dev = _gen_device(generator)
         z = torch.randn(n, mu.shape[0], generator=generator, device=dev, dtype=_F64)
-        theta = mu.to(dev) + z @ _psd_sqrt(sig).to(dev)
+        theta = mu.to(dev) + z @ symsqrt(sig).to(dev)
         return theta.to(device=device or dev, dtype=dtype)
 
     def log_marginal(self, c, p=None):
@@ -265,7 +267,7 @@ class _Gaussian(ThetaLaw):
         F = mu.shape[0]
         eye = torch.eye(F, dtype=c.dtype, device=c.device)
         p = eye if p is None else p.to(c)
-        s = _psd_sqrt(sig)
+        s = symsqrt(sig)
         a = eye + s @ p @ s
         w = (c - p @ mu) @ s  # (..., F); s symmetric
         quad = (w * torch.linalg.solve(a, w.unsqueeze(-1)).squeeze(-1)).sum(-1)

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from .activations import get_activation
+from .data import symsqrt
 
 Tensor = torch.Tensor
 
@@ -163,12 +164,6 @@ class OrderParameters(NamedTuple):
     p: Tensor
     rr: Tensor
     r: Tensor
-
-
-def symsqrt(a: Tensor) -> Tensor:
-    """Symmetric PSD square root of a symmetric matrix (batched): eigh, eigenvalues clamped at 0."""
-    w, u = torch.linalg.eigh((a + a.mT) / 2)
-    return (u * w.clamp(min=0).sqrt().unsqueeze(-2)) @ u.mT
 
 
 def order_parameters(K: Tensor, K_star: Tensor) -> OrderParameters:

@@ -26,15 +26,10 @@ import torch
 
 from attnlab.core.trajectory import Trajectory
 from attnlab.specialization.activations import TRAINABLE, get_activation
+from attnlab.specialization.data import symsqrt
 
 Tensor = torch.Tensor
 PARAMS = ("m", "r", "b", "v")
-
-
-def symsqrt(a: Tensor) -> Tensor:
-    """Symmetric PSD square root of the symmetric part of ``a`` (..., n, n); eigenvalues clamped at 0."""
-    evals, evecs = torch.linalg.eigh((a + a.mT) / 2)
-    return (evecs * evals.clamp_min(0).sqrt()[..., None, :]) @ evecs.mT
 
 
 # ----------------------------------------------------------------------------------------------
