@@ -44,3 +44,20 @@ def test_every_claim_holds_at_quick_scale(tmp_path):
 
     results = check("specialization", "quick", RunStore(tmp_path))
     assert not failed(results), [(r.claim, r.measured, r.expected, r.detail) for r in failed(results)]
+
+
+def test_exact_identities():
+    from attnlab.specialization import identities as ident
+
+    assert ident.activation_identities() < 1e-12
+    assert ident.loss_at_origin() < 1e-12
+    assert ident.permutation_invariance() < 1e-6
+    assert ident.r_gradient_at_zero() < 1e-10
+    assert ident.order_parameter_extraction() < 1e-10
+
+
+def test_finite_d_consistency_reduced_size():
+    """T4 at D = 600 over 6000 sequences: sampling error ~0.01, O(1/D) bias ~0.002."""
+    from attnlab.specialization import identities as ident
+
+    assert ident.finite_d_consistency(D=600, n=6000) < 0.03

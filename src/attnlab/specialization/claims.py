@@ -359,3 +359,6 @@ register(Claim(
         "holds at r = 0 only (reported)",
     measure=_softmax1_dv, expected=None, relation="report",
 ))
+
+
+from attnlab.specialization import identities  # noqa: E402,F401  (registers the exact identities T1-T18)

@@ -145,7 +145,7 @@ class PruningConfig(LawConfig):
     eval_mc: int = Field(100_000, ge=1000)
     dt: float = Field(0.1, gt=0, le=1)
     solver: Literal["euler", "adaptive"] = "adaptive"
-    scales = {"quick": {"seeds": 2, "n_mc": 10_000, "eval_mc": 40_000, "tau_max": 300.0}, "paper": {}}
+    scales = {"quick": {"seeds": 2, "n_mc": 10_000, "eval_mc": 40_000, "tau_max": 600.0}, "paper": {}}
 
     @model_validator(mode="after")
     def _laws_are_valid(self):
@@ -163,11 +163,11 @@ class AttentionMapsConfig(LawConfig):
     nu: float = Field(9.0, gt=0)
     H: int = Field(4, ge=1)
     sequences: int = Field(5, ge=1, le=100)
-    tau_max: float = Field(300.0, gt=0)
+    tau_max: float = Field(1000.0, gt=0)
     eval_mc: int = Field(100_000, ge=1000, description="samples for the off-target attention mass")
     dt: float = Field(0.1, gt=0, le=1)
     solver: Literal["euler", "adaptive"] = "adaptive"
-    scales = {"quick": {"n_mc": 10_000, "eval_mc": 20_000, "tau_max": 150.0}, "paper": {}}
+    scales = {"quick": {"n_mc": 10_000, "eval_mc": 20_000, "tau_max": 400.0}, "paper": {}}
 
 
 class McResamplingConfig(LawConfig):
@@ -189,7 +189,7 @@ class CosineGridConfig(LawConfig):
     L: int = Field(4, ge=2, le=1000)
     nu1s: tuple[float, ...] = Field((0.5, 1, 2, 4, 8), min_length=1)
     nu2s: tuple[float, ...] = Field((0.5, 1, 2, 4, 8), min_length=1)
-    tau_max: float = Field(300.0, gt=0)
+    tau_max: float = Field(1000.0, gt=0)
     dt: float = Field(0.1, gt=0, le=1)
     solver: Literal["euler", "adaptive"] = "adaptive"
-    scales = {"quick": {"nu1s": (0.5, 2, 8), "nu2s": (0.5, 2, 8), "n_mc": 10_000, "tau_max": 150.0}, "paper": {}}
+    scales = {"quick": {"nu1s": (0.5, 2, 8), "nu2s": (0.5, 2, 8), "n_mc": 10_000, "tau_max": 400.0}, "paper": {}}
