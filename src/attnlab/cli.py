@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from attnlab import STUDIES
@@ -47,11 +48,13 @@ def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except ConfigError as exc:
-            err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+            line = " ".join(str(exc).split())  # one line, whatever the message's source
+            err_console.print(f"[red]error:[/red] {escape(line)}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except RunFailed as exc:
-            err_console.print(f"[red]run failed:[/red] {exc.record.error}\n  see {exc.record.run_dir / 'log.txt'}",
-                              highlight=False, soft_wrap=True)
+            log = exc.record.run_dir / "log.txt"
+            err_console.print(f"[red]run failed:[/red] {escape(str(exc.record.error))}\n  see {log}", highlight=False,
+                              soft_wrap=True)
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             err_console.print("interrupted: the run is marked 'interrupted'; run the same command again to resume")
@@ -170,7 +173,7 @@ def sweep(
                           f" → {result.sweep_dir}")
     if result.failed:
         for _, row in result.table[result.table["status"] != "done"].iterrows():
-            err_console.print(f"[red]failed[/red] {row['run_id']}: {row['error']}", highlight=False)
+            err_console.print(f"[red]failed[/red] {row['run_id']}: {escape(str(row['error']))}", highlight=False)
         raise typer.Exit(1)
 
 
@@ -212,7 +215,7 @@ def _print_claims(results: list) -> None:
     out_console.print(table)
     for r in results:
         if r.detail:
-            err_console.print(f"{r.claim}: {r.detail}", highlight=False)
+            err_console.print(f"{r.claim}: {escape(r.detail)}", highlight=False)
 
 
 @app.command()

@@ -72,6 +72,12 @@ def test_configs_are_frozen_and_hash_stable():
     assert c.hash("x.y") != c.hash("x.z")
 
 
+def test_malformed_yaml_value_is_one_line():
+    with pytest.raises(ConfigError) as e:
+        parse_sets(["steps=["])
+    assert "\n" not in str(e.value) and "not valid YAML" in str(e.value)
+
+
 def test_yaml_file(tmp_path):
     p = tmp_path / "c.yaml"
     p.write_text("H: 7\nnu: 0.5\n")

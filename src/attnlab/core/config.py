@@ -102,7 +102,8 @@ def parse_value(text: str) -> Any:
         try:
             return yaml.safe_load(s)
         except yaml.YAMLError as exc:
-            raise ConfigError(f"value {text!r} looks like a list/mapping but is not valid YAML: {exc}") from None
+            detail = " ".join(str(exc).split())
+            raise ConfigError(f"value {text!r} looks like a list/mapping but is not valid YAML: {detail}") from None
     return s
 
 
