@@ -125,7 +125,9 @@ def _wait_for_checkpoint(store: Path, proc: subprocess.Popen, min_step: int = 5)
 def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, sig):
     env = {**os.environ, "ATTNLAB_CHECKPOINT_EVERY": "0"}
     killed = tmp_path / "killed"
-    proc = subprocess.Popen(_cli(killed), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # a shell that starts jobs in the background ignores SIGINT in them; give the run the default action back
+    proc = subprocess.Popen(_cli(killed), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     run_dir = _wait_for_checkpoint(killed, proc)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)

@@ -112,8 +112,11 @@ def load_studies(studies: list[str] | tuple[str, ...] | None = None) -> None:
     """
     from attnlab import STUDIES
 
-    for module in filter(None, os.environ.get("ATTNLAB_PLUGINS", "").split(",")):
-        importlib.import_module(module.strip())
+    for module in filter(None, (m.strip() for m in os.environ.get("ATTNLAB_PLUGINS", "").split(","))):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            raise ConfigError(f"ATTNLAB_PLUGINS names {module!r}, which cannot be imported: {exc}") from None
     for study in studies or STUDIES:
         if study not in STUDIES:
             raise ConfigError(f"unknown study {study!r}; allowed: {', '.join(STUDIES)}")

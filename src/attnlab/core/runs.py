@@ -120,13 +120,23 @@ class Index:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as con:
-            con.executescript(_SCHEMA)
+            # Switching the journal mode takes an exclusive lock that the busy handler does not wait for,
+            # so it is done once, by whoever finds the index not yet in WAL mode, with a few retries.
+            for attempt in range(50):
+                try:
+                    if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                        con.execute("PRAGMA journal_mode=WAL")
+                    con.executescript(_SCHEMA)
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or attempt == 49:
+                        raise
+                    time.sleep(0.1)
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         try:
-            con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA busy_timeout=60000")
             con.row_factory = sqlite3.Row
             yield con
