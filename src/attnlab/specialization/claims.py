@@ -362,3 +362,48 @@ register(Claim(
 
 
 from attnlab.specialization import identities  # noqa: E402,F401  (registers the exact identities T1-T18)
+
+
+def _off_target(ctx: ClaimContext) -> float:
+    """fig6: min(softmax − softmax-1, softmax-1 − B-softmax) of the attention mass on irrelevant tokens."""
+    s = ctx.run("specialization.fig6").summary
+    return min(s["off_target_softmax"] - s["off_target_softmax1"], s["off_target_softmax1"] - s["off_target_bsoftmax"])
+
+
+register(Claim(
+    id="specialization.attention_off_target_ordering", ref="Fig. 6 (spec §4.6)",
+    statement="softmax-1 puts less attention on irrelevant tokens than softmax, and B-softmax less still",
+    how="fig6: Σ_{ℓ≠ε} s_ℓ averaged over fresh sequences; smallest of the two gaps (> 0: ordering holds)",
+    measure=_off_target, expected=0.0, relation="ge",
+))
+
+
+def _pruning(law: str, key: str):
+    def measure(ctx: ClaimContext) -> float:
+        s = ctx.run("specialization.fig7").summary
+        gain = {a: s[f"E_{law}_{a}_pruned{key[0]}"] - s[f"E_{law}_{a}_pruned0"] for a in ACTS}
+        if key == "4":
+            return max(gain.values())
+        return min(gain["bsoftmax"], gain["softmax1"]) - gain["softmax"]
+
+    return measure
+
+
+register(Claim(
+    id="specialization.pruning_keeps_one_head_per_feature", ref="Fig. 7 (spec §4.7, T17)",
+    statement="after training H = 8 heads, H − F = 4 can be pruned with little loss increase (one-hot F = 4)",
+    how="fig7, one-hot law: largest E(4 pruned) − E(0 pruned) over the three activations",
+    measure=_pruning("flip", "4"), expected=0.05, relation="le",
+))
+register(Claim(
+    id="specialization.pruning_specialised_heads_degrade_more", ref="Fig. 7 (spec §4.7, T17)",
+    statement="pruning beyond H − F hurts softmax-1 and B-softmax more than softmax (strongly specialised heads)",
+    how="fig7, one-hot law: min over {softmax-1, B-softmax} of E(6) − E(0), minus that of softmax",
+    measure=_pruning("flip", "6"), expected=0.0, relation="ge",
+))
+register(Claim(
+    id="specialization.pruning_gaussian", ref="Fig. 7 (spec §4.7)",
+    statement="for the isotropic Gaussian law the same pruning costs more (continuous laws use every head)",
+    how="fig7, isotropic Gaussian: largest E(4 pruned) − E(0 pruned) over the activations (reported)",
+    measure=_pruning("gaussian_iso", "4"), expected=None, relation="report",
+))
