@@ -189,4 +189,6 @@ def _one_line(exc: ValidationError, values: Mapping[str, Any]) -> str:
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
     more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
+    if msg.startswith("key '"):  # a validator's own message already names its key and value
+        return f"{msg}{more}".replace("\n", " ")
     return f"key {key!r} = {value!r}: {msg}{more}".replace("\n", " ")

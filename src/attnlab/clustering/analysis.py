@@ -1,0 +1,462 @@
+"""Measuring a clustering head in trained parameters (spec 004 §3.1, §3.4, §5.3 monitors, §5.4 sparsity).
+
+Every function takes stacked parameters with a leading seed axis S (``model.py``) and returns tensors of shape
+(S,) or (S, ...), computed under ``torch.no_grad``; nothing couples two seeds. Metrics on sentence embeddings ξ
+are evaluated on the probe grid G = {prefixes} × {suffixes} (spec §1) unless a ``probe`` is given: either the
+``(x, prefix_id, suffix_id)`` triple of :meth:`Task.probe_grid` or a plain (B, N) tensor of sentences. Forward
+passes are chunked over seeds so that S·B·N·d stays below ``max_elements``. Time-series detectors (two-stage
+learning, spikes) live in :mod:`attnlab.clustering.dynamics`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attnlab.clustering.data import Task, encode
+from attnlab.clustering.dynamics import spearman  # noqa: F401  (re-exported: D6 sparsity vs accuracy)
+from attnlab.clustering.model import ModelSpec, Params, forward, normalize
+
+F64 = torch.float64
+
+MAX_ELEMENTS = 2**25                                  # per forward chunk, ≈ S·B·(N·d·4 + 3h + n_emb) elements
+EPS_GRID = torch.logspace(-5, 2, 50, dtype=torch.float64)  # spec §5.4: ε ∈ [1e-5, 1e2], 50 points
+HEAD_THRESHOLDS = {"acc_min": 0.9, "r_max": 0.02, "mass_min": 0.9, "fuzzy_min": 0.5}  # spec §3.4 item 8
+Probe = tuple[torch.Tensor, torch.Tensor, torch.Tensor] | torch.Tensor | None
+
+
+# ----------------------------------------------------------------------------------------------- plumbing
+@dataclass(frozen=True)
+class _Grid:
+    x: torch.Tensor        # (B, N) sentences
+    pre: torch.Tensor      # (B,) prefix id in [0, n_pre)
+    mid: torch.Tensor      # (B,) multiset id of the prefix in [0, n_mid)
+    mid_pre: torch.Tensor  # (n_pre,) multiset id of each prefix
+    y: torch.Tensor        # (B,) labels
+    n_pre: int
+    n_mid: int
+    n_suf: int             # > 0 iff x is the prefix-major product grid: x[i] = (prefix i // n_suf, suffix i % n_suf)
+
+
+def _make_grid(task: Task, x: torch.Tensor, pre: torch.Tensor | None, suf: torch.Tensor | None = None) -> _Grid:
+    if pre is None:
+        pre = torch.unique(encode(x[:, list(task.idx)], task.p), return_inverse=True)[1]
+    B = len(pre)
+    n_pre = int(pre.max()) + 1 if B else 0
+    mid = task.multiset_id(x)
+    mid_pre = torch.zeros(n_pre, dtype=torch.long, device=x.device).scatter_(0, pre, mid)
+    n_suf = int(suf.max()) + 1 if suf is not None and B else 0
+    i = torch.arange(B, device=x.device)
+    if not (n_suf and task.spurious and n_pre * n_suf == B and torch.equal(pre, i // n_suf)
+            and torch.equal(suf, i % n_suf)):
+        n_suf = 0
+    return _Grid(x, pre, mid, mid_pre, task.labels(x), n_pre, task.n_classes, n_suf)
+
+
+@functools.lru_cache(maxsize=16)
+def _default_grid(task: Task, device: str) -> _Grid:
+    return _make_grid(task, *task.probe_grid(device=device))
+
+
+def _grid(task: Task, probe: Probe, device: torch.device) -> _Grid:
+    if probe is None:
+        return _default_grid(task, str(device))
+    if isinstance(probe, torch.Tensor):
+        return _make_grid(task, probe.to(device), None)
+    return _make_grid(task, *(t.to(device) for t in probe))
+
+
+def _chunks(params: Params, spec: ModelSpec, x: torch.Tensor,
+            max_elements: int = MAX_ELEMENTS) -> Iterator[dict[str, torch.Tensor]]:
+    """Forward activations for consecutive seed chunks (S_c models at a time), without gradients."""
+    S, B = params["E"].shape[0], x.shape[0]
+    per_seed = B * (spec.N * spec.d * 4 + 3 * spec.h + spec.n_emb)
+    size = max(1, max_elements // max(per_seed, 1))
+    with torch.no_grad():
+        for s0 in range(0, S, size):
+            yield forward({k: v[s0:s0 + size].detach() for k, v in params.items()}, x, spec)
+
+
+def _collect(params: Params, spec: ModelSpec, x: torch.Tensor, names: tuple[str, ...],
+             max_elements: int = MAX_ELEMENTS) -> dict[str, torch.Tensor]:
+    parts = [{n: a[n] for n in names} for a in _chunks(params, spec, x, max_elements)]
+    return {n: torch.cat([p[n] for p in parts]) for n in names}
+
+
+def _group_mean(v: torch.Tensor, g: torch.Tensor, G: int) -> torch.Tensor:
+    """Means of v (S, B, d) over the groups g (B,) → (S, G, d)."""
+    sums = v.new_zeros(v.shape[0], G, v.shape[2]).index_add_(1, g, v)
+    cnt = torch.bincount(g, minlength=G).clamp_min(1).to(v)
+    return sums / cnt[None, :, None]
+
+
+def _sq(v: torch.Tensor) -> torch.Tensor:
+    return v.pow(2).sum((1, 2))
+
+
+def _xi_stats(xi: torch.Tensor, g: _Grid, proj: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """R_suffix, R_perm and cluster_score (spec §3.4 items 4–6) from ξ (S, B, d), in float64, by the exact
+    variance decomposition over prefixes (a multiset is a union of prefixes): only one pass over the B sentences.
+    A degenerate ξ (no variance) counts as invariant (R = 0) but unclustered (cluster_score = 0)."""
+    xi = xi.double()
+    if proj is not None:
+        xi = xi @ proj.double()
+    S = xi.shape[0]
+    if g.n_suf:
+        xr = xi.view(S, g.n_pre, g.n_suf, -1)
+        m_pre = xr.mean(2)                                                          # (S, P, d)
+        within_suf = (xr - m_pre[:, :, None]).pow(2).sum((1, 2, 3))
+        n = torch.full((g.n_pre,), float(g.n_suf), dtype=xi.dtype, device=xi.device)
+    else:
+        m_pre = _group_mean(xi, g.pre, g.n_pre)
+        within_suf = _sq(xi - m_pre[:, g.pre])
+        n = torch.bincount(g.pre, minlength=g.n_pre).to(xi)
+    w = n[None, :, None]
+    mean_all = (w * m_pre).sum(1, keepdim=True) / n.sum()
+    m_mid = (w * m_pre).new_zeros(S, g.n_mid, m_pre.shape[2]).index_add_(1, g.mid_pre, w * m_pre)
+    m_mid = m_mid / torch.zeros(g.n_mid, dtype=xi.dtype, device=xi.device).index_add_(0, g.mid_pre, n
+                                                                                     ).clamp_min(1)[None, :, None]
+    total = within_suf + (w * (m_pre - mean_all).pow(2)).sum((1, 2))
+    within_mid = within_suf + (w * (m_pre - m_mid[:, g.mid_pre]).pow(2)).sum((1, 2))
+    energy = within_suf + (w * m_pre.pow(2)).sum((1, 2))                                     # Σ ||ξ||²
+    tot_pre = _sq(m_pre - m_pre.mean(1, keepdim=True))
+    within_perm = _sq(m_pre - _group_mean(m_pre, g.mid_pre, g.n_mid)[:, g.mid_pre])
+    ok, ok_pre = total > 1e-12 * energy, tot_pre > 1e-12 * _sq(m_pre)
+    zero = torch.zeros_like(total)
+    return {"cluster_score": torch.where(ok, 1 - within_mid / total.clamp_min(1e-300), zero),
+            "R_suffix": torch.where(ok, within_suf / total.clamp_min(1e-300), zero),
+            "R_perm": torch.where(ok_pre, within_perm / tot_pre.clamp_min(1e-300), zero)}
+
+
+def _span_projector(params: Params, rtol: float = 1e-6) -> torch.Tensor:
+    """Orthogonal projector (S, d, d) onto span{E(v)} ∪ span{w_i} (spec §3.4 item 6 caveat)."""
+    M = torch.cat([params["E"], params["W"]], dim=1).detach().double()
+    _, s, vh = torch.linalg.svd(M, full_matrices=False)
+    keep = (s > rtol * s[:, :1]).to(M)
+    return vh.transpose(-1, -2) @ (keep[..., None] * vh)
+
+
+# ----------------------------------------------------------------------------------------------- head metrics
+def head_metrics(params: Params, spec: ModelSpec, task: Task, probe: Probe = None, *, monitors: bool = False,
+                 max_elements: int = MAX_ELEMENTS) -> dict[str, torch.Tensor]:
+    """Cheap per-epoch monitors (spec §5.1) from one pass over the probe grid: cluster_score, attn_prefix_mass,
+    R_suffix, R_perm, each (S,) float64; with ``monitors`` also min_xi_norm and margin (§5.3).
+
+    The pass reads the n_emb·N token table Z(v, t) instead of the (S, B, N, d) embeddings of ``forward``
+    (ξ = Σ_t a_t V Z(x_t, t)); on the prefix × suffix grid the softmax sums are further split into a prefix
+    part and a suffix part, so the cost is O(S·B·d). Equals ``forward`` up to rounding."""
+    g = _grid(task, probe, params["E"].device)
+    S, (B, N), n_emb = params["E"].shape[0], g.x.shape, spec.n_emb
+    per_seed = B * (2 * spec.d + spec.h + n_emb + 4) if g.n_suf else B * (N * (n_emb + 3) + 2 * spec.d + spec.h)
+    size = max(1, max_elements // max(per_seed, 1))
+    out: dict[str, list[torch.Tensor]] = {}
+    with torch.no_grad():
+        for s0 in range(0, S, size):
+            prm = {k: v[s0:s0 + size].detach() for k, v in params.items()}
+            xi, mass = (_pass_product if g.n_suf else _pass_table)(prm, spec, task, g)
+            part = _xi_stats(xi, g)
+            part["attn_prefix_mass"] = mass.double()
+            if monitors:
+                part["min_xi_norm"] = xi.norm(dim=-1).amin(-1).double()
+                part["margin"] = _margin(_logits_from_xi(prm, spec, xi), g.y).double()
+            for k, v in part.items():
+                out.setdefault(k, []).append(v)
+    return {k: torch.cat(v) for k, v in out.items()}
+
+
+def _tables(prm: Params, spec: ModelSpec) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention scores q·Z(v,t)/sqrt(d) (S, n_emb, N) and values V Z(v,t) (S, n_emb, N, d)."""
+    Z = _Z(prm, spec, spec.n_emb)
+    return ((Z @ prm["q"][:, None, :, None]).squeeze(-1) / spec.d**0.5,
+            Z @ prm["V"][:, None].transpose(-1, -2))
+
+
+def _pass_table(prm: Params, spec: ModelSpec, task: Task, g: _Grid) -> tuple[torch.Tensor, torch.Tensor]:
+    """ξ (S, B, d) and the attention mass on I (S,) for arbitrary sentences."""
+    score, VZ = _tables(prm, spec)
+    N = g.x.shape[1]
+    a = torch.softmax(score[:, g.x, torch.arange(N, device=g.x.device)], -1)         # (S, B, N)
+    onehot = torch.nn.functional.one_hot(g.x, spec.n_emb).to(a)                     # (B, N, n_emb)
+    xi = (a[..., None] * onehot).flatten(2) @ VZ.transpose(1, 2).flatten(1, 2)       # (S, B, d)
+    return xi, a[..., list(task.idx)].sum(-1).mean(-1)
+
+
+def _pass_product(prm: Params, spec: ModelSpec, task: Task, g: _Grid) -> tuple[torch.Tensor, torch.Tensor]:
+    """Same on the prefix-major grid: softmax numerators/denominators summed separately over I and its
+    complement (with their own max shifts), then combined for every (prefix, suffix) pair."""
+    score, VZ = _tables(prm, spec)
+
+    def half(tokens: torch.Tensor, pos: list[int]) -> tuple[torch.Tensor, ...]:
+        t = torch.tensor(pos, device=tokens.device)
+        s = score[:, tokens[:, pos], t]                                              # (S, n, m)
+        m = s.amax(-1)
+        w = torch.exp(s - m[..., None])
+        return m, w.sum(-1), (w[..., None] * VZ[:, tokens[:, pos], t]).sum(-2)        # (S,n), (S,n), (S,n,d)
+
+    mp, ap, vp = half(g.x[::g.n_suf], list(task.idx))
+    ms, as_, vs = half(g.x[:g.n_suf], list(task.spurious))
+    m = torch.maximum(mp[:, :, None], ms[:, None, :])
+    ep, es = torch.exp(mp[:, :, None] - m), torch.exp(ms[:, None, :] - m)             # (S, P, Q)
+    den = ap[:, :, None] * ep + as_[:, None, :] * es
+    xi = (vp[:, :, None] * ep[..., None] + vs[:, None] * es[..., None]) / den[..., None]
+    return xi.flatten(1, 2), (ap[:, :, None] * ep / den).flatten(1).mean(-1)
+
+
+def _logits_from_xi(params: Params, spec: ModelSpec, xi: torch.Tensor) -> torch.Tensor:
+    """ζ = E(ξ + U σ(W Norm(ξ))) (the tail of ``model.forward``, biases and gains included)."""
+    gain = params.get("g_mlp")
+    pre = normalize(xi, spec, None if gain is None else gain[:, None]) @ params["W"].transpose(-1, -2)
+    if "bW" in params:
+        pre = pre + params["bW"][:, None]
+    mlp = torch.nn.functional.gelu(pre) @ params["U"].transpose(-1, -2)
+    if "bU" in params:
+        mlp = mlp + params["bU"][:, None]
+    return (xi + mlp) @ params["E"].transpose(-1, -2)
+
+
+def attn_prefix_mass(params: Params, spec: ModelSpec, task: Task, probe: Probe = None) -> torch.Tensor:
+    """mean_x Σ_{t∈I} a_t(x) (spec §3.4 item 1): k/N for uniform attention, ≈ 1 for an ideal head. (S,)"""
+    g = _grid(task, probe, params["E"].device)
+    return _collect(params, spec, g.x, ("attn",))["attn"][..., list(task.idx)].sum(-1).mean(-1)
+
+
+def attn_by_value(params: Params, spec: ModelSpec, task: Task, probe: Probe = None) -> torch.Tensor:
+    """Mean attention a_t on informative tokens with value v, v < p (§3.4 item 1; Fig. 5 remark). (S, p);
+    NaN for a value absent from the informative positions of the probe."""
+    g = _grid(task, probe, params["E"].device)
+    a = _collect(params, spec, g.x, ("attn",))["attn"][..., list(task.idx)].double()   # (S, B, k)
+    onehot = torch.nn.functional.one_hot(g.x[:, list(task.idx)], task.p).double()      # (B, k, p)
+    return torch.einsum("sbk,bkv->sv", a, onehot) / onehot.sum((0, 1))
+
+
+def _Z(params: Params, spec: ModelSpec, p: int) -> torch.Tensor:
+    """Normalised token embeddings Z(v, t) for v < p, all t: (S, p, N, d)."""
+    e = params["E"][:, :p, None, :] + params["P"][:, None, :, :]
+    gain = params.get("g_attn")
+    return normalize(e.detach(), spec, None if gain is None else gain[:, None, None].detach())
+
+
+def _diameter(X: torch.Tensor) -> torch.Tensor:
+    """max pairwise distance within the second-to-last axis of X (..., T, d); 0 when T ≤ 1."""
+    if X.shape[-2] <= 1:
+        return X.new_zeros(X.shape[:-2])
+    return torch.cdist(X, X).amax((-1, -2))
+
+
+def pos_collapse(params: Params, spec: ModelSpec, task: Task) -> dict[str, torch.Tensor]:
+    """Positional collapse (spec §3.4 item 2, property P1): ``in``/``out`` = max_{t,t'} ||P(t) − P(t')|| /
+    mean_t ||P(t)|| over t ∈ I / t ∉ I, (S,); ``in_Z``/``out_Z`` the same on Z(v, ·) for each v, (S, p)."""
+    P = params["P"].detach().double()
+    Z = _Z(params, spec, task.p).double()
+    out = {}
+    for name, ts in (("in", list(task.idx)), ("out", list(task.spurious))):
+        if not ts:
+            out[name], out[name + "_Z"] = P.new_zeros(P.shape[0]), P.new_zeros(P.shape[0], task.p)
+            continue
+        Pt, Zt = P[:, ts], Z[:, :, ts]
+        out[name] = _diameter(Pt) / Pt.norm(dim=-1).mean(-1).clamp_min(1e-300)
+        out[name + "_Z"] = _diameter(Zt) / Zt.norm(dim=-1).mean(-1).clamp_min(1e-300)
+    return out
+
+
+def value_collapse_out(params: Params, spec: ModelSpec, task: Task) -> torch.Tensor:
+    """mean_{t∉I} max_{v,v'} ||VZ(v,t) − VZ(v',t)|| / mean_{t∈I} (same) (spec §3.4 item 3): ≈ 0 when V
+    collapses the spurious tokens (the "faulty attention corrected by value" head of Fig. 2). (S,)"""
+    VZ = _Z(params, spec, task.p).double() @ params["V"].detach().double()[:, None].transpose(-1, -2)
+    spread = _diameter(VZ.transpose(1, 2))                                              # (S, N)
+    if not task.spurious:
+        return spread.new_zeros(spread.shape[0])
+    return spread[:, list(task.spurious)].mean(-1) / spread[:, list(task.idx)].mean(-1).clamp_min(1e-300)
+
+
+def xi_invariance(params: Params, spec: ModelSpec, task: Task, probe: Probe = None, *,
+                  project: bool = False) -> dict[str, torch.Tensor]:
+    """R_suffix, R_perm, cluster_score (spec §3.4 items 4–6), each (S,). ``project``: ξ projected on
+    span{E(v)} ∪ span{w_i} first (the directions the MLP and unembedding read; matters only for d > 2)."""
+    g = _grid(task, probe, params["E"].device)
+    xi = _collect(params, spec, g.x, ("xi",))["xi"]
+    return _xi_stats(xi, g, _span_projector(params) if project else None)
+
+
+def R_suffix(params: Params, spec: ModelSpec, task: Task, probe: Probe = None) -> torch.Tensor:
+    """Fraction of ξ-variance due to the suffix (§3.4 item 4); 0 = suffix-invariant. (S,)"""
+    return xi_invariance(params, spec, task, probe)["R_suffix"]
+
+
+def R_perm(params: Params, spec: ModelSpec, task: Task, probe: Probe = None) -> torch.Tensor:
+    """Variance of the suffix-averaged ξ̄_pre within multisets over its total (§3.4 item 5); 0 = invariant. (S,)"""
+    return xi_invariance(params, spec, task, probe)["R_perm"]
+
+
+def cluster_score(params: Params, spec: ModelSpec, task: Task, probe: Probe = None, *,
+                  project: bool = False) -> torch.Tensor:
+    """R² of ξ explained by the prefix multiset over the grid (§3.4 item 6); 1 for an ideal head. (S,)"""
+    return xi_invariance(params, spec, task, probe, project=project)["cluster_score"]
+
+
+# ----------------------------------------------------------------------------------------------- clusters
+def cluster_labels(xi: torch.Tensor, rel_threshold: float = 0.02) -> torch.Tensor:
+    """Single-linkage clusters of ξ (S, B, d) at distance ≤ rel_threshold·diam (spec §3.4 item 7), i.e. the
+    connected components of the threshold graph, found per seed by breadth-first search whose frontier is
+    compared (in one matrix product) with the points not reached yet. Returns (S, B) long cluster indices
+    0, 1, ... in order of first appearance."""
+    out = torch.zeros(xi.shape[:2], dtype=torch.long)
+    for s, Xt in enumerate(xi.detach().double().cpu()):
+        floor = 1e-24 * float(Xt.pow(2).sum(-1).max()) if len(Xt) else 0.0  # rounding level: coincident points
+        Xt = Xt - Xt.mean(0)
+        sq = Xt.pow(2).sum(-1)
+        diam2 = max((float(torch.addmm(sq[i:i + 128, None] + sq[None], Xt[i:i + 128], Xt.T, alpha=-2).max())
+                     for i in range(0, len(Xt), 128)), default=0.0)          # small blocks: cache-friendly
+        tau2 = max(rel_threshold**2 * diam2, floor)
+        X, sqn = Xt.numpy(), sq.numpy()
+        comp = np.full(len(X), -1, dtype=np.int64)
+        todo = np.arange(len(X))                      # points not reached yet
+        n = 0
+        while todo.size:
+            frontier, todo = todo[:1], todo[1:]
+            comp[frontier] = n
+            while frontier.size and todo.size:
+                hit = np.zeros(todo.size, dtype=bool)
+                for f in np.array_split(frontier, -(-frontier.size // 128)):
+                    hit |= ((sqn[f, None] + sqn[None, todo] - 2 * (X[f] @ X[todo].T)) <= tau2).any(0)
+                frontier, todo = todo[hit], todo[~hit]
+                comp[frontier] = n
+            n += 1
+        out[s] = torch.from_numpy(comp)
+    return out
+
+
+def clusters(params: Params, spec: ModelSpec, task: Task, probe: Probe = None, *,
+             rel_threshold: float = 0.02) -> dict[str, torch.Tensor]:
+    """n_clusters (S,) long, cluster_purity (S,) (fraction of clusters holding a single label) and the
+    labels (S, B) of :func:`cluster_labels` on the probe grid (spec §3.4 item 7; ideal = C(k+p−1, k))."""
+    g = _grid(task, probe, params["E"].device)
+    lab = cluster_labels(_collect(params, spec, g.x, ("xi",))["xi"], rel_threshold)
+    n, purity = [], []
+    big = torch.iinfo(torch.long).max
+    y = g.y.cpu()
+    for f in lab:
+        roots = torch.unique(f)
+        lo = torch.full_like(f, big).scatter_reduce_(0, f, y, reduce="amin")
+        hi = torch.full_like(f, -1).scatter_reduce_(0, f, y, reduce="amax")
+        n.append(len(roots))
+        purity.append((lo[roots] == hi[roots]).double().mean())
+    return {"n_clusters": torch.tensor(n, dtype=torch.long),
+            "cluster_purity": torch.tensor([float(v) for v in purity], dtype=torch.float64), "labels": lab}
+
+
+def n_clusters(params: Params, spec: ModelSpec, task: Task, probe: Probe = None, *,
+               rel_threshold: float = 0.02) -> torch.Tensor:
+    return clusters(params, spec, task, probe, rel_threshold=rel_threshold)["n_clusters"]
+
+
+def cluster_purity(params: Params, spec: ModelSpec, task: Task, probe: Probe = None, *,
+                   rel_threshold: float = 0.02) -> torch.Tensor:
+    return clusters(params, spec, task, probe, rel_threshold=rel_threshold)["cluster_purity"]
+
+
+# ----------------------------------------------------------------------------------------------- taxonomy
+def head_type(metrics: Mapping[str, object], **thresholds: float) -> list[str]:
+    """Head taxonomy of spec §3.4 item 8 from per-seed metrics (keys test_acc, attn_prefix_mass, R_suffix,
+    R_perm; arrays (S,) or scalars): failed | ideal | value_corrected | fuzzy | partial.
+    Thresholds (defaults ``HEAD_THRESHOLDS``): acc_min, r_max, mass_min, fuzzy_min."""
+    th = {**HEAD_THRESHOLDS, **thresholds}
+    unknown = set(thresholds) - set(HEAD_THRESHOLDS)
+    if unknown:
+        raise ValueError(f"unknown head_type thresholds {sorted(unknown)}; allowed: {sorted(HEAD_THRESHOLDS)}")
+    m = {k: np.atleast_1d(_np(metrics[k])) for k in ("test_acc", "attn_prefix_mass", "R_suffix", "R_perm")}
+    out = []
+    for acc, mass, rs, rp in zip(*np.broadcast_arrays(*m.values()), strict=True):
+        if not acc >= th["acc_min"]:
+            out.append("failed")
+        elif rs <= th["r_max"] and rp <= th["r_max"]:
+            out.append("ideal" if mass >= th["mass_min"] else "value_corrected")
+        elif rp > th["fuzzy_min"]:
+            out.append("fuzzy")
+        else:
+            out.append("partial")
+    return out
+
+
+def classify_heads(params: Params, spec: ModelSpec, task: Task, probe: Probe = None,
+                   test_acc: torch.Tensor | np.ndarray | None = None, **thresholds: float) -> list[str]:
+    """:func:`head_type` of each seed; ``test_acc`` defaults to the accuracy on the probe sentences."""
+    g = _grid(task, probe, params["E"].device)
+    met = head_metrics(params, spec, task, probe)
+    if test_acc is None:
+        test_acc = accuracy(params, spec, g.x, g.y)
+    return head_type({**met, "test_acc": test_acc}, **thresholds)
+
+
+def attn_init_final_corr(params_init: Params, params_final: Params, spec: ModelSpec,
+                         x: torch.Tensor) -> torch.Tensor:
+    """Pearson correlation of the (sentences × N) attention maps at two snapshots (spec §3.4 item 10). (S,)"""
+    a0 = _collect(params_init, spec, x, ("attn",))["attn"].flatten(1).double()
+    a1 = _collect(params_final, spec, x, ("attn",))["attn"].flatten(1).double()
+    a0, a1 = a0 - a0.mean(1, keepdim=True), a1 - a1.mean(1, keepdim=True)
+    return (a0 * a1).sum(1) / (a0.norm(dim=1) * a1.norm(dim=1)).clamp_min(1e-300)
+
+
+# ----------------------------------------------------------------------------------------------- monitors
+def accuracy(params: Params, spec: ModelSpec, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Fraction of sentences whose argmax logit is the label. (S,)"""
+    z = _collect(params, spec, x, ("logits",))["logits"]
+    return (z.argmax(-1) == y).double().mean(-1)
+
+
+def min_token_norm(params: Params, p: int | None = None) -> torch.Tensor:
+    """min_{x<p, t} ||E(x) + P(t)|| (spec §5.3; the curvature of x/||x|| is 1/||x||). (S,)"""
+    E = params["E"].detach()[:, :p] if p is not None else params["E"].detach()
+    return (E[:, :, None] + params["P"].detach()[:, None]).norm(dim=-1).flatten(1).amin(1)
+
+
+def min_xi_norm(params: Params, spec: ModelSpec, x: torch.Tensor) -> torch.Tensor:
+    """min over the sentences x of ||ξ|| (spec §5.3; the pre-MLP normalisation). (S,)"""
+    return _collect(params, spec, x, ("xi",))["xi"].norm(dim=-1).amin(-1)
+
+
+def _margin(z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    y = y.expand(z.shape[:2]) if y.dim() == 1 else y
+    true = z.gather(-1, y[..., None]).squeeze(-1)
+    other = z.scatter(-1, y[..., None], float("-inf")).amax(-1)
+    return (true - other).amin(-1)
+
+
+def decision_margin(params: Params, spec: ModelSpec, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """min over sentences of ζ_y − max_{j≠y} ζ_j (spec §5.3); negative iff some sentence is misclassified. (S,)"""
+    return _margin(_collect(params, spec, x, ("logits",))["logits"], y)
+
+
+def lr_over_norm(lr: float, params: Params, p: int | None = None) -> torch.Tensor:
+    """lr / min_token_norm: the step can move a token past the origin when ≥ 1 (spec §5.3, η < ||x|| test). (S,)"""
+    return lr / min_token_norm(params, p)
+
+
+# ----------------------------------------------------------------------------------------------- sparsity
+def sparsity_curve(params: Params, spec: ModelSpec, x: torch.Tensor, eps: torch.Tensor | None = None,
+                   max_elements: int = MAX_ELEMENTS) -> torch.Tensor:
+    """sparsity_ε = fraction of entries of σ(W ξ̄) (sentences × h) with |·| < ε (App. A.1; spec §5.4).
+    Returns (S, n_eps), non-decreasing in ε; ``eps`` defaults to ``EPS_GRID`` = logspace(1e-5, 1e2, 50)."""
+    eps = EPS_GRID if eps is None else torch.as_tensor(eps, dtype=torch.float64)
+    out = []
+    for acts in _chunks(params, spec, x, max_elements):
+        v = acts["hidden"].abs().flatten(1).double().sort(-1).values                  # (S_c, B·h)
+        e = eps.to(v.device).expand(v.shape[0], -1).contiguous()
+        out.append(torch.searchsorted(v, e).double() / v.shape[1])                    # count of |·| < ε
+    return torch.cat(out)
+
+
+def sparsity_summary(curve: torch.Tensor, eps: torch.Tensor | None = None, lo: float = 1e-3,
+                     hi: float = 10.0) -> torch.Tensor:
+    """Mean of sparsity_ε over ε ∈ [lo, hi] (spec §7.0, used by D6). curve (S, n_eps) → (S,)"""
+    eps = EPS_GRID if eps is None else torch.as_tensor(eps, dtype=torch.float64)
+    keep = (eps >= lo * (1 - 1e-9)) & (eps <= hi * (1 + 1e-9))
+    return torch.as_tensor(curve)[..., keep.to(torch.as_tensor(curve).device)].mean(-1)
+
+
+def _np(v: object) -> np.ndarray:
+    return np.asarray(v.detach().cpu().double() if isinstance(v, torch.Tensor) else v, dtype=float)

@@ -1,0 +1,100 @@
+"""Configs of the clustering study: the paper's defaults (spec §1–2, §2.4, Appendix A of the spec) and scales.
+
+``TrainConfig`` is one training run of S seeds trained together (seeds ``seed .. seed+n_seeds-1``). The
+``pal`` preset switches to the public code the paper's figures came from (facebookresearch/pal, described
+behaviour): gain-free RMSNorm with eps, MLP biases, MLP width 32, a 3-row token table, Adam 3e-3, batch 32;
+explicitly given keys still win over the preset.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import torch
+from pydantic import Field, model_validator
+
+from attnlab.clustering.data import Task, TestMode
+from attnlab.clustering.model import ModelSpec, Norm
+from attnlab.core.config import Config
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {},
+    "pal": {"norm": "rmsnorm", "norm_gain": False, "norm_eps": 1e-5, "mlp_bias": True, "h": 32, "n_emb": 3,
+            "lr": 3e-3, "batch_size": 32},
+}
+
+
+class TrainConfig(Config):
+    """Adam on sparse modular addition, S seeds vectorised (spec §2.4, §7.0)."""
+
+    preset: Literal["paper", "pal"] = Field("paper", description="paper (spec §2) or pal (the public code's model)")
+    # task (spec §1)
+    p: int = Field(2, ge=2, le=97, description="modulus = vocabulary size")
+    N: int = Field(12, ge=1, le=256, description="sequence length")
+    k: int = Field(5, ge=1, le=256, description="number of informative positions")
+    informative: tuple[int, ...] | None = Field(None, description="informative positions (default the first k)")
+    n_train: int = Field(2048, ge=1, le=10_000_000, description="training points, drawn with replacement")
+    test_mode: TestMode = Field("iid", description="iid fresh draws | complement of the train set | full space")
+    n_test: int = Field(2048, ge=1, le=10_000_000, description="test points (iid) / cap on unseen sentences")
+    # model (spec §2)
+    d: int = Field(2, ge=1, le=4096, description="embedding dimension")
+    h: int | None = Field(None, ge=1, le=65536, description="MLP width (default 4d)")
+    n_emb: int | None = Field(None, ge=2, le=4096, description="token-table rows (default p)")
+    norm: Norm = Field("sphere", description="sphere (paper) | rmsnorm | smooth (§4.4 remedy) | smooth_inf")
+    norm_eps: float = Field(1e-5, ge=0, description="eps of rmsnorm")
+    norm_gain: bool = Field(False, description="learnable rmsnorm gains")
+    mlp_bias: bool = Field(False, description="biases in the MLP (pal preset)")
+    q_init: Literal["normal", "uniform", "zeros"] = Field("normal", description="initial query law")
+    # optimisation (spec §2.4)
+    lr: float = Field(3e-3, gt=0, le=10, description="Adam learning rate of E, P, q, V")
+    mlp_lr_factor: float = Field(1.0, gt=0, le=100, description="γ_mlp: the MLP (W, U) learns at lr·γ_mlp")
+    beta1: float = Field(0.9, ge=0, lt=1)
+    beta2: float = Field(0.999, ge=0, lt=1)
+    adam_eps: float = Field(1e-8, gt=0, le=1)
+    weight_decay: float = Field(0.0, ge=0, le=10)
+    batch_size: int = Field(32, ge=1, le=10_000_000, description="mini-batch size (n_train = full batch)")
+    epochs: int = Field(1000, ge=0, le=1_000_000, description="passes over the training set")
+    grad_clip: float | None = Field(None, gt=0, description="per-seed max gradient norm (off by default)")
+    n_seeds: int = Field(1, ge=1, le=100_000, description="seeds trained together, vectorised")
+    dtype: Literal["float32", "float64"] = Field("float32")
+    # recording
+    log_every: int = Field(1, ge=1, description="epochs between full-batch metrics")
+    step_log_every: int = Field(1, ge=0, description="steps between mini-batch loss/grad-norm records (0: off)")
+    snapshot_every: int = Field(1, ge=0, description="epochs between parameter snapshots (0: first and last)")
+    head_metrics: bool = Field(True, description="cluster score, attention mass, R_suffix, R_perm every log")
+
+    scales = {"quick": {}, "paper": {}}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("preset", "paper") in PRESETS:
+            data = {**PRESETS[data.get("preset", "paper")], **data}
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        self.task()
+        self.spec()
+        if self.batch_size > self.n_train:
+            raise ValueError(f"key 'batch_size' = {self.batch_size}: larger than n_train = {self.n_train}")
+        return self
+
+    def task(self) -> Task:
+        return Task(self.p, self.N, self.k, self.informative)
+
+    def spec(self) -> ModelSpec:
+        return ModelSpec(p=self.p, N=self.N, d=self.d, h=self.h, n_emb=self.n_emb, norm=self.norm,
+                         norm_eps=self.norm_eps, norm_gain=self.norm_gain, mlp_bias=self.mlp_bias,
+                         q_init=self.q_init)
+
+    def seeds(self) -> list[int]:
+        return list(range(self.seed, self.seed + self.n_seeds))
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return torch.float64 if self.dtype == "float64" else torch.float32
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return -(-self.n_train // self.batch_size)

@@ -1,0 +1,269 @@
+"""The paper's one-block transformer (paper 4 §2, App. B.1; spec §2), as a pure function of stacked parameters.
+
+Parameters live in a dict of tensors with a leading *seed* axis S, so that S independent models train in one
+vectorised computation (spec §9): every operation is batched over S and nothing couples two seeds.
+
+    z_t = Norm(E(x_t) + P(t))                         token embedding on the sphere       (eq. token embedding)
+    a   = softmax(z^T q / sqrt(d)),  ξ = V z a        one head, one learned query          (eq. sentence embedding)
+    ψ   = ξ + U σ(W Norm(ξ))                          pre-normed GeLU MLP with residual    (eq. sentence transform)
+    ζ   = E ψ,  p̂ = softmax(ζ)                        tied unembedding, raw rows of E      (eq. logits)
+
+Shapes: E (S, n_emb, d), P (S, N, d), q (S, d), V (S, d, d), W (S, h, d), U (S, d, h) — W, U, V in torch
+``Linear.weight`` layout, which is the paper's layout. No biases in the paper's model (m = d(1+d+2h) for
+(q, V, W, U)); the ``pal`` preset of the public code adds MLP biases ``bW`` (S, h), ``bU`` (S, d), a gain-free
+RMSNorm with eps and a token table of ``n_emb`` ≥ p rows. ``norm="rmsnorm"`` with ``norm_gain`` adds learnable
+gains ``g_attn``, ``g_mlp`` (S, d).
+
+``forward`` returns the named activations (TransformerLens style) and applies optional ``hooks``
+{name: fn(tensor) -> tensor} right after each one is computed, so analysis code can read or patch them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+from attnlab.core.config import ConfigError
+from attnlab.core.rng import stream_seed
+
+Norm = Literal["sphere", "rmsnorm", "smooth", "smooth_inf"]
+Params = dict[str, torch.Tensor]
+ACTIVATIONS = ("e", "z", "scores", "attn", "pooled", "xi", "xi_n", "pre", "hidden", "mlp_out", "psi", "logits")
+GROUPS = ("E", "P", "q", "V", "W", "U")  # the paper's parameter groups (per-layer gradient norms, §4.3)
+MLP_PARAMS = ("W", "U", "bW", "bU")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Architecture of the one-block transformer. ``h`` defaults to 4d (§2)."""
+
+    p: int = 2
+    N: int = 12
+    d: int = 2
+    h: int | None = None
+    n_emb: int | None = None
+    norm: Norm = "sphere"
+    norm_eps: float = 1e-5
+    norm_gain: bool = False
+    mlp_bias: bool = False
+    q_init: Literal["normal", "uniform", "zeros"] = "normal"
+
+    def __post_init__(self) -> None:
+        if self.d < 1:
+            raise ConfigError(f"key 'd' = {self.d}: the embedding dimension must be ≥ 1")
+        if self.p < 2:
+            raise ConfigError(f"key 'p' = {self.p}: the modulus must be ≥ 2")
+        if self.h is None:
+            object.__setattr__(self, "h", 4 * self.d)
+        if self.h < 1:
+            raise ConfigError(f"key 'h' = {self.h}: the MLP width must be ≥ 1")
+        if self.n_emb is None:
+            object.__setattr__(self, "n_emb", self.p)
+        if self.n_emb < self.p:
+            raise ConfigError(f"key 'n_emb' = {self.n_emb}: the token table needs at least p = {self.p} rows")
+
+    @property
+    def n_params(self) -> int:
+        """p·d + N·d + d + d² + 2hd for the paper's model (plus biases / gains of the variants)."""
+        d, h = self.d, self.h
+        n = self.n_emb * d + self.N * d + d + d * d + 2 * h * d
+        return n + (h + d if self.mlp_bias else 0) + (2 * d if self.norm == "rmsnorm" and self.norm_gain else 0)
+
+    def with_vocab(self, p: int) -> ModelSpec:
+        """The same architecture on modulus p (transfer, App. A.2)."""
+        return replace(self, p=p, n_emb=max(p, self.n_emb if self.n_emb != self.p else p))
+
+
+# ----------------------------------------------------------------------------------------------- normalisers
+def normalize(x: torch.Tensor, spec: ModelSpec, gain: torch.Tensor | None = None) -> torch.Tensor:
+    """Projection onto the sphere x/||x|| (paper), RMSNorm x/sqrt(mean x² + eps)·g, or the smoothed
+    f(x) = s(||x||)·x/||x|| of §4.4 with s(r) = 3r² − 2r³ (C¹) or the C^∞ bump s = g(r)/(g(r)+g(1−r))."""
+    if spec.norm == "rmsnorm":
+        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + spec.norm_eps)
+        return y if gain is None else y * gain
+    r = x.norm(dim=-1, keepdim=True)
+    if spec.norm == "sphere":
+        return x / r.clamp_min(1e-12)
+    return torch.where(r >= 1, x / r.clamp_min(1e-12), x * smooth_scale(r, spec.norm))
+
+
+def smooth_scale(r: torch.Tensor, kind: str = "smooth") -> torch.Tensor:
+    """s(r)/r of the smoothed normaliser (so that f(x) = x·s(r)/r); equals 1/r for r ≥ 1."""
+    inside = r < 1
+    rc = r.clamp(0.0, 1.0)
+    if kind == "smooth":
+        s_over_r = 3 * rc - 2 * rc * rc  # s(r)/r with s = 3r² − 2r³
+    else:
+        g = lambda t: torch.where(t > 0, torch.exp(-1 / t.clamp_min(1e-30)), torch.zeros_like(t))  # noqa: E731
+        s_over_r = g(rc) / (g(rc) + g(1 - rc)) / rc.clamp_min(1e-30)
+    return torch.where(inside, s_over_r, 1 / r.clamp_min(1e-12))
+
+
+# ----------------------------------------------------------------------------------------------- init
+def init_params(spec: ModelSpec, seeds: list[int] | tuple[int, ...], *, dtype: torch.dtype = torch.float32,
+                device: torch.device | str = "cpu") -> Params:
+    """PyTorch-default initialisation (App. A), one independent generator per (seed, parameter) so that
+    changing h leaves E, P, q, V bitwise identical (spec §2.3): E, P ~ N(0,1) (nn.Embedding); V, W ~
+    U(±1/sqrt(d)), U ~ U(±1/sqrt(h)) (nn.Linear); q ~ N(0,1) | U(±1/sqrt(d)) | 0; biases as nn.Linear."""
+    d, h = spec.d, spec.h
+    shapes: dict[str, tuple[tuple[int, ...], str, float]] = {
+        "E": ((spec.n_emb, d), "normal", 1.0), "P": ((spec.N, d), "normal", 1.0),
+        "q": ((d,), {"normal": "normal", "uniform": "uniform", "zeros": "zeros"}[spec.q_init],
+              1.0 if spec.q_init == "normal" else 1 / math.sqrt(d)),
+        "V": ((d, d), "uniform", 1 / math.sqrt(d)), "W": ((h, d), "uniform", 1 / math.sqrt(d)),
+        "U": ((d, h), "uniform", 1 / math.sqrt(h)),
+    }
+    if spec.mlp_bias:
+        shapes["bW"] = ((h,), "uniform", 1 / math.sqrt(d))
+        shapes["bU"] = ((d,), "uniform", 1 / math.sqrt(h))
+    if spec.norm == "rmsnorm" and spec.norm_gain:
+        shapes["g_attn"] = ((d,), "ones", 1.0)
+        shapes["g_mlp"] = ((d,), "ones", 1.0)
+    out: Params = {}
+    for name, (shape, law, scale) in shapes.items():
+        out[name] = torch.stack([draw(shape, law, scale, stream_seed(s, "init:" + name)) for s in seeds])
+    return {k: v.to(device=device, dtype=dtype) for k, v in out.items()}
+
+
+def draw(shape: tuple[int, ...], law: str, scale: float, seed: int) -> torch.Tensor:
+    """One parameter tensor from its own CPU generator (float64 draws, cast later: identical across dtypes)."""
+    g = torch.Generator().manual_seed(seed)
+    if law == "normal":
+        return torch.randn(shape, generator=g, dtype=torch.float64) * scale
+    if law == "uniform":
+        return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * scale
+    if law == "ones":
+        return torch.ones(shape, dtype=torch.float64)
+    return torch.zeros(shape, dtype=torch.float64)
+
+
+def grow_vocab(params: Params, spec: ModelSpec, p_new: int,
+               seeds: list[int] | tuple[int, ...]) -> tuple[Params, ModelSpec]:
+    """Transfer p → p' (App. A.2): append p'−n_emb fresh N(0,1) token rows from each seed's init stream; all
+    other tensors are carried over unchanged (same storage values)."""
+    if p_new <= spec.p:
+        raise ConfigError(f"key 'p_new' = {p_new}: transfer needs p' > p = {spec.p}")
+    new_spec = spec.with_vocab(p_new)
+    extra = new_spec.n_emb - spec.n_emb
+    out = dict(params)
+    if extra > 0:
+        E = params["E"]
+        stream = f"init:E:{spec.n_emb}->{new_spec.n_emb}"
+        rows = torch.stack([draw((extra, spec.d), "normal", 1.0, stream_seed(s, stream)) for s in seeds]).to(E)
+        out["E"] = torch.cat([E, rows], dim=1)
+    return out, new_spec
+
+
+# ----------------------------------------------------------------------------------------------- forward
+Hooks = Mapping[str, Callable[[torch.Tensor], torch.Tensor]]
+
+
+def embed(params: Params, x: torch.Tensor) -> torch.Tensor:
+    """E(x_t) + P(t) for x of shape (B, N) (shared by all seeds) or (S, B, N): returns (S, B, N, d)."""
+    E, P = params["E"], params["P"]
+    if x.dim() == 2:
+        return E[:, x] + P[:, None]
+    seeds = torch.arange(E.shape[0], device=E.device)[:, None, None]
+    return E[seeds, x] + P[:, None]
+
+
+def token_table(params: Params, spec: ModelSpec) -> torch.Tensor:
+    """Z(v, t) = Norm(E(v) + P(t)) for every token value v < n_emb and position t: (S, n_emb, N, d). Only
+    n_emb·N distinct token embeddings exist, so the training path normalises this table once per step."""
+    return normalize(params["E"][:, :, None] + params["P"][:, None], spec, _gain(params, "g_attn"))
+
+
+def forward(params: Params, x: torch.Tensor, spec: ModelSpec, hooks: Hooks | None = None,
+            tokens: bool = True) -> dict[str, torch.Tensor]:
+    """All named activations for inputs x (B, N) or (S, B, N): e, z (S,B,N,d); scores, attn (S,B,N);
+    pooled = Σ_t a_t z_t and ξ = V·pooled (S,B,d); xi_n = Norm(ξ); pre = Wξ̄ (+bW), hidden = σ(pre) (S,B,h);
+    mlp_out = U·hidden (+bU), ψ = ξ + mlp_out (S,B,d); logits ζ = E ψ (S,B,n_emb).
+
+    ``tokens=False`` (the training path) skips the per-token e and z: scores are read from the normalised
+    (v, t) table and ξ pools table rows, the same numbers with far fewer small kernels. Hooks on e or z force
+    the per-token path.
+    """
+    acts: dict[str, torch.Tensor] = {}
+
+    def put(name: str, value: torch.Tensor) -> torch.Tensor:
+        if hooks and name in hooks:
+            value = hooks[name](value)
+        acts[name] = value
+        return value
+
+    q = params["q"]
+    if x.dim() == 2:
+        x = x.expand(q.shape[0], *x.shape)
+    if tokens or (hooks and ("e" in hooks or "z" in hooks)):
+        e = put("e", embed(params, x))
+        z = put("z", normalize(e, spec, _gain(params, "g_attn")))
+        scores = put("scores", (z * q[:, None, None, :]).sum(-1) / math.sqrt(spec.d))
+        a = put("attn", torch.softmax(scores, dim=-1))
+        pooled = put("pooled", (a.unsqueeze(-1) * z).sum(-2))                  # Σ_t a_t z_t
+    else:
+        S, B, N = x.shape
+        table = token_table(params, spec).flatten(1, 2)                       # (S, n_emb·N, d)
+        cell = (x * N + torch.arange(N, device=x.device)).view(S, B * N)      # index of (x_t, t)
+        table_scores = (table * q[:, None, :]).sum(-1) / math.sqrt(spec.d)     # (S, n_emb·N)
+        scores = put("scores", table_scores.gather(1, cell).view(S, B, N))
+        a = put("attn", torch.softmax(scores, dim=-1))
+        weights = a.new_zeros(S, B, table.shape[1]).scatter_(2, cell.view(S, B, N), a)
+        pooled = put("pooled", weights @ table)
+    xi = put("xi", pooled @ params["V"].transpose(-1, -2))                     # ξ = V z a
+    xi_n = put("xi_n", normalize(xi, spec, _gain(params, "g_mlp", squeeze=True)))
+    pre = xi_n @ params["W"].transpose(-1, -2)
+    if "bW" in params:
+        pre = pre + params["bW"][:, None]
+    pre = put("pre", pre)
+    hidden = put("hidden", F.gelu(pre))
+    mlp_out = hidden @ params["U"].transpose(-1, -2)
+    if "bU" in params:
+        mlp_out = mlp_out + params["bU"][:, None]
+    mlp_out = put("mlp_out", mlp_out)
+    psi = put("psi", xi + mlp_out)
+    put("logits", psi @ params["E"].transpose(-1, -2))
+    return acts
+
+
+def _gain(params: Params, name: str, squeeze: bool = False) -> torch.Tensor | None:
+    g = params.get(name)
+    if g is None:
+        return None
+    return g[:, None] if squeeze else g[:, None, None]
+
+
+def logits(params: Params, x: torch.Tensor, spec: ModelSpec) -> torch.Tensor:
+    return forward(params, x, spec, tokens=False)["logits"]
+
+
+def loss_per_seed(params: Params, x: torch.Tensor, y: torch.Tensor, spec: ModelSpec) -> torch.Tensor:
+    """Mean cross-entropy of each seed (S,) on its batch (eq. loss); y of shape (B,) or (S, B)."""
+    z = logits(params, x, spec)
+    S, B, C = z.shape
+    y = y.expand(S, B) if y.dim() == 1 else y
+    return F.cross_entropy(z.reshape(S * B, C), y.reshape(S * B), reduction="none").view(S, B).mean(1)
+
+
+# ----------------------------------------------------------------------------------------------- utilities
+def select(params: Params, seeds: int | list[int] | slice) -> Params:
+    """The sub-ensemble of the given seed indices (an int keeps the axis: S = 1)."""
+    idx = [seeds] if isinstance(seeds, int) else seeds
+    return {k: v[idx] for k, v in params.items()}
+
+
+def stack(models: list[Params]) -> Params:
+    """Concatenate ensembles along the seed axis."""
+    return {k: torch.cat([m[k] for m in models]) for k in models[0]}
+
+
+def to(params: Params, dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> Params:
+    return {k: v.to(device=device, dtype=dtype) for k, v in params.items()}
+
+
+def n_seeds(params: Params) -> int:
+    return params["E"].shape[0]

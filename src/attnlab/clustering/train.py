@@ -1,0 +1,273 @@
+"""Adam on sparse modular addition, many seeds in one vectorised computation (paper 4 App. A; spec §2.4, §9).
+
+The loop reads top to bottom like a plain PyTorch training script; the only twist is the leading seed axis S
+on every parameter. The objective is Σ_s L_s, so seed s's gradient is exactly ∂L_s/∂θ_s, and Adam is
+element-wise: training S seeds together gives each seed the run it would have alone (up to the summation
+order of batched kernels). Each seed draws its training set, test set, initialisation and batch order from its
+own named streams (``stream_seed(seed, name)``), so a seed's run does not depend on which seeds train with it.
+
+Recorded (``History``): every ``step_log_every`` steps the mini-batch loss and per-parameter gradient norms;
+every ``log_every`` epochs the full-batch train loss/accuracy, 𝓔 = E[1 − p̂(y|x)], test and unseen accuracy,
+full-batch per-parameter gradient norms ("full-batch" curves of Fig. 9), min token / ξ norms, decision margin
+and the clustering-head monitors; every ``snapshot_every`` epochs all parameters.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from attnlab.clustering import analysis
+from attnlab.clustering.configs import TrainConfig
+from attnlab.clustering.data import Task, encode
+from attnlab.clustering.history import History
+from attnlab.clustering.model import MLP_PARAMS, ModelSpec, Params, forward, grow_vocab, init_params
+from attnlab.core.config import ConfigError
+from attnlab.core.rng import stream_seed
+
+
+@dataclass
+class Data:
+    """Per-seed data: train (S, n, N) / (S, n), test, unseen (the complement of each seed's train set)."""
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    x_unseen: torch.Tensor
+    y_unseen: torch.Tensor
+    probe: torch.Tensor
+    probe_grid: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+    probe_is_space: bool = False  # the probe grid enumerates every sentence in code order (p=2, N=12)
+
+
+def make_data(task: Task, cfg: TrainConfig, seeds: list[int], device: torch.device | str = "cpu") -> Data:
+    """Training set of n_train draws with replacement (App. A), test set by ``test_mode``, unseen sentences
+    (at most n_test, the same count for every seed), all from each seed's own streams."""
+    xs, tests, unseen = [], [], []
+    for s in seeds:
+        x = task.sample(cfg.n_train, torch.Generator().manual_seed(stream_seed(s, "data")))
+        g_test = torch.Generator().manual_seed(stream_seed(s, "test"))
+        xs.append(x)
+        tests.append(task.test_set(cfg.test_mode, cfg.n_test, x, g_test))
+        u = task.unseen(x, cfg.n_test, torch.Generator().manual_seed(stream_seed(s, "unseen")))
+        g_perm = torch.Generator().manual_seed(stream_seed(s, "unseen:order"))
+        unseen.append(u[torch.randperm(len(u), generator=g_perm)])
+    n_u = min(len(u) for u in unseen)
+    n_t = min(len(t) for t in tests)
+    x_train = torch.stack(xs).to(device)
+    x_test = torch.stack([t[:n_t] for t in tests]).to(device)
+    x_unseen = torch.stack([u[:n_u] for u in unseen]).to(device)
+    grid = task.probe_grid(device=device)
+    probe = grid[0]
+    codes = encode(probe, task.p)
+    is_space = len(probe) == task.space and bool((codes == torch.arange(task.space, device=device)).all())
+    return Data(x_train, task.labels(x_train), x_test, task.labels(x_test), x_unseen, task.labels(x_unseen), probe,
+                grid, is_space)
+
+
+def make_optimizer(leaves: Params, cfg: TrainConfig) -> torch.optim.Adam:
+    """Adam(β1, β2, eps) with two groups: {E, P, q, V, gains} at lr and the MLP {W, U, biases} at lr·γ_mlp
+    (the "MLP learning-rate discount factor" of Fig. 16)."""
+    attn = [v for k, v in leaves.items() if k not in MLP_PARAMS]
+    mlp = [v for k, v in leaves.items() if k in MLP_PARAMS]
+    return torch.optim.Adam([{"params": attn, "lr": cfg.lr}, {"params": mlp, "lr": cfg.lr * cfg.mlp_lr_factor}],
+                            betas=(cfg.beta1, cfg.beta2), eps=cfg.adam_eps, weight_decay=cfg.weight_decay,
+                            fused=True)
+
+
+def grad_norms(grads: list[torch.Tensor]) -> torch.Tensor:
+    """Per-seed L2 norm of each gradient and of all together: (S, G + 1)."""
+    norms = torch.stack([g.flatten(1).norm(dim=1) for g in grads], dim=1)
+    return torch.cat([norms, norms.norm(dim=1, keepdim=True)], dim=1)
+
+
+def ce_per_seed(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    S, B, C = logits.shape
+    return F.cross_entropy(logits.reshape(S * B, C), y.reshape(S * B), reduction="none").view(S, B).mean(1)
+
+
+@torch.no_grad()
+def _accuracy(params: Params, x: torch.Tensor, y: torch.Tensor, spec: ModelSpec,
+              space: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean CE and accuracy of each seed on (x, y); ``space`` = per-sentence (CE, correct) over the whole
+    space in code order, when known, is looked up instead of running the model again."""
+    if space is not None:
+        codes = encode(x, spec.p)
+        ce, correct = (t.gather(1, codes) for t in space)
+        return ce.mean(1), correct.mean(1)
+    z = forward(params, x, spec, tokens=False)["logits"]
+    return ce_per_seed(z, y), (z.argmax(-1) == y).float().mean(1)
+
+
+def evaluate(leaves: Params, data: Data, spec: ModelSpec, task: Task, head_metrics: bool) -> dict[str, torch.Tensor]:
+    """Full-batch metrics of every seed (S,) at the current parameters (no optimiser step)."""
+    acts = forward(leaves, data.x_train, spec, tokens=False)
+    loss = ce_per_seed(acts["logits"], data.y_train)
+    grads = torch.autograd.grad(loss.sum(), list(leaves.values()))
+    norms = grad_norms(list(grads))
+    with torch.no_grad():
+        prob = torch.softmax(acts["logits"], -1)
+        out = {"train_loss": loss.detach(), "train_acc": (prob.argmax(-1) == data.y_train).float().mean(1),
+               "tv_error": 1 - prob.gather(-1, data.y_train[..., None]).squeeze(-1).mean(1)}
+        for i, name in enumerate(leaves):
+            out[f"grad_{name}"] = norms[:, i]
+        out["grad_total"] = norms[:, -1]
+        params = {k: v.detach() for k, v in leaves.items()}
+        space = None
+        if data.probe_is_space:  # every sentence once: test / unseen metrics by lookup
+            logits = forward(params, data.probe, spec, tokens=False)["logits"]
+            y = task.labels(data.probe).expand(logits.shape[:2])
+            ce = F.cross_entropy(logits.transpose(1, 2), y, reduction="none")
+            space = (ce, (logits.argmax(-1) == y).to(ce.dtype))
+        out["test_loss"], out["test_acc"] = _accuracy(params, data.x_test, data.y_test, spec, space)
+        out["unseen_loss"], out["unseen_acc"] = _accuracy(params, data.x_unseen, data.y_unseen, spec, space)
+        out["min_token_norm"] = analysis.min_token_norm(params, task.p)
+        head = analysis.head_metrics(params, spec, task, probe=data.probe_grid, monitors=True)
+        out["min_xi_norm"], out["margin"] = head.pop("min_xi_norm"), head.pop("margin")
+        if head_metrics:
+            out.update(head)
+    return out
+
+
+class Recorder:
+    """Preallocated buffers for the step, epoch and snapshot records of S seeds."""
+
+    def __init__(self, cfg: TrainConfig, names: list[str], S: int, device: torch.device, start_epoch: int) -> None:
+        self.cfg = cfg
+        total_steps = cfg.epochs * cfg.steps_per_epoch
+        n_step = total_steps // cfg.step_log_every if cfg.step_log_every else 0
+        self.step_loss = torch.zeros(n_step, S, device=device)
+        self.step_grad = torch.zeros(n_step, S, len(names) + 1, device=device)
+        self.names = names
+        self.epochs: list[int] = []
+        self.epoch_rows: list[dict[str, torch.Tensor]] = []
+        self.snap_epochs: list[int] = []
+        self.snaps: list[Params] = []
+
+    def step(self, t: int, loss: torch.Tensor, norms: torch.Tensor) -> None:
+        every = self.cfg.step_log_every
+        if every and (t + 1) % every == 0:
+            i = (t + 1) // every - 1
+            self.step_loss[i] = loss
+            self.step_grad[i] = norms
+
+    def epoch(self, epoch: int, metrics: dict[str, torch.Tensor]) -> None:
+        self.epochs.append(epoch)
+        self.epoch_rows.append({k: v.detach().cpu() for k, v in metrics.items()})
+
+    def snapshot(self, epoch: int, params: Params) -> None:
+        self.snap_epochs.append(epoch)
+        self.snaps.append({k: v.detach().cpu().clone() for k, v in params.items()})
+
+    def history(self, spec: ModelSpec, task: Task, seeds: list[int]) -> History:
+        every = self.cfg.step_log_every
+        n = len(self.step_loss)
+        step_metrics = {"loss": self.step_loss.cpu().numpy()}
+        grads = self.step_grad.cpu().numpy()
+        for i, name in enumerate([*self.names, "total"]):
+            step_metrics[f"grad_{name}"] = grads[:, :, i]
+        epoch_metrics = {k: np.stack([row[k].numpy() for row in self.epoch_rows]) for k in self.epoch_rows[0]}
+        snaps = {k: np.stack([s[k].numpy() for s in self.snaps]) for k in self.snaps[0]}
+        return History(spec=spec, task=task, seeds=seeds, snapshot_epochs=np.array(self.snap_epochs),
+                       snapshots=snaps, epochs=np.array(self.epochs), epoch_metrics=epoch_metrics,
+                       steps=np.arange(1, n + 1) * max(every, 1), step_metrics=step_metrics if n else {},
+                       steps_per_epoch=self.cfg.steps_per_epoch)
+
+    def state(self) -> dict[str, Any]:
+        """A copy of everything recorded so far (the buffers keep filling after a checkpoint)."""
+        return {"step_loss": self.step_loss.clone(), "step_grad": self.step_grad.clone(),
+                **{k: list(getattr(self, k)) for k in ("epochs", "epoch_rows", "snap_epochs", "snaps")}}
+
+    def load(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
+
+
+def _due(epoch: int, every: int, last: int) -> bool:
+    return epoch == 0 or epoch == last or (every > 0 and epoch % every == 0)
+
+
+def train(cfg: TrainConfig, *, device: torch.device | str = "cpu", params: Params | None = None,
+          spec: ModelSpec | None = None, task: Task | None = None, state: dict[str, Any] | None = None,
+          on_epoch: Callable[[int, Callable[[], dict[str, Any]]], None] | None = None,
+          progress: Callable[[int], None] | None = None) -> History:
+    """Train ``cfg.n_seeds`` models of ``cfg`` together and return their ``History``.
+
+    ``params``/``spec``/``task`` override the config's initialisation, architecture and task (transfer,
+    training from a construction). ``on_epoch(epoch, state_fn)`` runs after every epoch (checkpointing:
+    ``state_fn()`` is a resumable state); ``state`` resumes from one, bit-identically on CPU.
+    ``progress(epochs_done)`` is called after each epoch.
+    """
+    device = torch.device(device)
+    task = task or cfg.task()
+    spec = spec or cfg.spec()
+    seeds = cfg.seeds()
+    S, dtype = len(seeds), cfg.torch_dtype
+    data = make_data(task, cfg, seeds, device)
+    init = params if params is not None else init_params(spec, seeds, dtype=dtype, device=device)
+    leaves = {k: v.detach().to(device=device, dtype=dtype).clone().requires_grad_(True) for k, v in init.items()}
+    opt = make_optimizer(leaves, cfg)
+    batch_gens = [torch.Generator().manual_seed(stream_seed(s, "batch")) for s in seeds]
+    rec = Recorder(cfg, list(leaves), S, device, 0)
+    n, bs, spe = cfg.n_train, cfg.batch_size, cfg.steps_per_epoch
+    start = 0
+    if state is not None:
+        with torch.no_grad():
+            for k, v in state["params"].items():
+                leaves[k].copy_(v)
+        opt.load_state_dict(state["opt"])
+        for g, s in zip(batch_gens, state["batch_gens"], strict=True):
+            g.set_state(s)
+        rec.load(state["recorder"])
+        start = state["epoch"]
+    else:
+        rec.epoch(0, evaluate(leaves, data, spec, task, cfg.head_metrics))
+        rec.snapshot(0, leaves)
+    seed_ix = torch.arange(S, device=device)[:, None]
+
+    for epoch in range(start, cfg.epochs):
+        order = torch.stack([torch.randperm(n, generator=g) for g in batch_gens]).to(device)  # (S, n)
+        xs, ys = data.x_train[seed_ix, order], data.y_train[seed_ix, order]
+        for i in range(spe):
+            xb, yb = xs[:, i * bs:(i + 1) * bs], ys[:, i * bs:(i + 1) * bs]
+            loss = ce_per_seed(forward(leaves, xb, spec, tokens=False)["logits"], yb)
+            grads = torch.autograd.grad(loss.sum(), list(leaves.values()))
+            norms = grad_norms(list(grads))
+            if cfg.grad_clip is not None:
+                scale = (cfg.grad_clip / (norms[:, -1] + 1e-6)).clamp(max=1.0)
+                grads = [g * scale.view(-1, *([1] * (g.dim() - 1))) for g in grads]
+            for leaf, g in zip(leaves.values(), grads, strict=True):
+                leaf.grad = g
+            opt.step()
+            rec.step(epoch * spe + i, loss.detach(), norms)
+        done = epoch + 1
+        if _due(done, cfg.log_every, cfg.epochs):
+            rec.epoch(done, evaluate(leaves, data, spec, task, cfg.head_metrics))
+        if _due(done, cfg.snapshot_every, cfg.epochs):
+            rec.snapshot(done, leaves)
+        if progress is not None:
+            progress(done)
+        if on_epoch is not None:
+            on_epoch(done, lambda done=done: {
+                "epoch": done, "params": {k: v.detach().clone() for k, v in leaves.items()},
+                "opt": copy.deepcopy(opt.state_dict()), "batch_gens": [g.get_state() for g in batch_gens],
+                "recorder": rec.state()})
+    return rec.history(spec, task, seeds)
+
+
+def transfer(params: Params, spec: ModelSpec, cfg: TrainConfig, *, device: torch.device | str = "cpu",
+             **kwargs: Any) -> History:
+    """Finetune trained models on modulus ``cfg.p`` > spec.p (App. A.2, Figs 6, 14, 15): new token rows ~ N(0,1)
+    from each seed's init stream, every other parameter carried over, a fresh Adam state and a new training
+    set of ``cfg.n_train`` p'-sentences; trains ``cfg.epochs`` epochs."""
+    if cfg.p <= spec.p:
+        raise ConfigError(f"key 'p' = {cfg.p}: transfer needs a larger modulus than the trained p = {spec.p}")
+    grown, new_spec = grow_vocab(params, spec, cfg.p, cfg.seeds())
+    return train(cfg, device=device, params=grown, spec=new_spec, **kwargs)
