@@ -1,4 +1,4 @@
-"""The ``attnlab`` command: list, run, sweep, check, report, reproduce, bench.
+"""The ``attnlab`` command: list, run, sweep, check, report, reproduce, bench, render.
 
 Exit codes: 0 success; 1 a run failed or a claim failed; 2 bad input (nothing was run or written);
 130 interrupted (the run is marked and resumes when started again).
@@ -280,6 +280,30 @@ def reproduce(
     out_console.print(f"report → [bold]{path.resolve()}[/bold]")
     if bad:
         raise typer.Exit(1)
+
+
+@app.command()
+@_guard
+def render(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory holding sandbox snapshots (clustering study)")],
+    out: Annotated[Path, typer.Option("--out", help="FILE.gif | FILE.mp4 | FILE.png/.pdf (one frame) | DIR/ (frames)")]
+    = Path("sandbox.gif"),
+    panels: Annotated[str, typer.Option("--panels", help="'default', 'all' or comma-separated panel names")]
+    = "default",
+    epochs: Annotated[str | None, typer.Option("--epochs", help="START:STOP[:STEP] epochs, or a comma list")] = None,
+    every: Annotated[int, typer.Option("--every", help="render every n-th snapshot of the range")] = 1,
+    seed: Annotated[int, typer.Option("--seed", help="which of the run's seeds (index)")] = 0,
+    history: Annotated[str | None, typer.Option("--history", help="which stored history, when a run has several")]
+    = None,
+    fps: Annotated[float, typer.Option("--fps")] = 5.0,
+    fmt: Annotated[str, typer.Option("--fmt", help="frame format for a DIR: png or pdf")] = "png",
+) -> None:
+    """Draw the visual sandbox (paper 4 §4.1) of a stored run: frames, a GIF or an MP4 over a snapshot range."""
+    from attnlab.clustering.sandbox import render_run
+
+    path = render_run(run_dir, out, panels=panels, epochs=epochs, every=every, seed=seed, history=history, fps=fps,
+                      fmt=fmt)
+    out_console.print(f"wrote {path}")
 
 
 @app.command()

@@ -77,3 +77,10 @@ class History:
                    snapshots=group("snap"), epochs=np.asarray(arrays[f"{prefix}epochs"]), epoch_metrics=group("epoch"),
                    steps=np.asarray(arrays[f"{prefix}steps"]), step_metrics=group("step"),
                    steps_per_epoch=int(meta["steps_per_epoch"]))
+
+
+def histories(arrays: dict[str, np.ndarray]) -> dict[str, History]:
+    """Every History stored in a run's arrays, by prefix ('' for an unprefixed one): ``{"mini/": History}``."""
+    prefixes = sorted(k[: -len("meta")] for k in arrays if k.endswith("meta") and k[: -len("meta")] + "snap_epochs"
+                      in arrays)
+    return {p: History.from_arrays(arrays, p) for p in prefixes}
