@@ -1,0 +1,511 @@
+"""Circuit figures of paper 4 (Figs 1–6, 8, 15; spec §3.1–3.4, §4, §6, §7 C3, C4, D4, D9–D11): config in, tables
+and arrays out, no plotting (drawings in ``figures.py``).
+
+Every trained run is stored in the Result's arrays with ``History.to_arrays(prefix)`` — prefix ``run/`` (and
+``pretrain/`` / ``finetune/`` for the transfer) — so the sandbox reopens it: ``History.from_arrays(arrays, "run/")``.
+Training checkpoints after every epoch (at most every 30 s) and resumes bit-identically on CPU.
+
+Quick scale uses k = 3 (a 3-sparse parity escapes its plateau within a few hundred epochs at d = 2; k = 5 rarely
+does in under 1000 epochs, spec §7.0), paper scale the paper's k = 5 and 1000 epochs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from pydantic import Field, model_validator
+
+from attnlab.clustering import analysis, dynamics, figures, theory
+from attnlab.clustering.configs import TrainConfig
+from attnlab.clustering.data import Task
+from attnlab.clustering.history import History
+from attnlab.clustering.model import ModelSpec, forward
+from attnlab.clustering.train import train, transfer
+from attnlab.core.config import Config
+from attnlab.core.experiment import Result, experiment
+from attnlab.core.runs import RunContext
+
+STUDY = "clustering"
+TYPES = ("ideal", "value_corrected", "partial", "fuzzy", "failed")
+#: (p, N, k, d, h) of the C3 construction checks besides the visual case (spec §7 C3): 6, 21, 10, 35 clusters
+C3_CONFIGS = ((2, 12, 5, 3, 12), (3, 12, 5, 4, 16), (3, 8, 3, 4, 16), (5, 8, 3, 6, 24))
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+def _train_units(ctx: RunContext, units: list[tuple[str, Callable[..., History]]]) -> dict[str, History]:
+    """Run the training units in order (``fn(done, state, on_epoch) -> History``), checkpointing finished
+    units and the running one's state, so an interrupted run resumes where it stopped."""
+    saved = ctx.resume() or {"done": {}, "partial": None}
+    out: dict[str, History] = {}
+    for name, fn in units:
+        if name not in saved["done"]:
+            part = saved["partial"]
+            state = part[1] if part is not None and part[0] == name else None
+
+            def on_epoch(epoch: int, state_fn: Callable[[], Any], name: str = name) -> None:
+                ctx.checkpoint(lambda: {"done": dict(saved["done"]), "partial": (name, state_fn())})
+
+            hist = fn(out, state, on_epoch)
+            saved["done"][name] = hist.to_arrays()
+            saved["partial"] = None
+            ctx.checkpoint(lambda: saved, force=True)
+        out[name] = History.from_arrays(saved["done"][name])
+    return out
+
+
+def _train(ctx: RunContext, cfg: TrainConfig, desc: str, **kw: Any) -> Callable[..., History]:
+    def fn(done: dict, state: Any, on_epoch: Callable) -> History:
+        with ctx.progress(cfg.epochs, desc) as bar:
+            return train(cfg, device=ctx.device, state=state, on_epoch=on_epoch, progress=bar.update, **kw)
+
+    return fn
+
+
+def _as_train_config(cfg: TrainConfig, **changes: Any) -> TrainConfig:
+    """The plain ``TrainConfig`` part of an experiment config (plus ``changes``)."""
+    values = {k: v for k, v in cfg.model_dump().items() if k in TrainConfig.model_fields}
+    return TrainConfig(**{**values, **changes})
+
+
+def epoch_frame(h: History, types: np.ndarray | None = None, **extra: Any) -> pd.DataFrame:
+    """Long table of a run's epoch metrics: epoch, seed, observable, value (+ each seed's head type, ``extra``)."""
+    E, S = len(h.epochs), h.n_seeds
+    frames = [pd.DataFrame({"epoch": np.repeat(h.epochs, S), "seed": np.tile(h.seeds, E), "observable": name,
+                            "value": np.asarray(v, dtype=float).ravel()}) for name, v in h.epoch_metrics.items()]
+    out = pd.concat(frames, ignore_index=True).assign(**extra)
+    if types is not None:
+        out["head_type"] = out["seed"].map(dict(zip(h.seeds, types.tolist(), strict=True)))
+    return out
+
+
+def model_frame(h: History, m: dict[str, np.ndarray], **extra: Any) -> pd.DataFrame:
+    """Long table of the per-seed final metrics of ``circuit_metrics`` (observable ``final/<name>``)."""
+    rows = [pd.DataFrame({"epoch": int(h.epochs[-1]), "seed": m["seed"], "observable": f"final/{k}",
+                          "value": np.asarray(v, dtype=float), "head_type": m["head_type"]})
+            for k, v in m.items() if k not in ("seed", "head_type")]
+    return pd.concat(rows, ignore_index=True).assign(**extra)
+
+
+def run_frame(h: History, m: dict[str, np.ndarray], **extra: Any) -> pd.DataFrame:
+    return pd.concat([epoch_frame(h, m["head_type"], **extra), model_frame(h, m, **extra)], ignore_index=True)
+
+
+def circuit_metrics(h: History, index: int = -1) -> dict[str, np.ndarray]:
+    """§3.4 metrics of every seed at snapshot ``index`` (default the last), its head type and t_cluster/t_fit."""
+    params = h.params_at(index)
+    spec, task = h.spec, h.task
+    em = h.epoch_metrics
+    row = int(np.abs(h.epochs - h.snapshot_epochs[index]).argmin())  # the epoch log at that snapshot
+    x, _, _ = task.probe_grid()
+    out = {k: v.numpy() for k, v in analysis.head_metrics(params, spec, task).items()}
+    cl = analysis.clusters(params, spec, task)
+    out["n_clusters"], out["cluster_purity"] = cl["n_clusters"].numpy(), cl["cluster_purity"].numpy()
+    pc = analysis.pos_collapse(params, spec, task)
+    out["pos_collapse_in"], out["pos_collapse_out"] = pc["in"].numpy(), pc["out"].numpy()
+    out["value_collapse_out"] = analysis.value_collapse_out(params, spec, task).numpy()
+    out["probe_acc"] = analysis.accuracy(params, spec, x, task.labels(x)).numpy()
+    for name in ("test_acc", "unseen_acc", "train_loss", "train_acc", "grad_total"):
+        if name in em:
+            out[name] = np.asarray(em[name][row], dtype=float)
+    acc = out.get("test_acc", out["probe_acc"])
+    out["head_type"] = np.array(analysis.head_type({**out, "test_acc": acc}))
+    if "cluster_score" in em:
+        out["t_cluster"] = dynamics.t_cluster(em["cluster_score"], h.epochs)
+    if "test_acc" in em:
+        out["t_fit"] = dynamics.t_fit(em["test_acc"], h.epochs)
+    out["seed"] = np.asarray(h.seeds)
+    return out
+
+
+def _type_counts(types: np.ndarray) -> dict[str, int]:
+    return {f"n_{t}": int((types == t).sum()) for t in TYPES}
+
+
+def _representatives(m: dict[str, np.ndarray]) -> dict[str, int]:
+    """Index of the seed shown for each head type found: best test accuracy, then most invariant ξ."""
+    acc = m.get("test_acc", m["probe_acc"])
+    reps = {}
+    for t in TYPES:
+        idx = np.flatnonzero(m["head_type"] == t)
+        if idx.size:
+            reps[t] = int(idx[np.lexsort((m["R_suffix"][idx] + m["R_perm"][idx], -acc[idx]))[0]])
+    return reps
+
+
+def _d4(m: dict[str, np.ndarray]) -> dict[str, float]:
+    """D4 counts: solved clustering-type seeds (test acc ≥ 0.9, final cluster_score ≥ 0.9) and how many of them
+    have t_cluster ≤ t_fit + 1."""
+    sel = (m.get("test_acc", m["probe_acc"]) >= 0.9) & (m["cluster_score"] >= 0.9)
+    ok = sel & (m["t_cluster"] <= m["t_fit"] + 1)
+    return {"d4_n_clustering_solved": int(sel.sum()), "d4_n_cluster_first": int(ok.sum())}
+
+
+# ----------------------------------------------------------------------------------------------- Fig. 1
+class IdealHeadConfig(Config):
+    """Fig. 1: the explicit clustering head of spec §3.2 (no training); C3 cluster counts and the C4 scaling.
+    Quick = paper (≈ 5 s on one core)."""
+
+    p: int = Field(2, ge=2, le=97)
+    N: int = Field(12, ge=1, le=64)
+    k: int = Field(5, ge=1, le=64)
+    d: int = Field(2, ge=1, le=64)
+    h: int = Field(8, ge=1, le=1024)
+    a: float = Field(1.0, gt=0, description="token scale")
+    b: float = Field(1.0, gt=0, description="informative-position scale")
+    R: float = Field(10.0, gt=0, description="spurious-position scale")
+    beta: float = Field(20.0, gt=0, description="query scale")
+    lam: float = Field(10.0, gt=0, description="receptor scale λ")
+    mu: float = Field(10.0, gt=0, description="assembler scale μ")
+    scale_factors: tuple[float, ...] = Field((0.1, 0.2, 0.3, 0.5, 1.0), description="c of (λ, μ) = (10c, 10c), C4")
+    check_configs: tuple[tuple[int, int, int, int, int], ...] = Field(C3_CONFIGS, description="(p,N,k,d,h), C3")
+    n_sample: int = Field(20_000, ge=100, description="sentences drawn when p^N > 2^16 (else all of them)")
+
+    scales = {"quick": {}, "paper": {}}
+
+    @model_validator(mode="after")
+    def _buildable(self):
+        for p, N, k, d, h in [(self.p, self.N, self.k, self.d, self.h), *self.check_configs]:
+            theory.build_clustering_head(p, N, k, d, h)  # raises "key 'h' = …" / "key 'd' = …"
+        return self
+
+
+def _sentences(task: Task, n: int, seed: int) -> torch.Tensor:
+    if task.space <= 2**16:
+        return task.enumerate()
+    return task.sample(n, torch.Generator().manual_seed(seed))
+
+
+def ideal_head_metrics(params: dict, spec: ModelSpec, task: Task, x: torch.Tensor) -> dict[str, Any]:
+    """Accuracy, CE and ||∇_{q,V,W,U} L|| on sentences x, and the §3.4 head metrics on the probe grid."""
+    y = task.labels(x)
+    with torch.no_grad():
+        z = forward(params, x, spec, tokens=False)["logits"][0]
+    grads = theory.autograd_grads(params, x, y, spec)
+    out: dict[str, Any] = {
+        "accuracy": float((z.argmax(-1) == y).double().mean()),
+        "ce": float(torch.nn.functional.cross_entropy(z, y)),
+        "grad_norm": float(torch.sqrt(sum(g.pow(2).sum() for g in grads.values()))),
+        **{f"grad_{g}": float(v.norm()) for g, v in grads.items()},
+    }
+    out.update({k: float(v[0]) for k, v in analysis.head_metrics(params, spec, task).items()})
+    out["n_clusters"] = int(analysis.n_clusters(params, spec, task)[0])
+    out["n_multisets"] = task.n_classes
+    out["head_type"] = analysis.head_type({**out, "test_acc": out["accuracy"]})[0]
+    return out
+
+
+@experiment(STUDY, "fig1", IdealHeadConfig, ref="Fig. 1", figure=figures.fig1, headline=True,
+            title="Ideal clustering head (§3.2 construction): stationary, C(k+p−1,k) clusters")
+def fig1(config: IdealHeadConfig, ctx: RunContext) -> Result:
+    """The §3.2 construction for (p, N, k, d, h), its metrics (C3), the Prop. 1 caveat (C4) and other sizes."""
+    consts = {k: getattr(config, k) for k in ("a", "b", "R", "beta", "lam", "mu")}
+    task = Task(config.p, config.N, config.k)
+    params, spec = theory.build_clustering_head(config.p, config.N, config.k, config.d, config.h, **consts)
+    x = _sentences(task, config.n_sample, ctx.seed("eval"))
+    main = ideal_head_metrics(params, spec, task, x)
+    summary = {k: v for k, v in main.items()}
+    rows = [{"kind": "construction", "c": 1.0, **main}]
+    for c in config.scale_factors:
+        prm, _ = theory.build_clustering_head(config.p, config.N, config.k, config.d, config.h,
+                                              **{**consts, "lam": 10 * c, "mu": 10 * c})
+        m = ideal_head_metrics(prm, spec, task, x)
+        rows.append({"kind": "scaled", "c": c, **m})
+        summary[f"grad_norm_c{c:g}"], summary[f"accuracy_c{c:g}"] = m["grad_norm"], m["accuracy"]
+    for i, (p, N, k, d, h) in enumerate(config.check_configs):
+        t = Task(p, N, k)
+        prm, sp = theory.build_clustering_head(p, N, k, d, h, **consts)
+        m = ideal_head_metrics(prm, sp, t, _sentences(t, config.n_sample, ctx.seed("eval") + i + 1))
+        rows.append({"kind": "check", "c": 1.0, "config": f"p={p},N={N},k={k},d={d},h={h}", **m})
+        tag = f"p{p}_N{N}_k{k}_d{d}"
+        for key in ("n_clusters", "n_multisets", "accuracy", "grad_norm", "attn_prefix_mass"):
+            summary[f"{key}_{tag}"] = m[key]
+    arrays = {f"ideal/{k}": v[0].numpy() for k, v in params.items()}
+    return Result(pd.DataFrame(rows), arrays, summary)
+
+
+# ----------------------------------------------------------------------------------------------- D9
+class _Stationarity(TrainConfig):
+    """Spec D9: start at the §3.2 construction with (λ, μ) = (10c, 10c), train every parameter (Adam lr 1e-3,
+    bs 32, a fresh 2048-point train set) and watch accuracy and full-space CE. ≈ 10 s on one core."""
+
+    c: float = Field(0.2, gt=0, le=10, description="construction scale: λ = μ = 10c")
+
+    scales = {"quick": {}, "paper": {}}
+
+    @model_validator(mode="after")
+    def _buildable(self):
+        theory.build_clustering_head(self.p, self.N, self.k, self.d, self.spec().h)
+        return self
+
+
+StationarityConfig = _Stationarity.with_defaults(
+    "StationarityConfig", epochs=20, lr=1e-3, test_mode="full", dtype="float64", step_log_every=64,
+    snapshot_every=1, head_metrics=True)
+
+
+@experiment(STUDY, "stationarity", StationarityConfig, ref="Prop. 1 (spec D9)", figure=figures.stationarity,
+            title="The clustering head is (nearly) stationary under Adam")
+def stationarity(config: StationarityConfig, ctx: RunContext) -> Result:
+    """Train from the construction; the head should stay correct and its full-space CE should not increase."""
+    params, spec = theory.build_clustering_head(config.p, config.N, config.k, config.d, config.spec().h,
+                                                lam=10 * config.c, mu=10 * config.c)
+    params = {k: v.expand(config.n_seeds, *v.shape[1:]).clone() for k, v in params.items()}
+    cfg = _as_train_config(config)
+    hist = _train_units(ctx, [("run", _train(ctx, cfg, "D9 training", params=params, spec=spec))])["run"]
+    em = hist.epoch_metrics
+    acc, ce = em["test_acc"], em["test_loss"]  # test_mode "full": every sentence
+    summary = {"accuracy_start": float(acc[0].min()), "accuracy_min": float(acc.min()),
+               "accuracy_end": float(acc[-1].min()), "ce_start": float(ce[0].max()), "ce_end": float(ce[-1].max()),
+               "ce_max": float(ce.max()), "ce_increase": float((ce[-1] - ce[0]).max()),
+               "grad_total_start": float(em["grad_total"][0].max()),
+               "grad_total_end": float(em["grad_total"][-1].max()),
+               "cluster_score_end": float(em["cluster_score"][-1].min())}
+    return Result(epoch_frame(hist), hist.to_arrays("run/"), summary)
+
+
+# ----------------------------------------------------------------------------------------------- Figs. 2–4
+class _Circuits(TrainConfig):
+    """Figs. 2–4: train S seeds at d = 2, classify every model (ideal / value_corrected / partial / fuzzy / failed,
+    spec §3.4 item 8) and show one representative of each type."""
+
+    scales = {"quick": {"k": 3, "n_seeds": 128, "epochs": 200}, "paper": {}}
+
+
+CircuitsConfig = _Circuits.with_defaults(
+    "CircuitsConfig", n_seeds=100, epochs=1000, log_every=2, step_log_every=0, snapshot_every=10,
+    doc=_Circuits.__doc__ + " Quick: k = 3, 128 seeds, 200 epochs (≈ 2 min on one core); paper: k = 5, 100 seeds, "
+    "1000 epochs.")
+
+
+@experiment(STUDY, "circuits", CircuitsConfig, ref="Figs. 2–4", figure=figures.circuits,
+            title="Circuit taxonomy of trained heads (value-corrected, partial, fuzzy)")
+def circuits(config: TrainConfig, ctx: RunContext) -> Result:
+    """Train ``n_seeds`` models, measure §3.4 metrics of each final model and its head type."""
+    hist = _train_units(ctx, [("run", _train(ctx, _as_train_config(config), "circuits"))])["run"]
+    m = circuit_metrics(hist)
+    reps = _representatives(m)
+    wrong = (m["test_acc"] < 0.9) & (m["head_type"] != "failed")
+    summary: dict[str, Any] = {**_type_counts(m["head_type"]), "n_models": hist.n_seeds,
+                               "n_solved": int((m["test_acc"] >= 0.9).sum()),
+                               "n_failed_misclassified": int(wrong.sum()),
+                               **{f"rep_{t}": hist.seeds[i] for t, i in reps.items()}, **_d4(m)}
+    solved = m["test_acc"] >= 0.9
+    for key in ("attn_prefix_mass", "cluster_score", "n_clusters"):
+        summary[f"{key}_solved_mean"] = float(m[key][solved].mean()) if solved.any() else float("nan")
+    arrays = {**hist.to_arrays("run/"), **{f"model/{k}": v for k, v in m.items()}}
+    return Result(run_frame(hist, m), arrays, summary)
+
+
+# ----------------------------------------------------------------------------------------------- Fig. 5
+class _Fig5(TrainConfig):
+    """Fig. 5: attention maps of probe sentences at the start and end of training (impact of initialisation)."""
+
+    n_probe: int = Field(12, ge=1, le=256, description="probe sentences shown per map")
+    scales = {"quick": {"k": 3, "n_seeds": 128, "epochs": 200}, "paper": {}}
+
+
+Fig5Config = _Fig5.with_defaults(
+    "Fig5Config", n_seeds=32, epochs=1000, log_every=10, step_log_every=0, snapshot_every=0, head_metrics=False,
+    doc=_Fig5.__doc__ + " Quick: k = 3, 128 seeds, 200 epochs (the circuits runs; ≈ 2 min); paper: k = 5, 32 seeds, "
+    "1000 epochs.")
+
+
+def attention_change(h: History, i0: int = 0, i1: int = -1) -> dict[str, np.ndarray]:
+    """attn_init_final_corr over the whole probe grid, attention mass on I and attn_by_value at two snapshots."""
+    p0, p1 = h.params_at(i0), h.params_at(i1)
+    x, _, _ = h.task.probe_grid()
+    out = {"attn_corr": analysis.attn_init_final_corr(p0, p1, h.spec, x).numpy()}
+    for tag, prm in (("start", p0), ("end", p1)):
+        out[f"attn_prefix_mass_{tag}"] = analysis.attn_prefix_mass(prm, h.spec, h.task).numpy()
+        out[f"attn_by_value_{tag}"] = analysis.attn_by_value(prm, h.spec, h.task).numpy()  # (S, p)
+    return out
+
+
+@experiment(STUDY, "fig5", Fig5Config, ref="Fig. 5", figure=figures.fig5,
+            title="Attention at initialisation vs after training")
+def fig5(config: TrainConfig, ctx: RunContext) -> Result:
+    """Attention maps before and after training; their correlation per seed (spec §3.4 item 10)."""
+    hist = _train_units(ctx, [("run", _train(ctx, _as_train_config(config), "fig5"))])["run"]
+    ch = attention_change(hist)
+    acc = hist.epoch_metrics["test_acc"][-1]
+    solved = acc >= 0.9
+    summary: dict[str, Any] = {
+        "attn_corr_mean": float(ch["attn_corr"].mean()), "attn_corr_min": float(ch["attn_corr"].min()),
+        "attn_corr_solved_mean": float(ch["attn_corr"][solved].mean()) if solved.any() else float("nan"),
+        "n_solved": int(solved.sum()), "attn_prefix_mass_start": float(ch["attn_prefix_mass_start"].mean()),
+        "attn_prefix_mass_end": float(ch["attn_prefix_mass_end"].mean())}
+    for v in range(hist.task.p):
+        summary[f"attn_by_value{v}_end"] = float(np.nanmean(ch["attn_by_value_end"][:, v]))
+        if solved.any():
+            summary[f"attn_by_value{v}_end_solved"] = float(np.nanmean(ch["attn_by_value_end"][solved, v]))
+    arrays = {**hist.to_arrays("run/"), **{f"attn/{k}": v for k, v in ch.items()}, "test_acc": acc}
+    table = pd.DataFrame({"seed": hist.seeds, "final/test_acc": acc, "final/attn_corr": ch["attn_corr"],
+                          "final/attn_prefix_mass_start": ch["attn_prefix_mass_start"],
+                          "final/attn_prefix_mass_end": ch["attn_prefix_mass_end"]})
+    table = table.melt(id_vars="seed", var_name="observable").assign(epoch=int(hist.epochs[-1]))
+    return Result(pd.concat([epoch_frame(hist), table], ignore_index=True), arrays, summary)
+
+
+# ----------------------------------------------------------------------------------------------- Figs. 6, 15
+@dataclass(frozen=True)
+class CappedUnseenTask(Task):
+    """``Task`` whose unseen set is capped at n sentences (a random subset). Works around ``train.make_data``
+    keeping *every* unseen sentence when p^N ≤ 2^20 (its docstring says at most n_test): for p = 3, N = 12 that
+    is ≈ 529 000 sentences per seed, evaluated at every log."""
+
+    def unseen(self, train: torch.Tensor, n: int, generator: torch.Generator,
+               device: torch.device | str = "cpu") -> torch.Tensor:
+        u = super().unseen(train, n, generator, device)
+        return u if len(u) <= n else u[torch.randperm(len(u), generator=generator)[:n].to(u.device)]
+
+
+class _Transfer(TrainConfig):
+    """Figs. 6, 15 (App. A.2): train on p for ``epochs``, add token rows for p_new (N(0,1)), fresh Adam and a new
+    p_new training set, finetune for ``epochs_new``; attention and circuit before/after the finetuning."""
+
+    p_new: int = Field(3, ge=3, le=97, description="modulus of the finetuning task (> p)")
+    epochs_new: int = Field(1000, ge=1, le=1_000_000, description="finetuning epochs")
+    scales = {"quick": {"k": 3, "n_seeds": 64, "epochs": 200, "epochs_new": 100}, "paper": {}}
+
+    @model_validator(mode="after")
+    def _larger(self):
+        if self.p_new <= self.p:
+            raise ValueError(f"key 'p_new' = {self.p_new}: transfer needs a larger modulus than p = {self.p}")
+        return self
+
+
+TransferConfig = _Transfer.with_defaults(
+    "TransferConfig", n_seeds=32, epochs=1000, log_every=5, step_log_every=0, snapshot_every=10,
+    doc=_Transfer.__doc__ + " Quick: k = 3, 64 seeds, 200 + 100 epochs (≈ 3 min); paper: k = 5, 32 seeds, 1000 + 1000 "
+    "epochs.")
+
+
+@experiment(STUDY, "transfer_circuit", TransferConfig, ref="Figs. 6, 15", figure=figures.transfer_circuit,
+            title="Transfer of the circuit p = 2 → p = 3")
+def transfer_circuit(config: TrainConfig, ctx: RunContext) -> Result:
+    """Pretrain on p, finetune on p_new from the pretrained weights (``train.transfer``)."""
+    pre_cfg = _as_train_config(config)
+    new_cfg = _as_train_config(config, p=config.p_new, epochs=config.epochs_new)
+
+    def finetune(done: dict, state: Any, on_epoch: Callable) -> History:
+        pre = done["pretrain"]
+        with ctx.progress(new_cfg.epochs, "finetune") as bar:
+            return transfer(pre.final(new_cfg.torch_dtype), pre.spec, new_cfg, device=ctx.device, state=state,
+                            on_epoch=on_epoch, progress=bar.update,
+                            task=CappedUnseenTask(new_cfg.p, new_cfg.N, new_cfg.k, new_cfg.informative))
+
+    runs = _train_units(ctx, [("pretrain", _train(ctx, pre_cfg, "pretrain")), ("finetune", finetune)])
+    pre, fin = runs["pretrain"], runs["finetune"]
+    m_pre, m_fin = circuit_metrics(pre), circuit_metrics(fin)
+    ch = attention_change(fin)
+    acc_pre, acc_fin = m_pre["test_acc"], m_fin["test_acc"]
+    solved_pre = acc_pre >= 0.9
+    rep = int(np.lexsort((-acc_pre, -acc_fin, ~solved_pre))[0])  # best finetuned among the solved p = 2 circuits
+    ideal_clusters = m_pre["n_clusters"] == pre.task.n_classes
+    summary: dict[str, Any] = {
+        "rep_seed": pre.seeds[rep], "rep_test_acc_pre": float(acc_pre[rep]), "rep_test_acc_new": float(acc_fin[rep]),
+        "rep_head_type_pre": str(m_pre["head_type"][rep]), "rep_head_type_new": str(m_fin["head_type"][rep]),
+        "test_acc_pre_mean": float(acc_pre.mean()), "test_acc_new_mean": float(acc_fin.mean()),
+        "test_acc_new_max": float(acc_fin.max()), "n_solved_pre": int(solved_pre.sum()),
+        "n_solved_new": int((acc_fin >= 0.9).sum()),
+        "test_acc_new_mean_solved_pre": float(acc_fin[solved_pre].mean()) if solved_pre.any() else float("nan"),
+        "n_ideal_clusters_pre": int(ideal_clusters.sum()),
+        "test_acc_new_mean_ideal_clusters": float(acc_fin[ideal_clusters].mean()) if ideal_clusters.any()
+        else float("nan"),
+        "attn_corr_new_mean": float(ch["attn_corr"].mean()), "rep_attn_corr_new": float(ch["attn_corr"][rep]),
+        "attn_prefix_mass_new_start": float(ch["attn_prefix_mass_start"].mean()),
+        "attn_prefix_mass_new_end": float(ch["attn_prefix_mass_end"].mean()),
+        "rep_attn_prefix_mass_new_start": float(ch["attn_prefix_mass_start"][rep]),
+        "rep_attn_prefix_mass_new_end": float(ch["attn_prefix_mass_end"][rep])}
+    arrays = {**pre.to_arrays("pretrain/"), **fin.to_arrays("finetune/"), "rep": np.array(rep),
+              **{f"model_pre/{k}": v for k, v in m_pre.items()}, **{f"model_new/{k}": v for k, v in m_fin.items()},
+              **{f"attn/{k}": v for k, v in ch.items()}}
+    frame = pd.concat([run_frame(pre, m_pre, phase="pretrain"), run_frame(fin, m_fin, phase="finetune")],
+                      ignore_index=True)
+    return Result(frame, arrays, summary)
+
+
+# ----------------------------------------------------------------------------------------------- Fig. 8
+class _Fig8(TrainConfig):
+    """Fig. 8: two-stage learning — ξ at 4 snapshots chosen from t_cluster / t_fit (t_c−5, t_c+1, (t_c+t_f)/2,
+    t_f+5; spec §6) next to the loss with red dashed lines. Shown seed: the first solved clustering-type seed with
+    a clean two-stage profile: a plateau (t_cluster ≥ ``min_plateau``), clustering no later than fitting
+    (t_cluster ≤ t_fit + 1), fitting soon after (t_fit − t_cluster ≤ ``max_gap``) and no large loss spike from
+    t_cluster − 5 on (loss ≤ ``max_spike`` × its value at t_cluster − 5)."""
+
+    min_plateau: int = Field(10, ge=0, description="the shown seed's t_cluster is at least this (a visible plateau)")
+    max_gap: int = Field(50, ge=0, description="the shown seed's t_fit − t_cluster is at most this")
+    max_spike: float = Field(2.0, ge=1, description="the shown seed's loss stays below this × its plateau value")
+    scales = {"quick": {"k": 3, "n_seeds": 128, "epochs": 150}, "paper": {}}
+
+
+Fig8Config = _Fig8.with_defaults(
+    "Fig8Config", n_seeds=100, epochs=1000, log_every=1, step_log_every=0, snapshot_every=1,
+    doc=_Fig8.__doc__ + " Quick: k = 3, 128 seeds, 150 epochs (≈ 2.5 min); paper: k = 5, 100 seeds, 1000 epochs.")
+
+
+def choose_two_stage_seed(m: dict[str, np.ndarray], loss: np.ndarray, epochs: np.ndarray, min_plateau: int = 10,
+                          max_gap: float = 50, max_spike: float = 2.0) -> tuple[int, str]:
+    """Index of the first seed with a clean two-stage profile (see ``_Fig8``), and which rule picked it; falls
+    back to the first solved clustering-type seed, the first solved seed, then the best one."""
+    solved = (m["test_acc"] >= 0.9) & (m["cluster_score"] >= 0.9)
+    tc, tf = m["t_cluster"], m["t_fit"]
+    calm = np.zeros(len(tc), dtype=bool)
+    for s in np.flatnonzero(solved & np.isfinite(tc)):
+        after = loss[epochs >= tc[s] - 5, s]
+        calm[s] = after.size > 0 and after.max() <= max_spike * after[0]
+    clean = solved & calm & (tc >= min_plateau) & (tc <= tf + 1) & (tf - tc <= max_gap)
+    for rule, mask in (("clean two-stage", clean), ("solved clustering", solved), ("solved", m["test_acc"] >= 0.9)):
+        if mask.any():
+            return int(np.flatnonzero(mask)[0]), rule
+    return int(np.argmax(m["test_acc"])), "best (none solved)"
+
+
+@experiment(STUDY, "fig8", Fig8Config, ref="Fig. 8", figure=figures.fig8, headline=True,
+            title="Two-stage learning: clustering first, then fitting the MLP")
+def fig8(config: TrainConfig, ctx: RunContext) -> Result:
+    """Train seeds with per-epoch snapshots; pick the shown seed and its 4 snapshot epochs."""
+    hist = _train_units(ctx, [("run", _train(ctx, _as_train_config(config), "fig8"))])["run"]
+    m = circuit_metrics(hist)
+    i, rule = choose_two_stage_seed(m, hist.epoch_metrics["train_loss"], hist.epochs, config.min_plateau,
+                                    config.max_gap, config.max_spike)
+    from attnlab.clustering.sandbox.render import strip_epochs
+
+    idx = strip_epochs(hist, i)
+    drops = dynamics.drop_epochs(hist.epoch_metrics["train_loss"][:, i], n=2, epochs=hist.epochs)
+    summary: dict[str, Any] = {
+        "seed_shown": hist.seeds[i], "seed_rule": rule, "t_cluster": float(m["t_cluster"][i]),
+        "t_fit": float(m["t_fit"][i]), "test_acc": float(m["test_acc"][i]), "drop1": float(drops[0]),
+        "drop2": float(drops[1]), "n_solved": int((m["test_acc"] >= 0.9).sum()), **_d4(m),
+        **{f"snapshot{k + 1}": float(hist.snapshot_epochs[j]) for k, j in enumerate(idx)}}
+    arrays = {**hist.to_arrays("run/"), **{f"model/{k}": v for k, v in m.items()}, "shown": np.array(i),
+              "strip_epochs": hist.snapshot_epochs[idx]}
+    return Result(run_frame(hist, m), arrays, summary)
+
+
+# ----------------------------------------------------------------------------------------------- one run
+TrainRunConfig = TrainConfig.with_defaults(
+    "TrainRunConfig", scales={"quick": {"k": 3, "epochs": 300}, "paper": {}},
+    doc="One training run of any configuration (the sandbox's unit of work): n_seeds models, every parameter at "
+        "each snapshot. Quick: k = 3, 300 epochs; paper: the paper's k = 5, 1000 epochs.")
+
+
+@experiment(STUDY, "train", TrainRunConfig, ref="§4.1 (visual sandbox)", figure=figures.train_run,
+            title="Train any configuration and keep its snapshots (open it in `attnlab render` or the sandbox)")
+def train_run(config: TrainConfig, ctx: RunContext) -> Result:
+    """Train ``n_seeds`` models with snapshots; per-seed circuit metrics and head types at the end."""
+    hist = _train_units(ctx, [("run", _train(ctx, _as_train_config(config), "train"))])["run"]
+    m = circuit_metrics(hist)
+    acc = m.get("test_acc", m["probe_acc"])
+    summary: dict[str, Any] = {"n_solved": int((acc >= 0.9).sum()), "mean_test_acc": float(acc.mean()),
+                               "best_test_acc": float(acc.max()), **_type_counts(m["head_type"])}
+    arrays = {**hist.to_arrays("run/"), **{f"model/{k}": v for k, v in m.items()}}
+    return Result(run_frame(hist, m), arrays, summary)
+
+
+from attnlab.clustering import spikes, sweeps  # noqa: E402,F401  (register their experiments)

@@ -1,0 +1,550 @@
+"""Training dynamics of paper 4 (§4.3–4.4, App. A.4; spec §5.1–5.3, §6 rows 9–13, 17, 18, §7.0): two-stage
+learning and per-layer gradient norms (Figs 9, 17), the curvature of x ↦ x/||x|| (Fig. 10), loss spikes and
+the feed-forward mechanism behind them (Figs 11, 12), loss spikes vs gradient-norm spikes (Figs 13, 18) and
+the spike remedies of §4.4 (``remedies``; the paper gives no spike counts — every count here is ours).
+
+Config in, tables and arrays out, no plotting (drawings in ``spike_figures.py``). Every trained run is stored
+with ``History.to_arrays(prefix)`` (prefix = the unit name + "/"), so figures and claims reopen it.
+
+Quick scale uses k = 2 (a 2-sparse parity escapes its plateau within ~20–60 epochs at d = 2, 3 and 64 on one
+core; k = 3 mostly does not within 150 epochs at d = 2, k = 5 rarely within 1000, spec §7.0); paper scale the
+paper's k = 5 and 1000 epochs. Spike runs use lr = 1e-2 (spec §7.1 D7 fallback), where spikes are frequent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from pydantic import Field, model_validator
+
+from attnlab.clustering import dynamics, spike_figures, theory
+from attnlab.clustering.configs import TrainConfig
+from attnlab.clustering.history import History
+from attnlab.clustering.model import ModelSpec, forward, normalize
+from attnlab.clustering.train import train
+from attnlab.core.config import Config
+from attnlab.core.experiment import Result, experiment
+from attnlab.core.runs import RunContext
+
+STUDY = "clustering"
+F64 = torch.float64
+#: keys a ``remedies`` variant may change (spec §5.3 "Ablations")
+VARIANT_KEYS = ("norm", "grad_clip", "h", "weight_decay", "lr", "adam_eps", "mlp_lr_factor", "batch_size")
+
+
+# ----------------------------------------------------------------------------------------------- configs
+class DynamicsConfig(TrainConfig):
+    """Figs 9/17: one mini-batch run (``batch_size``) and, with ``full_batch``, one full-batch run (batch =
+    n_train) per embedding dimension in ``dims``; full-batch gradient norms are logged every ``log_every`` epochs."""
+
+    dims: tuple[int, ...] | None = Field(None, description="embedding dimensions, one pair of runs each (None: d)")
+    full_batch: bool = Field(True, description="also train a full-batch run (batch = n_train)")
+    full_batch_lr: float | None = Field(None, gt=0, le=10, description="lr of the full-batch run (None: lr)")
+    full_batch_epochs: int | None = Field(None, ge=1, description="epochs of the full-batch run (None: epochs)")
+    full_batch_log_every: int = Field(1, ge=1, description="epochs between full-batch metrics of that run")
+    show: int | None = Field(None, ge=0, description="index of the seed drawn (None: first with plateau + fit)")
+    prop4_points: int = Field(200, ge=2, description="at most this many snapshots checked against Prop. 4")
+
+    @model_validator(mode="after")
+    def _dims(self):
+        if self.dims is not None and (not self.dims or min(self.dims) < 1):
+            raise ValueError(f"key 'dims' = {self.dims}: needs at least one dimension ≥ 1")
+        if self.show is not None and self.show >= self.n_seeds:
+            raise ValueError(f"key 'show' = {self.show}: must be < n_seeds = {self.n_seeds}")
+        return self
+
+
+class SpikeConfig(TrainConfig):
+    """Figs 11–13, 18: mini-batch runs with loss-spike detection (spec §5.3; onsets §7.0)."""
+
+    dims: tuple[int, ...] | None = Field(None, description="embedding dimensions, one run each (None: d)")
+    spike_rank: int = Field(0, ge=0, description="Figs 11/12: which onset to dissect, by loss jump (0 = largest)")
+
+    @model_validator(mode="after")
+    def _dims(self):
+        if self.dims is not None and (not self.dims or min(self.dims) < 1):
+            raise ValueError(f"key 'dims' = {self.dims}: needs at least one dimension ≥ 1")
+        return self
+
+
+class CurvatureConfig(Config):
+    """Fig. 10: Jacobian norm of the normalisers vs r = ||x|| and the effect of one update of size ``eta``
+    near the origin (``r_near``) and far from it (``r_far``), d = 2. Pure computation (< 1 s)."""
+
+    r_min: float = Field(1e-4, gt=0, description="smallest ||x||")
+    r_max: float = Field(10.0, gt=0, description="largest ||x||")
+    n_r: int = Field(200, ge=4, le=100_000, description="points on the log grid of r")
+    eta: float = Field(0.1, gt=0, description="size of the update δ")
+    r_near: float = Field(0.15, gt=0, description="||x|| of the point near the origin")
+    r_far: float = Field(1.5, gt=0, description="||x|| of the point far from the origin")
+    norm_eps: float = Field(1e-5, ge=0, description="eps of rmsnorm")
+
+    @model_validator(mode="after")
+    def _range(self):
+        if self.r_max <= self.r_min:
+            raise ValueError(f"key 'r_max' = {self.r_max}: must exceed r_min = {self.r_min}")
+        return self
+
+
+class RemediesConfig(TrainConfig):
+    """Spike remedies (§4.4; spec §5.3 "Ablations"): spike onsets per 1000 epochs for each variant of the base
+    config. A variant is "baseline" or "key=value[,key=value]" with keys in VARIANT_KEYS."""
+
+    variants: tuple[str, ...] = Field(
+        ("baseline", "norm=smooth", "norm=rmsnorm", "grad_clip=1.0", "h=32", "weight_decay=1e-3", "lr=3e-3",
+         "lr=3e-2"), description="changes of the base config, one run each")
+
+    @model_validator(mode="after")
+    def _variants(self):
+        if not self.variants or len(set(self.variants)) != len(self.variants):
+            raise ValueError(f"key 'variants' = {self.variants}: needs distinct entries")
+        for v in self.variants:
+            try:
+                _train_config(self, **parse_variant(v))
+            except ValueError as exc:
+                raise ValueError(f"key 'variants' = {v!r}: {' '.join(str(exc).split())}") from None
+        return self
+
+
+def parse_variant(text: str) -> dict[str, Any]:
+    """"baseline" → {}; "lr=1e-2,h=32" → {"lr": 0.01, "h": 32} (values parsed as YAML scalars)."""
+    import yaml
+
+    if text.strip() == "baseline":
+        return {}
+    out: dict[str, Any] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in VARIANT_KEYS:
+            raise ValueError(f"expected baseline or key=value with key in {', '.join(VARIANT_KEYS)}")
+        out[key] = yaml.safe_load(value)
+    return out
+
+
+_DYN_DOC = (" Quick: k = 2, 32 seeds, 80 epochs (+ a full-batch run: lr 1e-2, 300 epochs, metrics every 3); "
+            "paper: k = 5, 20 seeds, 1000 epochs (+ full batch: lr 1e-2, 5000 epochs, metrics every 5).")
+Fig9Config = DynamicsConfig.with_defaults(
+    "Fig9Config", scales={
+        "quick": {"k": 2, "n_seeds": 32, "epochs": 80, "full_batch_epochs": 300, "full_batch_log_every": 3},
+        "paper": {"n_seeds": 20, "epochs": 1000, "full_batch_epochs": 5000, "full_batch_log_every": 5}},
+    full_batch_lr=1e-2, snapshot_every=1,
+    doc="Fig. 9: loss, accuracy, per-layer gradient norms (mini-batch, log) and full-batch gradient norms "
+        "(linear) of a mini-batch and a full-batch run, d = 2, with t_cluster / t_fit / the loss drops marked."
+        + _DYN_DOC + " Measured quick time ≈ 2.5 min (one core, shared machine).")
+Fig17Config = DynamicsConfig.with_defaults(
+    "Fig17Config", scales={
+        "quick": {"k": 2, "n_seeds": 4, "epochs": 60, "full_batch": False},
+        "paper": {"n_seeds": 20, "epochs": 1000, "full_batch_epochs": 5000, "full_batch_log_every": 5}},
+    dims=(3, 64), full_batch_lr=1e-2, snapshot_every=1,
+    doc="Fig. 17: Fig. 9 for d = 3 (h = 12) and d = 64 (h = 256). Snapshots: every epoch for d ≤ 8, first and "
+        "last for larger d. Quick: k = 2, 4 seeds, 60 epochs, mini-batch only; paper: k = 5, 20 seeds, 1000 "
+        "epochs + full batch. Measured quick time ≈ 1.5 min.")
+_SPIKE_QUICK = {"k": 2, "n_seeds": 16, "epochs": 100}
+Fig11Config = SpikeConfig.with_defaults(
+    "Fig11Config", scales={"quick": _SPIKE_QUICK, "paper": {"n_seeds": 20, "epochs": 1000}},
+    lr=1e-2, head_metrics=False, snapshot_every=1,
+    doc="Figs 11/12: dissect one loss spike of a d = 2 run (lr 1e-2): ξ over the decision level lines just "
+        "before / after, the minimum decision margin over time, the assemblers u_i (norms, correlations). Quick: "
+        "k = 2, 16 seeds, 100 epochs (≈ 40 s); paper: k = 5, 20 seeds, 1000 epochs.")
+Fig13Config = SpikeConfig.with_defaults(
+    "Fig13Config", scales={"quick": _SPIKE_QUICK, "paper": {"n_seeds": 20, "epochs": 1000}},
+    lr=1e-2, head_metrics=False, snapshot_every=0,
+    doc="Fig. 13: loss spikes vs gradient-norm spikes (mini-batch), d = 2, lr 1e-2. Quick: k = 2, 16 seeds, "
+        "100 epochs (≈ 40 s); paper: k = 5, 20 seeds, 1000 epochs.")
+Fig18Config = SpikeConfig.with_defaults(
+    "Fig18Config", scales={"quick": {"k": 2, "n_seeds": 4, "epochs": 60}, "paper": {"n_seeds": 20, "epochs": 1000}},
+    dims=(3, 64), head_metrics=False, snapshot_every=0,
+    doc="Fig. 18: Fig. 13 for d = 3 and d = 64 (lr 3e-3: d = 64 is unstable at 1e-2). Quick: k = 2, 4 seeds, "
+        "60 epochs (≈ 1.5 min); paper: k = 5, 20 seeds, 1000 epochs.")
+RemediesQuick = {"k": 2, "n_seeds": 32, "epochs": 80}
+RemediesConfigDefault = RemediesConfig.with_defaults(
+    "RemediesConfigDefault", scales={"quick": RemediesQuick, "paper": {"n_seeds": 20, "epochs": 1000}},
+    lr=1e-2, head_metrics=False, snapshot_every=0, step_log_every=0,
+    doc="Spike remedies (§4.4): spike onsets per 1000 epochs (mean ± s.e. over seeds, same seeds for every "
+        "variant) around a spiky base (d = 2, lr 1e-2): norm smooth / rmsnorm, clipping 1.0, h = 32, weight decay "
+        "1e-3, lr 3e-3 / 3e-2. The paper gives no spike counts: every number is ours. Quick: k = 2, 32 seeds, "
+        "80 epochs (≈ 3.5 min); paper: k = 5, 20 seeds, 1000 epochs.")
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+def _train_config(cfg: TrainConfig, **changes: Any) -> TrainConfig:
+    """The plain ``TrainConfig`` part of an experiment config, with ``changes``."""
+    values = {k: v for k, v in cfg.model_dump().items() if k in TrainConfig.model_fields}
+    return TrainConfig(**{**values, **changes})
+
+
+def _dims(config: DynamicsConfig | SpikeConfig) -> tuple[int, ...]:
+    return config.dims if config.dims is not None else (config.d,)
+
+
+def _dim_config(config: TrainConfig, d: int, **changes: Any) -> TrainConfig:
+    """``config`` at dimension d: h = 4d unless given, snapshots only first/last above d = 8 (size)."""
+    snap = config.snapshot_every if d <= 8 else 0
+    return _train_config(config, d=d, h=config.h, snapshot_every=snap, **changes)
+
+
+def train_units(ctx: RunContext, units: dict[str, TrainConfig], desc: str) -> dict[str, History]:
+    """Train the units in order, checkpointing finished units and the running one's state (resumable)."""
+    saved = ctx.resume() or {"done": {}, "partial": None}
+    for name, cfg in units.items():
+        if name in saved["done"]:
+            continue
+        part = saved["partial"]
+        state = part[1] if part is not None and part[0] == name else None
+
+        def on_epoch(epoch: int, state_fn: Callable[[], Any], name: str = name) -> None:
+            ctx.checkpoint(lambda: {"done": dict(saved["done"]), "partial": (name, state_fn())})
+
+        with ctx.progress(cfg.epochs, f"{desc} {name}") as bar:
+            hist = train(cfg, device=ctx.device, state=state, on_epoch=on_epoch, progress=bar.update)
+        saved["done"][name] = hist.to_arrays()
+        saved["partial"] = None
+        ctx.checkpoint(lambda: saved, force=True)
+    return {name: History.from_arrays(saved["done"][name]) for name in units}
+
+
+def epoch_frame(h: History, **extra: Any) -> pd.DataFrame:
+    """Long table of a run's epoch metrics: epoch, seed, observable, value (+ ``extra`` columns)."""
+    E, S = len(h.epochs), h.n_seeds
+    frames = [pd.DataFrame({"epoch": np.repeat(h.epochs, S), "seed": np.tile(h.seeds, E), "observable": name,
+                            "value": np.asarray(v, dtype=float).ravel()}) for name, v in h.epoch_metrics.items()]
+    return pd.concat(frames, ignore_index=True).assign(**extra)
+
+
+def _nanstat(fn: Callable, a: np.ndarray) -> float:
+    a = np.asarray(a, dtype=float)
+    a = a[np.isfinite(a)]
+    return float(fn(a)) if a.size else math.nan
+
+
+# ----------------------------------------------------------------------------------------------- Figs 9, 17
+def two_stage(h: History) -> dict[str, np.ndarray]:
+    """Per-seed two-stage statistics (spec §5.1, §7.0): t_cluster, t_fit, the two loss drops, the D5 peak/plateau
+    ratio (eligible: t_cluster ≥ 8 and the test accuracy reached 0.9), final CE and full-batch grad norm (D8)."""
+    em, ep = h.epoch_metrics, h.epochs
+    S = h.n_seeds
+    tc = dynamics.t_cluster(em["cluster_score"], ep) if "cluster_score" in em else np.full(S, np.nan)
+    tf = dynamics.t_fit(em["test_acc"], ep)
+    ratio = dynamics.peak_plateau_ratio(em["grad_total"], tc, tf, ep)
+    return {"t_cluster": tc, "t_fit": tf, "drops": dynamics.drop_epochs(em["train_loss"], n=2, epochs=ep),
+            "ratio": ratio, "eligible": np.isfinite(ratio) & np.isfinite(tf),
+            "final_loss": em["train_loss"][-1], "final_grad": em["grad_total"][-1],
+            "final_test_acc": em["test_acc"][-1]}
+
+
+def pick_seed(st: dict[str, np.ndarray], show: int | None = None) -> int:
+    """The drawn seed: ``show``, else the first eligible one (plateau + fit) still solved at the end, else the
+    first eligible, else the first fitted, else the lowest final loss."""
+    if show is not None:
+        return show
+    fitted = np.isfinite(st["t_fit"])
+    for mask in (st["eligible"] & (st["final_test_acc"] >= 0.9), st["eligible"], fitted):
+        if mask.any():
+            return int(np.flatnonzero(mask)[0])
+    return int(np.nanargmin(st["final_loss"]))
+
+
+def prop4_along(h: History, seed: int, points: int = 200) -> dict[str, np.ndarray]:
+    """Prop. 4 at the snapshots of one seed (float64, the probe grid as the data distribution; θ = (q, V, W, U)):
+    ||∇_θ L||², 𝓔, bound_corrected and bound_paper (spec §5.2, C6). Empty for non-paper models."""
+    if h.spec.norm != "sphere" or set(h.snapshots) - {"E", "P", "q", "V", "W", "U"}:
+        return {}
+    x, _, _ = h.task.probe_grid()
+    y = h.task.labels(x)
+    idx = np.unique(np.linspace(0, len(h.snapshot_epochs) - 1, min(points, len(h.snapshot_epochs))).round())
+    rows = []
+    for i in idx.astype(int):
+        p = h.params_at(i, seed, dtype=F64)
+        g = theory.autograd_grads(p, x, y, h.spec)
+        rows.append((float(h.snapshot_epochs[i]), sum(float(v.pow(2).sum()) for v in g.values()),
+                     theory.tv_error(p, x, y, h.spec), theory.bound_corrected(p, x, h.spec),
+                     theory.bound_paper(p, x, h.spec)))
+    a = np.array(rows)
+    return {"epochs": a[:, 0], "grad_sq": a[:, 1], "tv": a[:, 2], "bound_corrected": a[:, 3], "bound_paper": a[:, 4]}
+
+
+def dynamics_run(config: DynamicsConfig, ctx: RunContext) -> Result:
+    """Train the mini-batch (and full-batch) runs of every d; per-seed two-stage statistics, Prop. 4 along the
+    drawn seed's training."""
+    units: dict[str, TrainConfig] = {}
+    for d in _dims(config):
+        units[f"d{d}_mini"] = _dim_config(config, d)
+        if config.full_batch:
+            units[f"d{d}_full"] = _dim_config(
+                config, d, batch_size=config.n_train, lr=config.full_batch_lr or config.lr,
+                epochs=config.full_batch_epochs or config.epochs, log_every=config.full_batch_log_every)
+    hists = train_units(ctx, units, "dynamics")
+    arrays: dict[str, np.ndarray] = {}
+    summary: dict[str, Any] = {}
+    frames = []
+    for name, h in hists.items():
+        st = two_stage(h)
+        i = pick_seed(st, config.show)
+        p4 = prop4_along(h, i, config.prop4_points)
+        arrays.update(h.to_arrays(f"{name}/"))
+        arrays.update({f"{name}/stats/{k}": v for k, v in st.items()})
+        arrays.update({f"{name}/prop4/{k}": v for k, v in p4.items()})
+        arrays[f"{name}/shown"] = np.array(i)
+        solved = st["final_loss"] < 1e-3
+        summary.update({
+            f"{name}_n_seeds": h.n_seeds, f"{name}_n_fitted": int(np.isfinite(st["t_fit"]).sum()),
+            f"{name}_n_eligible": int(st["eligible"].sum()),
+            f"{name}_n_ratio_ge5": int((st["ratio"][st["eligible"]] >= 5).sum()),
+            f"{name}_ratio_median": _nanstat(np.median, st["ratio"][st["eligible"]]),
+            f"{name}_shown_seed": h.seeds[i], f"{name}_t_cluster": float(st["t_cluster"][i]),
+            f"{name}_t_fit": float(st["t_fit"][i]), f"{name}_drop1": float(st["drops"][i, 0]),
+            f"{name}_drop2": float(st["drops"][i, 1]), f"{name}_n_ce_below_1e-3": int(solved.sum()),
+            f"{name}_max_grad_ce_below_1e-3": _nanstat(np.max, st["final_grad"][solved])})
+        if p4:
+            ratio = p4["grad_sq"] / (p4["bound_corrected"] * p4["tv"])
+            summary[f"{name}_prop4_max_ratio_corrected"] = float(ratio.max())
+            summary[f"{name}_prop4_paper_violations"] = int((p4["grad_sq"] > p4["bound_paper"] * p4["tv"]).sum())
+            summary[f"{name}_prop4_n_epochs"] = len(ratio)
+        frames.append(epoch_frame(h, unit=name))
+    summary["units"] = ",".join(hists)
+    return Result(pd.concat(frames, ignore_index=True), arrays, summary)
+
+
+experiment(STUDY, "fig9", Fig9Config, ref="Fig. 9", figure=spike_figures.dynamics,
+           title="Escaping saddle points: loss drops and per-layer gradient-norm peaks (d = 2)")(dynamics_run)
+experiment(STUDY, "fig17", Fig17Config, ref="Fig. 17 (App. A.4)", figure=spike_figures.dynamics,
+           title="Loss drops and gradient-norm peaks for d = 3 and d = 64")(dynamics_run)
+
+
+# ----------------------------------------------------------------------------------------------- Fig. 10
+def jacobian_norm(norm: str, r: np.ndarray, d: int = 2, eps: float = 1e-5, angle: float = 0.3) -> np.ndarray:
+    """Operator norm of the Jacobian of the normaliser at x = r·(cos a, sin a, 0…) for each r (float64)."""
+    spec = ModelSpec(d=d, norm=norm, norm_eps=eps)
+    u = torch.zeros(d, dtype=F64)
+    u[0], u[1] = math.cos(angle), math.sin(angle)
+    out = []
+    for ri in r:
+        jac = torch.autograd.functional.jacobian(lambda x: normalize(x, spec), float(ri) * u)
+        out.append(float(torch.linalg.matrix_norm(jac, ord=2)))
+    return np.array(out)
+
+
+def _moves(norm: str, r: np.ndarray, eta: float, eps: float) -> dict[str, np.ndarray]:
+    """||f(x+δ) − f(x)|| at ||x|| = r for δ = −η x/||x|| (the §4.4 step) and δ ⊥ x of size η."""
+    spec = ModelSpec(d=2, norm=norm, norm_eps=eps)
+    x = torch.as_tensor(r, dtype=F64)[:, None] * torch.tensor([1.0, 0.0], dtype=F64)
+    f = lambda z: normalize(z, spec)  # noqa: E731
+    back = x - eta * torch.tensor([1.0, 0.0], dtype=F64)
+    side = x + eta * torch.tensor([0.0, 1.0], dtype=F64)
+    return {"back": (f(back) - f(x)).norm(dim=-1).numpy(), "side": (f(side) - f(x)).norm(dim=-1).numpy()}
+
+
+@experiment(STUDY, "fig10", CurvatureConfig, ref="Fig. 10, §4.4", figure=spike_figures.curvature,
+            title="High-curvature normalisation: x ↦ x/||x|| near the origin")
+def fig10(config: CurvatureConfig, ctx: RunContext) -> Result:
+    """Jacobian norms (sphere = 1/r; smooth ≤ 1.5) and the effect of the same update near / far from 0."""
+    r = np.logspace(math.log10(config.r_min), math.log10(config.r_max), config.n_r)
+    arrays: dict[str, np.ndarray] = {"r": r}
+    summary: dict[str, Any] = {}
+    for norm in ("sphere", "smooth", "smooth_inf", "rmsnorm"):
+        jac = jacobian_norm(norm, r, eps=config.norm_eps)
+        arrays[f"jac/{norm}"] = jac
+        summary[f"max_jac_{norm}"] = float(jac.max())
+        for name, mv in _moves(norm, r, config.eta, config.norm_eps).items():
+            arrays[f"move_{name}/{norm}"] = mv
+    summary["max_rel_err_sphere_vs_1_over_r"] = float(np.abs(arrays["jac/sphere"] * r - 1).max())
+    direction = np.array([math.cos(0.6), math.sin(0.6)])
+    delta = config.eta * np.array([math.cos(0.6 + 1.9), math.sin(0.6 + 1.9)])  # mostly sideways, a bit back
+    for tag, rr in (("near", config.r_near), ("far", config.r_far)):
+        x0 = rr * direction
+        x1 = x0 + delta
+        arrays[f"picture/{tag}"] = np.stack([x0, x1, x0 / np.linalg.norm(x0), x1 / np.linalg.norm(x1)])
+        cos = float(np.clip((x0 @ x1) / np.linalg.norm(x0) / np.linalg.norm(x1), -1, 1))
+        summary[f"angle_deg_{tag}"] = math.degrees(math.acos(cos))
+    summary["eta"] = config.eta
+    frame = pd.DataFrame([{"norm": n, "r": ri, "jacobian_norm": j} for n in ("sphere", "smooth", "smooth_inf",
+                          "rmsnorm") for ri, j in zip(r, arrays[f"jac/{n}"], strict=True)])
+    return Result(frame, arrays, summary)
+
+
+# ----------------------------------------------------------------------------------------------- spikes
+def spike_stats(h: History) -> dict[str, np.ndarray]:
+    """Loss spikes of every seed (spec §5.3 detector on the full-batch train loss; onsets ≥ 10 epochs apart,
+    §7.0) with, per onset, the D7 ratio (full-batch grad norm over its trailing 20-epoch median), the loss jump
+    and whether a mini-batch grad-norm spike (3× trailing-50-step median) falls within ±1 epoch; per seed the
+    chance rate of that co-occurrence (fraction of epochs with a grad spike within ±1 epoch)."""
+    em = h.epoch_metrics
+    loss, g = em["train_loss"], em["grad_total"]
+    E, S = loss.shape
+    mask = dynamics.loss_spikes(loss)
+    onsets = dynamics.spike_onsets(mask)
+    ratios = dynamics.onset_grad_ratio(g, onsets)
+    below = loss < 0.5 * loss[:1]
+    first = np.where(below.any(0), below.argmax(0), E - 1)
+    every = float(h.epochs[1] - h.epochs[0]) if E > 1 else 1.0
+    idx = np.concatenate([np.asarray(o, int) for o in onsets])
+    seed = np.concatenate([np.full(len(o), s) for s, o in enumerate(onsets)]).astype(int)
+    out = {"onset_seed": seed, "onset_index": idx, "onset_epoch": h.epochs[idx].astype(float),
+           "onset_ratio": np.concatenate(ratios) if ratios else np.zeros(0),
+           "onset_jump": loss[idx, seed] - loss[np.maximum(idx - 1, 0), seed],
+           "n_onsets": np.array([len(o) for o in onsets]), "n_spike_epochs": mask.sum(0),
+           "eligible_epochs": (E - 1 - first) * every, "epochs_total": np.full(S, float(h.epochs[-1]))}
+    if "grad_total" in h.step_metrics:
+        gm = dynamics.grad_spikes(h.step_metrics["grad_total"])
+        step_epoch = 1 + (np.asarray(h.steps) - 1) // h.steps_per_epoch
+        hit = np.zeros((int(h.epochs[-1]) + 3, S), dtype=bool)   # epochs with a grad spike, dilated by ±1
+        for s in range(S):
+            ep = np.unique(step_epoch[gm[:, s]])
+            for shift in (-1, 0, 1):
+                hit[np.clip(ep + shift, 0, len(hit) - 1), s] = True
+        logged = h.epochs[1:].astype(int)
+        out["onset_cooc"] = hit[out["onset_epoch"].astype(int), seed]
+        out["base_rate"] = hit[logged].mean(0) if len(logged) else np.full(S, np.nan)
+        out["grad_spike_steps"] = gm.sum(0)
+    return out
+
+
+def _spike_summary(name: str, st: dict[str, np.ndarray], h: History) -> dict[str, Any]:
+    n = len(st["onset_index"])
+    fin_loss, fin_grad = h.epoch_metrics["train_loss"][-1], h.epoch_metrics["grad_total"][-1]
+    solved = fin_loss < 1e-3
+    out = {f"{name}_n_onsets": n, f"{name}_n_ratio_ge2": int((st["onset_ratio"] >= 2).sum()),
+           f"{name}_frac_ratio_ge2": float((st["onset_ratio"] >= 2).mean()) if n else math.nan,
+           f"{name}_n_spike_epochs": int(st["n_spike_epochs"].sum()),
+           f"{name}_n_seeds_spiking": int((st["n_onsets"] > 0).sum()),
+           f"{name}_shown_seed": h.seeds[int(np.argmax(st["n_onsets"]))],
+           f"{name}_n_ce_below_1e-3": int(solved.sum()),
+           f"{name}_max_grad_ce_below_1e-3": _nanstat(np.max, fin_grad[solved])}
+    if "onset_cooc" in st:
+        out[f"{name}_cooccurrence"] = float(st["onset_cooc"].mean()) if n else math.nan
+        out[f"{name}_cooccurrence_chance"] = _nanstat(np.mean, st["base_rate"][st["n_onsets"] > 0]) if n else math.nan
+    return out
+
+
+def spike_run(config: SpikeConfig, ctx: RunContext) -> Result:
+    """Mini-batch runs (one per d); loss-spike onsets, their gradient-norm ratios and co-occurrence."""
+    hists = train_units(ctx, {f"d{d}": _dim_config(config, d) for d in _dims(config)}, "spikes")
+    arrays: dict[str, np.ndarray] = {}
+    summary: dict[str, Any] = {"units": ",".join(hists)}
+    for name, h in hists.items():
+        st = spike_stats(h)
+        arrays.update(h.to_arrays(f"{name}/"))
+        arrays.update({f"{name}/spikes/{k}": v for k, v in st.items()})
+        summary.update(_spike_summary(name, st, h))
+    frame = pd.concat([epoch_frame(h, unit=n) for n, h in hists.items()], ignore_index=True)
+    return Result(frame, arrays, summary)
+
+
+experiment(STUDY, "fig13", Fig13Config, ref="Fig. 13, §4.4", figure=spike_figures.spike_grads,
+           title="Loss spikes and gradient-norm spikes (mini-batch, d = 2)")(spike_run)
+experiment(STUDY, "fig18", Fig18Config, ref="Fig. 18 (App. A.4)", figure=spike_figures.spike_grads,
+           title="Loss spikes and gradient-norm spikes for d = 3 and d = 64")(spike_run)
+
+
+def choose_spike(h: History, st: dict[str, np.ndarray], rank: int = 0) -> tuple[int, int, str]:
+    """(seed index, epoch entry, rule) of the spike to dissect: among the onsets, transient ones first (the loss
+    falls back by half the jump within 20 epochs), the ``rank``-th largest loss jump; without onsets the largest
+    one-epoch loss increase of the run."""
+    loss = h.epoch_metrics["train_loss"]
+    n = len(st["onset_index"])
+    if n:
+        back = np.array([loss[e + 1:e + 21, s].min(initial=np.inf) < loss[e, s] - 0.5 * j
+                         for e, s, j in zip(st["onset_index"], st["onset_seed"], st["onset_jump"], strict=True)])
+        k = np.lexsort((-st["onset_jump"], ~back))[min(rank, n - 1)]
+        kind = "transient spike" if back[k] else "spike without recovery"
+        entry = int(st["onset_index"][k])
+        return int(st["onset_seed"][k]), entry, f"{kind} at epoch {h.epochs[entry]:g}"
+    jump = np.diff(loss, axis=0)
+    e, s = np.unravel_index(int(np.argmax(jump)), jump.shape)
+    return int(s), int(e) + 1, "largest loss increase (no §5.3 spike)"
+
+
+def anatomy(h: History, seed: int, before: int, after: int) -> dict[str, np.ndarray]:
+    """Figs 11/12 quantities at two snapshots on the probe grid: ξ, MLP output and margin moves, assemblers
+    u_i (columns of U): norms and pairwise cosines, receptor norms (float64)."""
+    x, _, _ = h.task.probe_grid()
+    y = h.task.labels(x)
+    out: dict[str, np.ndarray] = {}
+    acts = {}
+    for tag, i in (("before", before), ("after", after)):
+        p = h.params_at(i, seed, dtype=F64)
+        with torch.no_grad():
+            a = {k: v[0] for k, v in forward(p, x, h.spec, tokens=False).items()}
+        acts[tag] = a
+        z = a["logits"][:, : h.task.p]
+        true = z.gather(1, y[:, None]).squeeze(1)
+        other = z.scatter(1, y[:, None], -math.inf).amax(1)
+        u = p["U"][0].T.numpy()                                           # (h, d): assembler u_i per row
+        nu = np.linalg.norm(u, axis=1)
+        cos = (u @ u.T) / np.maximum(np.outer(nu, nu), 1e-300)
+        off = ~np.eye(len(u), dtype=bool)
+        out.update({f"{tag}/u": u, f"{tag}/u_norm": nu, f"{tag}/u_cos": cos,
+                    f"{tag}/w_norm": np.linalg.norm(p["W"][0].numpy(), axis=1),
+                    f"{tag}/margin": float((true - other).min()),
+                    f"{tag}/acc": float((z.argmax(1) == y).double().mean()),
+                    f"{tag}/u_abs_cos_mean": float(np.abs(cos[off]).mean()) if off.any() else math.nan,
+                    f"{tag}/min_xi_norm": float(a["xi"].norm(dim=-1).min())})
+    dxi = (acts["after"]["xi"] - acts["before"]["xi"]).norm(dim=-1)
+    dmlp = (acts["after"]["mlp_out"] - acts["before"]["mlp_out"]).norm(dim=-1)
+    out.update({"dxi_mean": float(dxi.mean()), "dxi_rel": float(dxi.mean() / acts["before"]["xi"].norm(dim=-1).mean()),
+                "dmlp_mean": float(dmlp.mean()), "amplification": float(dmlp.mean() / max(float(dxi.mean()), 1e-300))})
+    return out
+
+
+def spike_anatomy(config: SpikeConfig, ctx: RunContext) -> Result:
+    """Train one d run with per-epoch snapshots and dissect one loss spike (just before / just after)."""
+    h = train_units(ctx, {"run": _dim_config(config, _dims(config)[0])}, "spike anatomy")["run"]
+    st = spike_stats(h)
+    seed, entry, rule = choose_spike(h, st, config.spike_rank)
+    before, after = h.snapshot_index(h.epochs[entry - 1]), h.snapshot_index(h.epochs[entry])
+    an = anatomy(h, seed, before, after)
+    arrays = {**h.to_arrays("run/"), **{f"run/spikes/{k}": v for k, v in st.items()},
+              **{f"anatomy/{k}": np.asarray(v) for k, v in an.items()},
+              "spike": np.array([seed, entry, before, after])}
+    em = h.epoch_metrics
+    summary: dict[str, Any] = {
+        "rule": rule, "seed_shown": h.seeds[seed], "epoch_before": float(h.snapshot_epochs[before]),
+        "epoch_after": float(h.snapshot_epochs[after]), "loss_before": float(em["train_loss"][entry - 1, seed]),
+        "loss_after": float(em["train_loss"][entry, seed]), "lr_over_min_token_norm":
+        config.lr / float(em["min_token_norm"][entry - 1, seed]),
+        **{k: float(v) for k, v in an.items() if np.ndim(v) == 0}, **_spike_summary("run", st, h)}
+    return Result(epoch_frame(h), arrays, summary)
+
+
+experiment(STUDY, "fig11", Fig11Config, ref="Fig. 11, §4.4", figure=spike_figures.spike_levels,
+           title="High-curvature feed-forward: a loss spike as ξ crosses the decision lines")(spike_anatomy)
+experiment(STUDY, "fig12", Fig11Config, ref="Fig. 12, §4.4", figure=spike_figures.spike_mlp,
+           title="Small ξ change, big MLP response: heavy or correlated assemblers")(spike_anatomy)
+
+
+# ----------------------------------------------------------------------------------------------- remedies
+@experiment(STUDY, "remedies", RemediesConfigDefault, ref="§4.4 remedies (spec §5.3 ablations)",
+            figure=spike_figures.remedies, title="Loss-spike remedies: spikes per 1000 epochs (our counts)")
+def remedies(config: RemediesConfig, ctx: RunContext) -> Result:
+    """One run of the same seeds per variant; spike onsets per 1000 epochs (all epochs, and per 1000 epochs
+    after the loss first fell below half its initial value, where the §5.3 detector is armed)."""
+    hists = train_units(ctx, {v: _train_config(config, **parse_variant(v)) for v in config.variants}, "remedies")
+    arrays: dict[str, np.ndarray] = {"variants": np.array(config.variants)}
+    summary: dict[str, Any] = {}
+    rows = []
+    for i, (v, h) in enumerate(hists.items()):
+        st = spike_stats(h)
+        acc = h.epoch_metrics["test_acc"]
+        rate = 1000 * st["n_onsets"] / st["epochs_total"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate_el = np.where(st["eligible_epochs"] > 0, 1000 * st["n_onsets"] / st["eligible_epochs"], np.nan)
+        per = {"rate": rate, "rate_eligible": rate_el, "eligible": st["eligible_epochs"] > 0,
+               "test_acc_final": acc[-1], "fitted": acc.max(0) >= 0.9}
+        arrays.update({f"v{i}/{k}": val for k, val in per.items()})
+        arrays[f"v{i}/train_loss"] = h.epoch_metrics["train_loss"]
+        arrays[f"v{i}/epochs"] = h.epochs
+        S = h.n_seeds
+        summary.update({
+            f"{v}:rate_mean": float(rate.mean()), f"{v}:rate_se": float(rate.std(ddof=1) / math.sqrt(S)) if S > 1
+            else math.nan, f"{v}:rate_eligible_mean": _nanstat(np.mean, rate_el),
+            f"{v}:n_eligible": int(per["eligible"].sum()), f"{v}:n_fitted": int(per["fitted"].sum()),
+            f"{v}:test_acc_final_mean": float(acc[-1].mean())})
+        rows += [{"variant": v, "seed": sd, **{k: float(val[j]) for k, val in per.items()}}
+                 for j, sd in enumerate(h.seeds)]
+    return Result(pd.DataFrame(rows), arrays, summary)

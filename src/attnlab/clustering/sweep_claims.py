@@ -1,0 +1,147 @@
+"""Claims of the multi-seed experiments of paper 4 (Figs 7, 14, 16, 19; spec §7 D2, D3, D6).
+
+Each claim reads a stored run of ``sweeps`` (``ctx.run``) through a measuring function of a ``Result`` (tested at
+tiny size in ``tests/clustering/test_sweeps.py``). The learnability checks D2/D3 pin their configs explicitly.
+What did not hold at the scale we could run is registered as ``report`` with the spec's number as ``expected``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnlab.clustering import sweeps  # noqa: F401  (registers the experiments the claims run)
+from attnlab.core.claims import Claim, ClaimContext, register
+from attnlab.core.experiment import Result
+
+D3 = {"d": 2, "k": 3, "lr": 3e-3, "n_seeds": 16, "epochs": 300, "log_every": 5}          # spec §7.1 D3
+D2 = {"ds": (8,), "k": 5, "lr": 3e-3, "n_seeds": 16, "epochs": 300, "log_every": 5}       # spec §7.1 D2
+MIN_GROUP = 3  # D6 needs ≥ 3 solved and ≥ 3 failed models
+
+
+# ----------------------------------------------------------------------------------------------- measures
+def sparsity_gap(result: Result, d: int) -> float:
+    """Mean sparsity summary of successful minus failed models (< 0: successes denser); NaN if either group has
+    fewer than 3 models (D6)."""
+    s = result.summary
+    if min(s[f"n_success_d{d}"], s[f"n_models_d{d}"] - s[f"n_success_d{d}"]) < MIN_GROUP:
+        return float("nan")
+    return s[f"sparsity_success_d{d}"] - s[f"sparsity_failed_d{d}"]
+
+
+def sparsity_spearman(result: Result, d: int) -> float:
+    """Spearman(sparsity summary, final test accuracy) at d; NaN under the D6 group-size condition."""
+    return result.summary[f"spearman_d{d}"] if np.isfinite(sparsity_gap(result, d)) else float("nan")
+
+
+def success_rate_slope(result: Result) -> float:
+    """Success rate at the largest d minus that at the smallest d."""
+    ds = [int(d) for d in result.arrays["ds"]]
+    return result.summary[f"success_rate_d{max(ds)}"] - result.summary[f"success_rate_d{min(ds)}"]
+
+
+def min_success_from(result: Result, d0: int = 8) -> float:
+    """Fewest successful models over the d ≥ d0 units (paper: 20/20 from d = 8)."""
+    ds = [int(d) for d in result.arrays["ds"] if d >= d0]
+    return float(min(result.summary[f"n_success_d{d}"] for d in ds)) if ds else float("nan")
+
+
+def scratch_successes_above(result: Result, p0: int = 4) -> float:
+    """Total successful from-scratch runs over p > p0 (paper: none for p > 4 within 1000 epochs)."""
+    return float(sum(v for k, v in result.summary.items()
+                     if k.startswith("n_success_scratch_p") and int(k.rsplit("_p", 1)[1]) > p0))
+
+
+def perfect_without_ideal(result: Result) -> float:
+    """Finetuned runs with 100 % test accuracy whose p-phase ξ did not form the ideal C(k+p−1, k) clusters."""
+    return float(sum(v for k, v in result.summary.items() if k.startswith("n_perfect_not_ideal_finetune_p")))
+
+
+def roughness_ratio(result: Result) -> float:
+    """Mean |Δ acc| between neighbouring settings, seed 0 over the seed mean (Fig. 16a vs 16b)."""
+    s = result.summary
+    return s["roughness_seed0"] / s["roughness_mean"] if s["roughness_mean"] else float("nan")
+
+
+# ----------------------------------------------------------------------------------------------- claims
+def _fig7(ctx: ClaimContext) -> Result:
+    return ctx.run("clustering.fig7", **(D3 if ctx.scale == "quick" else {}))
+
+
+def _d6_run(ctx: ClaimContext) -> tuple[Result, int]:
+    """The run D6 reads: fig19's d = 8 unit at quick scale (k = 3: both outcomes occur), fig7 at paper scale."""
+    return (ctx.run("clustering.fig19"), 8) if ctx.scale == "quick" else (ctx.run("clustering.fig7"), 2)
+
+
+def _both(quick_report: bool, **kw) -> None:
+    """Register a claim asserted at paper scale and, if ``quick_report``, its reported twin ``<id>_quick``."""
+    register(Claim(**kw, scales=("paper",)))
+    if quick_report:
+        register(Claim(**{**kw, "id": kw["id"] + "_quick", "relation": "report"}, scales=("quick",)))
+
+
+register(Claim(
+    id="clustering.learnability_d2_k3", ref="Spec §7.1 D3",
+    statement="d = 2, k = 3, lr 3e-3, 300 epochs: ≥ 4 of 16 seeds reach test accuracy ≥ 0.99",
+    how="fig7 at d=2, k=3, 16 seeds, 300 epochs: seeds whose logged test accuracy reaches 0.99 at some epoch",
+    measure=lambda ctx: _fig7(ctx).summary["n_reach99_d2"], expected=4, relation="report", scales=("quick",),
+))
+register(Claim(
+    id="clustering.learnability_d2_k3_stuck", ref="Spec §7.1 D3",
+    statement="unsolved D3 seeds include some stuck at chance (test acc < 0.6) for ≥ 100 epochs",
+    how="fig7 D3 run: unsolved seeds whose test accuracy stays < 0.6 over ≥ 100 consecutive logged epochs",
+    measure=lambda ctx: _fig7(ctx).summary["n_stuck100_d2"], expected=1, relation="ge", scales=("quick",),
+))
+register(Claim(
+    id="clustering.learnability_d8_k5", ref="Spec §7.1 D2",
+    statement="d = 8, k = 5, lr 3e-3, 300 epochs: ≥ 5 of 16 seeds reach test accuracy ≥ 0.9",
+    how="fig19 at d=8 only, k=5, 16 seeds, 300 epochs: seeds whose logged test accuracy reaches 0.9",
+    measure=lambda ctx: ctx.run("clustering.fig19", **D2).summary["n_reach90_d8"], expected=5, relation="report",
+    scales=("quick",),
+))
+register(Claim(
+    id="clustering.learnability_d8_k5_loss", ref="Spec §7.1 D2",
+    statement="d = 8, k = 5, 300 epochs: every seed's final train loss ≤ 0.70",
+    how="fig19 D2 run: max over the 16 seeds of the final full-batch train loss",
+    measure=lambda ctx: ctx.run("clustering.fig19", **D2).summary["max_final_train_loss_d8"], expected=0.70,
+    relation="report", scales=("quick",),
+))
+_both(True, id="clustering.sparsity_denser_success", ref="Fig. 7, App. A.1 (spec D6)",
+      statement="successful models have denser activations: mean sparsity over ε ∈ [1e-3, 10] below failed ones'",
+      how="mean sparsity summary of successful (test acc > 0.9) minus failed models (NaN if < 3 in a group); "
+          "paper: fig7 (d=2, k=5); quick: fig19's d=8 unit (k=3, 200 epochs)",
+      measure=lambda ctx: sparsity_gap(*_d6_run(ctx)), expected=0.0, relation="le")
+_both(True, id="clustering.sparsity_spearman", ref="Fig. 7, App. A.1 (spec D6)",
+      statement="sparsity decreases as accuracy increases: Spearman(sparsity, test accuracy) < −0.3",
+      how="Spearman correlation over the models of the D6 run (NaN if < 3 solved or < 3 failed)",
+      measure=lambda ctx: sparsity_spearman(*_d6_run(ctx)), expected=-0.3, relation="le")
+register(Claim(
+    id="clustering.success_rises_with_d", ref="Fig. 19, App. A.4",
+    statement="larger embeddings succeed more often (quick: d = 8 vs d = 2 at k = 3, 200 epochs)",
+    how="fig19: success rate (final test acc > 0.9) at the largest d minus at the smallest d",
+    measure=lambda ctx: success_rate_slope(ctx.run("clustering.fig19")), expected=0.1, relation="ge",
+))
+register(Claim(
+    id="clustering.all_succeed_from_d8", ref="Fig. 19, App. A.4",
+    statement="from d = 8 on, all 20 models succeed (test acc > 0.9)",
+    how="fig19 paper scale: fewest successful models over d ∈ {8, 16, 32}",
+    measure=lambda ctx: min_success_from(ctx.run("clustering.fig19")), expected=20, relation="ge", scales=("paper",),
+))
+_both(True, id="clustering.transfer_beats_scratch", ref="Fig. 14, App. A.2",
+      statement="finetuned from p = 2 beats training from scratch for every p ≥ 3 (mean test accuracy)",
+      how="fig14: min over p ∈ ft_ps ∩ ps of mean acc(finetuned) − mean acc(scratch)",
+      measure=lambda ctx: ctx.run("clustering.fig14").summary["min_gain_finetune"], expected=0.0, relation="ge")
+_both(False, id="clustering.no_scratch_learning_p_gt_4", ref="App. A.2",
+      statement="with N = 12 and 2048 points, 1000 epochs from scratch learn nothing for p > 4",
+      how="fig14 paper scale: successful (test acc > 0.9) from-scratch runs summed over p ∈ [5, 10]",
+      measure=lambda ctx: scratch_successes_above(ctx.run("clustering.fig14")), expected=0, relation="le")
+_both(True, id="clustering.transfer_perfect_needs_clusters", ref="App. A.2",
+      statement="only finetuned runs whose p = 2 phase formed the C(k+1, k) clusters (6 at k = 5) reach 100 % "
+                "test accuracy",
+      how="fig14: finetuned runs at 100 % test accuracy whose p = 2 ξ had n_clusters ≠ C(k+1, k)",
+      measure=lambda ctx: perfect_without_ideal(ctx.run("clustering.fig14")), expected=0, relation="le")
+register(Claim(
+    id="clustering.ablation_single_seed_rougher", ref="Fig. 16, App. A.3",
+    statement="one seed varies much more across neighbouring hyper-parameter settings than the seed mean",
+    how="fig16: mean |Δ test acc| between neighbouring settings, seed 0 over the seed mean (ratio ≥ 1.5)",
+    measure=lambda ctx: roughness_ratio(ctx.run("clustering.fig16")), expected=1.5, relation="ge",
+))

@@ -1,0 +1,179 @@
+"""Training-dynamics experiments of paper 4 (Figs 9–13, 17, 18, remedies) at a tiny size through the run store,
+with their figures; the measuring code behind the claims (D5, D7, D8, Prop. 4 along training, spike rates) on
+tiny runs and synthetic curves; config errors."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab.clustering import spike_claims as C
+from attnlab.clustering import spikes as K
+from attnlab.clustering.configs import TrainConfig
+from attnlab.clustering.history import History
+from attnlab.clustering.train import train
+from attnlab.core.config import ConfigError, resolve
+from attnlab.core.experiment import get
+from attnlab.core.runs import RunStore, load_result
+
+torch.set_num_threads(1)
+TRAIN = {"n_train": 128, "n_test": 128, "batch_size": 32, "k": 2}
+CASES = {
+    "fig9": {**TRAIN, "n_seeds": 2, "epochs": 4, "full_batch_epochs": 6, "full_batch_log_every": 2},
+    "fig17": {**TRAIN, "n_seeds": 2, "epochs": 2, "dims": [3, 16]},
+    "fig10": {"n_r": 12},
+    "fig11": {**TRAIN, "n_seeds": 2, "epochs": 4},
+    "fig12": {**TRAIN, "n_seeds": 2, "epochs": 4},
+    "fig13": {**TRAIN, "n_seeds": 2, "epochs": 4},
+    "fig18": {**TRAIN, "n_seeds": 2, "epochs": 3, "dims": [3]},
+    "remedies": {**TRAIN, "n_seeds": 2, "epochs": 3, "variants": ["baseline", "norm=smooth", "lr=3e-2,h=16"]},
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Every experiment once, tiny, through one store: name -> (config, run record)."""
+    store = RunStore(tmp_path_factory.mktemp("store"))
+    out = {}
+    for name, over in CASES.items():
+        exp = get(f"clustering.{name}")
+        cfg = resolve(exp.config, "quick", over)
+        out[name] = (cfg, store.run(exp, cfg))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_experiment_runs_small_with_figure(runs, name):
+    _cfg, rec = runs[name]
+    assert rec.status == "done"
+    assert [p.stem for p in (rec.run_dir / "figures").glob("*.png")] == [name]
+    _, result = load_result(rec.run_dir)
+    assert len(result.metrics) > 0 and result.arrays
+    assert all(v is None or isinstance(v, int | float | str) for v in result.summary.values())
+
+
+def test_dynamics_units_and_prop4(runs):
+    _cfg, rec = runs["fig9"]
+    a = load_result(rec.run_dir)[1].arrays
+    s = rec.summary
+    assert s["units"] == "d2_mini,d2_full"
+    full = History.from_arrays(a, "d2_full/")
+    assert full.steps_per_epoch == 1 and list(full.epochs) == [0, 2, 4, 6]
+    assert History.from_arrays(a, "d2_mini/").steps_per_epoch == 4
+    # Prop. 4 (corrected) holds at every checked snapshot, the drawn seed is stored
+    assert s["d2_mini_prop4_n_epochs"] == 5 and s["d2_mini_prop4_max_ratio_corrected"] <= 1.0
+    p4 = {k: a[f"d2_mini/prop4/{k}"] for k in ("grad_sq", "tv", "bound_corrected")}
+    assert np.all(p4["grad_sq"] <= p4["bound_corrected"] * p4["tv"]) and np.all(p4["tv"] > 0)
+    _, r17 = runs["fig17"]
+    assert r17.summary["units"] == "d3_mini,d16_mini"
+    h16 = History.from_arrays(load_result(r17.run_dir)[1].arrays, "d16_mini/")
+    assert h16.spec.d == 16 and h16.spec.h == 64 and len(h16.snapshot_epochs) == 2  # first + last above d = 8
+
+
+def test_curvature_matches_theory(runs):
+    _, rec = runs["fig10"]
+    s = rec.summary
+    assert s["max_rel_err_sphere_vs_1_over_r"] < 1e-6          # ||D(x/||x||)|| = 1/||x|| (spec B6)
+    assert s["max_jac_smooth"] <= 1.5 + 1e-6 and s["max_jac_smooth_inf"] < 10
+    assert s["angle_deg_near"] > 5 * s["angle_deg_far"]
+
+
+def test_spike_anatomy_and_remedies(runs):
+    _, rec = runs["fig11"]
+    _seed, _entry, before, after = load_result(rec.run_dir)[1].arrays["spike"]
+    assert after == before + 1 and rec.summary["epoch_after"] == rec.summary["epoch_before"] + 1
+    assert rec.summary["amplification"] >= 0 and math.isfinite(rec.summary["dxi_mean"])
+    _, rem = runs["remedies"]
+    res = load_result(rem.run_dir)[1]
+    assert list(res.arrays["variants"]) == ["baseline", "norm=smooth", "lr=3e-2,h=16"]
+    assert set(res.metrics["variant"]) == set(res.arrays["variants"]) and len(res.metrics) == 6
+
+
+def _history(loss: np.ndarray, grad: np.ndarray, step_grad: np.ndarray | None = None, spe: int = 1) -> History:
+    """A fake History with given epoch curves (E, S) and per-step grad norms (T, S)."""
+    h = train(TrainConfig(n_train=32, n_test=32, batch_size=32, epochs=0, head_metrics=False,
+                          n_seeds=loss.shape[1]))
+    h.epochs = np.arange(len(loss))
+    h.epoch_metrics = {"train_loss": loss, "grad_total": grad, "test_acc": np.full(loss.shape, 0.5)}
+    if step_grad is not None:
+        h.steps = np.arange(1, len(step_grad) + 1)
+        h.step_metrics = {"grad_total": step_grad}
+        h.steps_per_epoch = spe
+    return h
+
+
+def test_spike_stats_on_synthetic_curves():
+    E = 80
+    loss = np.full((E, 2), 0.01)
+    loss[0] = 0.7
+    loss[40, 0] = 0.5                                      # one spike onset on seed 0, none on seed 1
+    grad = np.full((E, 2), 0.1)
+    grad[40, 0] = 1.0                                      # 10× its trailing median
+    step = np.full((E * 4, 2), 1.0)
+    step[39 * 4 + 2, 0] = 10.0                             # a mini-batch grad spike during epoch 40
+    st = K.spike_stats(_history(loss, grad, step, spe=4))
+    assert list(st["n_onsets"]) == [1, 0] and st["onset_epoch"].tolist() == [40.0]
+    assert st["onset_ratio"][0] == pytest.approx(10.0) and st["onset_cooc"].tolist() == [True]
+    assert st["eligible_epochs"].tolist() == [E - 2, E - 2]
+    assert 0 < st["base_rate"][0] < 0.1 and st["base_rate"][1] == 0
+
+
+def test_claim_measures_on_summaries():
+    s9 = {"units": "d2_mini,d2_full", "d2_mini_n_eligible": 3, "d2_mini_n_ratio_ge5": 3, "d2_full_n_eligible": 2,
+          "d2_full_n_ratio_ge5": 1, "d2_mini_n_ce_below_1e-3": 1, "d2_mini_max_grad_ce_below_1e-3": 0.002,
+          "d2_full_n_ce_below_1e-3": 0, "d2_full_max_grad_ce_below_1e-3": None}
+    assert C.d5_fraction([s9]) == 1.0 and C.d5_fraction([s9], "full") == pytest.approx(1 / 2)
+    assert math.isnan(C.d5_fraction([{"units": "d2_mini", "d2_mini_n_eligible": 1, "d2_mini_n_ratio_ge5": 1}]))
+    assert C.d8_max_grad([s9]) == pytest.approx(0.002)
+    assert math.isnan(C.d8_max_grad([{"units": "d2_mini", "d2_mini_n_ce_below_1e-3": 0}]))
+    s13 = {"units": "d2", "d2_n_onsets": 6, "d2_n_ratio_ge2": 5}
+    assert C.d7_counts([s13]) == (5, 6)
+
+
+def test_claim_measures_on_tiny_runs(runs):
+    s9 = runs["fig9"][1].summary
+    assert C.prop4_max_ratio([s9]) <= 1.0
+    assert 0 <= C.prop4_paper_violation_fraction([s9]) <= 1
+    rem = load_result(runs["remedies"][1].run_dir)[1]
+    assert math.isfinite(C.smooth_minus_sphere(rem, "norm=smooth"))
+
+
+@pytest.mark.parametrize(
+    "name, overrides, key",
+    [("remedies", {"variants": ["lr=abc"]}, "variants"), ("remedies", {"variants": ["depth=3"]}, "variants"),
+     ("remedies", {"variants": ["baseline", "baseline"]}, "variants"), ("fig9", {"dims": []}, "dims"),
+     ("fig9", {"show": 40, "n_seeds": 2}, "show"), ("fig10", {"r_min": 2.0, "r_max": 1.0}, "r_max"),
+     ("fig13", {"spike_rank": -1}, "spike_rank")],
+)
+def test_bad_configs_are_rejected(name, overrides, key):
+    with pytest.raises(ConfigError) as e:
+        resolve(get(f"clustering.{name}").config, "quick", overrides)
+    assert key in str(e.value) and "\n" not in str(e.value)
+
+
+def test_interrupted_remedies_resume_to_the_same_result(tmp_path, monkeypatch):
+    from attnlab.core.runs import RunContext
+
+    exp = get("clustering.remedies")
+    cfg = resolve(exp.config, "quick", {**TRAIN, "n_seeds": 2, "epochs": 2, "variants": ["baseline", "h=16"]})
+    clean = load_result(RunStore(tmp_path / "clean").run(exp, cfg).run_dir)[1]
+    original, saves = RunContext.checkpoint, {"n": 0}
+
+    def flaky(self, state, force=False):
+        saved = original(self, state, force)
+        saves["n"] += saved
+        if saves["n"] == 1:
+            raise KeyboardInterrupt
+        return saved
+
+    store = RunStore(tmp_path / "killed")
+    monkeypatch.setattr(RunContext, "checkpoint", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        store.run(exp, cfg)
+    monkeypatch.setattr(RunContext, "checkpoint", original)
+    rec = store.run(exp, cfg)
+    assert "resumed from checkpoint" in (rec.run_dir / "log.txt").read_text()
+    resumed = load_result(rec.run_dir)[1]
+    for key in ("v0/train_loss", "v1/train_loss", "v1/rate"):
+        assert np.array_equal(resumed.arrays[key], clean.arrays[key])

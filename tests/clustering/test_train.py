@@ -1,0 +1,128 @@
+"""Training of paper 4's model (spec §2.4, §7 D1, D11; config errors of §8 / issue item 9): smoke run and its
+records, bit-exact resume, seeds trained together = each seed alone, transfer mechanics, one-line config errors."""
+
+import io
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from attnlab.cli import app
+from attnlab.clustering.configs import TrainConfig
+from attnlab.clustering.model import GROUPS, init_params
+from attnlab.clustering.train import make_data, train, transfer
+from attnlab.core.config import ConfigError, resolve
+from attnlab.core.experiment import get
+
+torch.set_num_threads(1)
+SMALL = {"n_train": 256, "n_test": 256, "batch_size": 32}
+
+
+def _snap_equal(a, b) -> bool:
+    return all(np.array_equal(a.snapshots[k], b.snapshots[k]) for k in a.snapshots)
+
+
+def test_smoke_records_everything():
+    """D1: d = 2, k = 5, 20 epochs, 1 seed: finite losses, per-step loss and 6 group grad norms, per-epoch metrics
+    and snapshots."""
+    cfg = TrainConfig(epochs=20, **SMALL)
+    h = train(cfg)
+    T = cfg.epochs * cfg.steps_per_epoch
+    assert h.step_metrics["loss"].shape == (T, 1) and np.isfinite(h.step_metrics["loss"]).all()
+    for g in (*GROUPS, "total"):
+        assert h.step_metrics[f"grad_{g}"].shape == (T, 1) and (h.step_metrics[f"grad_{g}"] > 0).all()
+        assert h.epoch_metrics[f"grad_{g}"].shape == (21, 1)
+    total = np.sqrt(sum(h.step_metrics[f"grad_{g}"] ** 2 for g in GROUPS))
+    np.testing.assert_allclose(total, h.step_metrics["grad_total"], rtol=1e-5)
+    assert list(h.epochs) == list(range(21)) and list(h.snapshot_epochs) == list(range(21))
+    for name in ("train_loss", "test_loss", "test_acc", "unseen_acc", "cluster_score", "attn_prefix_mass",
+                 "min_xi_norm", "min_token_norm", "tv_error"):
+        assert h.epoch_metrics[name].shape == (21, 1) and np.isfinite(h.epoch_metrics[name]).all(), name
+    assert h.snapshots["E"].shape == (21, 1, 2, 2) and h.snapshots["W"].shape == (21, 1, 8, 2)
+    assert h.epoch_metrics["train_loss"][-1, 0] < h.epoch_metrics["train_loss"][0, 0]
+    assert not np.array_equal(h.snapshots["q"][0], h.snapshots["q"][-1])
+
+
+def test_resume_is_bit_exact():
+    """D1: a state saved after epoch 3 (through torch.save, as the run store does) reproduces epochs 4–8."""
+    cfg = TrainConfig(epochs=8, n_seeds=2, **SMALL)
+    saved = {}
+
+    def on_epoch(epoch, state_fn):
+        if epoch == 3:
+            buf = io.BytesIO()
+            torch.save(state_fn(), buf)
+            saved["state"] = buf.getvalue()
+
+    full = train(cfg, on_epoch=on_epoch)
+    resumed = train(cfg, state=torch.load(io.BytesIO(saved["state"]), weights_only=False))
+    assert list(resumed.epochs) == list(full.epochs)
+    assert _snap_equal(full, resumed)
+    for k in full.epoch_metrics:
+        assert np.array_equal(full.epoch_metrics[k], resumed.epoch_metrics[k]), k
+    assert np.array_equal(full.step_metrics["loss"], resumed.step_metrics["loss"])
+
+
+@pytest.mark.parametrize("dtype, tol", [("float32", 1e-4), ("float64", 1e-10)])
+def test_seeds_together_equal_each_alone(dtype, tol):
+    together = train(TrainConfig(epochs=3, n_seeds=3, seed=0, dtype=dtype, **SMALL))
+    alone = train(TrainConfig(epochs=3, n_seeds=1, seed=2, dtype=dtype, **SMALL))
+    assert together.seeds[2] == alone.seeds[0] == 2
+    for k in together.snapshots:
+        np.testing.assert_allclose(together.snapshots[k][:, 2], alone.snapshots[k][:, 0], atol=tol, rtol=0)
+    np.testing.assert_allclose(together.epoch_metrics["train_loss"][:, 2], alone.epoch_metrics["train_loss"][:, 0],
+                               atol=tol, rtol=0)
+
+
+def test_transfer_mechanics():
+    """D11: p = 2 → 3 adds one token row; every old tensor is carried over bitwise; Adam restarts; the new
+    training set is p = 3 with labels mod 3; 5 epochs run."""
+    pre = train(TrainConfig(epochs=2, n_seeds=2, **SMALL))
+    before = pre.final(torch.float32)
+    cfg3 = TrainConfig(p=3, epochs=5, n_seeds=2, **SMALL)
+    steps = {}
+    h = transfer(before, pre.spec, cfg3, on_epoch=lambda e, f: steps.setdefault(e, f()["opt"]["state"][0]["step"]))
+    first = h.params_at(0, dtype=torch.float32)
+    assert first["E"].shape == (2, 3, 2) and h.spec.p == 3 and h.task.p == 3
+    assert torch.equal(first["E"][:, :2], before["E"])
+    for k in ("P", "q", "V", "W", "U"):
+        assert torch.equal(first[k], before[k]), k
+    assert not torch.equal(first["E"][:, 2], first["E"][:, 1])
+    assert int(steps[1]) == cfg3.steps_per_epoch  # a fresh Adam: one epoch of steps, not pretrain + 1
+    data = make_data(cfg3.task(), cfg3, cfg3.seeds())
+    assert int(data.x_train.max()) == 2
+    assert torch.equal(data.y_train, data.x_train[..., :5].sum(-1) % 3)
+    assert len(h.epochs) == 6 and np.isfinite(h.epoch_metrics["train_loss"]).all()
+    with pytest.raises(ConfigError, match="key 'p' = 2"):
+        transfer(before, pre.spec, TrainConfig(p=2, epochs=1, **SMALL))
+
+
+BAD = [({"k": 13}, "k"), ({"p": 1}, "p"), ({"d": 0}, "d"), ({"informative": [0, 1, 2, 3, 12]}, "informative"),
+       ({"batch_size": 4096}, "batch_size"), ({"p_new": 2}, "p_new")]
+
+
+@pytest.mark.parametrize("overrides, key", BAD)
+def test_config_errors_are_one_line(overrides, key):
+    with pytest.raises(ConfigError) as e:
+        resolve(get("clustering.transfer_circuit").config, "quick", overrides)
+    msg = str(e.value)
+    assert f"key '{key}'" in msg and "\n" not in msg, msg
+
+
+@pytest.mark.parametrize("overrides, key", BAD[:1] + BAD[-1:])
+def test_config_errors_write_nothing(tmp_path, overrides, key):
+    store = tmp_path / "store"
+    sets = [f"{k}={v}" for k, v in overrides.items()]
+    res = CliRunner().invoke(app, ["run", "clustering.transfer_circuit", "--out", str(store),
+                                   *[a for s in sets for a in ("--set", s)]])
+    assert res.exit_code == 2 and f"key '{key}'" in res.stderr and not store.exists()
+
+
+def test_init_params_dtype_independent():
+    """Parameters are drawn in float64 and cast: float32 and float64 inits agree to float32 rounding."""
+    cfg = TrainConfig()
+    a = init_params(cfg.spec(), [0, 1], dtype=torch.float32)
+    b = init_params(cfg.spec(), [0, 1], dtype=torch.float64)
+    for k in a:
+        assert torch.equal(a[k], b[k].float())
