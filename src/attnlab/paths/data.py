@@ -1,0 +1,198 @@
+"""The hidden-Markov-chain classification task and its hand-built attention heads (Sec. 4.1, App. G).
+
+A sequence is a hidden two-state chain c_1..c_T (T = 30) whose switching probability p is 0.3 for class
+y = +1 and 0.7 for y = −1. Token t is x_t = v_{c_t} + n_t with orthogonal state vectors v± ∈ R^{N0}
+(v+ = √2 on the first half, v− = √2 on the second) and Gaussian noise of variance σ∥² in span{v+, v−} and
+σ⊥² out of that plane. A zero bos token is prepended and a one-hot position of size T+1 is appended to every
+token, so a sequence is an array (T+1, D) with D = N0 + T + 1 (= 231).
+
+Heads are bilinear logit matrices W (D×D, key on the left, query on the right): logits_st = β x_sᵀ W x_t,
+softmax over the key s. The good layer-1 head follows the public code's "same_token" construction (spec §8.3
+asks to prefer it over the spec's own constants): W_ff = (v+−v−)(v+−v−)ᵀ/N0² (noise-free logit/β +1 same
+state, −1 opposite), W_pp = δ_{s,t−1} + 1.5 δ_{s,0} for queries t ≥ 1. Random heads are Gaussian with the
+per-subspace normalisation of App. G.2.2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+Tensor = torch.Tensor
+F64 = torch.float64
+
+
+@dataclass(frozen=True)
+class MarkovTask:
+    """Sizes and noise of the Markov task (paper defaults)."""
+
+    T: int = 30
+    N0: int = 200
+    p_plus: float = 0.3  # switching probability of class y = +1
+    p_minus: float = 0.7  # switching probability of class y = −1
+    sigma_par: float = 1.0  # σ∥: noise inside span{v+, v−}
+    sigma_perp: float = 1.0  # σ⊥: noise out of that plane
+
+    def __post_init__(self) -> None:
+        if self.T < 2:
+            raise ValueError(f"key 'T' = {self.T}: need at least 2 tokens")
+        if self.N0 < 2 or self.N0 % 2:
+            raise ValueError(f"key 'N0' = {self.N0}: must be an even number ≥ 2 (v± live on the two halves)")
+        for key in ("p_plus", "p_minus"):
+            if not 0.0 <= getattr(self, key) <= 1.0:
+                raise ValueError(f"key {key!r} = {getattr(self, key)}: a probability in [0, 1]")
+        for key in ("sigma_par", "sigma_perp"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"key {key!r} = {getattr(self, key)}: a noise strength ≥ 0")
+
+    @property
+    def D(self) -> int:
+        """Token width: features + one-hot position (bos included)."""
+        return self.N0 + self.T + 1
+
+    def state_vectors(self, device=None) -> tuple[Tensor, Tensor]:
+        half = self.N0 // 2
+        vp = torch.zeros(self.N0, dtype=F64, device=device)
+        vm = torch.zeros(self.N0, dtype=F64, device=device)
+        vp[:half] = 2**0.5
+        vm[half:] = 2**0.5
+        return vp, vm
+
+
+@dataclass(frozen=True)
+class MarkovData:
+    """P sequences: tokens X (P, T+1, D) with bos at t = 0, labels y (P,) ∈ ±1, hidden states (P, T) ∈ ±1."""
+
+    X: Tensor
+    y: Tensor
+    states: Tensor
+
+    def __len__(self) -> int:
+        return self.X.shape[0]
+
+
+def sample_chains(task: MarkovTask, y: Tensor, generator: torch.Generator) -> Tensor:
+    """Hidden states (P, T) ∈ {+1, −1}: uniform initial state, switch with p(y) at every step."""
+    P, dev = y.shape[0], y.device
+    p = torch.where(y > 0, task.p_plus, task.p_minus).to(F64)
+    first = torch.where(torch.rand(P, 1, generator=generator, device=dev, dtype=F64) < 0.5, 1.0, -1.0)
+    flips = torch.rand(P, task.T - 1, generator=generator, device=dev, dtype=F64) < p[:, None]
+    steps = torch.where(flips, -1.0, 1.0).to(F64)
+    return torch.cat([first, first * torch.cumprod(steps, dim=1)], dim=1)
+
+
+def sample(task: MarkovTask, P: int, generator: torch.Generator, balanced: bool = True) -> MarkovData:
+    """P sequences of the task (float64, on the generator's device).
+
+    ``balanced``: exactly ⌈P/2⌉ sequences of class +1 in random order (the public code's choice; the class
+    prior is ½ either way); otherwise iid labels.
+    """
+    if P < 1:
+        raise ValueError(f"key 'P' = {P}: need at least one sequence")
+    dev = generator.device
+    if balanced:
+        y = torch.where(torch.arange(P, device=dev) < (P + 1) // 2, 1.0, -1.0).to(F64)
+        y = y[torch.randperm(P, generator=generator, device=dev)]
+    else:
+        y = torch.where(torch.rand(P, generator=generator, device=dev, dtype=F64) < 0.5, 1.0, -1.0)
+    states = sample_chains(task, y, generator)
+    vp, vm = task.state_vectors(dev)
+    feats = torch.where(states[..., None] > 0, vp, vm)  # (P, T, N0)
+    g = torch.randn(P, task.T, task.N0, generator=generator, device=dev, dtype=F64)
+    e = torch.stack([vp, vm]) / vp.norm()  # orthonormal basis of the plane (2, N0)
+    g_par = (g @ e.T) @ e
+    feats = feats + task.sigma_par * g_par + task.sigma_perp * (g - g_par)
+    bos = torch.zeros(P, 1, task.N0, dtype=F64, device=dev)
+    pos = torch.eye(task.T + 1, dtype=F64, device=dev).expand(P, -1, -1)
+    X = torch.cat([torch.cat([bos, feats], dim=1), pos], dim=2)
+    return MarkovData(X, y, states)
+
+
+# -- fixed attention heads (App. G.2) ---------------------------------------------------------------
+
+
+def good_head(task: MarkovTask, beta: float = 10.0, bos_strength: float = 1.5, device=None) -> Tensor:
+    """Layer-1 "same-state" head: attend to the previous token if it is in the same state, else to the bos.
+
+    Noise-free logit/β by key: previous token, same state 2; bos 1.5; other same-state tokens 1; previous
+    token, opposite state 0; other opposite-state tokens −1.
+    """
+    D, N0, T = task.D, task.N0, task.T
+    vp, vm = task.state_vectors(device)
+    w = vp - vm
+    W = torch.zeros(D, D, dtype=F64, device=device)
+    W[:N0, :N0] = torch.outer(w, w) / N0**2
+    pos = W[N0:, N0:]
+    idx = torch.arange(1, T, device=device)
+    pos[idx, idx + 1] = 1.0  # key s = t − 1 for queries t ≥ 2
+    pos[0, 1:] = bos_strength  # every query t ≥ 1 may attend to the bos
+    return beta * W
+
+
+def uniform_head(task: MarkovTask, device=None) -> Tensor:
+    """Uniform attention: Ω_st = 1/(T+1) (all logits equal)."""
+    return torch.zeros(task.D, task.D, dtype=F64, device=device)
+
+
+def random_head(task: MarkovTask, generator: torch.Generator, beta: float = 10.0, strength: float = 1.0) -> Tensor:
+    """Gaussian head normalised per subspace (App. G.2.2): ff ~ N(0,1)/N0, fp and pf ~ N(0,1)/√N0, pp ~ N(0,1)."""
+    D, N0 = task.D, task.N0
+    g = torch.randn(D, D, generator=generator, device=generator.device, dtype=F64)
+    scale = torch.full((D, D), N0**-0.5, dtype=F64, device=g.device)
+    scale[:N0, :N0] = 1.0 / N0
+    scale[N0:, N0:] = 1.0
+    return beta * strength * g * scale
+
+
+def markov_heads(task: MarkovTask, layout: str, generator: torch.Generator, beta: float = 10.0,
+                 random_strength: float = 1.0) -> list[Tensor]:
+    """Per-layer head stacks (H_ℓ, D, D) of the paper's networks (L = 2).
+
+    ``layout``:
+      * ``all``: layer 1 {good, random}, layer 2 {uniform, random} — the 4-path network of Fig. 2b
+        (paths (1,1) good, (2,1) denoising, (1,2) and (2,2) adversarial);
+      * ``good``: {good}, {uniform} — the good path alone (Hs = [1, 1]);
+      * ``good_denoising``: {good, random}, {uniform} (Hs = [2, 1], Fig. 2e);
+      * ``good_uniform``: {good, uniform}, {uniform} (Fig. 5c: the denoising head made uniform);
+      * ``random``: {random ×3}, {random ×3} at ``random_strength`` (spec check C).
+    The random heads are drawn in a fixed order (layer 1 then layer 2) so every layout shares them.
+    """
+    dev = generator.device
+    r1 = random_head(task, generator, beta, random_strength)
+    r2 = random_head(task, generator, beta, random_strength)
+    good, uni = good_head(task, beta, device=dev), uniform_head(task, device=dev)
+    if layout == "all":
+        layers = [[good, r1], [uni, r2]]
+    elif layout == "good":
+        layers = [[good], [uni]]
+    elif layout == "good_denoising":
+        layers = [[good, r1], [uni]]
+    elif layout == "good_uniform":
+        layers = [[good, uni], [uni]]
+    elif layout == "random":
+        extra = [random_head(task, generator, beta, random_strength) for _ in range(4)]
+        layers = [[r1, extra[0], extra[1]], [r2, extra[2], extra[3]]]
+    else:
+        raise ValueError(f"key 'layout' = {layout!r}: allowed: all, good, good_denoising, good_uniform, random")
+    return [torch.stack(heads) for heads in layers]
+
+
+PATH_NAMES = {(0, 0): "good", (1, 0): "denoising", (0, 1): "adversarial (1,2)", (1, 1): "adversarial (2,2)"}
+
+
+def markov_problem(task: MarkovTask, layout: str, P: int, P_test: int, *, data: torch.Generator,
+                   test: torch.Generator, heads: torch.Generator, readout: str | int = 1, beta: float = 10.0,
+                   random_strength: float = 1.0):
+    """The Markov task seen through a network's fixed heads: a :class:`kernels.Problem` (path features, labels).
+
+    ``readout`` is the token t* (1: the first token after the bos, the paper's choice; −1: the last, the public
+    code's) or ``"mean"``. Train, test and head randomness come from three separate generators.
+    """
+    from attnlab.paths.kernels import Problem
+    from attnlab.paths.model import path_features
+
+    tr, te = sample(task, P, data), sample(task, P_test, test)
+    hs = markov_heads(task, layout, heads, beta, random_strength)
+    return Problem(path_features(tr.X, hs, readout), tr.y, path_features(te.X, hs, readout), te.y,
+                   tuple(h.shape[0] for h in hs))

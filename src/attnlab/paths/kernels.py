@@ -1,0 +1,183 @@
+"""Path-path kernels, the renormalised kernel K(U) and the predictor statistics (Eqs. 9-10, 29-31).
+
+C_ππ'(x, x') = ξ^π(x)·ξ^π'(x')/D is the overlap of the attentioned inputs of two paths (Eq. 10/74), and
+
+    K(x, x') = (σ²/n) Σ_{π,π'} U_ππ' C_ππ'(x, x')                      (Eq. 10/73, σ² from the V⁰ integral)
+
+For a training set the n(n+1)/2 distinct P×P blocks are precomputed once (spec §9 option (b)), so that
+K(U) and the contraction ⟨M, C_ππ'⟩ the energy gradient needs are each one matrix-vector product over the
+stored blocks. Where the blocks would not fit in ``max_bytes`` the feature form K = (σ²/nD) Φ (U⊗I) Φᵀ is
+used instead (option (a)). Everything is float64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+Tensor = torch.Tensor
+F64 = torch.float64
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A network's fixed attention applied to a data set: path features and labels, train and test.
+
+    ``Xi`` (P, n, D) and ``Xi_test`` (P*, n, D) come from :func:`model.path_features`; ``Hs`` are the heads
+    per layer (n = Π Hs); ``sigma2`` is the prior variance σ².
+    """
+
+    Xi: Tensor
+    y: Tensor
+    Xi_test: Tensor
+    y_test: Tensor
+    Hs: tuple[int, ...]
+    sigma2: float = 1.0
+
+    def __post_init__(self) -> None:
+        n = 1
+        for H in self.Hs:
+            if H < 1:
+                raise ValueError(f"key 'Hs' = {list(self.Hs)}: every layer needs at least one head")
+            n *= H
+        for name in ("Xi", "Xi_test"):
+            t = getattr(self, name)
+            if t.ndim != 3 or t.shape[1] != n:
+                raise ValueError(f"{name} has shape {tuple(t.shape)}; expected (P, {n}, D) for Hs = {list(self.Hs)}")
+        if self.Xi.shape[2] != self.Xi_test.shape[2]:
+            raise ValueError(f"train and test path features differ in width: {self.Xi.shape[2]} vs "
+                             f"{self.Xi_test.shape[2]}")
+        if self.y.shape != (self.Xi.shape[0],) or self.y_test.shape != (self.Xi_test.shape[0],):
+            raise ValueError("labels must be vectors with one entry per example")
+        if self.sigma2 <= 0:
+            raise ValueError(f"key 'sigma2' = {self.sigma2}: the prior variance must be > 0")
+
+    @property
+    def P(self) -> int:
+        return self.Xi.shape[0]
+
+    @property
+    def n(self) -> int:
+        return self.Xi.shape[1]
+
+    @property
+    def D(self) -> int:
+        return self.Xi.shape[2]
+
+    @property
+    def L(self) -> int:
+        return len(self.Hs)
+
+    def U_gp(self) -> Tensor:
+        """U in the GP limit α → 0: σ^{2(L+1)} I (Sec. 3, App. B)."""
+        return self.sigma2 ** (self.L + 1) * torch.eye(self.n, dtype=F64, device=self.Xi.device)
+
+    def to(self, device) -> Problem:
+        return Problem(self.Xi.to(device, F64), self.y.to(device, F64), self.Xi_test.to(device, F64),
+                       self.y_test.to(device, F64), self.Hs, self.sigma2)
+
+
+class PathKernels:
+    """The path-path kernel blocks of a training set and the maps U ↦ K(U), M ↦ ⟨M, C_ππ'⟩."""
+
+    def __init__(self, Xi: Tensor, sigma2: float = 1.0, mode: str = "auto", max_bytes: int = 2**29) -> None:
+        self.Xi = Xi.to(F64)
+        self.P, self.n, self.D = Xi.shape
+        self.sigma2 = sigma2
+        self.iu = torch.triu_indices(self.n, self.n, device=Xi.device)
+        m = self.iu.shape[1]
+        if mode == "auto":
+            mode = "blocks" if m * self.P**2 * 8 <= max_bytes else "features"
+        if mode not in ("blocks", "features"):
+            raise ValueError(f"key 'kernel_mode' = {mode!r}: allowed: auto, blocks, features")
+        self.mode = mode
+        if mode == "blocks":
+            self.blocks = self._blocks()  # (m, P²): C_aa for a = b, C_ab + C_abᵀ for a < b
+
+    def _blocks(self) -> Tensor:
+        Xi, P, n = self.Xi, self.P, self.n
+        out = torch.empty(self.iu.shape[1], P, P, dtype=F64, device=Xi.device)
+        k = 0
+        for a in range(n):
+            Ca = torch.einsum("pd,qbd->bpq", Xi[:, a], Xi[:, a:]) / self.D  # C_ab for b ≥ a
+            out[k] = Ca[0]
+            out[k + 1:k + n - a] = Ca[1:] + Ca[1:].mT
+            k += n - a
+        return out.reshape(-1, P * P)
+
+    def block(self, a: int, b: int) -> Tensor:
+        """C_ab (P, P) on the training set (always computed from the features; for plots and tests)."""
+        return self.Xi[:, a] @ self.Xi[:, b].T / self.D
+
+    def K(self, U: Tensor) -> Tensor:
+        """Training kernel K(U) (P, P) for a symmetric U (n, n)."""
+        c = self.sigma2 / self.n
+        if self.mode == "blocks":
+            return (c * U[self.iu[0], self.iu[1]] @ self.blocks).reshape(self.P, self.P)
+        Y = torch.einsum("ab,pbd->pad", U, self.Xi).reshape(self.P, -1)
+        return (c / self.D) * (self.Xi.reshape(self.P, -1) @ Y.T)
+
+    def contract(self, M: Tensor) -> Tensor:
+        """(n, n) matrix of ⟨M, C_ab⟩ = Tr(M C_abᵀ) for a symmetric M (P, P)."""
+        if self.mode == "blocks":
+            v = self.blocks @ M.reshape(-1)
+            v = torch.where(self.iu[0] == self.iu[1], v, 0.5 * v)
+            out = torch.zeros(self.n, self.n, dtype=F64, device=M.device)
+            out[self.iu[0], self.iu[1]] = v
+            return out + torch.triu(out, 1).T
+        Z = (M @ self.Xi.reshape(self.P, -1)).reshape(self.Xi.shape)
+        return torch.einsum("pad,pbd->ab", self.Xi, Z) / self.D
+
+    def cross(self, Xi_test: Tensor, U: Tensor) -> tuple[Tensor, Tensor]:
+        """k (P*, P) = K(x*, x^μ) and the diagonal K(x*, x*) (P*,) for test path features (P*, n, D)."""
+        c = self.sigma2 / (self.n * self.D)
+        Y = torch.einsum("ab,pbd->pad", U, Xi_test.to(F64))
+        k = c * (Y.reshape(Y.shape[0], -1) @ self.Xi.reshape(self.P, -1).T)
+        diag = c * (Y * Xi_test).sum(dim=(1, 2))
+        return k, diag
+
+
+def cholesky(K: Tensor, tau: float, what: str = "K + τI") -> Tensor:
+    """Lower Cholesky factor of K + τI; a non-positive-definite matrix is an error that says so."""
+    A = K + tau * torch.eye(K.shape[0], dtype=K.dtype, device=K.device)
+    Lc, info = torch.linalg.cholesky_ex(A)
+    if int(info) != 0:
+        raise FloatingPointError(f"{what} is not positive definite (τ = {tau}); the kernel or U left the PD cone")
+    return Lc
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Posterior predictor statistics on a test set (Eqs. 29-30) and the observables derived from them."""
+
+    mean: Tensor  # ⟨f*⟩ (P*,)
+    var: Tensor  # ⟨δf*²⟩ (P*,)
+
+    def accuracy(self, y: Tensor) -> float:
+        """A = mean of δ(y, sign⟨f⟩) (spec §2.8: the sign of the mean predictor)."""
+        return float((torch.sign(self.mean) == y).to(F64).mean())
+
+    def gen_error(self, y: Tensor) -> float:
+        """MSE generalisation error ε_g = mean[(⟨f⟩ − y)² + ⟨δf²⟩]."""
+        return float(((self.mean - y) ** 2 + self.var).mean())
+
+
+def predict(kern: PathKernels, U: Tensor, y: Tensor, tau: float, Xi_test: Tensor) -> Prediction:
+    """⟨f*⟩ = kᵀ(K + τI)⁻¹Y and ⟨δf*²⟩ = K(x*,x*) − kᵀ(K + τI)⁻¹k with the renormalised kernel K(U)."""
+    Lc = cholesky(kern.K(U), tau)
+    w = torch.cholesky_solve(y.to(F64)[:, None], Lc)[:, 0]
+    k, diag = kern.cross(Xi_test, U)
+    v = torch.linalg.solve_triangular(Lc, k.T, upper=False)
+    return Prediction(k @ w, diag - (v * v).sum(0))
+
+
+def alignment(K: Tensor, y: Tensor, top: int = 5) -> dict[str, Tensor | float]:
+    """Kernel-task alignment (Fig. 2d, 3d): cosine overlaps |φ_k·Y|/‖Y‖ of the PCs (eigenvalues descending),
+    the top-``top`` squared overlap Σ_{k≤top} (φ_k·Y)²/‖Y‖², and Yᵀ K Y/(‖K‖_F ‖Y‖²)."""
+    lam, phi = torch.linalg.eigh(K)
+    lam, phi = lam.flip(0), phi.flip(1)
+    yn = y.to(F64) / y.norm()
+    ov = (phi.T @ yn).abs()
+    return {"eigenvalues": lam, "overlaps": ov, "top_overlap": float((ov[:top] ** 2).sum()),
+            "kta": float(yn @ K @ yn / K.norm())}

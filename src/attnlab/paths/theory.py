@@ -1,0 +1,405 @@
+"""The finite-width theory: action S({U^(ℓ)}), its analytic gradient, and the saddle point U* (Eqs. 11-12, 32-34).
+
+With n_ℓ = Π_{k≥ℓ} H_k partial paths at level ℓ, order parameters U^(ℓ) (n_ℓ × n_ℓ, ℓ = 1..L) and the
+scalar u = U^(L+1), and the convention U^(L+2) = 1, H_{L+1} = 1, the action (32)-(33) reads (spec §2.3)
+
+    S = Σ_{ℓ=1}^{L+1} [ σ⁻² Σ_{h ≤ H_ℓ} Tr(U^(ℓ)_[h,h] (U^(ℓ+1))⁻¹) − ln det U^(ℓ) + H_ℓ ln det U^(ℓ+1) ] + α ℰ(U^(1))
+    ℰ(U) = (1/P) [ln det(K(U) + τI) + Yᵀ(K(U) + τI)⁻¹Y],      α = P/N                           (12)/(34)
+
+where U^(ℓ)_[h,h] is the h-th diagonal block (paths ordered with h_ℓ most significant, U_ext = I ⊗ U).
+Its gradient (spec §2.4, re-derived and checked by finite differences in the tests):
+
+    ∂S/∂U^(ℓ) = σ⁻² I_{H_ℓ} ⊗ (U^(ℓ+1))⁻¹ − (U^(ℓ))⁻¹
+                + [ℓ ≥ 2] (H_{ℓ−1}(U^(ℓ))⁻¹ − σ⁻²(U^(ℓ))⁻¹ Σ_h U^(ℓ−1)_[h,h] (U^(ℓ))⁻¹) + [ℓ = 1] α B,
+    B_ππ' = σ²/(nP) ⟨(K+τI)⁻¹ − wwᵀ, C_ππ'⟩,  w = (K+τI)⁻¹Y.
+
+The saddle point is found by L-BFGS on a Cholesky parametrisation U^(ℓ) = A_ℓA_ℓᵀ (A_ℓ lower triangular with
+positive diagonal e^{d}), so every U^(ℓ) stays positive definite, started at the GP solution
+U^(ℓ) = σ^{2(L+2−ℓ)} I or warm-started from a neighbouring width; a few damped Newton steps polish a solve the
+line search stopped short of the tolerance. ``method="adam"`` is the paper's App. E algorithm (Adam on full
+symmetrised matrices, no PD constraint) for fidelity. A solve that does not reach the tolerance, or leaves
+the PD cone, raises :class:`SolveError` (or is returned flagged with ``strict=False``) — never silently.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from attnlab.core.trajectory import Trajectory
+from attnlab.paths.kernels import PathKernels, Prediction, Problem, cholesky
+from attnlab.paths.kernels import predict as kernel_predict
+
+Tensor = torch.Tensor
+F64 = torch.float64
+
+
+class SolveError(RuntimeError):
+    """The saddle-point solve did not converge or left the positive-definite cone."""
+
+
+def level_sizes(Hs: Sequence[int]) -> list[int]:
+    """[n_1, ..., n_L, 1]: the number of partial paths π_ℓ = (h_ℓ, ..., h_L) at every level."""
+    sizes = [1]
+    for H in reversed(Hs):
+        sizes.insert(0, sizes[0] * H)
+    return sizes
+
+
+def gp_levels(Hs: Sequence[int], sigma2: float = 1.0, device=None) -> list[Tensor]:
+    """The GP-limit (α = 0) saddle point U^(ℓ) = σ^{2(L+2−ℓ)} I for ℓ = 1..L+1 (spec §2.3, check A4)."""
+    L = len(Hs)
+    return [sigma2 ** (L + 1 - i) * torch.eye(m, dtype=F64, device=device) for i, m in enumerate(level_sizes(Hs))]
+
+
+# -- action and gradient ----------------------------------------------------------------------------
+
+
+@dataclass
+class ActionValue:
+    S: Tensor
+    entropy: Tensor  # −Σ ℒ: the entropy part of S
+    energy: Tensor  # ℰ(U^(1))
+    grads: list[Tensor]  # ∂S/∂U^(ℓ), ℓ = 1..L+1 (symmetric)
+
+
+class Action:
+    """S({U^(ℓ)}) of one (data set, N, τ) and its analytic gradient; U's are passed by Cholesky factors."""
+
+    def __init__(self, kern: PathKernels, y: Tensor, tau: float, N: float, Hs: Sequence[int],
+                 sigma2: float = 1.0) -> None:
+        if tau <= 0:
+            raise ValueError(f"key 'tau' = {tau}: the temperature must be > 0 for the saddle point")
+        if N <= 0:
+            raise ValueError(f"key 'N' = {N}: the width must be > 0")
+        self.kern, self.y, self.tau, self.N = kern, y.to(F64), float(tau), float(N)
+        self.Hs, self.sigma2 = tuple(Hs), float(sigma2)
+        self.P = kern.P
+        self.alpha = self.P / self.N
+        self.sizes = level_sizes(Hs)
+        if self.sizes[0] != kern.n:
+            raise ValueError(f"Hs = {list(Hs)} gives {self.sizes[0]} paths but the kernels have {kern.n}")
+
+    def energy(self, U: Tensor, grad: bool = True) -> tuple[Tensor, Tensor | None]:
+        """ℰ(U) and B = ∂ℰ/∂U."""
+        Lc = cholesky(self.kern.K(U), self.tau)
+        w = torch.cholesky_solve(self.y[:, None], Lc)[:, 0]
+        E = (2 * torch.log(torch.diagonal(Lc)).sum() + self.y @ w) / self.P
+        if not grad:
+            return E, None
+        M = torch.cholesky_inverse(Lc) - torch.outer(w, w)
+        return E, self.kern.contract(M) * (self.sigma2 / (self.kern.n * self.P))
+
+    def __call__(self, As: Sequence[Tensor], grad: bool = True) -> ActionValue:
+        s2, Hx = self.sigma2, [*self.Hs, 1]
+        logdets = [2 * torch.log(torch.diagonal(A)).sum() for A in As]
+        Us = [A @ A.T for A in As]
+        invs = [torch.cholesky_inverse(A) for A in As]
+        ent = torch.zeros((), dtype=F64, device=As[0].device)
+        grads = [torch.zeros_like(U) for U in Us]
+        for ell, (U, H) in enumerate(zip(Us, Hx, strict=True)):
+            top = ell == len(Us) - 1
+            m = 1 if top else Us[ell + 1].shape[0]
+            Winv = torch.ones(1, 1, dtype=F64, device=U.device) if top else invs[ell + 1]
+            diag_sum = U.reshape(H, m, H, m).diagonal(dim1=0, dim2=2).sum(-1)  # Σ_h U_[h,h]
+            ent = ent + (Winv * diag_sum).sum() / s2 - logdets[ell] + (0.0 if top else H * logdets[ell + 1])
+            if grad:
+                eye = torch.eye(H, dtype=F64, device=U.device)
+                grads[ell] = grads[ell] + torch.kron(eye, Winv.contiguous()) / s2 - invs[ell]
+                if not top:
+                    Wi = invs[ell + 1]
+                    grads[ell + 1] = grads[ell + 1] + H * Wi - Wi @ diag_sum @ Wi / s2
+        E, B = self.energy(Us[0], grad)
+        if grad:
+            grads[0] = grads[0] + self.alpha * B
+            grads = [0.5 * (g + g.T) for g in grads]
+        return ActionValue(ent + self.alpha * E, ent, E, grads)
+
+    def at(self, Us: Sequence[Tensor]) -> ActionValue:
+        """S and ∂S/∂U at explicit matrices (e.g. sampled or Adam iterates); they must be PD."""
+        As = []
+        for ell, U in enumerate(Us, 1):
+            A, info = torch.linalg.cholesky_ex(0.5 * (U + U.T))
+            if int(info) != 0:
+                raise SolveError(f"U^({ell}) is not positive definite")
+            As.append(A)
+        return self(As)
+
+    def residuals(self, Us: Sequence[Tensor], grads: Sequence[Tensor]) -> list[float]:
+        """Relative stationarity residuals ‖U G U‖/‖U‖ per level: the §2.4 equations (e.g. the Riccati form
+        σ⁻²U(I⊗W)⁻¹U + (H−1)U = σ⁻²Σ_h U_[h,h]) are U (∂S/∂U) U = 0."""
+        return [float((U @ G @ U).norm() / U.norm()) for U, G in zip(Us, grads, strict=True)]
+
+
+# -- Cholesky parametrisation --------------------------------------------------------------------------
+
+
+class CholeskyParams:
+    """θ ↔ lower-triangular factors A_ℓ with positive diagonal e^{d}: U^(ℓ) = A_ℓ A_ℓᵀ is PD for every θ."""
+
+    def __init__(self, sizes: Sequence[int], device=None) -> None:
+        self.sizes = list(sizes)
+        self.device = device
+        self.tril = [torch.tril_indices(m, m, -1, device=device) for m in sizes]
+        self.counts = [m * (m + 1) // 2 for m in sizes]
+
+    @property
+    def dim(self) -> int:
+        return sum(self.counts)
+
+    def unpack(self, theta: Tensor) -> list[Tensor]:
+        As, i = [], 0
+        for m, idx in zip(self.sizes, self.tril, strict=True):
+            k = idx.shape[1]
+            A = torch.zeros(m, m, dtype=theta.dtype, device=theta.device)
+            A = A.index_put((idx[0], idx[1]), theta[i:i + k])
+            A = A + torch.diag(torch.exp(theta[i + k:i + k + m]))
+            As.append(A)
+            i += k + m
+        return As
+
+    def pack(self, Us: Sequence[Tensor]) -> Tensor:
+        parts = []
+        for U, idx in zip(Us, self.tril, strict=True):
+            A = torch.linalg.cholesky(U.to(F64))
+            parts += [A[idx[0], idx[1]], torch.log(torch.diagonal(A))]
+        return torch.cat(parts)
+
+    def grad(self, As: Sequence[Tensor], grads: Sequence[Tensor]) -> Tensor:
+        """dS/dθ from symmetric dS/dU: dS/dA = 2 (dS/dU) A on the lower triangle, times A_ii on the diagonal."""
+        parts = []
+        for A, G, idx in zip(As, grads, self.tril, strict=True):
+            GA = 2 * G @ A
+            parts += [GA[idx[0], idx[1]], torch.diagonal(GA) * torch.diagonal(A)]
+        return torch.cat(parts)
+
+
+# -- the saddle point ------------------------------------------------------------------------------
+
+
+@dataclass
+class SaddlePoint:
+    """U* of one (N, τ) and how it was reached."""
+
+    Us: list[Tensor]
+    S: float
+    entropy: float
+    energy: float
+    max_grad: float  # max_ℓ max |∂S/∂U^(ℓ)|
+    residuals: list[float]
+    converged: bool
+    N: float
+    tau: float
+    alpha: float
+    method: str = "lbfgs"
+    n_iter: int = 0
+    n_eval: int = 0
+    seconds: float = 0.0
+    message: str = ""
+    min_eig: float = field(default=float("nan"))
+
+    @property
+    def U(self) -> Tensor:
+        return self.Us[0]
+
+
+def solve(action: Action, init: Sequence[Tensor] | None = None, *, method: str = "lbfgs", tol: float = 1e-8,
+          max_iter: int = 20_000, strict: bool = True, lr: float = 0.1) -> SaddlePoint:
+    """Minimise S from ``init`` (default: the GP solution) until max|∂S/∂U| ≤ ``tol``.
+
+    ``method``: ``lbfgs`` (Cholesky parameters, scipy L-BFGS, Newton polish) or ``adam`` (App. E: full
+    symmetrised matrices, learning rate ``lr``). ``strict``: raise :class:`SolveError` when not converged.
+    """
+    t0 = time.perf_counter()
+    dev = action.kern.Xi.device
+    Us0 = [u.to(dev, F64) for u in init] if init is not None else gp_levels(action.Hs, action.sigma2, dev)
+    if method == "lbfgs":
+        Us, info = _lbfgs(action, Us0, tol, max_iter)
+    elif method == "adam":
+        Us, info = _adam(action, Us0, tol, max_iter, lr)
+    else:
+        raise ValueError(f"key 'solver' = {method!r}: allowed: lbfgs, adam")
+    val = action.at(Us)
+    max_grad = max(float(g.abs().max()) for g in val.grads)
+    min_eig = min(float(torch.linalg.eigvalsh(U).min()) for U in Us)
+    sp = SaddlePoint(Us, float(val.S), float(val.entropy), float(val.energy), max_grad,
+                     action.residuals(Us, val.grads), max_grad <= tol and min_eig > 0, action.N, action.tau,
+                     action.alpha, method, info["iter"], info["eval"], time.perf_counter() - t0, info["message"],
+                     min_eig)
+    if strict and not sp.converged:
+        raise SolveError(f"saddle point not converged at N = {action.N:g}, τ = {action.tau:g} ({method}): "
+                         f"max|∂S/∂U| = {max_grad:.2e} > tol {tol:.0e}, min eig U = {min_eig:.2e}; {sp.message}")
+    return sp
+
+
+def _lbfgs(action: Action, Us0: list[Tensor], tol: float, max_iter: int) -> tuple[list[Tensor], dict]:
+    from scipy.optimize import minimize
+
+    par = CholeskyParams(action.sizes, Us0[0].device)
+    dev = Us0[0].device
+    n_eval = 0
+
+    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+        nonlocal n_eval
+        n_eval += 1
+        As = par.unpack(torch.as_tensor(x, dtype=F64, device=dev))
+        try:
+            val = action(As)
+        except FloatingPointError:
+            return float("inf"), np.zeros_like(x)
+        return float(val.S), par.grad(As, val.grads).cpu().numpy()
+
+    x0 = par.pack(Us0).cpu().numpy()
+    res = minimize(fun, x0, jac=True, method="L-BFGS-B",
+                   options={"maxcor": 50, "ftol": 1e-16, "gtol": tol * 1e-2, "maxiter": max_iter,
+                            "maxfun": 2 * max_iter})
+    theta = torch.as_tensor(res.x, dtype=F64, device=dev)
+    message, n_iter = str(res.message), int(res.nit)
+    As = par.unpack(theta)
+    if max(float(g.abs().max()) for g in action(As).grads) > tol:
+        theta, k = _newton_polish(action, par, theta, tol)
+        message += f"; Newton polish: {k} steps"
+        n_iter += k
+        As = par.unpack(theta)
+    return [A @ A.T for A in As], {"iter": n_iter, "eval": n_eval, "message": message}
+
+
+def _newton_polish(action: Action, par: CholeskyParams, theta: Tensor, tol: float,
+                   steps: int = 30) -> tuple[Tensor, int]:
+    """Damped Newton in θ with the autograd Hessian of S (small problems; the line search's last mile)."""
+
+    def S_of(t: Tensor) -> Tensor:
+        return action(par.unpack(t), grad=False).S
+
+    lam = 1e-8
+    for k in range(steps):
+        As = par.unpack(theta)
+        val = action(As)
+        if max(float(g.abs().max()) for g in val.grads) <= tol:
+            return theta, k
+        g = par.grad(As, val.grads)
+        Hm = torch.autograd.functional.hessian(S_of, theta)
+        Hm = 0.5 * (Hm + Hm.T)
+        for _ in range(20):
+            step = torch.linalg.solve(Hm + lam * torch.eye(len(g), dtype=F64, device=g.device), -g)
+            try:
+                new = action(par.unpack(theta + step), grad=False).S
+            except FloatingPointError:
+                new = torch.tensor(float("inf"))
+            if float(new) <= float(val.S) + 1e-12 * abs(float(val.S)):
+                theta, lam = theta + step, max(lam / 10, 1e-12)
+                break
+            lam *= 10
+        else:
+            return theta, k
+    return theta, steps
+
+
+def _adam(action: Action, Us0: list[Tensor], tol: float, max_iter: int, lr: float) -> tuple[list[Tensor], dict]:
+    """App. E: Adam on full matrices, symmetrised on use, no PD constraint (stops if it leaves the cone)."""
+    Ms = [u.clone() for u in Us0]
+    m1 = [torch.zeros_like(u) for u in Ms]
+    m2 = [torch.zeros_like(u) for u in Ms]
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    for k in range(1, max_iter + 1):
+        try:
+            val = action.at(Ms)
+        except (SolveError, FloatingPointError) as exc:
+            return Ms, {"iter": k, "eval": k, "message": f"Adam left the PD cone: {exc}"}
+        if max(float(g.abs().max()) for g in val.grads) <= tol:
+            return Ms, {"iter": k - 1, "eval": k, "message": "Adam converged"}
+        for i, g in enumerate(val.grads):
+            m1[i] = b1 * m1[i] + (1 - b1) * g
+            m2[i] = b2 * m2[i] + (1 - b2) * g * g
+            step = lr * (m1[i] / (1 - b1**k)) / (torch.sqrt(m2[i] / (1 - b2**k)) + eps)
+            Ms[i] = Ms[i] - 0.5 * (step + step.T)
+    return Ms, {"iter": max_iter, "eval": max_iter, "message": "Adam reached max_iter"}
+
+
+# -- sweeps and the paired API ---------------------------------------------------------------------------
+
+
+def sweep(problem: Problem, Ns: Sequence[float], tau: float, *, kern: PathKernels | None = None,
+          init: Sequence[Tensor] | None = None, **solve_kw) -> list[SaddlePoint]:
+    """Saddle points for every width in ``Ns`` (returned in that order), solved from the widest to the narrowest,
+    each warm-started from the previous one (the widest from ``init`` or the GP solution)."""
+    kern = kern or PathKernels(problem.Xi, problem.sigma2)
+    order = sorted(range(len(Ns)), key=lambda i: -Ns[i])
+    out: dict[int, SaddlePoint] = {}
+    prev = list(init) if init is not None else None
+    for i in order:
+        sp = solve(Action(kern, problem.y, tau, Ns[i], problem.Hs, problem.sigma2), prev, **solve_kw)
+        out[i] = sp
+        prev = sp.Us
+    return [out[i] for i in range(len(Ns))]
+
+
+def predict_gp(problem: Problem, tau: float, kern: PathKernels | None = None) -> Prediction:
+    """The GP limit (N → ∞): U = σ^{2(L+1)} I, i.e. K_GP = (σ^{2(L+2)}/n) Σ_π C_ππ."""
+    kern = kern or PathKernels(problem.Xi, problem.sigma2)
+    return kernel_predict(kern, problem.U_gp(), problem.y, tau, problem.Xi_test)
+
+
+def predict(problem: Problem, Ns: Sequence[float], tau: float | Sequence[float], *,
+            kern: PathKernels | None = None, **solve_kw) -> Trajectory:
+    """The theory's answer at every width N (the paired API's ``theory.predict``).
+
+    Returns a :class:`Trajectory` over ``N`` with ``U`` (n, n), ``accuracy``, ``gen_error``, ``f_mean`` (P*),
+    ``f_var`` (P*) — the names :func:`attnlab.paths.train.simulate` uses — and the solver's ``S``, ``energy``,
+    ``max_grad``, ``residual`` (max over levels), ``tau``. ``tau`` may be one value per width (τ tuned per N).
+    """
+    kern = kern or PathKernels(problem.Xi, problem.sigma2)
+    taus = [float(tau)] * len(Ns) if np.isscalar(tau) else [float(t) for t in tau]
+    if len(taus) != len(Ns):
+        raise ValueError(f"got {len(taus)} temperatures for {len(Ns)} widths")
+    sps: list[SaddlePoint | None] = [None] * len(Ns)
+    for t in sorted(set(taus)):
+        idx = [i for i in range(len(Ns)) if taus[i] == t]
+        for i, sp in zip(idx, sweep(problem, [Ns[i] for i in idx], t, kern=kern, **solve_kw), strict=True):
+            sps[i] = sp
+    obs: dict[str, list] = {k: [] for k in ("U", "accuracy", "gen_error", "f_mean", "f_var", "S", "energy",
+                                            "max_grad", "residual", "tau", "converged")}
+    for sp in sps:
+        assert sp is not None
+        pr = kernel_predict(kern, sp.U, problem.y, sp.tau, problem.Xi_test)
+        obs["U"].append(sp.U.cpu().numpy())
+        obs["accuracy"].append(pr.accuracy(problem.y_test))
+        obs["gen_error"].append(pr.gen_error(problem.y_test))
+        obs["f_mean"].append(pr.mean.cpu().numpy())
+        obs["f_var"].append(pr.var.cpu().numpy())
+        for k in ("S", "energy", "max_grad", "tau"):
+            obs[k].append(getattr(sp, k))
+        obs["residual"].append(max(sp.residuals))
+        obs["converged"].append(float(sp.converged))
+    meta = {"P": problem.P, "n_paths": problem.n, "n_iter": int(sum(sp.n_iter for sp in sps if sp)),
+            "seconds": float(sum(sp.seconds for sp in sps if sp))}
+    return Trajectory(np.asarray(Ns, dtype=float), {k: np.asarray(v) for k, v in obs.items()}, time_name="N",
+                      source="theory", meta=meta)
+
+
+def scalar_entropy_solution(problem: Problem, N: float, tau: float, kern: PathKernels | None = None) -> tuple[float,
+                                                                                                          float]:
+    """H = 1 reference (check A5): minimise (L+1)σ⁻²U^{1/(L+1)} − ln U + αℰ(U) over the scalar U; (U*, S*).
+
+    With one head per layer the entropy telescopes to Σ_ℓ u_ℓ/(σ²u_{ℓ+1}) − ln u_1, whose minimum over the
+    inner levels at fixed u_1 = U is the main text's (L+1)σ⁻²U^{1/(L+1)} − ln U, so S* compares exactly."""
+    from scipy.optimize import minimize_scalar
+
+    if problem.n != 1:
+        raise ValueError("the scalar reduction holds for one head per layer (n = 1)")
+    kern = kern or PathKernels(problem.Xi, problem.sigma2)
+    act = Action(kern, problem.y, tau, N, problem.Hs, problem.sigma2)
+    L, s2 = problem.L, problem.sigma2
+
+    def S(logU: float) -> float:
+        U = math.exp(logU)
+        E, _ = act.energy(torch.tensor([[U]], dtype=F64, device=kern.Xi.device), grad=False)
+        return (L + 1) / s2 * U ** (1 / (L + 1)) - logU + act.alpha * float(E)
+
+    res = minimize_scalar(S, bounds=(-30, 30), method="bounded", options={"xatol": 1e-13})
+    return math.exp(res.x), float(res.fun)

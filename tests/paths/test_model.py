@@ -1,0 +1,99 @@
+"""The network: layer recursion = path sum (A1), the path-feature tree (A10), the prior covariance (A2)."""
+
+import math
+
+import pytest
+import torch
+
+from attnlab.paths import model
+
+F64 = torch.float64
+
+
+def _heads(Hs, D, g, scale=1.0):
+    return [scale * torch.randn(H, D, D, generator=g, dtype=F64) / D for H in Hs]
+
+
+@pytest.mark.parametrize("Hs", [[1], [2, 3], [2, 2, 2], [3, 1]])
+@pytest.mark.parametrize("readout", ["mean", 0, 3, -1])
+def test_layer_recursion_equals_path_sum(Hs, readout):
+    """A1: Eqs. (1)-(4) and Eqs. (5)-(7) give the same f (relative error < 1e-10)."""
+    g = torch.Generator().manual_seed(len(Hs) * 10 + sum(Hs))
+    P, T, D, N = 5, 6, 7, 8
+    X = torch.randn(P, T, D, generator=g, dtype=F64)
+    heads = _heads(Hs, D, g, scale=3.0)
+    w = model.Weights.prior(3, N, D, Hs, g)
+    f1 = model.forward(X, heads, w, readout)
+    f2 = model.forward_paths(model.path_features(X, heads, readout), w)
+    assert float((f1 - f2).abs().max() / f1.abs().max()) < 1e-10
+
+
+@pytest.mark.parametrize("Hs", [[2], [2, 3], [3, 2, 2]])
+def test_tree_equals_naive_path_features(Hs):
+    """A10: the right-to-left tree equals the path-by-path Eq. (7) product (< 1e-12)."""
+    g = torch.Generator().manual_seed(7)
+    X = torch.randn(4, 5, 6, generator=g, dtype=F64)
+    heads = _heads(Hs, 6, g, scale=4.0)
+    for readout in ("mean", 2):
+        a = model.path_features(X, heads, readout, chunk=3)
+        b = model.path_features_naive(X, heads, readout)
+        assert float((a - b).abs().max()) < 1e-12
+
+
+def test_prior_covariance_is_the_gp_kernel():
+    """A2: E_prior[f(x^μ) f(x^ν)] = (σ^{2(L+2)}/n) Σ_π C_ππ and N⁻¹E[V_eff V_effᵀ] = σ^{2(L+1)} I, σ² = 1.3 (< 3%)."""
+    g = torch.Generator().manual_seed(0)
+    P, T, D, N, Hs, s2 = 4, 5, 6, 16, [2, 2], 1.3
+    X = torch.randn(P, T, D, generator=g, dtype=F64)
+    heads = _heads(Hs, D, g, scale=3.0)
+    Xi = model.path_features(X, heads, "mean")
+    draws = 20_000
+    w = model.Weights.prior(draws, N, D, Hs, g, sigma2=s2)
+    f = model.forward_paths(Xi, w)  # (draws, P)
+    emp = f.T @ f / draws
+    n, L = Xi.shape[1], len(Hs)
+    K_gp = s2 ** (L + 2) / n * torch.einsum("pad,qad->pq", Xi, Xi) / D
+    assert float((emp - K_gp).abs().max() / K_gp.abs().max()) < 0.03
+    U = model.order_parameter(w).mean(0)
+    assert float((U - s2 ** (L + 1) * torch.eye(n, dtype=F64)).abs().max()) < 0.03 * s2 ** (L + 1)
+
+
+def test_named_activations_and_input_errors():
+    g = torch.Generator().manual_seed(1)
+    X = torch.randn(3, 4, 5, generator=g, dtype=F64)
+    heads = _heads([2, 1], 5, g)
+    w = model.Weights.prior(1, 6, 5, [2, 1], g)
+    cache = {}
+    model.forward(X, heads, w, "mean", cache)
+    assert {"x1", "attn1", "x2", "attn2", "x3", "readout"} <= set(cache)
+    assert cache["attn1"].sum(dim=-2).allclose(torch.ones(3, 2, 4, dtype=F64))
+    with pytest.raises(ValueError, match="width"):
+        model.path_features(torch.randn(3, 4, 7, dtype=F64), heads, "mean")
+    with pytest.raises(ValueError, match="Hs"):
+        model.forward(X, heads, model.Weights.prior(1, 6, 5, [2, 2], g), "mean")
+    with pytest.raises(ValueError, match="readout"):
+        model.readout_vector(4, 9)
+
+
+def test_trainable_model_matches_the_fixed_attention_network():
+    """The GD model (learned Q/K) is the same network as the theory's: its logit matrices A = W_KᵀW_Q/(D√G)
+    and its value weights give the same f through :func:`model.forward`; pruning drops heads with rescaling."""
+    g = torch.Generator().manual_seed(2)
+    net = model.AttentionPathNet(D=6, N=5, G=3, Hs=[2, 3], readout="mean", generator=g).double()
+    X = torch.randn(4, 5, 6, generator=g, dtype=F64)
+    with torch.no_grad():
+        f_net = net(X)
+        f_ref = model.forward(X, net.logit_matrices(), net.weights(), "mean")[0]
+    assert torch.allclose(f_net, f_ref, atol=1e-10)
+    net.prune([[True, False], [True, True, True]])
+    with torch.no_grad():
+        heads = net.logit_matrices()
+        w = net.weights()
+        w1 = model.Weights(w.V0, [w.V[0][:, :1], w.V[1]], w.a)
+        f_pruned = model.forward(X, [heads[0][:1], heads[1]], w1, "mean")[0]
+        assert torch.allclose(net(X), f_pruned, atol=1e-10)  # rescaled by (N·1)^{-1/2}: a 1-head layer
+    with pytest.raises(ValueError, match="every head"):
+        net.prune([[False, False], [True, True, True]])
+    U = model.order_parameter(net.weights())
+    assert U.shape == (1, 6, 6) and torch.allclose(U, U.mT)
+    assert math.isclose(float(U[0].trace()), float((model.effective_weights(net.weights())[0] ** 2).sum() / 5))
