@@ -1,0 +1,37 @@
+"""Plumbing shared by the experiment modules: checkpointed units of work and the corpus of a config."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import torch
+
+from attnlab.core.runs import RunContext
+from attnlab.signal import corpus as corpus_mod
+from attnlab.signal import data
+
+
+def units(ctx: RunContext, keys: list[Hashable], compute: Callable[[Any], Any], description: str) -> dict:
+    """``compute(key)`` for every key, resuming from and checkpointing to the run's state after each one."""
+    done: dict = ctx.resume() or {}
+    with ctx.progress(len(keys), description) as bar:
+        for key in keys:
+            if key not in done:
+                done[key] = compute(key)
+                ctx.checkpoint(lambda: done, force=True)
+            bar.advance()
+    return done
+
+
+def corpus_tokens(config, T: int, ctx: RunContext, n: int | None = None) -> tuple[torch.Tensor, int]:
+    """(N, T) token windows and the vocabulary size of ``config.corpus``: the repeat task (``n`` sequences from
+    the ``corpus`` seed), the bundled stories or local TinyStories (WordPiece trained on them). Built from
+    fixed seeds, not from a checkpointed stream, so a resumed run sees the same corpus."""
+    if config.corpus == "repeat":
+        vocab = getattr(config, "repeat_vocab", 64)
+        gen = torch.Generator().manual_seed(ctx.seed("corpus"))
+        return data.repeat_task(n or getattr(config, "n_train", 4096), T, vocab, gen), vocab
+    windows, tok = corpus_mod.corpus_windows(config.corpus, T, config.n_stories, config.vocab_size,
+                                             config.corpus_path, seed=ctx.seed("corpus") % 2**31)
+    return windows, tok.vocab_size

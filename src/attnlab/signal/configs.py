@@ -1,0 +1,214 @@
+"""Experiment configs of the signal study: the paper's values where they survived, the spec's [R] defaults where
+they did not (spec §2.5, §5), and two scales. Every config carries the :class:`Architecture` fields (flat keys:
+``--set beta=3 --set H=6``), validated before any work (β > 0, T ≥ 2, H | d, α ≥ 0, known activation).
+
+``quick`` keeps the physics (same β, α, variances, depths where the claim needs them) at small width and
+sequence length, few inits and sequences; ``paper`` uses the paper's sizes (d = 720–768, T = 512, 10 × 10 or
+25 × 10 averaging, 60 / 200 layers) and is meant for ``--device cuda``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from attnlab.core.config import Config
+from attnlab.signal.arch import Architecture
+from attnlab.signal.mlm import Optim
+
+Corpus = Literal["stories", "tinystories", "repeat"]
+
+
+class ArchConfig(Config, Architecture):
+    """Config base: the architecture fields plus seed and device."""
+
+    def arch(self, **changes) -> Architecture:
+        values = {k: getattr(self, k) for k in Architecture.model_fields}
+        return Architecture(**{**values, **changes})
+
+
+class CorpusMixin(Config):
+    corpus: Corpus = Field("stories", description="stories (bundled generator) | tinystories (local) | repeat task")
+    corpus_path: str | None = Field(None, description="local TinyStories file or folder (corpus=tinystories)")
+    n_stories: int = Field(6000, ge=10, le=10_000_000, description="stories read / generated")
+    vocab_size: int = Field(2000, ge=16, le=100_000, description="WordPiece vocabulary (paper: 2000)")
+    emb_std: float = Field(0.1, gt=0, le=10, description="std of the word and position embeddings")
+
+    @model_validator(mode="after")
+    def _path_for_tinystories(self):
+        if self.corpus == "tinystories" and not self.corpus_path:
+            raise ValueError("key 'corpus_path' = None: corpus=tinystories needs a local file or folder "
+                             "(attnlab never downloads); or use corpus=stories")
+        return self
+
+
+class TrainabilityConfig(ArchConfig):
+    """Fig. 1c: theory diagram on a fine (β, α_SA) grid, α_c(L) curves, and a coarse simulated diagram."""
+
+    n_beta: int = Field(200, ge=2, le=4000)
+    n_alpha: int = Field(200, ge=2, le=4000)
+    beta_min: float = Field(0.01, gt=0)
+    beta_max: float = Field(5.0, gt=0)
+    alpha_max: float = Field(10.0, gt=0)
+    rho0: float = Field(0.0, ge=0, lt=1, description="input cosine (0: orthogonal tokens, as the paper)")
+    eps: float = Field(1e-2, gt=0, lt=1, description="rank collapse: ρ_L ≥ 1 − ε (spec §4 [R])")
+    eps_list: tuple[float, ...] = Field((1e-1, 1e-2, 1e-3), min_length=1)
+    Ls: tuple[int, ...] = Field((6, 12, 24, 48, 60, 96, 200), min_length=2, description="depths of the α_c curves")
+    finite_T: bool = Field(False, description="finite-T (Monte Carlo) q_sa, p_sa instead of Eq. 13")
+    sim_betas: tuple[float, ...] = Field((0.1, 0.5, 1.0, 2.0, 3.0), description="simulated grid (may be empty)")
+    sim_alphas: tuple[float, ...] = Field((0.25, 0.5, 1.0, 2.0, 4.0))
+    sim_d: int = Field(256, ge=2)
+    sim_T: int = Field(128, ge=2)
+    n_inits: int = Field(5, ge=1, le=1000)
+    n_seqs: int = Field(2, ge=1, le=1000)
+    tau_entropy: float = Field(0.3, ge=0, le=1, description="simulated red: first-layer S/log T below this")
+    tau_ipr: float = Field(0.3, ge=0, le=1, description="… or first-layer IPR above this")
+    scales = {"quick": {"sim_d": 64, "sim_T": 64, "n_inits": 2, "n_seqs": 2}, "paper": {}}
+
+
+class DepthConfig(ArchConfig, CorpusMixin):
+    """Figs. 1d/e: mean cosine over depth, simulation (inits × sequences) against Eq. 19 from the measured ρ_0."""
+
+    inputs: Literal["corpus", "synthetic"] = Field("corpus")
+    rho0: float = Field(0.05, ge=0, lt=1, description="input cosine of synthetic inputs")
+    hf_std: float | None = Field(None, gt=0, description="off-the-shelf Q/K std, e.g. HF 0.02 (sets β by App. B.1)")
+    betas: tuple[float, ...] | None = Field(None, description="configurations: β values (default: beta)")
+    alphas: tuple[float, ...] = Field((1.0,), min_length=1, description="configurations: α_SA values")
+    n_inits: int = Field(10, ge=1, le=10_000)
+    n_seqs: int = Field(10, ge=1, le=10_000)
+    finite_T: bool = Field(True, description="also the finite-T theory (MC table)")
+    scales = {"quick": {"d": 128, "H": 2, "T": 64, "n_inits": 4, "n_seqs": 4}, "paper": {}}
+
+
+class SALayerConfig(ArchConfig):
+    """Fig. 3: output cosine of one SA head over (β, input ρ): Eq. 14, finite-T MC and simulation."""
+
+    betas: tuple[float, ...] = Field((0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0), min_length=2)
+    rhos: tuple[float, ...] = Field((0.0, 0.05, 0.2, 0.25, 0.5, 0.75, 0.9), min_length=2)
+    n_inits: int = Field(3, ge=1, le=1000)
+    n_rep: int = Field(4, ge=1, le=1000, description="MC draws per grid point")
+    ipr_level: float = Field(0.3, gt=0, lt=1, description="β*(ρ): where the measured IPR crosses this")
+    scales = {"quick": {"T": 256, "d": 256}, "paper": {}}
+
+
+class UniversalityConfig(ArchConfig):
+    """β_c does not depend on d, H (and the frozen phase not on T): IPR of real attention layers vs β."""
+
+    combos: tuple[tuple[int, int, int], ...] = Field(
+        ((64, 1, 256), (256, 1, 256), (256, 4, 256), (256, 1, 64), (256, 1, 1024)), min_length=2,
+        description="(d, H, T) triples")
+    betas: tuple[float, ...] = Field(tuple(0.5 + 0.125 * i for i in range(29)), min_length=3)
+    n_inits: int = Field(4, ge=1, le=1000)
+    ipr_level: float = Field(0.3, gt=0, lt=1)
+    scales = {"quick": {"n_inits": 2}, "paper": {"n_inits": 8}}
+
+    @model_validator(mode="after")
+    def _heads_divide(self):
+        for d, H, T in self.combos:
+            if d % H or T < 2:
+                raise ValueError(f"key 'combos' = {(d, H, T)}: H must divide d and T ≥ 2")
+        return self
+
+
+class AlphaCConfig(ArchConfig):
+    """α_c(L) by bisection for several ε, and the simulated check that α > α_c keeps ρ_L < 1 − ε (spec AC-7)."""
+
+    Ls: tuple[int, ...] = Field((6, 12, 24, 48, 60, 96, 200), min_length=2)
+    eps_list: tuple[float, ...] = Field((1e-1, 1e-2, 1e-3), min_length=1)
+    rho0: float = Field(0.05, ge=0, lt=1)
+    sim_L: int = Field(24, ge=1)
+    sim_eps: float = Field(0.1, gt=0, lt=1)
+    sim_alphas: tuple[float, ...] = Field((0.5, 0.75, 1.0, 1.25, 1.5), min_length=1)
+    n_inits: int = Field(3, ge=1, le=1000)
+    n_seqs: int = Field(2, ge=1, le=1000)
+    scales = {"quick": {"d": 128, "T": 64}, "paper": {"d": 256, "T": 128, "n_inits": 5}}
+
+
+class TanhConfig(ArchConfig):
+    """Fig. 5: the tanh block map F(ρ) for several σ_w² and ρ_l over depth (theory lines, simulation dots)."""
+
+    sigma_w2s: tuple[float, ...] = Field((1.0, 4.0, 8.0, 16.0, 32.0), min_length=1)
+    sim_sigma_w2s: tuple[float, ...] = Field((4.0, 16.0, 32.0))
+    rho0: float = Field(0.1, ge=0, lt=1)
+    n_inits: int = Field(25, ge=1, le=10_000)
+    n_seqs: int = Field(10, ge=1, le=10_000)
+    scales = {"quick": {"L": 100, "d": 256, "T": 64, "n_inits": 3, "n_seqs": 2}, "paper": {}}
+
+
+class REMConfig(ArchConfig):
+    """Figs. B.1/B.2: q_sa, S/log T, q^SA and p^SA against β: Eq. 13 / B.18 and finite-T simulations."""
+
+    betas: tuple[float, ...] = Field(tuple(0.25 * i for i in range(1, 25)), min_length=2)
+    rhos: tuple[float, ...] = Field((0.0, 0.25, 0.5), min_length=1)
+    Ts: tuple[int, ...] = Field((256, 1024, 4096), min_length=1)
+    n_rows: int = Field(128, ge=1)
+    n_rep: int = Field(16, ge=1)
+    mc_T: int = Field(256, ge=2, description="T of the full-matrix MC (p_sa, cosines)")
+    scales = {"quick": {"n_rep": 8}, "paper": {"n_rep": 64}}
+
+
+class SpectrumConfig(ArchConfig):
+    """Fig. C.1: eigenvalues of attention matrices, standard (σ_s fixed) vs rescaled (σ_s² = β² log T) init."""
+
+    sigma_std: float = Field(1.0, gt=0, description="score std of the standard init, independent of T")
+    betas: tuple[float, ...] = Field((0.5, 2.0), min_length=1)
+    T_show: int = Field(1024, ge=4)
+    Ts: tuple[int, ...] = Field((64, 128, 256, 512, 1024), min_length=2)
+    n_rep: int = Field(4, ge=1)
+    scales = {"quick": {"n_rep": 2}, "paper": {"n_rep": 8, "Ts": (64, 128, 256, 512, 1024, 2048)}}
+
+
+class NoSkipConfig(ArchConfig):
+    """Fig. C.3: a block without skip connections (α_SA = α_MLP = 0)."""
+
+    betas: tuple[float, ...] = Field(tuple(0.1 * i for i in range(1, 101)), min_length=2)
+    rhos: tuple[float, ...] = Field(tuple(0.01 * i for i in range(0, 100)), min_length=2)
+    rho0: float = Field(0.01, ge=0, lt=1)
+    table_betas: tuple[float, ...] = Field((1.5, 3.0, 10.0))
+    n_inits: int = Field(3, ge=1)
+    n_seqs: int = Field(2, ge=1)
+    scales = {"quick": {"d": 128, "T": 64}, "paper": {"d": 256, "T": 256}}
+
+
+class AttentionMapsConfig(ArchConfig, CorpusMixin):
+    """Fig. 1a/b: attention of a 1-layer, 1-head model at initialisation on one story, low vs high β."""
+
+    betas: tuple[float, ...] = Field((0.5, 3.0), min_length=1)
+    n_tokens: int = Field(24, ge=2, le=512)
+    scales = {"quick": {"d": 256, "n_stories": 500}, "paper": {"d": 768}}
+
+
+class MLMConfig(ArchConfig, CorpusMixin):
+    """Figs. 4, C.2, 1f: MLM training from several initialisations (one slot per β × α × seed)."""
+
+    betas: tuple[float, ...] = Field((0.5, 3.0, 5.0), min_length=1)
+    alphas: tuple[float, ...] = Field((1.0,), min_length=1)
+    n_seeds: int = Field(1, ge=1, le=100)
+    steps: int = Field(1000, ge=1, le=10_000_000)
+    lr: float = Field(5e-4, gt=0, le=1)
+    batch: int = Field(64, ge=1, le=100_000)
+    warmup_ratio: float = Field(0.05, ge=0, lt=1)
+    weight_decay: float = Field(0.01, ge=0)
+    max_grad_norm: float = Field(1.0, gt=0)
+    mask_prob: float = Field(0.15, gt=0, lt=1)
+    log_every: int = Field(25, ge=1)
+    n_eval: int = Field(256, ge=8)
+    repeat_vocab: int = Field(64, ge=8, description="vocabulary of the repeat task")
+    n_train: int = Field(20000, ge=16, description="sequences of the repeat task")
+
+    def optim(self) -> Optim:
+        return Optim(self.steps, self.lr, self.batch, self.warmup_ratio, self.weight_decay, self.max_grad_norm,
+                     self.mask_prob, self.log_every, self.n_eval)
+
+
+class DeepMLMConfig(MLMConfig):
+    """Fig. 1f: a rank-collapse arm (deep, low β, α_SA below / above α_c(L)) and an entropy-collapse arm
+    (shallower, β above / below β_c), each trained as one batched run."""
+
+    rank_L: int = Field(60, ge=1, le=1000)
+    rank_beta: float = Field(0.1, gt=0)
+    rank_alphas: tuple[float, ...] = Field((1.0, 4.0), min_length=1, description="α_SA < α_c(L) and > α_c(L)")
+    entropy_L: int = Field(12, ge=1, le=1000)
+    entropy_betas: tuple[float, ...] = Field((3.0, 0.5), min_length=1)
+    entropy_alpha: float = Field(1.0, ge=0)

@@ -1,0 +1,169 @@
+"""Training experiments (Figs. 1f, 4, C.2) and the attention maps at initialisation (Fig. 1a/b).
+
+MLM runs train every initialisation of the figure in one batched computation (``mlm.train_mlm``) and
+checkpoint every ``log_every`` steps, so an interrupted run resumes at its last logged step.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import torch
+
+from attnlab.core.experiment import Result, experiment
+from attnlab.core.runs import RunContext
+from attnlab.core.trajectory import Trajectory
+from attnlab.signal import corpus as corpus_mod
+from attnlab.signal import data, figures, mlm
+from attnlab.signal.arch import qk_std_from_beta
+from attnlab.signal.common import corpus_tokens
+from attnlab.signal.configs import AttentionMapsConfig, DeepMLMConfig, MLMConfig
+from attnlab.signal.model import attention, init_block, layer_norm
+
+STUDY = "signal"
+
+
+def attention_maps(config: AttentionMapsConfig, ctx: RunContext) -> Result:
+    """Fig. 1a/b: one story through embeddings + LN and a single head at init, for each β."""
+    texts = corpus_mod.generate_stories(config.n_stories, seed=ctx.seed("corpus") % 2**31) \
+        if config.corpus != "tinystories" else corpus_mod.load_tinystories(config.corpus_path, config.n_stories)
+    tok = corpus_mod.WordPiece(texts, config.vocab_size)
+    ids = torch.tensor(tok.encode(texts[:1])[0][: config.n_tokens])
+    T = ids.numel()
+    arch = config.arch(T=T, H=1)
+    P = len(config.betas)
+    gen = ctx.rng("init")
+    emb = torch.randn((tok.vocab_size, arch.d), generator=gen) * config.emb_std
+    pos = torch.randn((T, arch.d), generator=gen) * config.emb_std
+    x = layer_norm(emb[ids] + pos, arch.norm).expand(P, 1, T, arch.d)
+    qk = torch.tensor([qk_std_from_beta(b * arch.beta_score / arch.beta, arch.d, T) for b in config.betas])
+    rec = {}
+    attention(x, init_block(arch, P, gen, None, qk), 1, hook=lambda n, t: rec.setdefault("A", t))
+    A = rec["A"][:, 0, 0].numpy()
+    ent = -(A * np.log(np.clip(A, 1e-30, None))).sum(-1).mean(-1) / np.log(T)
+    summary = {**{f"entropy_beta{b:g}": float(e) for b, e in zip(config.betas, ent, strict=True)},
+               **{f"ipr_beta{b:g}": float((a * a).sum(-1).mean()) for b, a in zip(config.betas, A, strict=True)}}
+    rows = [{"beta": b, "entropy": e} for b, e in zip(config.betas, ent, strict=True)]
+    return Result(pd.DataFrame(rows), {"attention": A, "betas": np.asarray(config.betas),
+                                       "tokens": np.asarray(tok.decode(ids))}, summary)
+
+
+experiment(STUDY, "fig1ab", AttentionMapsConfig, ref="Fig. 1a, 1b", figure=figures.attention_maps,
+           title="Attention at initialisation: nearly uniform (low β) vs sharp (high β)")(attention_maps)
+
+
+def _train(config: MLMConfig, ctx: RunContext, arch, betas, alphas, key: str = "") -> Trajectory:
+    """One batched MLM run over ``betas`` × ``alphas`` × seeds, resumable from the run's checkpoint."""
+    T = arch.T
+    windows, vocab = corpus_tokens(config, T, ctx)
+    if config.corpus == "repeat":
+        ev = data.repeat_task(config.n_eval, T, vocab, torch.Generator().manual_seed(ctx.seed("eval")))
+    else:
+        windows, ev = windows[config.n_eval:], windows[: config.n_eval]
+    state = ctx.resume() or {}
+    if state.get("done", {}).get(key) is not None:
+        return Trajectory.from_arrays(state["done"][key], time_name="step", source="training")
+    resume = state.get("partial") if state.get("key") == key else None
+    done = state.get("done", {})
+
+    def save(fn):
+        ctx.checkpoint(lambda: {"done": done, "key": key, "partial": fn()})
+
+    slots = list(itertools.product(betas, alphas)) * config.n_seeds
+    with ctx.progress(config.steps, f"MLM {key or 'training'}: {len(slots)} models, L={arch.L}") as bar:
+        tr = mlm.train_mlm(arch, windows, vocab, config.optim(), betas=[s[0] for s in slots],
+                           alphas=[s[1] for s in slots], eval_windows=ev, gen_init=ctx.rng(f"init{key}"),
+                           gen_data=ctx.rng(f"data{key}"), device=ctx.device, emb_std=config.emb_std, resume=resume,
+                           checkpoint=save, progress=bar.update)
+    done[key] = tr.to_arrays()
+    ctx.checkpoint(lambda: {"done": done, "key": None, "partial": None}, force=True)
+    return tr
+
+
+def _summarise(tr: Trajectory, slots, prefix: str = "") -> tuple[dict, list]:
+    summary, rows = {}, []
+    for i, (b, a, s) in enumerate(slots):
+        tag = f"{prefix}beta{b:g}_alpha{a:g}_seed{s}"
+        summary[f"loss_final_{tag}"] = float(tr["eval_loss"][-1, i])
+        summary[f"entropy_init_{tag}"] = float(tr["entropy"][0, i, 0])
+        summary[f"entropy_final_{tag}"] = float(tr["entropy"][-1, i, 0])
+        rows += [{"arm": prefix.rstrip("_"), "beta": b, "alpha": a, "seed": s, "step": int(t),
+                  "loss": float(tr["loss"][k, i]), "eval_loss": float(tr["eval_loss"][k, i]),
+                  "entropy_1": float(tr["entropy"][k, i, 0]), "ipr_1": float(tr["ipr"][k, i, 0])}
+                 for k, t in enumerate(tr.time)]
+    return summary, rows
+
+
+def mlm_betas(config: MLMConfig, ctx: RunContext) -> Result:
+    """Figs. 4 / C.2: MLM loss and first-layer attention entropy over training for several β (and α_SA)."""
+    arch = config.arch()
+    tr = _train(config, ctx, arch, config.betas, config.alphas)
+    slots = [(b, a, s) for s in range(config.n_seeds) for b, a in itertools.product(config.betas, config.alphas)]
+    summary, rows = _summarise(tr, slots)
+    lo, hi = min(config.betas), max(config.betas)
+    vocab = config.repeat_vocab if config.corpus == "repeat" else None
+    gaps, changes = [], []
+    for s in range(config.n_seeds):
+        for a in config.alphas:
+            gaps.append(summary[f"loss_final_beta{hi:g}_alpha{a:g}_seed{s}"]
+                        - summary[f"loss_final_beta{lo:g}_alpha{a:g}_seed{s}"])
+            changes.append(abs(summary[f"entropy_final_beta{hi:g}_alpha{a:g}_seed{s}"]
+                               - summary[f"entropy_init_beta{hi:g}_alpha{a:g}_seed{s}"]))
+    summary["loss_gap_min"] = min(gaps)
+    summary["entropy_init_high_beta_max"] = max(summary[f"entropy_init_beta{hi:g}_alpha{a:g}_seed{s}"]
+                                                for s in range(config.n_seeds) for a in config.alphas)
+    summary["entropy_change_high_beta_max"] = max(changes)
+    if vocab is not None:
+        summary["uniform_loss"] = data.uniform_loss(vocab)
+    arrays = {**tr.to_arrays(), "slot_betas": np.asarray([s[0] for s in slots]),
+              "slot_alphas": np.asarray([s[1] for s in slots]), "slot_seeds": np.asarray([s[2] for s in slots])}
+    return Result(pd.DataFrame(rows), arrays, summary)
+
+
+_MLM_QUICK = {"corpus": "repeat", "d": 64, "T": 64, "d_ff": 64, "betas": (0.5, 5.0), "n_seeds": 2, "steps": 1000}
+_MLM_PAPER = {"corpus": "stories", "d": 768, "T": 512, "n_stories": 200_000, "steps": 30_000}
+experiment(STUDY, "fig4", MLMConfig.with_defaults(
+    "Fig4Config", L=1, H=1, betas=(0.1, 0.5, 1.0, 2.0, 3.0, 5.0), lr=5e-4,
+    scales={"quick": _MLM_QUICK, "paper": _MLM_PAPER},
+    doc="Fig. 4: 1 layer, 1 head, MLM at lr 5e-4 from β on both sides of β_c."),
+    ref="Fig. 4", figure=figures.mlm_betas, title="Entropy collapse blocks training (1 layer, lr 5e-4)")(mlm_betas)
+experiment(STUDY, "figC2", MLMConfig.with_defaults(
+    "FigC2Config", L=1, H=1, betas=(0.1, 0.5, 1.0, 2.0, 3.0, 5.0), lr=1e-4,
+    scales={"quick": _MLM_QUICK, "paper": _MLM_PAPER},
+    doc="Fig. C.2: Fig. 4 at the lower learning rate 1e-4."),
+    ref="Fig. C.2", figure=figures.mlm_betas, title="Fig. 4 at lr 1e-4")(mlm_betas)
+
+
+def deep_mlm(config: DeepMLMConfig, ctx: RunContext) -> Result:
+    """Fig. 1f: deep low-β models with α_SA below / above α_c(L) (rank-collapse arm) and shallower models with
+    β above / below β_c (entropy-collapse arm), MLM loss over training."""
+    rank = _train(config, ctx, config.arch(L=config.rank_L, beta=config.rank_beta), [config.rank_beta],
+                  config.rank_alphas, "rank")
+    ent = _train(config, ctx, config.arch(L=config.entropy_L), config.entropy_betas, [config.entropy_alpha], "entropy")
+    rs = [(config.rank_beta, a, s) for s in range(config.n_seeds) for a in config.rank_alphas]
+    es = [(b, config.entropy_alpha, s) for s in range(config.n_seeds) for b in config.entropy_betas]
+    s1, r1 = _summarise(rank, rs, "rank_")
+    s2, r2 = _summarise(ent, es, "entropy_")
+    summary = {**s1, **s2}
+    a_lo, a_hi = min(config.rank_alphas), max(config.rank_alphas)
+    b_lo, b_hi = min(config.entropy_betas), max(config.entropy_betas)
+    summary["rank_gap_min"] = min(summary[f"loss_final_rank_beta{config.rank_beta:g}_alpha{a_lo:g}_seed{s}"]
+                                  - summary[f"loss_final_rank_beta{config.rank_beta:g}_alpha{a_hi:g}_seed{s}"]
+                                  for s in range(config.n_seeds))
+    summary["entropy_gap_min"] = min(summary[f"loss_final_entropy_beta{b_hi:g}_alpha{config.entropy_alpha:g}_seed{s}"]
+                                     - summary[f"loss_final_entropy_beta{b_lo:g}_alpha{config.entropy_alpha:g}_seed{s}"]
+                                     for s in range(config.n_seeds))
+    arrays = {**rank.to_arrays("rank_"), **ent.to_arrays("entropy_")}
+    return Result(pd.DataFrame(r1 + r2), arrays, summary)
+
+
+experiment(STUDY, "fig1f", DeepMLMConfig.with_defaults(
+    "Fig1fConfig", H=6, d=720, T=512, lr=1e-4, rank_L=60, rank_alphas=(1.0, 4.0), entropy_L=12,
+    entropy_betas=(3.0, 0.5),
+    scales={"quick": {"corpus": "repeat", "d": 64, "H": 1, "T": 64, "d_ff": 64, "lr": 5e-4, "rank_L": 8,
+                      "rank_alphas": (0.1, 3.0), "entropy_L": 4, "entropy_betas": (5.0, 0.5), "steps": 1000},
+            "paper": _MLM_PAPER},
+    doc="Fig. 1f: MLM pre-training, trainable vs rank-collapse (60 layers) vs entropy-collapse (12 layers)."),
+    ref="Fig. 1f", figure=figures.deep_mlm, title="Only the trainable initialisation learns (MLM)")(deep_mlm)
