@@ -1,0 +1,366 @@
+"""MLM training on Potts data (spec §5): mini-batch Adam/SGD with a cosine schedule, and full-batch L-BFGS.
+
+    fit = train_stacked("factored", data, seeds=[0, 1, 2], optim=Optim())     # 3 models in one computation
+    fit.trajectory          # Trajectory over epochs: test_loss, train_loss, gap, recon_err, corr, each (T, S)
+    fit = train_vanilla(data, n_layers=1, seed=0, optim=Optim(lr=1e-3, epochs=60))
+    res = fit_lbfgs(samples (S, M, L), data, lam=1e-2)                        # factored PLM, S fits at once
+    sim = simulate(data, "factored", ...)                                     # the paired API (theory.potts_optimum)
+
+Stacked models ('factored' eq. (4), 'perturbed' eq. (2)) carry a leading model axis; each model draws its
+initialisation and its batch order from its own generators, so a model's run does not depend on which models
+train beside it. A batch is ``batch`` sequences, each contributing its L masked predictions (spec §11.21); the
+vanilla transformer masks one random site per sequence while training (an unbiased estimate of the same loss,
+L times cheaper, spec §4.3) and is always evaluated on all L masked copies.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import torch
+
+from attnlab.core.trajectory import Trajectory
+from attnlab.potts import metrics
+from attnlab.potts.data import PottsData
+from attnlab.potts.model import (
+    Attn,
+    VanillaTransformer,
+    attention,
+    factored_logits,
+    factored_loss_grad,
+    mlm_loss,
+    perturbed_logits,
+)
+from attnlab.potts.optim import lbfgs
+
+Tensor = torch.Tensor
+OBSERVABLES = ("test_loss", "train_loss", "gap", "recon_err", "corr")
+
+
+@dataclass(frozen=True)
+class Optim:
+    """Mini-batch optimiser (spec §5.2): cosine lr(t) = lr0 (1 + cos(π t/T))/2 per step, no warm-up."""
+
+    optimizer: Literal["adam", "sgd"] = "adam"
+    lr: float = 0.05
+    epochs: int = 100
+    batch: int = 100
+    schedule: Literal["cosine", "constant"] = "cosine"
+    weight_decay: float = 0.0
+    momentum: float = 0.0
+
+
+def model_generators(seed: int, device: torch.device | str = "cpu") -> tuple[torch.Generator, torch.Generator]:
+    """(init, batches) generators of one model, derived from its integer seed."""
+    words = np.random.SeedSequence(int(seed)).generate_state(2, np.uint64)
+    return tuple(torch.Generator(device=device).manual_seed(int(w) & (2**63 - 1)) for w in words)  # type: ignore
+
+
+def _optimizer(params: list[Tensor], opt: Optim, steps: int) -> tuple[torch.optim.Optimizer, Callable[[], None]]:
+    if opt.optimizer == "adam":
+        o = torch.optim.Adam(params, lr=opt.lr, weight_decay=opt.weight_decay)
+    elif opt.optimizer == "sgd":
+        o = torch.optim.SGD(params, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay)
+    else:
+        raise ValueError(f"optimizer {opt.optimizer!r} is not known; allowed: adam, sgd")
+    if opt.schedule == "cosine":
+        sched = torch.optim.lr_scheduler.LambdaLR(o, lambda t: 0.5 * (1 + math.cos(math.pi * min(t, steps) / steps)))
+    else:
+        sched = torch.optim.lr_scheduler.LambdaLR(o, lambda t: 1.0)
+    return o, sched.step
+
+
+@dataclass(eq=False)
+class Fit:
+    """A trained stack of models: final parameters, the per-epoch trajectory, final attention maps (S, L, L)."""
+
+    params: dict[str, Tensor]
+    trajectory: Trajectory
+    maps: Tensor
+    extra: dict = field(default_factory=dict)
+
+
+# -- stacked single-layer models ------------------------------------------------------------------------------------
+
+
+def init_params(kind: str, n_models: int, L: int, C: int, gens: Sequence[torch.Generator], dtype: torch.dtype,
+                attn: Attn = "softmax", init_scale: float = 0.1, v_scale: float = 0.01) -> dict[str, Tensor]:
+    """Initial stacked parameters. factored: W ~ N(0, s²) (near-uniform attention; 'linear': 1/L + N(0, s²)),
+    V ~ v_scale² N(0, 1/C); perturbed (eq. (2), trained through W = QᵀK, d = C): the same draws, so that a = 0
+    trains exactly like the factored layer.
+
+    V starts near 0 on purpose: the first, attention-blind stage of training then aligns V with U. From an O(1)
+    random V about half the seeds lock into a basin where V is misaligned and the attention avoids the true
+    neighbours (on `cpu_fig2`: gap 0.19, corr(A, J) = -0.33 instead of 0.03 and 0.95).
+    """
+    dev = gens[0].device
+
+    def randn(*shape):
+        return torch.stack([torch.randn(*shape, generator=g, device=dev, dtype=dtype) for g in gens])
+
+    if kind == "factored":
+        W = init_scale * randn(L, L) + (1.0 / L if attn == "linear" else 0.0)
+        return {"W": W, "V": v_scale * randn(C, C) / math.sqrt(C)}
+    if kind == "perturbed":
+        if L != C:
+            raise ValueError(f"eq. (2) with one-hot positions and E = I needs L = d = C (L = {L}, C = {C})")
+        return {"W": init_scale * randn(C, C), "V": v_scale * randn(C, C) / math.sqrt(C)}
+    raise ValueError(f"model kind {kind!r} is not known; allowed: factored, perturbed")
+
+
+def stacked_logits(kind: str, params: dict[str, Tensor], c: Tensor, attn: Attn = "softmax",
+                   a: Tensor | None = None) -> Tensor:
+    if kind == "factored":
+        return factored_logits(c, params["W"], params["V"], attn)
+    return perturbed_logits(c, params["W"], params["V"], a)
+
+
+@torch.no_grad()
+def attention_maps(kind: str, params: dict[str, Tensor], c: Tensor, attn: Attn = "softmax",
+                   a: Tensor | None = None) -> Tensor:
+    """(S, L, L) attention of each stacked model; for eq. (2) the mean over sequences c of the masked rows."""
+    if kind == "factored":
+        return attention(params["W"], attn)
+    _, A = perturbed_logits(c, params["W"], params["V"], a, return_attention=True)
+    return A.mean(-3)
+
+
+def train_stacked(
+    kind: Literal["factored", "perturbed"],
+    data: PottsData,
+    *,
+    seeds: Sequence[int],
+    optim: Optim = Optim(),
+    attn: Attn = "softmax",
+    a: Sequence[float] | Tensor | None = None,
+    M: int | None = None,
+    dtype: torch.dtype = torch.float32,
+    init_scale: float = 0.1,
+    eval_every: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> Fit:
+    """Train len(seeds) single-layer models at once on the first ``M`` training sequences (default all)."""
+    device = data.train.device
+    train = data.train if M is None else data.train[:M]
+    test, J, L, C = data.test, data.potts.J, data.potts.L, data.potts.C
+    S, n = len(seeds), train.shape[0]
+    gens = [model_generators(s, device) for s in seeds]
+    params = {k: v.requires_grad_(True) for k, v in
+              init_params(kind, S, L, C, [g[0] for g in gens], dtype, attn, init_scale).items()}
+    if kind == "perturbed":
+        a = torch.as_tensor(a if a is not None else [0.0] * S, dtype=dtype, device=device)
+    steps_per_epoch = -(-n // optim.batch)
+    opt, step_lr = _optimizer(list(params.values()), optim, optim.epochs * steps_per_epoch)
+    opt_loss = data.optimal_loss
+
+    def evaluate() -> dict[str, Tensor]:
+        with torch.no_grad():
+            test_loss = mlm_loss(stacked_logits(kind, params, test, attn, a), test).double()
+            A = attention_maps(kind, params, test, attn, a).double()
+        return {"test_loss": test_loss, "gap": test_loss - opt_loss, "recon_err": metrics.recon_error(A, J),
+                "corr": metrics.corr_offdiag(A, J)}
+
+    rows, epochs = [], []
+    with torch.no_grad():
+        first = mlm_loss(stacked_logits(kind, params, train, attn, a), train).double()
+    rows.append({**evaluate(), "train_loss": first})
+    epochs.append(0)
+    for epoch in range(1, optim.epochs + 1):
+        perms = torch.stack([torch.randperm(n, generator=g[1], device=device) for g in gens])
+        total = torch.zeros(S, dtype=torch.float64, device=device)
+        for k in range(steps_per_epoch):
+            idx = perms[:, k * optim.batch:(k + 1) * optim.batch]
+            c = train[idx]  # (S, B, L)
+            loss = mlm_loss(stacked_logits(kind, params, c, attn, a), c)
+            opt.zero_grad(set_to_none=True)
+            loss.sum().backward()
+            opt.step()
+            step_lr()
+            total += loss.detach().double() * idx.shape[1]
+        if epoch % eval_every == 0 or epoch == optim.epochs:
+            rows.append({**evaluate(), "train_loss": total / n})
+            epochs.append(epoch)
+        if progress is not None:
+            progress(epoch, optim.epochs)
+    traj = Trajectory(np.asarray(epochs, float), {k: torch.stack([r[k] for r in rows]) for k in OBSERVABLES},
+                      time_name="epoch", source=kind, meta={"optimal_loss": opt_loss, "M": n})
+    final = {k: v.detach() for k, v in params.items()}
+    return Fit(final, traj, attention_maps(kind, final, test, attn, a).double())
+
+
+# -- the vanilla transformer ------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def vanilla_eval(model: VanillaTransformer, c: Tensor, chunk: int = 256) -> tuple[float, Tensor]:
+    """Exact MLM loss on c (all L masked copies) and the mean attention map of each layer, (n_layers, L, L)."""
+    total, maps = 0.0, 0.0
+    for start in range(0, c.shape[0], chunk):
+        part = c[start:start + chunk]
+        logits, m = model.mlm_logits(part, with_maps=True)
+        total += float(mlm_loss(logits, part)) * part.shape[0]
+        maps = maps + m.double().sum(1)
+    return total / c.shape[0], maps / c.shape[0]
+
+
+def vanilla_map(layer_maps: Tensor) -> Tensor:
+    """Fig. 2b's map: the only layer's, or the average of the last two layers' (paper, 3 layers)."""
+    return layer_maps[-2:].mean(0)
+
+
+def train_vanilla(
+    data: PottsData,
+    *,
+    n_layers: int,
+    seed: int,
+    optim: Optim = Optim(lr=1e-3, epochs=60),
+    d: int = 20,
+    head: Literal["uva", "linear"] = "uva",
+    mask: Literal["random", "all"] = "random",
+    M: int | None = None,
+    eval_every: int = 1,
+    n_eval: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Fit:
+    """Train the UvA transformer by MLM; evaluate every ``eval_every`` epochs on ``n_eval`` test sequences."""
+    device = data.train.device
+    train = data.train if M is None else data.train[:M]
+    test, J, L, C = data.test, data.potts.J, data.potts.L, data.potts.C
+    g_init, g_batch = model_generators(seed, "cpu")[0], model_generators(seed, device)[1]
+    model = VanillaTransformer(C, L, d, n_layers, head, generator=g_init).to(device)
+    n = train.shape[0]
+    steps_per_epoch = -(-n // optim.batch)
+    opt, step_lr = _optimizer(list(model.parameters()), optim, optim.epochs * steps_per_epoch)
+    opt_loss = data.optimal_loss
+    probe = test if n_eval is None else test[:n_eval]
+
+    def evaluate(c: Tensor) -> dict[str, Tensor]:
+        loss, maps = vanilla_eval(model, c)
+        A = vanilla_map(maps)
+        return {"test_loss": torch.tensor([loss], dtype=torch.float64), "gap": torch.tensor([loss - opt_loss]),
+                "recon_err": metrics.recon_error(A, J).reshape(1).cpu(),
+                "corr": metrics.corr_offdiag(A, J).reshape(1).cpu()}
+
+    rows = [{**evaluate(probe), "train_loss": torch.tensor([float("nan")])}]
+    epochs = [0]
+    for epoch in range(1, optim.epochs + 1):
+        perm = torch.randperm(n, generator=g_batch, device=device)
+        total = 0.0
+        for k in range(steps_per_epoch):
+            c = train[perm[k * optim.batch:(k + 1) * optim.batch]]
+            if mask == "random":
+                sites = torch.randint(0, L, (c.shape[0],), generator=g_batch, device=device)
+                logits = model(model.masked_inputs(c, sites))[torch.arange(c.shape[0], device=device), sites]
+                loss = torch.nn.functional.cross_entropy(logits, c[torch.arange(c.shape[0], device=device), sites])
+            else:
+                logits, _ = model.mlm_logits(c)
+                loss = mlm_loss(logits, c)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            step_lr()
+            total += float(loss.detach()) * c.shape[0]
+        if epoch % eval_every == 0 or epoch == optim.epochs:
+            rows.append({**evaluate(probe), "train_loss": torch.tensor([total / n])})
+            epochs.append(epoch)
+        if progress is not None:
+            progress(epoch, optim.epochs)
+    traj = Trajectory(np.asarray(epochs, float),
+                      {k: torch.stack([r[k].double().cpu() for r in rows]) for k in OBSERVABLES},
+                      time_name="epoch", source=f"vanilla{n_layers}", meta={"optimal_loss": opt_loss, "M": n})
+    loss, maps = vanilla_eval(model, test)
+    A = vanilla_map(maps)
+    extra = {"test_loss": loss, "layer_maps": maps.cpu()}
+    return Fit({k: v.detach() for k, v in model.state_dict().items()}, traj, A[None], extra)
+
+
+# -- full-batch pseudo-likelihood fits (L-BFGS) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class PLFit:
+    W: Tensor  # (S, L, L)
+    V: Tensor  # (S, C, C)
+    test_loss: Tensor  # (S,)
+    train_loss: Tensor  # (S,) unregularised MLM loss on each fit's own samples
+    grad_norm: Tensor
+    n_iter: Tensor
+    converged: Tensor
+
+    def A(self, attn: Attn = "softmax") -> Tensor:
+        return attention(self.W, attn)
+
+
+def pl_objective(c: Tensor, lam: Tensor | float, reg_form: Literal["sum", "mean"] = "sum", attn: Attn = "softmax",
+                 weights: Tensor | None = None) -> Callable[[Tensor], tuple[Tensor, Tensor]]:
+    """f(x) for stacked x = (vec W, vec V) (S, L² + C²): mean MLM loss + λ/(2M) ||x||² ('sum', eq. (7)'s form,
+    fading as M grows) or + λ/2 ||x||² ('mean') (spec §5.3), with its closed-form gradient."""
+    S, M, L = c.shape
+    lam_t = torch.as_tensor(lam, dtype=torch.float64, device=c.device).expand(S)
+    n_eff = weights.sum(-1) if weights is not None else torch.full((S,), float(M), device=c.device)
+    scale = lam_t / (2 * n_eff) if reg_form == "sum" else lam_t / 2
+
+    def fun(x: Tensor) -> tuple[Tensor, Tensor]:
+        W, V = unpack(x, L)
+        loss, gW, gV = factored_loss_grad(c, W, V, weights, attn)
+        reg = scale.to(x)
+        grad = torch.cat([gW.reshape(S, -1), gV.reshape(S, -1)], -1) + 2 * reg[:, None] * x
+        return loss + reg * (x * x).sum(-1), grad
+
+    return fun
+
+
+def unpack(x: Tensor, L: int) -> tuple[Tensor, Tensor]:
+    S, P = x.shape
+    C = round(math.sqrt(P - L * L))
+    return x[:, : L * L].reshape(S, L, L), x[:, L * L:].reshape(S, C, C)
+
+
+def fit_lbfgs(
+    c: Tensor,
+    data: PottsData,
+    *,
+    lam: float | Tensor = 1e-2,
+    reg_form: Literal["sum", "mean"] = "sum",
+    attn: Attn = "softmax",
+    seeds: Sequence[int] | None = None,
+    init_scale: float = 0.1,
+    max_iter: int = 2000,
+    gtol: float = 1e-6,
+    weights: Tensor | None = None,
+) -> PLFit:
+    """Factored PLM: minimise the MLM loss of factored attention on each sample set c[s] (S, M, L) to convergence.
+
+    float64; initial parameters as :func:`init_params` from ``seeds`` (default 0..S-1)."""
+    c = c.to(data.test.device)
+    S, _, L = c.shape
+    C = data.potts.C
+    seeds = list(range(S)) if seeds is None else list(seeds)
+    gens = [model_generators(s, c.device)[0] for s in seeds]
+    p0 = init_params("factored", S, L, C, gens, torch.float64, attn, init_scale)
+    x0 = torch.cat([p0["W"].reshape(S, -1), p0["V"].reshape(S, -1)], -1)
+    res = lbfgs(pl_objective(c, lam, reg_form, attn, weights), x0, max_iter=max_iter, gtol=gtol)
+    W, V = unpack(res.x, L)
+    with torch.no_grad():
+        test_loss = mlm_loss(factored_logits(data.test, W, V, attn), data.test)
+        train_loss = mlm_loss(factored_logits(c, W, V, attn), c, weights)
+    return PLFit(W, V, test_loss, train_loss, res.grad_norm, res.n_iter, res.converged)
+
+
+# -- the paired API ---------------------------------------------------------------------------------------------------
+
+
+def simulate(data: PottsData, model: Literal["factored", "vanilla1", "vanilla3"] = "factored", *,
+             seeds: Sequence[int] = (0,), optim: Optim | None = None, **kw) -> Trajectory:
+    """MLM training of one architecture as a Trajectory over epochs (observables ``OBSERVABLES``, (T, S));
+    :func:`attnlab.potts.theory.potts_optimum` returns the same observables for the exact Potts conditionals."""
+    if model == "factored":
+        return train_stacked("factored", data, seeds=seeds, optim=optim or Optim(), **kw).trajectory
+    if model in ("vanilla1", "vanilla3"):
+        return train_vanilla(data, n_layers=int(model[-1]), seed=seeds[0], optim=optim or Optim(lr=1e-3, epochs=60),
+                             **kw).trajectory
+    raise ValueError(f"model {model!r} is not known; allowed: factored, vanilla1, vanilla3")
