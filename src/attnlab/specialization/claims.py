@@ -13,7 +13,7 @@ import torch
 from attnlab.core.claims import Claim, ClaimContext, register
 from attnlab.specialization import analysis, bayes, hessian, theory
 from attnlab.specialization.activations import bsoftmax
-from attnlab.specialization.data import DiscreteLaw, make_law
+from attnlab.specialization.laws import DiscreteLaw, make_law
 
 F64 = torch.float64
 ACTS = ("softmax", "softmax1", "bsoftmax")

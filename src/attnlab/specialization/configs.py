@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from attnlab.core.config import Config
-from attnlab.specialization.data import ThetaLaw, make_law
+from attnlab.specialization.laws import ThetaLaw, make_law
 
 Activation = Literal["softmax", "softmax1", "bsoftmax"]
 LawName = Literal["flip", "onehot", "gaussian", "gaussian_iso"]

@@ -26,7 +26,7 @@ import torch
 
 from attnlab.core.trajectory import Trajectory
 from attnlab.specialization.activations import TRAINABLE, get_activation
-from attnlab.specialization.data import symsqrt
+from attnlab.specialization.laws import symsqrt
 
 Tensor = torch.Tensor
 PARAMS = ("m", "r", "b", "v")
