@@ -75,6 +75,8 @@ class DepthConfig(ArchConfig, CorpusMixin):
     hf_std: float | None = Field(None, gt=0, description="off-the-shelf Q/K std, e.g. HF 0.02 (sets β by App. B.1)")
     betas: tuple[float, ...] | None = Field(None, description="configurations: β values (default: beta)")
     alphas: tuple[float, ...] = Field((1.0,), min_length=1, description="configurations: α_SA values")
+    pairs: tuple[tuple[float, float], ...] | None = Field(None, description="explicit (β, α_SA) configurations "
+                                                          "(instead of betas × alphas)")
     n_inits: int = Field(10, ge=1, le=10_000)
     n_seqs: int = Field(10, ge=1, le=10_000)
     finite_T: bool = Field(True, description="also the finite-T theory (MC table)")
@@ -95,10 +97,12 @@ class SALayerConfig(ArchConfig):
 class UniversalityConfig(ArchConfig):
     """β_c does not depend on d, H (and the frozen phase not on T): IPR of real attention layers vs β."""
 
+    # d ≥ T throughout: for T > d the T scores of a row span only d dimensions (a rank-deficient REM), which
+    # moves the measured transition (d = 64, T = 256 crosses at β* ≈ 1.66 vs 1.54 at d = 256)
     combos: tuple[tuple[int, int, int], ...] = Field(
-        ((64, 1, 256), (256, 1, 256), (256, 4, 256), (256, 1, 64), (256, 1, 1024)), min_length=2,
-        description="(d, H, T) triples")
-    betas: tuple[float, ...] = Field(tuple(0.5 + 0.125 * i for i in range(29)), min_length=3)
+        ((256, 1, 256), (512, 1, 256), (512, 4, 256), (512, 1, 64), (512, 1, 512)), min_length=2,
+        description="(d, H, T) triples; the first T is the one the (d, H) comparison uses")
+    betas: tuple[float, ...] = Field((*(1.0 + 0.1 * i for i in range(11)), 2.5, 3.0, 3.5), min_length=3)
     n_inits: int = Field(4, ge=1, le=1000)
     ipr_level: float = Field(0.3, gt=0, lt=1)
     scales = {"quick": {"n_inits": 2}, "paper": {"n_inits": 8}}
@@ -145,7 +149,7 @@ class REMConfig(ArchConfig):
     n_rows: int = Field(128, ge=1)
     n_rep: int = Field(16, ge=1)
     mc_T: int = Field(256, ge=2, description="T of the full-matrix MC (p_sa, cosines)")
-    scales = {"quick": {"n_rep": 8}, "paper": {"n_rep": 64}}
+    scales = {"quick": {"n_rep": 8, "n_rows": 64}, "paper": {"n_rep": 64}}
 
 
 class SpectrumConfig(ArchConfig):

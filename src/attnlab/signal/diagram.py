@@ -62,7 +62,7 @@ def rho_L(arch: Architecture, alphas, Ls, *, beta: float | None = None, rho0: fl
 
 
 def alpha_c(arch: Architecture, Ls, eps, *, beta: float | None = None, rho0: float = 0.0, alpha_max: float = 1e4,
-            iters: int = 60, table: rem.OverlapTable | None = None) -> torch.Tensor:
+            iters: int = 44, table: rem.OverlapTable | None = None) -> torch.Tensor:
     """α_c(L, ε) = inf{α_SA : ρ_L(α_SA) < 1 − ε} for every L in ``Ls`` × ε in ``eps`` (tensor (nL, nε)).
 
     ρ_L decreases with α_SA (checked in the tests), so a bisection on [0, α_max] brackets it; +inf where even

@@ -45,7 +45,7 @@ def alpha_critical(config: AlphaCConfig, ctx: RunContext) -> Result:
     rows = [{"L": L, "eps": e, "alpha_c": ac[i, j]} for i, L in enumerate(config.Ls)
             for j, e in enumerate(config.eps_list)]
     arrays = {"Ls": np.asarray(config.Ls), "eps_list": np.asarray(config.eps_list), "alpha_c": ac,
-              "mlp_only": mlp_only, "sim_alphas": alphas, **sim.to_arrays("sim_"), **th.to_arrays("theory_")}
+              "mlp_only": mlp_only, "alphas_sim": alphas, **sim.to_arrays("sim_"), **th.to_arrays("theory_")}
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
@@ -178,8 +178,10 @@ def no_skip(config: NoSkipConfig, ctx: RunContext) -> Result:
         sim = train.simulate(arch, n_inits=config.n_inits, n_seqs=config.n_seqs, rho0=config.rho0, betas=tb,
                              gen=ctx.rng("init"), device=ctx.device, progress=bar.update)
     th = theory.predict(arch, sim["rho"][0], beta=torch.tensor(tb))
+    thf = theory.predict(arch, sim["rho"][0], beta=torch.tensor(tb), finite_T=True, seed=ctx.seed("mc"))
     summary = {"rho1_beta0.5": float(theory.block(config.rho0, arch, 0.5)["rho"]),
-               "max_dev": float(np.abs(sim["rho"] - th["rho"]).max())}
+               "max_dev": float(np.abs(sim["rho"] - th["rho"]).max()),
+               "max_dev_finite_T": float(np.abs(sim["rho"] - thf["rho"]).max())}
     rows = []
     for i, b in enumerate(tb):
         for layer in (1, 2, 5, 10):
@@ -188,7 +190,7 @@ def no_skip(config: NoSkipConfig, ctx: RunContext) -> Result:
                 rows.append({"beta": b, "layer": layer, "rho_theory": th["rho"][layer, i],
                              "rho_sim": sim["rho"][layer, i]})
     arrays = {"betas": B.numpy(), "rhos": R.numpy(), "one_block": one, "depth": depth, "table_betas": tb,
-              **sim.to_arrays("sim_"), **th.to_arrays("theory_")}
+              **sim.to_arrays("sim_"), **th.to_arrays("theory_"), **thf.to_arrays("finite_")}
     return Result(pd.DataFrame(rows), arrays, summary)
 
 

@@ -52,15 +52,19 @@ def trainability(result: Result, config) -> object:
             m = a["sim_phase"] == k
             ax.scatter(a["sim_betas"][m], a["sim_alphas"][m], s=90, color=PHASE_COLORS[k], edgecolor="k", lw=0.5)
         wrong = a["sim_phase"] != a["sim_theory_phase"]
-        ax.scatter(a["sim_betas"][wrong], a["sim_alphas"][wrong], s=18, marker="x", color="k",
-                   label="differs from theory")
+        if wrong.any():
+            ax.scatter(a["sim_betas"][wrong], a["sim_alphas"][wrong], s=18, marker="x", color="k",
+                       label="differs from theory")
+            ax.legend(fontsize=8, loc="lower right")
+        ax.axvline(result.summary["beta_c"], color="k", ls="--", lw=1)
+        if np.isfinite(result.summary["alpha_c"]):
+            ax.axhline(result.summary["alpha_c"], color="k", ls=":", lw=1)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(r"$\beta$")
         ax.set_ylabel(r"$\alpha_{SA}$")
         ax.set_title(f"simulated (d={config.sim_d}, T={config.sim_T}), agreement "
                      f"{100 * result.summary['sim_agreement']:.0f}%")
-        ax.legend(fontsize=8, loc="lower right")
     return fig
 
 
@@ -96,7 +100,7 @@ def depth(result: Result, config) -> object:
     ax.set_xlabel("layer l")
     ax.set_ylabel(r"attention entropy $S/\log T$")
     ax.set_ylim(-0.02, 1.05)
-    ax.set_title(f"d={config.d}, H={config.H}, T={config.T}, {sim.meta.get('n_inits', '')} inits")
+    ax.set_title(f"d={config.d}, H={config.H}, T={config.T}; {config.n_inits} inits × {config.n_seqs} sequences")
     return fig
 
 
@@ -162,7 +166,7 @@ def alpha_critical(result: Result, config) -> object:
     ax.legend()
     ax = axes[1]
     sim, th = _traj(a, "sim_", "simulation"), _traj(a, "theory_", "theory")
-    for i, al in enumerate(a["sim_alphas"]):
+    for i, al in enumerate(a["alphas_sim"]):
         c = COLORS[i % len(COLORS)]
         ax.errorbar(sim.time, sim["rho"][:, i], yerr=sim["rho_std"][:, i], fmt="o", ms=3, color=c, capsize=1.5)
         ax.plot(th.time, th["rho"][:, i], color=c, label=rf"$\alpha_{{SA}}$={al:g}")
@@ -285,9 +289,11 @@ def no_skip(result: Result, config) -> object:
         c = COLORS[i % len(COLORS)]
         ax.errorbar(sim.time, sim["rho"][:, i], yerr=sim["rho_std"][:, i], fmt="o", ms=3, color=c, capsize=1.5)
         ax.plot(th.time, th["rho"][:, i], color=c, label=rf"$\beta$={b:g}")
+        if "finite_time" in a:
+            ax.plot(a["finite_time"], a["finite_rho"][:, i], color=c, ls="--", lw=1)
     ax.set_xlabel("layer l")
     ax.set_ylabel(r"$\rho_l$")
-    ax.set_title("theory vs simulation")
+    ax.set_title(f"theory (dashed: finite T = {config.T}) vs simulation")
     ax.legend(fontsize=7)
     return fig
 

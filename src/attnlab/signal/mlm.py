@@ -3,7 +3,8 @@
 The paper's optimiser (HF Trainer semantics): AdamW (β = (0.9, 0.999), eps 1e-8, weight decay 0.01 on weights,
 none on biases), a linear schedule with warm-up over the first 5% of the steps, gradient-norm clipping at 1.0,
 batch 64, mask probability 0.15. P models (slots: one β and α_SA each, and/or several seeds) train together in
-one batched computation on the same batches; clipping is per slot, so a slot trains exactly as it would alone.
+one batched computation on the same batches; clipping is per slot and AdamW is elementwise, so no slot influences
+another.
 
 ``train_mlm`` returns a :class:`Trajectory` over steps with, per slot, the training loss (mean over the logging
 interval), the held-out loss, and the attention entropy S/log T and IPR of every layer on held-out sequences.

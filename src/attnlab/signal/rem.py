@@ -97,23 +97,28 @@ def sample_attention(beta, rho, T: int, n_rep: int, gen: torch.Generator | None 
 
 
 def row_stats(beta, rho, T: int, n_rows: int = 64, n_rep: int = 1, gen: torch.Generator | None = None,
-              device=None) -> dict[str, torch.Tensor]:
+              device=None, dtype=torch.float32) -> dict[str, torch.Tensor]:
     """IPR and S/log T of ``n_rows`` rows of the score field (rows share the key field): O(n_rows T) per draw,
-    so T = 4096 is cheap (App. B.4 / Fig. B.1 simulations; spec AC-3). Broadcasts over β and ρ."""
+    so T = 4096 is cheap (App. B.4 / Fig. B.1 simulations; spec AC-3). Broadcasts over β and ρ; one draw of
+    all β at a time to bound memory."""
     beta, rho = torch.broadcast_tensors(_t(beta, device), _t(rho, device))
-    sig = (beta * math.sqrt(math.log(T)))[..., None, None, None]
-    r = rho.clamp(0.0, 1.0)[..., None, None, None]
-    h = torch.randn((*beta.shape, n_rep, 1, T), generator=gen, device=beta.device, dtype=F64)
-    e = torch.randn((*beta.shape, n_rep, n_rows, T), generator=gen, device=beta.device, dtype=F64)
-    A = torch.softmax(sig * (torch.sqrt(r * (1 - r)) * h + (1 - r) * e), dim=-1)
-    return {k: v.mean(-1) for k, v in attention_stats(A).items()}
+    sig = (beta * math.sqrt(math.log(T)))[..., None, None].to(dtype)
+    r = rho.clamp(0.0, 1.0)[..., None, None].to(dtype)
+    out: dict[str, torch.Tensor] = {}
+    for _ in range(n_rep):
+        h = torch.randn((*beta.shape, 1, T), generator=gen, device=beta.device, dtype=dtype)
+        e = torch.randn((*beta.shape, n_rows, T), generator=gen, device=beta.device, dtype=dtype)
+        A = torch.softmax(sig * (torch.sqrt(r * (1 - r)) * h + (1 - r) * e), dim=-1)
+        for k, v in attention_stats(A).items():
+            out[k] = out.get(k, 0) + v.double() / n_rep
+    return out
 
 
 def attention_stats(A: torch.Tensor) -> dict[str, torch.Tensor]:
     """Row statistics of attention matrices (…, T, T), averaged over rows: IPR Σ_b A² and S/log T."""
     T = A.shape[-1]
     ipr = (A * A).sum(-1).mean(-1)
-    ent = -(A * torch.log(A.clamp(min=1e-300))).sum(-1).mean(-1) / math.log(T)
+    ent = -(A * torch.log(A.clamp(min=torch.finfo(A.dtype).tiny))).sum(-1).mean(-1) / math.log(T)
     return {"ipr": ipr, "entropy": ent}
 
 
@@ -157,7 +162,8 @@ class OverlapTable:
 
     def __init__(self, T: int, betas=None, rhos=None, n_rep: int = 4, seed: int = 0, device=None) -> None:
         self.T = T
-        self.betas = _t(torch.linspace(0.0, 6.0, 61) if betas is None else betas, device)
+        default = torch.cat([torch.linspace(0.0, 4.0, 41), torch.linspace(4.5, 12.0, 16)])
+        self.betas = _t(default if betas is None else betas, device)
         self.rhos = _t(torch.linspace(0.0, 1.0, 41) if rhos is None else rhos, device)
         gen = torch.Generator(device=self.betas.device).manual_seed(seed)
         bb, rr = torch.meshgrid(self.betas.clamp(min=1e-9), self.rhos, indexing="ij")

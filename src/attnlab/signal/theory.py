@@ -138,7 +138,7 @@ def critical_sigma_w2(arch: Architecture, lo: float = 0.1, hi: float = 200.0, to
     return 0.5 * (lo + hi)
 
 
-def fixed_points(arch: Architecture, beta=None, alpha_sa=None, n: int = 4001, tol: float = 1e-12) -> list[float]:
+def fixed_points(arch: Architecture, beta=None, alpha_sa=None, n: int = 2001, tol: float = 1e-12) -> list[float]:
     """Fixed points ρ* ∈ (0, 1) of the block map (ρ = 1 is always one): sign changes of F(ρ) − ρ, bisected."""
     grid = torch.linspace(0.0, 1.0, n, dtype=F64)[1:-1]
     g = block(grid, arch, beta, alpha_sa)["rho"] - grid

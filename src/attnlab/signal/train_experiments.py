@@ -40,7 +40,7 @@ def attention_maps(config: AttentionMapsConfig, ctx: RunContext) -> Result:
     x = layer_norm(emb[ids] + pos, arch.norm).expand(P, 1, T, arch.d)
     qk = torch.tensor([qk_std_from_beta(b * arch.beta_score / arch.beta, arch.d, T) for b in config.betas])
     rec = {}
-    attention(x, init_block(arch, P, gen, None, qk), 1, hook=lambda n, t: rec.setdefault("A", t))
+    attention(x, init_block(arch, P, gen, None, qk), 1, hook=lambda n, t: rec.update(A=t))
     A = rec["A"][:, 0, 0].numpy()
     ent = -(A * np.log(np.clip(A, 1e-30, None))).sum(-1).mean(-1) / np.log(T)
     summary = {**{f"entropy_beta{b:g}": float(e) for b, e in zip(config.betas, ent, strict=True)},

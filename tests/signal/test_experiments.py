@@ -1,0 +1,93 @@
+"""Every experiment of the study at a tiny size through the run store, with its figure; headline flags;
+config errors before any work; resume of an interrupted training run."""
+
+import pytest
+import torch
+
+from attnlab.core.config import ConfigError, resolve
+from attnlab.core.experiment import experiments, get
+from attnlab.core.runs import RunStore, load_result
+
+torch.set_num_threads(1)
+
+_MLM = {"steps": 6, "log_every": 3, "batch": 4, "n_eval": 8, "d": 16, "T": 16, "d_ff": 16, "n_train": 64}
+CASES = {
+    "fig1c": {"n_beta": 20, "n_alpha": 20, "L": 6, "Ls": [3, 6], "sim_betas": [0.1, 3.0], "sim_alphas": [0.5, 4.0],
+              "sim_d": 32, "sim_T": 16, "n_inits": 1, "n_seqs": 1},
+    "fig1d": {"L": 6, "d": 32, "T": 16, "n_inits": 2, "n_seqs": 2, "n_stories": 200, "alphas": [1.0, 4.0]},
+    "fig1e": {"L": 4, "d": 32, "T": 16, "n_inits": 2, "n_seqs": 2, "n_stories": 200, "finite_T": False},
+    "depth": {"L": 4, "d": 32, "T": 16, "finite_T": False},
+    "fig3": {"T": 16, "d": 16, "betas": [0.5, 3.0], "rhos": [0.0, 0.25, 0.5], "n_inits": 1, "n_rep": 1},
+    "universality": {"combos": [[32, 1, 32], [32, 2, 32], [32, 1, 16]], "betas": [0.5, 1.5, 2.5, 3.5], "n_inits": 1},
+    "alphac": {"Ls": [3, 6], "sim_L": 4, "d": 32, "T": 16, "n_inits": 1, "n_seqs": 1},
+    "fig5": {"L": 3, "d": 32, "T": 16, "n_inits": 1, "n_seqs": 1, "sigma_w2s": [16.0], "sim_sigma_w2s": [16.0]},
+    "figB1": {"Ts": [64], "rhos": [0.0, 0.5], "n_rows": 8, "n_rep": 2, "mc_T": 32},
+    "figC1": {"T_show": 32, "Ts": [16, 32], "n_rep": 1},
+    "figC3": {"d": 32, "T": 16, "n_inits": 1, "n_seqs": 1, "betas": [0.5, 1.5, 3.0], "rhos": [0.0, 0.5]},
+    "fig1ab": {"d": 32, "n_stories": 50, "n_tokens": 12},
+    "fig4": {**_MLM, "betas": [0.5, 5.0]},
+    "figC2": {**_MLM, "corpus": "stories", "n_stories": 100, "betas": [0.5]},
+    "fig1f": {**_MLM, "rank_L": 3, "entropy_L": 2},
+}
+
+
+def test_every_paper_figure_has_an_experiment():
+    names = {e.name for e in experiments("signal")}
+    assert {"fig1ab", "fig1c", "fig1d", "fig1e", "fig1f", "fig3", "fig4", "fig5", "figB1", "figC1", "figC2",
+            "figC3"} <= names  # Fig. 2 is the block diagram; figB1 draws Figs. B.1 and B.2
+    assert {e.name for e in experiments("signal") if e.headline} == {"fig1c", "fig1d"}
+    assert set(CASES) == names
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_experiment_runs_small(tmp_path, name):
+    exp = get(f"signal.{name}")
+    rec = RunStore(tmp_path).run(exp, resolve(exp.config, "quick", CASES[name]))
+    assert rec.status == "done", rec.error
+    _, result = load_result(rec.run_dir)
+    assert len(result.metrics) > 0 and result.arrays
+    assert list((rec.run_dir / "figures").glob("*.png"))
+    assert all(v is None or isinstance(v, int | float) for v in result.summary.values())
+
+
+@pytest.mark.parametrize("bad", [{"beta": 0.0}, {"T": 1}, {"H": 5}, {"alpha_sa": -1.0}, {"activation": "swish"},
+                                 {"corpus": "tinystories"}])
+def test_bad_configs_fail_before_work(bad):
+    with pytest.raises(ConfigError):
+        resolve(get("signal.fig1d").config, "quick", bad)
+
+
+def test_quick_and_paper_scales_differ():
+    for name in ("fig1c", "fig1d", "fig3", "fig4", "fig5"):
+        cfg = get(f"signal.{name}").config
+        assert resolve(cfg, "quick") != resolve(cfg, "paper")
+    paper = resolve(get("signal.fig1d").config, "paper")
+    assert (paper.L, paper.d, paper.H, paper.T, paper.n_inits, paper.n_seqs) == (60, 720, 6, 512, 10, 10)
+
+
+def test_interrupted_training_resumes_to_the_same_result(tmp_path, monkeypatch):
+    """Kill fig4 after its first checkpoint (an exception inside the loop); the rerun resumes from it and
+    ends where an uninterrupted run ends."""
+    from attnlab.signal import mlm
+
+    exp = get("signal.fig4")
+    cfg = resolve(exp.config, "quick", {**CASES["fig4"], "steps": 9, "log_every": 3})
+    ref = RunStore(tmp_path / "ref").run(exp, cfg)
+    store = RunStore(tmp_path / "cut")
+    real = mlm.evaluate
+    calls = {"n": 0}
+
+    def dying(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 3:  # init, step 3 (checkpointed), then die at step 6
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(mlm, "evaluate", dying)
+    with pytest.raises(KeyboardInterrupt):
+        store.run(exp, cfg)
+    monkeypatch.setattr(mlm, "evaluate", real)
+    rec = store.run(exp, cfg)
+    assert rec.status == "done"
+    a, b = load_result(ref.run_dir)[1], load_result(rec.run_dir)[1]
+    assert a.summary["loss_gap_min"] == pytest.approx(b.summary["loss_gap_min"], abs=1e-6)
