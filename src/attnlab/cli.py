@@ -1,4 +1,4 @@
-"""The ``attnlab`` command: list, run, sweep, check, report, reproduce, bench, render.
+"""The ``attnlab`` command: list, run, sweep, check, report, reproduce, bench, render, sandbox.
 
 Exit codes: 0 success; 1 a run failed or a claim failed; 2 bad input (nothing was run or written);
 130 interrupted (the run is marked and resumes when started again).
@@ -304,6 +304,23 @@ def render(
     path = render_run(run_dir, out, panels=panels, epochs=epochs, every=every, seed=seed, history=history, fps=fps,
                       fmt=fmt)
     out_console.print(f"wrote {path}")
+
+
+@app.command()
+@_guard
+def sandbox(
+    out: StoreOpt = None,
+    host: Annotated[str, typer.Option("--host", help="address to bind; anything but loopback is warned about")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port; 0 picks a free one")] = 0,
+    max_jobs: Annotated[int, typer.Option("--max-jobs", help="training runs at once; the rest are queued")] = 1,
+    no_browser: Annotated[bool, typer.Option("--no-browser", help="do not open the page in a browser")] = False,
+) -> None:
+    """The live visual sandbox: a local web app to start, watch, scrub and compare runs (needs the sandbox extra)."""
+    from attnlab.sandbox.server import serve
+
+    serve(out if out is not None else default_root(), host=host, port=port, max_jobs=max_jobs,
+          open_browser=not no_browser)
 
 
 @app.command()

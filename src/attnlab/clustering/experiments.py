@@ -498,8 +498,29 @@ TrainRunConfig = TrainConfig.with_defaults(
 @experiment(STUDY, "train", TrainRunConfig, ref="§4.1 (visual sandbox)", figure=figures.train_run,
             title="Train any configuration and keep its snapshots (open it in `attnlab render` or the sandbox)")
 def train_run(config: TrainConfig, ctx: RunContext) -> Result:
-    """Train ``n_seeds`` models with snapshots; per-seed circuit metrics and head types at the end."""
-    hist = _train_units(ctx, [("run", _train(ctx, _as_train_config(config), "train"))])["run"]
+    """Train ``n_seeds`` models with snapshots; per-seed circuit metrics and head types at the end. While it trains,
+    the history so far is published under the same ``run/`` names for live viewers (``ctx.publish``: the sandbox)."""
+    from attnlab.clustering.train import Recorder
+
+    cfg = _as_train_config(config)
+    unit = _train(ctx, cfg, "train")
+
+    def so_far(state: dict[str, Any]) -> dict[str, np.ndarray]:
+        rec = Recorder(cfg, list(state["params"]), cfg.n_seeds, ctx.device, 0)
+        rec.load(state["recorder"])
+        hist = rec.history(cfg.spec(), cfg.task(), cfg.seeds())
+        n = state["epoch"] * cfg.steps_per_epoch // cfg.step_log_every if cfg.step_log_every else 0
+        hist.steps, hist.step_metrics = hist.steps[:n], {k: v[:n] for k, v in hist.step_metrics.items()}
+        return hist.to_arrays("run/")
+
+    def live(done: dict, state: Any, on_epoch: Callable) -> History:
+        def publish(epoch: int, state_fn: Callable[[], dict[str, Any]]) -> None:
+            on_epoch(epoch, state_fn)
+            ctx.publish(lambda: so_far(state_fn()))
+
+        return unit(done, state, publish)
+
+    hist = _train_units(ctx, [("run", live)])["run"]
     m = circuit_metrics(hist)
     acc = m.get("test_acc", m["probe_acc"])
     summary: dict[str, Any] = {"n_solved": int((acc >= 0.9).sum()), "mean_test_acc": float(acc.mean()),

@@ -11,6 +11,7 @@ Layout under the store root (``--out``, else ``$ATTNLAB_HOME``, else ``./attnlab
         figures/*.png, *.pdf
         log.txt
         checkpoint.pt                 only while the run is unfinished
+        live.npz                      progress arrays for live viewers (``ctx.publish``), until the run is done
     sweeps/<study>.<experiment>/<id>/ a sweep's table and figure (core.sweep)
 
 Every file is written to a temporary name and renamed into place, so a reader never sees half a
@@ -54,6 +55,7 @@ from attnlab.core.index import Index
 from attnlab.core.rng import Streams, stream_seed
 
 DEFAULT_ROOT = "attnlab-runs"
+LIVE_FILE = "live.npz"
 
 
 def default_root() -> Path:
@@ -103,7 +105,8 @@ class RunContext:
     Checkpoints: call ``ctx.checkpoint(lambda: state)`` inside long loops; the state (any
     ``torch.save``-able object) is written at most every ``checkpoint_every`` seconds together with
     the random streams' states. At the start, ``ctx.resume()`` returns the last saved state (and
-    restores the streams) or ``None`` for a fresh run.
+    restores the streams) or ``None`` for a fresh run. ``ctx.publish(lambda: arrays)`` shares progress with live
+    viewers (the sandbox) the same way, at most every ``publish_every`` seconds.
     """
 
     run_dir: Path
@@ -111,8 +114,10 @@ class RunContext:
     device: torch.device
     streams: Streams
     checkpoint_every: float = 30.0
+    publish_every: float = 0.5
     resumed_from: Any = None
     _last_checkpoint: float = field(default_factory=time.monotonic)
+    _last_publish: float = float("-inf")
     _log: io.TextIOBase | None = None
 
     def rng(self, name: str) -> torch.Generator:
@@ -143,6 +148,15 @@ class RunContext:
         blob = {"state": state(), "rng": self.streams.state_dict(), "saved_at": time.time()}
         atomic_write(self.checkpoint_path, lambda p: torch.save(blob, p))
         self._last_checkpoint = time.monotonic()
+        return True
+
+    def publish(self, arrays: Callable[[], dict[str, np.ndarray]], force: bool = False) -> bool:
+        """Write ``arrays()`` atomically to ``live.npz`` if ``publish_every`` seconds have passed; True if written."""
+        if not force and time.monotonic() - self._last_publish < self.publish_every:
+            return False
+        data = arrays()
+        atomic_write(self.run_dir / LIVE_FILE, lambda p: _savez(p, data, compress=False))
+        self._last_publish = time.monotonic()
         return True
 
     def progress(self, total: float | None, description: str) -> contextlib.AbstractContextManager[progress.Bar]:
@@ -256,8 +270,9 @@ class RunStore:
         atomic_write_json(run_dir / "config.json", meta)
         self.index.start(run_id)
         every = float(os.environ.get("ATTNLAB_CHECKPOINT_EVERY", "30"))
+        publish = float(os.environ.get("ATTNLAB_PUBLISH_EVERY", "0.5"))
         with open(run_dir / "log.txt", "a") as log, _sigterm_raises():
-            ctx = RunContext(run_dir, config, device, streams, checkpoint_every=every, _log=log)
+            ctx = RunContext(run_dir, config, device, streams, checkpoint_every=every, publish_every=publish, _log=log)
             ctx.log(f"start {exp.key} {run_id} on {describe(device)}")
             try:
                 result = exp.fn(config, ctx)
@@ -274,8 +289,9 @@ class RunStore:
             meta["seeds"]["streams"] = {k: stream_seed(config.seed, k) for k in streams.state_dict()["torch"]}
             atomic_write_json(run_dir / "config.json", meta)
             ctx.log("done")
-        with contextlib.suppress(FileNotFoundError):
-            ctx.checkpoint_path.unlink()
+        for name in (ctx.checkpoint_path.name, LIVE_FILE):
+            with contextlib.suppress(FileNotFoundError):
+                (run_dir / name).unlink()
         self.index.finish(run_id, "done")
         return RunRecord(run_id, exp.key, run_dir, "done", result.summary)
 
@@ -332,13 +348,13 @@ def load_result(run_dir: str | Path) -> tuple[dict[str, Any], Result]:
     return meta, Result(metrics, arrays, summary)
 
 
-def _savez(path: Path, arrays: dict[str, np.ndarray]) -> None:
+def _savez(path: Path, arrays: dict[str, np.ndarray], compress: bool = True) -> None:
     with open(path, "wb") as f:
-        np.savez_compressed(f, **arrays)
+        (np.savez_compressed if compress else np.savez)(f, **arrays)
 
 
 def _clear(run_dir: Path) -> None:
-    for name in ("checkpoint.pt", "summary.json", "metrics.parquet", "arrays.npz", "log.txt"):
+    for name in ("checkpoint.pt", LIVE_FILE, "summary.json", "metrics.parquet", "arrays.npz", "log.txt"):
         with contextlib.suppress(FileNotFoundError):
             (run_dir / name).unlink()
     shutil.rmtree(run_dir / "figures", ignore_errors=True)

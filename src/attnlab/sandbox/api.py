@@ -1,0 +1,371 @@
+"""The sandbox's ASGI app (FastAPI): JSON API, server-sent progress events and the static front end.
+
+Endpoints (every input validated by a pydantic model or the experiment's own config model; errors are JSON
+``{"error": one line naming the field, the value and what is allowed}``):
+
+    GET  /api/studies                    plug-ins and the experiments they open / start
+    GET  /api/form?experiment=&scale=    the start form's fields with their defaults at that scale
+    POST /api/validate                   {experiment, scale, config} → run id or every problem by field
+    GET  /api/runs                       the run store's runs, with the sandbox's job states
+    POST /api/runs                       start a run (queued when max_jobs are busy; a finished one is reused)
+    GET  /api/runs/{id}                  one run: status, config, and its view (times, variants, panels)
+    GET  /api/runs/{id}/frames?start=&stop=&every=&variant=&panels=   frame figures of a snapshot range
+    GET  /api/runs/{id}/series?variant=&panels=                       series figures (time on x)
+    POST /api/runs/{id}/stop | pause | continue | resume              job control (resume: restart from checkpoint)
+    POST /api/runs/{id}/export           PNG / GIF / MP4 of a frame range through the study's offline renderer
+    GET  /api/events                     SSE: the runs list and the version of every live run, on change
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import shutil
+import sys
+import tempfile
+import traceback
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import Body, FastAPI, Query, Request
+from fastapi import Path as PathParam
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
+
+from attnlab.core.config import SCALES, ConfigError, resolve_from
+from attnlab.core.device import resolve_device
+from attnlab.core.experiment import get
+from attnlab.core.runs import RunStore
+from attnlab.sandbox import forms
+from attnlab.sandbox.jobs import ACTIVE, JobManager
+from attnlab.sandbox.plugin import plugin_for, plugins
+from attnlab.sandbox.store import NotFound, RunReader, check_names
+from attnlab.sandbox.traces import to_json
+
+STATIC = Path(__file__).parent / "static"
+MAX_FRAMES_PER_REQUEST = 200
+MAX_EXPORT_FRAMES = 300
+RunId = Annotated[str, PathParam(pattern=r"^[0-9a-f]{16}$", description="16 hex digits")]
+Value = str | int | float | bool | None | list[str | int | float | bool | None]
+
+
+class Json(Response):
+    """JSON with numpy arrays, NaN as null, floats to 5 significant digits (``traces.to_json``)."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return to_json(content).encode()
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StartRequest(Strict):
+    experiment: str = Field(pattern=r"^[a-z0-9_]+\.[a-z0-9_]+$", max_length=100)
+    scale: Literal["quick", "paper"] = "quick"
+    config: dict[Annotated[str, Field(max_length=64)], Value] = Field(default_factory=dict, max_length=200)
+
+
+class ExportRequest(Strict):
+    format: Literal["png", "gif", "mp4"]
+    start: int = Field(0, ge=0)
+    stop: int | None = Field(None, ge=1, description="exclusive; default start + 1 (png) or the last frame")
+    every: int = Field(1, ge=1, le=10_000)
+    variant: int = Field(0, ge=0)
+    panels: list[Annotated[str, Field(pattern=r"^[a-z0-9_]+$")]] = Field(default_factory=list, max_length=64)
+    fps: float = Field(5.0, gt=0, le=60)
+
+
+def _one_line_request_error(exc: RequestValidationError) -> str:
+    errs = exc.errors()
+    err = errs[0]
+    if err.get("type") == "json_invalid":
+        return f"the request body is not valid JSON ({err.get('ctx', {}).get('error', 'decode error')})"
+    loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path")]
+    where = ".".join(loc) or "request"
+    value = err.get("input")
+    text = f"{where!r} = {value!r}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg", "invalid request"))
+    more = f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else ""
+    return " ".join((text + more).split())[:500]
+
+
+def create_app(store: RunStore, max_jobs: int = 1) -> FastAPI:
+    """The app over ``store``; ``max_jobs`` training processes at once, the rest queued."""
+    reader = RunReader(store)
+    jobs = JobManager(store, max_jobs)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        app.state.closing = True
+        await run_in_threadpool(jobs.shutdown)
+
+    app = FastAPI(title="attnlab sandbox", lifespan=lifespan, default_response_class=Json, docs_url=None,
+                  redoc_url=None)
+    app.state.closing = False
+    app.state.server = None  # set by ``server.serve`` so that the event stream ends when uvicorn stops
+    app.state.reader, app.state.jobs = reader, jobs
+
+    # -- errors: one JSON line each; the server keeps serving -----------------------------------------
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> Response:
+        return Json({"error": _one_line_request_error(exc)}, status_code=422)
+
+    @app.exception_handler(ConfigError)
+    async def bad_config(request: Request, exc: ConfigError) -> Response:
+        return Json({"error": " ".join(str(exc).split())}, status_code=422)
+
+    @app.exception_handler(NotFound)
+    async def not_found(request: Request, exc: NotFound) -> Response:
+        return Json({"error": str(exc)}, status_code=404)
+
+    @app.exception_handler(LookupError)
+    async def conflict(request: Request, exc: LookupError) -> Response:
+        return Json({"error": str(exc).strip("'\"")}, status_code=409)
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception) -> Response:
+        traceback.print_exception(exc, file=sys.stderr)
+        return Json({"error": f"internal error: {type(exc).__name__}: {exc}"}, status_code=500)
+
+    # -- helpers -------------------------------------------------------------------------------------
+    def job_view(row: dict[str, Any]) -> dict[str, Any]:
+        """An index row with the sandbox job's state over it (queued, paused, stopping are the job's words)."""
+        job = jobs.job(row["id"])
+        if job is None:
+            return row
+        if job.status in ACTIVE:
+            row = {**row, "status": job.status, "queue_position": jobs.position(row["id"]), "pid": job.pid}
+        if job.error and row["status"] != "done":
+            row = {**row, "error": job.error}
+        return row
+
+    def experiment_of(key: str):
+        exp = get(key)
+        plugin = plugin_for(key)
+        if plugin is None or key not in plugin.forms:
+            startable = sorted(k for p in plugins().values() for k in p.forms)
+            raise ConfigError(f"experiment {key!r} cannot be started from the sandbox; allowed: {', '.join(startable)}")
+        return exp, plugin
+
+    def validated(req: StartRequest):
+        exp, _ = experiment_of(req.experiment)
+        config, errors = forms.validate(exp, req.scale, req.config)
+        if config is not None:
+            try:
+                resolve_device(config.device)
+            except ConfigError as exc:
+                config, errors = None, [forms.FieldError("device", config.device, str(exc))]
+        return exp, config, errors
+
+    # -- studies and forms ---------------------------------------------------------------------------
+    @app.get("/api/studies")
+    def studies() -> Response:
+        out = []
+        for study, plugin in plugins().items():
+            exps = []
+            for key in plugin.experiments:
+                try:
+                    e = get(key)
+                except ConfigError:
+                    continue
+                exps.append({"key": key, "title": e.title, "ref": e.ref, "startable": key in plugin.forms})
+            out.append({"study": study, "experiments": exps})
+        return Json({"studies": out, "scales": list(SCALES), "max_jobs": jobs.max_jobs})
+
+    @app.get("/api/form")
+    def form(experiment: Annotated[str, Query(pattern=r"^[a-z0-9_]+\.[a-z0-9_]+$")],
+             scale: Literal["quick", "paper"] = "quick") -> Response:
+        exp, plugin = experiment_of(experiment)
+        return Json({"experiment": exp.key, "scale": scale, "title": exp.title,
+                     "fields": forms.fields(exp, scale, plugin.forms[exp.key])})
+
+    @app.post("/api/validate")
+    def validate(req: StartRequest) -> Response:
+        exp, config, errors = validated(req)
+        if config is None:
+            return Json({"ok": False, "errors": [e.to_json() for e in errors]})
+        run_id = config.hash(exp.key)
+        row = store.status(run_id) if (reader.root / "index.sqlite").exists() else None
+        return Json({"ok": True, "run_id": run_id, "existing": row["status"] if row else None, "errors": []})
+
+    # -- runs ----------------------------------------------------------------------------------------
+    @app.get("/api/runs")
+    def runs() -> Response:
+        return Json({"runs": [job_view(r) for r in reader.rows()], "max_jobs": jobs.max_jobs})
+
+    @app.post("/api/runs")
+    def start(req: StartRequest) -> Response:
+        exp, config, errors = validated(req)
+        if config is None:
+            return Json({"error": errors[0].message, "errors": [e.to_json() for e in errors]}, status_code=422)
+        run_id = config.hash(exp.key)
+        row = store.status(run_id) if (reader.root / "index.sqlite").exists() else None
+        if row and row["status"] == "done" and (reader.run_dir(row) / "summary.json").exists():
+            return Json({"run_id": run_id, "status": "done", "reused": True}, status_code=200)
+        job = jobs.submit(exp, config)
+        return Json({"run_id": run_id, "status": job.status, "reused": False,
+                     "queue_position": jobs.position(run_id)}, status_code=202)
+
+    @app.get("/api/runs/{run_id}")
+    def run(run_id: RunId) -> Response:
+        row = job_view(reader.row(run_id))
+        out = {"id": run_id, "experiment": row["experiment"], "status": row["status"], "error": row.get("error"),
+               "config": json.loads(row["config"]), "seconds": row["seconds"], "pid": row.get("pid"),
+               "queue_position": row.get("queue_position"), "view": None, "reason": None}
+        try:
+            opened = reader.open(run_id)
+            out["view"] = {**opened.view.describe(), "live": opened.live, "version": list(opened.version)}
+        except (NotFound, ConfigError) as exc:
+            out["reason"] = str(exc)
+        return Json(out)
+
+    @app.get("/api/runs/{run_id}/frames")
+    def frames(run_id: RunId, start: Annotated[int, Query(ge=0)] = 0, stop: Annotated[int | None, Query(ge=1)] = None,
+               every: Annotated[int, Query(ge=1, le=100_000)] = 1, variant: Annotated[int, Query(ge=0)] = 0,
+               panels: Annotated[str, Query(pattern=r"^[a-z0-9_,]*$", max_length=2000)] = "") -> Response:
+        opened = reader.open(run_id)
+        view = opened.view
+        n = len(view.times)
+        if start >= n:
+            raise ConfigError(f"start = {start}: the run has {n} frames (allowed 0..{n - 1})")
+        stop = start + 1 if stop is None else min(stop, n)  # one frame unless a range is asked for
+        if stop <= start:
+            raise ConfigError(f"stop = {stop}: must be greater than start = {start}")
+        indices = list(range(start, stop, every))
+        if len(indices) > MAX_FRAMES_PER_REQUEST:
+            raise ConfigError(f"{len(indices)} frames requested: at most {MAX_FRAMES_PER_REQUEST} per request")
+        if variant >= len(view.variants):
+            raise ConfigError(f"variant = {variant}: allowed 0..{len(view.variants) - 1} ({', '.join(view.variants)})")
+        names = check_names(view, [p for p in panels.split(",") if p], "frame")
+        return Json({"run_id": run_id, "n_frames": n, "live": opened.live,
+                     "frames": reader.frames(opened, indices, variant, names)})
+
+    @app.get("/api/runs/{run_id}/series")
+    def series(run_id: RunId, variant: Annotated[int, Query(ge=0)] = 0,
+               panels: Annotated[str, Query(pattern=r"^[a-z0-9_,]*$", max_length=2000)] = "") -> Response:
+        opened = reader.open(run_id)
+        view = opened.view
+        if variant >= len(view.variants):
+            raise ConfigError(f"variant = {variant}: allowed 0..{len(view.variants) - 1} ({', '.join(view.variants)})")
+        names = check_names(view, [p for p in panels.split(",") if p], "series")
+        return Json({"run_id": run_id, "n_frames": len(view.times), "live": opened.live,
+                     "figures": view.series(variant, names)})
+
+    @app.post("/api/runs/{run_id}/export")
+    def export(run_id: RunId, req: Annotated[ExportRequest, Body()]) -> Response:
+        opened = reader.open(run_id)
+        view = opened.view
+        n = len(view.times)
+        if req.start >= n:
+            raise ConfigError(f"start = {req.start}: the run has {n} frames (allowed 0..{n - 1})")
+        stop = min(req.stop if req.stop is not None else (req.start + 1 if req.format == "png" else n), n)
+        indices = list(range(req.start, max(stop, req.start + 1), req.every))
+        if len(indices) > MAX_EXPORT_FRAMES:
+            raise ConfigError(f"{len(indices)} frames: an export holds at most {MAX_EXPORT_FRAMES} (raise 'every')")
+        if req.variant >= len(view.variants):
+            raise ConfigError(f"variant = {req.variant}: allowed 0..{len(view.variants) - 1}")
+        names = [p.name for p in view.panels if p.name in req.panels] if req.panels else \
+            [p.name for p in view.panels if p.default]
+        unknown = sorted(set(req.panels) - {p.name for p in view.panels})
+        if unknown:
+            raise ConfigError(f"panel {unknown[0]!r} is not a panel of this run; allowed: "
+                              f"{', '.join(p.name for p in view.panels)}")
+        tmp = Path(tempfile.mkdtemp(prefix="attnlab-sandbox-export-"))
+        name = f"{run_id}-{indices[0]}-{indices[-1]}.{req.format}"
+        try:
+            path = view.render(tmp / name, indices, req.variant, names, req.fps)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return FileResponse(path, filename=name, media_type={"png": "image/png", "gif": "image/gif",
+                                                             "mp4": "video/mp4"}[req.format],
+                            background=BackgroundTask(shutil.rmtree, tmp, ignore_errors=True))
+
+    @app.post("/api/runs/{run_id}/{action}")
+    def control(run_id: RunId, action: Literal["stop", "pause", "continue", "resume"]) -> Response:
+        if action == "resume":
+            row = reader.row(run_id)
+            if row["status"] not in ("interrupted", "failed"):
+                raise LookupError(f"run {run_id} is {row['status']}; only an interrupted or failed run resumes")
+            exp, _ = experiment_of(row["experiment"])
+            job = jobs.submit(exp, resolve_from(exp.config, json.loads(row["config"])))
+        else:
+            job = {"stop": jobs.stop, "pause": jobs.pause, "continue": jobs.cont}[action](run_id)
+        return Json({"run_id": run_id, **job.to_json()})
+
+    # -- progress events -----------------------------------------------------------------------------
+    def state() -> dict[str, Any]:
+        rows = [job_view(r) for r in reader.rows()]
+        live = {}
+        for r in rows:
+            if r["status"] in ACTIVE or r["status"] == "interrupted":
+                try:
+                    d = reader.run_dir(r)
+                except (ConfigError, NotFound):
+                    continue
+                f = d / "live.npz"
+                if f.exists():
+                    live[r["id"]] = f.stat().st_mtime_ns
+        brief = [{k: r.get(k) for k in ("id", "experiment", "status", "error", "created", "seconds", "queue_position",
+                                        "openable", "label")} for r in rows]
+        return {"runs": brief, "live": live}
+
+    def closing() -> bool:
+        server = app.state.server
+        return app.state.closing or (server is not None and server.should_exit)
+
+    @app.get("/api/events")
+    async def events(request: Request) -> StreamingResponse:
+        async def stream():
+            last, quiet = None, 0
+            yield "retry: 1000\n\n"
+            while not closing():
+                text = to_json(await run_in_threadpool(state))
+                if text != last:
+                    last, quiet = text, 0
+                    yield f"event: state\ndata: {text}\n\n"
+                elif quiet >= 30:
+                    quiet = 0
+                    yield ": keep-alive\n\n"
+                if await request.is_disconnected():
+                    break
+                await asyncio.sleep(0.3)
+                quiet += 1
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    # -- the page ------------------------------------------------------------------------------------
+    files = {p.name: p for p in STATIC.iterdir() if p.is_file()}
+    files["plotly.min.js"] = plotly_js()
+
+    @app.get("/", response_class=FileResponse)
+    def index() -> FileResponse:
+        return FileResponse(files["index.html"], headers={"Cache-Control": "no-cache"})
+
+    @app.get("/static/{name}")
+    def static(name: Annotated[str, PathParam(pattern=r"^[a-z0-9_.-]+$", max_length=64)]) -> FileResponse:
+        if name not in files:  # a fixed set of packaged files: the name never becomes a path
+            raise NotFound(f"no static file {name!r}")
+        return FileResponse(files[name], headers={"Cache-Control": "max-age=3600"})
+
+    return app
+
+
+def plotly_js() -> Path:
+    """plotly.min.js as shipped inside the installed ``plotly`` Python package (no CDN, no download)."""
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("the sandbox needs the 'sandbox' extra: pip install 'attnlab[sandbox]' (missing: plotly)")
+    path = Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js"
+    if not path.is_file():
+        raise ConfigError(f"plotly is installed but has no bundled plotly.min.js at {path}")
+    return path

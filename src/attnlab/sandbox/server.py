@@ -1,0 +1,88 @@
+"""Start the sandbox: bind a socket (127.0.0.1 and a free port unless told otherwise), print the address, serve.
+
+The socket is bound here and handed to uvicorn, so a free port (``port=0``) is taken without a race and the
+printed address is the one being served. SIGINT/SIGTERM stop uvicorn, whose shutdown stops every training job
+with SIGTERM (the runs are marked "interrupted" and resume when started again).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import sys
+import threading
+import webbrowser
+from pathlib import Path
+
+from attnlab.core.config import ConfigError
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on (host, port); port 0 picks a free one."""
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port {port}: allowed 0..65535 (0 picks a free port)")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise ConfigError(f"--host {host!r}: cannot resolve it ({exc.strerror})") from None
+    family, _, _, _, addr = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(addr)
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def serve(store_root: str | Path, *, host: str = "127.0.0.1", port: int = 0, max_jobs: int = 1,
+          open_browser: bool = True, log_level: str = "warning") -> None:
+    """Serve the sandbox over the run store at ``store_root`` until interrupted."""
+    from attnlab.sandbox import require
+
+    require()
+    import uvicorn
+
+    from attnlab.core.runs import RunStore
+    from attnlab.sandbox.api import create_app
+    from attnlab.sandbox.plugin import plugins
+
+    if max_jobs < 1:
+        raise ConfigError(f"--max-jobs {max_jobs}: must be ≥ 1")
+    if not is_loopback(host):
+        print(f"warning: serving on {host}, not loopback: anyone who can reach this machine can start training "
+              "runs and read the run store", file=sys.stderr, flush=True)
+    plugins()  # import errors of plug-ins surface here, before the port is announced
+    app = create_app(RunStore(Path(store_root)), max_jobs=max_jobs)
+    sock = bind(host, port)
+    url = url_of(sock)
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=3, lifespan="on",
+                                           access_log=False))
+    app.state.server = server
+    print(f"attnlab sandbox on {url} (run store {Path(store_root).resolve()}; Ctrl-C stops it)", flush=True)
+    if open_browser:
+        threading.Timer(0.5, webbrowser.open, args=(url,)).start()
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it shut down for; that is this command's normal end
+        pass
+    finally:
+        sock.close()
+    print("attnlab sandbox stopped (its training jobs were stopped and resume when started again)", flush=True)

@@ -1,0 +1,157 @@
+// The page: start form, runs list (kept current by server-sent events), one viewer or two side by side.
+// URL parameters ?run=ID&compare=ID open runs directly. window.sandbox exposes state and timings (the browser
+// tests read them; they are also handy in the developer console).
+import { api, subscribe } from "./api.js";
+import { StartForm } from "./form.js";
+import { Viewer } from "./viewer.js";
+
+const ACTIVE = ["queued", "running", "paused", "stopping"];
+
+class App {
+  constructor() {
+    this.viewers = [];
+    this.runs = [];
+    this.live = {};
+    this.filter = document.getElementById("runs-filter");
+    this.list = document.getElementById("runs");
+    this.main = document.getElementById("viewers");
+    this.linkTime = document.getElementById("link-time");
+    this.form = new StartForm(this);
+    this.stats = { firstPaint: null, opens: [], redraws: [], ready: false, errors: [] };
+    window.sandbox = { app: this, stats: this.stats };
+    this.filter.addEventListener("input", () => this.renderRuns());
+  }
+
+  async init() {
+    const params = new URLSearchParams(location.search);
+    const work = [api.studies().then((s) => this.form.setExperiments(s.studies, s.scales)), this.refreshRuns()];
+    if (params.get("run")) work.push(this.open(params.get("run")));  // the run first: it is what the user asked for
+    if (params.get("compare")) work.push(this.open(params.get("compare"), 1));
+    subscribe((s) => this.onState(s), (text) => {
+      const badge = document.getElementById("connection");
+      badge.textContent = text;
+      badge.dataset.state = text;
+    });
+    await Promise.all(work);
+    this.stats.ready = true;
+  }
+
+  // -- runs list ----------------------------------------------------------------------------------
+  async refreshRuns() {
+    this.runs = (await api.runs()).runs;
+    this.renderRuns();
+  }
+
+  onState(state) {
+    const before = new Map(this.runs.map((r) => [r.id, r]));
+    this.runs = state.runs.map((r) => ({ ...(before.get(r.id) || {}), ...r }));
+    this.renderRuns();
+    for (const v of this.viewers) {
+      if (!v.runId) continue;
+      const row = this.runs.find((r) => r.id === v.runId);
+      const old = before.get(v.runId);
+      const version = state.live[v.runId];
+      if (row) v.updateStatus(row.status, row.error);
+      const statusChanged = row && old && row.status !== old.status;
+      if ((version && version !== this.live[v.runId]) || statusChanged) v.refresh().catch((e) => console.warn(e));
+    }
+    this.live = state.live;
+  }
+
+  renderRuns() {
+    const words = this.filter.value.toLowerCase().split(/\s+/).filter(Boolean);
+    const rows = this.runs.filter((r) => words.every((w) =>
+      `${r.experiment} ${r.status} ${r.label || ""} ${r.id}`.toLowerCase().includes(w)));
+    document.getElementById("runs-count").textContent = `(${rows.length}/${this.runs.length})`;
+    this.list.innerHTML = "";
+    for (const r of rows) {
+      const item = document.createElement("div");
+      item.className = "run";
+      item.dataset.run = r.id;
+      item.dataset.status = r.status;
+      const when = r.created ? new Date(r.created * 1000).toLocaleString() : "";
+      item.innerHTML = `<div><span class="badge" data-status="${r.status}">${r.status}</span>
+        <b>${r.experiment}</b> <code>${r.id.slice(0, 8)}</code></div>
+        <div class="note">${r.label || ""}${r.queue_position ? ` · queue #${r.queue_position}` : ""}</div>
+        <div class="note" title="${when}">${r.error ? r.error : when}</div>`;
+      const actions = document.createElement("div");
+      actions.className = "actions";
+      if (r.openable !== false) {
+        const a = document.createElement("button");
+        a.textContent = "open";
+        a.className = "open";
+        a.onclick = () => this.open(r.id, 0);
+        const b = document.createElement("button");
+        b.textContent = "side by side";
+        b.className = "compare";
+        b.title = "open in a second pane, next to the first";
+        b.onclick = () => this.open(r.id, 1);
+        actions.append(a, b);
+      }
+      if (ACTIVE.includes(r.status) && r.status !== "stopping") {
+        const s = document.createElement("button");
+        s.textContent = "stop";
+        s.className = "stop";
+        s.onclick = () => api.control(r.id, "stop").catch((e) => alert(e.message));
+        actions.append(s);
+      }
+      item.append(actions);
+      this.list.append(item);
+    }
+  }
+
+  // -- viewers ------------------------------------------------------------------------------------
+  async open(runId, pane = 0, opts = {}) {
+    document.getElementById("empty").hidden = true;
+    while (this.viewers.length <= pane) {
+      const v = new Viewer(this, "AB"[this.viewers.length]);
+      this.viewers.push(v);
+      this.main.append(v.root);
+    }
+    this.layout();
+    try {
+      await this.viewers[pane].open(runId, 0, opts);
+    } catch (e) {
+      this.viewers[pane].notes.textContent = e.message;
+      this.stats.errors.push(e.message);
+    }
+  }
+
+  close(viewer) {
+    viewer.generation++;
+    viewer.root.remove();
+    this.viewers = this.viewers.filter((v) => v !== viewer);
+    this.viewers.forEach((v, i) => { v.pane = "AB"[i]; v.root.dataset.pane = v.pane; });
+    this.layout();
+    if (!this.viewers.length) document.getElementById("empty").hidden = false;
+  }
+
+  layout() {
+    this.main.classList.toggle("compare", this.viewers.length > 1);
+    document.querySelector(".link-time").hidden = this.viewers.length < 2;
+  }
+
+  // a drawn frame of one viewer moves the other to the nearest time when "link time" is on
+  onDrawn(viewer, time) {
+    if (this.viewers.length < 2 || !this.linkTime.checked || this.linking) return;
+    const other = this.viewers.find((v) => v !== viewer && v.meta && v.meta.view);
+    if (!other) return;
+    this.linking = true;
+    other.show(other.nearest(time)).finally(() => { this.linking = false; });
+  }
+
+  recordOpen(viewer, ms) {
+    this.stats.opens.push({ pane: viewer.pane, run: viewer.runId, ms });
+    if (this.stats.firstPaint === null) this.stats.firstPaint = performance.now();
+  }
+
+  recordRedraw(viewer, r) {
+    this.stats.redraws.push({ pane: viewer.pane, ...r });
+    if (this.stats.redraws.length > 5000) this.stats.redraws.splice(0, 1000);
+  }
+}
+
+new App().init().catch((e) => {
+  document.getElementById("form-error").textContent = `could not start: ${e.message}`;
+  window.sandbox.stats.errors.push(e.message);
+});

@@ -1,0 +1,485 @@
+// One run on screen: its panels, a time slider with play/pause, variant choice, panel toggles, job controls and
+// exports. Frames come from /api/runs/{id}/frames and are cached; the frame under the slider is fetched first,
+// its neighbourhood afterwards, so scrubbing over fetched frames only redraws (Plotly.react). Only panels on
+// screen are redrawn (an IntersectionObserver draws the others when they scroll in); the time cursor of the
+// series panels is an HTML line placed over the plot, so moving it costs no Plotly relayout.
+import { api } from "./api.js";
+
+const CHUNK = 16;            // frames per prefetch request
+const WINDOW = 64;           // frames prefetched on each side of the shown one
+const CACHE_LIMIT = 2500;    // frames kept per viewer
+const PLOT_CONFIG = { displayModeBar: false, responsive: false, doubleClick: "reset" };
+
+const el = (tag, attrs = {}, ...children) => {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v;
+    else if (k.startsWith("data-")) node.setAttribute(k, v);
+    else node[k] = v;
+  }
+  node.append(...children);
+  return node;
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export class Viewer {
+  constructor(app, pane) {
+    this.app = app;
+    this.pane = pane;
+    this.runId = null;
+    this.meta = null;
+    this.variant = 0;
+    this.cache = new Map();
+    this.target = 0;
+    this.drawn = null;
+    this.pumping = null;
+    this.prefetching = false;
+    this.playing = false;
+    this.seriesFigures = {};
+    this.divs = {};
+    this.generation = 0;
+    this.onscreen = new Set();
+    this.observer = new IntersectionObserver((entries) => this.onVisibility(entries), { rootMargin: "150px" });
+    this.build();
+  }
+
+  // -- DOM ------------------------------------------------------------------------------------------
+  build() {
+    const p = this.pane;
+    this.title = el("b", { class: "vtitle" }, "no run");
+    this.status = el("span", { class: "badge vstatus" });
+    this.variantSelect = el("select", { class: "variant", title: "seed / activation / figure panel" });
+    this.buttons = {};
+    for (const [action, text] of [["pause", "Pause"], ["continue", "Continue"], ["stop", "Stop"], ["resume", "Resume"]]) {
+      this.buttons[action] = el("button", { type: "button", class: `control ${action}`, hidden: true }, text);
+      this.buttons[action].addEventListener("click", () => this.control(action));
+    }
+    const close = el("button", { type: "button", class: "close", title: "close this pane" }, "×");
+    close.addEventListener("click", () => this.app.close(this));
+    this.notes = el("div", { class: "vnotes note" });
+    this.play = el("button", { type: "button", class: "play", title: "play / pause" }, "▶");
+    this.slider = el("input", { type: "range", class: "slider", min: 0, max: 0, value: 0, step: 1 });
+    this.step = el("span", { class: "step" }, "—");
+    this.follow = el("input", { type: "checkbox", class: "follow", checked: true });
+    this.toggles = el("div", { class: "toggles" });
+    this.grid = el("div", { class: "grid" });
+    this.exportKind = el("select", { class: "export-kind" },
+      new Option("PNG of this view", "view"), new Option("PNG (offline renderer)", "png"),
+      new Option("GIF of frames", "gif"), new Option("MP4 of frames", "mp4"));
+    this.exportFrom = el("input", { type: "number", class: "export-from", min: 0, value: 0, title: "first frame" });
+    this.exportTo = el("input", { type: "number", class: "export-to", min: 0, value: 0, title: "last frame" });
+    this.exportEvery = el("input", { type: "number", class: "export-every", min: 1, value: 1, title: "every n-th" });
+    this.exportButton = el("button", { type: "button", class: "export" }, "Export");
+    this.exportNote = el("span", { class: "export-note note" });
+    this.root = el("section", { class: "viewer", "data-pane": p },
+      el("div", { class: "vhead" }, this.title, this.status, this.variantSelect, ...Object.values(this.buttons), close),
+      this.notes,
+      el("div", { class: "timebar" }, this.play, this.slider, this.step,
+        el("label", { class: "follow-label", title: "jump to the newest snapshot while the run trains" },
+          this.follow, " follow live")),
+      el("details", { class: "panel-toggles" }, el("summary", {}, "panels"), this.toggles),
+      el("div", { class: "exports" }, this.exportKind, " frames ", this.exportFrom, "–", this.exportTo, " every ",
+        this.exportEvery, this.exportButton, this.exportNote),
+      this.grid);
+    this.slider.addEventListener("input", () => this.show(Number(this.slider.value)));
+    this.play.addEventListener("click", () => this.togglePlay());
+    this.variantSelect.addEventListener("change", () => this.setVariant(Number(this.variantSelect.value)));
+    this.exportButton.addEventListener("click", () => this.exportRun());
+  }
+
+  // -- opening and live refresh ---------------------------------------------------------------------
+  async open(runId, variant = 0, { follow = true } = {}) {
+    const t0 = performance.now();
+    const gen = ++this.generation;
+    this.stopPlaying();
+    this.runId = runId;
+    this.variant = variant;
+    this.cache.clear();
+    this.drawn = null;
+    this.follow.checked = follow;
+    this.root.dataset.run = runId;
+    const meta = await api.run(runId);
+    if (gen !== this.generation) return;
+    this.setMeta(meta, true);
+    if (!meta.view) return;
+    const n = meta.view.times.length;
+    await Promise.all([this.loadSeries(), this.show(n - 1)]);
+    if (gen !== this.generation) return;
+    this.app.recordOpen(this, performance.now() - t0);
+    this.prefetch();
+  }
+
+  async refresh() {
+    if (!this.runId) return;
+    const gen = this.generation;
+    const meta = await api.run(this.runId);
+    if (gen !== this.generation) return;
+    const before = this.meta && this.meta.view ? this.meta.view.times.length : 0;
+    const atEnd = this.target >= before - 1;
+    this.setMeta(meta, false);
+    if (!meta.view) return;
+    await this.loadSeries();
+    const n = meta.view.times.length;
+    if ((this.follow.checked && atEnd) || !before) await this.show(n - 1);
+    else this.moveCursor(this.target);
+  }
+
+  setMeta(meta, fresh) {
+    const oldPanels = this.meta && this.meta.view ? JSON.stringify(this.meta.view.panels) : null;
+    const oldVariants = this.meta && this.meta.view ? JSON.stringify(this.meta.view.variants) : null;
+    this.meta = meta;
+    this.title.textContent = `${meta.experiment} · ${meta.id}`;
+    this.updateStatus(meta.status, meta.error);
+    const view = meta.view;
+    if (!view) {
+      this.notes.textContent = meta.reason || "nothing to show yet";
+      this.grid.innerHTML = "";
+      this.divs = {};
+      this.slider.max = 0;
+      return;
+    }
+    this.notes.textContent = view.notes.join(" · ");
+    if (fresh || JSON.stringify(view.variants) !== oldVariants) {
+      this.variantSelect.innerHTML = "";
+      view.variants.forEach((v, i) => this.variantSelect.append(new Option(v, i, false, i === this.variant)));
+      this.variantSelect.hidden = view.variants.length < 2;
+    }
+    if (fresh || JSON.stringify(view.panels) !== oldPanels) this.buildPanels(view.panels, fresh);
+    this.slider.max = view.times.length - 1;
+    this.exportTo.max = this.exportFrom.max = view.times.length - 1;
+    if (fresh) this.exportTo.value = view.times.length - 1;
+  }
+
+  buildPanels(panels, fresh) {
+    const before = new Set(Object.keys(this.divs));
+    const shown = fresh ? null : new Set([...before].filter((n) => !this.divs[n].parentElement.hidden));
+    this.toggles.innerHTML = "";
+    this.observer.disconnect();
+    this.onscreen.clear();
+    this.grid.innerHTML = "";
+    this.divs = {};
+    this.panelKinds = {};
+    for (const p of panels) {
+      const on = shown && before.has(p.name) ? shown.has(p.name) : p.default;
+      const box = el("input", { type: "checkbox", checked: on, name: p.name });
+      box.addEventListener("change", () => this.toggle(p.name, box.checked));
+      this.toggles.append(el("label", { class: "toggle" }, box, ` ${p.title}`));
+      const div = el("div", { class: "plot", id: `${this.pane}-${p.name}`, "data-panel": p.name, "data-kind": p.kind });
+      const cell = el("div", { class: `cell ${p.kind}`, hidden: !on }, div);
+      if (p.kind === "series") cell.append(el("div", { class: "cursor", hidden: true }));
+      this.observer.observe(div);
+      this.grid.append(cell);
+      this.divs[p.name] = div;
+      this.panelKinds[p.name] = p.kind;
+    }
+  }
+
+  visible(kind) {
+    return Object.keys(this.divs).filter((n) => this.panelKinds[n] === kind && !this.divs[n].parentElement.hidden);
+  }
+
+  updateStatus(status, error) {
+    this.status.textContent = status;
+    this.status.dataset.status = status;
+    this.status.title = error || "";
+    const show = { pause: status === "running", continue: status === "paused",
+      stop: ["running", "paused", "queued"].includes(status), resume: ["interrupted", "failed"].includes(status) };
+    for (const [a, b] of Object.entries(this.buttons)) b.hidden = !show[a];
+  }
+
+  async control(action) {
+    try {
+      const res = await api.control(this.runId, action);
+      this.updateStatus(res.status, res.error);
+    } catch (e) {
+      this.notes.textContent = e.message;
+    }
+  }
+
+  // -- frames ---------------------------------------------------------------------------------------
+  key(index) {
+    return `${this.variant}:${index}`;
+  }
+
+  entry(index, names) {
+    const e = this.cache.get(this.key(index));
+    return e && names.every((n) => n in e.figures) ? e : null;
+  }
+
+  store(frames) {
+    for (const f of frames) {
+      const k = this.key(f.index);
+      const e = this.cache.get(k) || { time: f.time, figures: {} };
+      Object.assign(e.figures, f.figures);
+      this.cache.set(k, e);
+    }
+    while (this.cache.size > CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value);
+  }
+
+  // Show frame ``index``: the latest request wins while earlier ones are fetched or drawn.
+  show(index) {
+    const n = this.meta && this.meta.view ? this.meta.view.times.length : 0;
+    if (!n) return Promise.resolve();
+    this.target = Math.max(0, Math.min(n - 1, index));
+    this.slider.value = this.target;
+    this.label(this.target, !this.entry(this.target, this.visible("frame")));
+    if (!this.pumping) this.pumping = this.pump().finally(() => { this.pumping = null; });
+    return this.pumping;
+  }
+
+  async pump() {
+    const gen = this.generation;
+    while (this.drawn !== this.target && gen === this.generation) {
+      const index = this.target;
+      const names = this.visible("frame");
+      let e = this.entry(index, names);
+      const cached = !!e;
+      const t0 = performance.now();
+      if (!e && names.length) {
+        try {
+          this.store((await api.frames(this.runId, index, index + 1, this.variant, names)).frames);
+        } catch (err) {
+          this.notes.textContent = err.message;
+          return;
+        }
+        if (gen !== this.generation) return;
+        if (this.target !== index) continue;
+        e = this.entry(index, names);
+      }
+      const t1 = performance.now();
+      await this.draw(index, e, names);
+      await new Promise((r) => requestAnimationFrame(() => r()));
+      const t2 = performance.now();
+      this.drawn = index;
+      this.app.recordRedraw(this, { index, cached, fetch_ms: t1 - t0, draw_ms: t2 - t1, total_ms: t2 - t0 });
+    }
+    if (gen === this.generation) this.prefetch();
+  }
+
+  async draw(index, e, names) {
+    const jobs = [];
+    for (const n of names) {
+      const div = this.divs[n];
+      if (!this.onscreen.has(n) && div.layout) {
+        div.dataset.stale = index;  // drawn when it scrolls into view
+        continue;
+      }
+      jobs.push(this.drawPanel(div, e.figures[n], index));
+    }
+    await Promise.all(jobs);
+    this.moveCursor(index);
+    const time = this.meta.view.times[index];
+    this.root.dataset.index = index;
+    this.root.dataset.time = time;
+    this.label(index, false);
+    this.app.onDrawn(this, time);
+  }
+
+  drawPanel(div, fig, index) {
+    const layout = { ...fig.layout, width: div.clientWidth, height: div.clientHeight };
+    div.dataset.index = index;
+    delete div.dataset.stale;
+    return Plotly.react(div, fig.data, layout, PLOT_CONFIG);
+  }
+
+  onVisibility(entries) {
+    for (const entry of entries) {
+      const name = entry.target.dataset.panel;
+      if (!entry.isIntersecting) {
+        this.onscreen.delete(name);
+        continue;
+      }
+      this.onscreen.add(name);
+      const div = entry.target;
+      if (div.dataset.stale !== undefined && this.drawn !== null) {
+        const e = this.entry(this.drawn, [name]);
+        if (e) this.drawPanel(div, e.figures[name], this.drawn);
+      }
+    }
+  }
+
+  label(index, loading) {
+    const v = this.meta.view;
+    const t = v.times[index];
+    this.step.textContent = `${v.time_label} ${+t.toPrecision(6)}  (frame ${index}/${v.times.length - 1})` +
+      (loading ? " …" : "");
+    this.step.dataset.index = index;
+  }
+
+  async prefetch() {
+    if (this.prefetching || !this.runId) return;
+    this.prefetching = true;
+    const gen = this.generation;
+    try {
+      const n = this.meta.view.times.length;
+      const center = Math.floor(this.target / CHUNK) * CHUNK;
+      for (let d = 0; d <= WINDOW; d += CHUNK) {
+        for (const start of d ? [center + d, center - d] : [center]) {
+          if (gen !== this.generation || this.pumping) return;
+          if (start < 0 || start >= n) continue;
+          const stop = Math.min(start + CHUNK, n);
+          const names = this.visible("frame");
+          let missing = false;
+          for (let i = start; i < stop; i++) if (!this.entry(i, names)) { missing = true; break; }
+          if (!missing || !names.length) continue;
+          const variant = this.variant;
+          const res = await api.frames(this.runId, start, stop, variant, names);
+          if (gen === this.generation && variant === this.variant) this.store(res.frames);
+        }
+      }
+    } catch (err) {
+      console.warn("prefetch", err);
+    } finally {
+      this.prefetching = false;
+    }
+  }
+
+  // -- series panels (time on x, cursor at the shown frame, click to jump) ---------------------------
+  async loadSeries() {
+    const names = this.visible("series");
+    if (!names.length) return;
+    const res = await api.series(this.runId, this.variant, names);
+    for (const [n, fig] of Object.entries(res.figures)) {
+      const div = this.divs[n];
+      const layout = { ...fig.layout, width: div.clientWidth, height: div.clientHeight };
+      await Plotly.react(div, fig.data, layout, PLOT_CONFIG);
+      if (!div.dataset.clickable) {
+        div.on("plotly_click", (ev) => ev.points.length && this.jumpTo(ev.points[0].x));
+        div.on("plotly_relayout", () => this.moveCursor(this.target));
+        div.dataset.clickable = "1";
+      }
+    }
+    this.moveCursor(this.target);
+  }
+
+  // the dashed time cursor over each series panel, placed with the plot's own x axis
+  moveCursor(index) {
+    const t = this.meta.view.times[index];
+    for (const n of this.visible("series")) {
+      const div = this.divs[n];
+      const line = div.parentElement.querySelector(".cursor");
+      const full = div._fullLayout;
+      if (!full || !full.xaxis || !line) continue;
+      const xa = full.xaxis;
+      const ya = full.yaxis;
+      const px = xa._offset + xa.l2p(t);
+      line.hidden = !(px >= xa._offset - 1 && px <= xa._offset + xa._length + 1);
+      line.style.left = `${px}px`;
+      line.style.top = `${ya._offset}px`;
+      line.style.height = `${ya._length}px`;
+      line.style.bottom = "auto";
+      div.dataset.cursor = t;
+    }
+  }
+
+  nearest(time) {
+    const times = this.meta.view.times;
+    let lo = 0;
+    let hi = times.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (times[mid] < time) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo > 0 && Math.abs(times[lo - 1] - time) <= Math.abs(times[lo] - time) ? lo - 1 : lo;
+  }
+
+  jumpTo(time) {
+    this.follow.checked = false;
+    return this.show(this.nearest(time));
+  }
+
+  // -- controls -------------------------------------------------------------------------------------
+  async toggle(name, on) {
+    this.divs[name].parentElement.hidden = !on;
+    if (!on) return;
+    if (this.panelKinds[name] === "series") await this.loadSeries();
+    else {
+      this.drawn = null;
+      await this.show(this.target);
+    }
+  }
+
+  async setVariant(v) {
+    this.variant = v;
+    this.drawn = null;
+    await Promise.all([this.loadSeries(), this.show(this.target)]);
+  }
+
+  togglePlay() {
+    if (this.playing) this.stopPlaying();
+    else this.startPlaying();
+  }
+
+  stopPlaying() {
+    this.playing = false;
+    this.play.textContent = "▶";
+  }
+
+  async startPlaying() {
+    const n = this.meta && this.meta.view ? this.meta.view.times.length : 0;
+    if (n < 2) return;
+    this.playing = true;
+    this.play.textContent = "❚❚";
+    this.follow.checked = false;
+    if (this.target >= n - 1) await this.show(0);
+    const stride = Math.max(1, Math.ceil(n / 400));
+    while (this.playing) {
+      const next = this.target + stride;
+      if (next >= this.meta.view.times.length) break;
+      await Promise.all([this.show(next), sleep(40)]);
+    }
+    this.stopPlaying();
+  }
+
+  // -- exports --------------------------------------------------------------------------------------
+  async exportRun() {
+    const kind = this.exportKind.value;
+    this.exportNote.textContent = "exporting…";
+    try {
+      if (kind === "view") return await this.exportView();
+      const start = Number(this.exportFrom.value);
+      const stop = kind === "png" ? this.target + 1 : Number(this.exportTo.value) + 1;
+      const panels = [...this.visible("frame"), ...this.visible("series")];
+      const req = { format: kind, start: kind === "png" ? this.target : start, stop, every: Number(this.exportEvery.value),
+        variant: this.variant, panels };
+      const blob = await api.exportFile(this.runId, req);
+      this.download(blob, `sandbox-${this.runId}-${req.start}-${stop - 1}.${kind}`);
+    } catch (e) {
+      this.exportNote.textContent = e.message;
+    }
+  }
+
+  async exportView() {
+    const names = Object.keys(this.divs).filter((n) => !this.divs[n].parentElement.hidden && this.divs[n].layout);
+    const w = Math.max(...names.map((n) => this.divs[n].clientWidth));
+    const h = Math.max(...names.map((n) => this.divs[n].clientHeight));
+    const cols = Math.min(4, names.length);
+    const rows = Math.ceil(names.length / cols);
+    const canvas = el("canvas", { width: cols * w, height: rows * h + 28 });
+    const g = canvas.getContext("2d");
+    g.fillStyle = "white";
+    g.fillRect(0, 0, canvas.width, canvas.height);
+    g.fillStyle = "#222";
+    g.font = "14px sans-serif";
+    g.fillText(`${this.title.textContent} · ${this.step.textContent}`, 8, 19);
+    const urls = await Promise.all(names.map((n) => Plotly.toImage(this.divs[n], { format: "png", width: w, height: h })));
+    await Promise.all(urls.map(async (url, i) => {
+      const img = new Image();
+      img.src = url;
+      await img.decode();
+      g.drawImage(img, (i % cols) * w, 28 + Math.floor(i / cols) * h);
+    }));
+    const blob = await new Promise((r) => canvas.toBlob(r, "image/png"));
+    this.download(blob, `sandbox-${this.runId}-frame${this.target}.png`);
+  }
+
+  download(blob, name) {
+    const a = el("a", { href: URL.createObjectURL(blob), download: name });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+    this.exportNote.textContent = `${name} (${Math.round(blob.size / 1024)} kB)`;
+  }
+}

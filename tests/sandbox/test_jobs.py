@@ -1,0 +1,110 @@
+"""Training jobs started through the API are real ``attnlab run`` processes of the run store: at most --max-jobs at
+once (the rest queued), paused and continued by signals, stopped into resumable "interrupted" runs that resume to
+the result an uninterrupted run gives, failures and crashes recorded, every job stopped (resumable) when the server
+is stopped. The jobs are runs of the test study ``toy.walk`` (a random walk that sleeps per step)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+from sandbox_helpers import start_server, stop_server, wait_for, wait_status
+
+from attnlab.core.config import resolve
+from attnlab.core.experiment import get
+from attnlab.core.runs import RunStore
+
+
+def start(server, **config) -> dict:
+    status, body = server.call("POST", "api/runs", {"experiment": "toy.walk",
+                                                    "config": {k: str(v) for k, v in config.items()}})
+    assert status == 202, body
+    return body
+
+
+def control(server, run_id: str, action: str) -> dict:
+    status, body = server.call("POST", f"api/runs/{run_id}/{action}")
+    assert status == 200, body
+    return body
+
+
+def proc_state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def index_row(root: Path, run_id: str) -> dict:
+    return RunStore(root).status(run_id)
+
+
+def test_queue_pause_continue_stop_resume(server, tmp_path):
+    walk = {"steps": 16, "sleep": 0.25, "seed": 11}
+    w1 = start(server, **walk)
+    w2 = start(server, steps=3, seed=12)
+    assert w1["status"] == "running" and (w2["status"], w2["queue_position"]) == ("queued", 1)  # --max-jobs 1
+    listed = {r["id"]: r for r in server.get("api/runs")["runs"]}
+    assert listed[w2["run_id"]]["status"] == "queued" and listed[w2["run_id"]]["queue_position"] == 1
+    run_dir = server.root / "runs" / "toy.walk" / w1["run_id"]
+    wait_for(lambda: (run_dir / "checkpoint.pt").exists(), timeout=120, what="the first checkpoint")
+
+    paused = control(server, w1["run_id"], "pause")
+    assert paused["status"] == "paused"
+    wait_for(lambda: proc_state(paused["pid"]) == "T", timeout=10, what="SIGSTOP")
+    assert control(server, w1["run_id"], "continue")["status"] == "running"
+    wait_for(lambda: proc_state(paused["pid"]) != "T", timeout=10, what="SIGCONT")
+
+    assert control(server, w2["run_id"], "stop")["status"] == "interrupted"  # dropped from the queue, never started
+    assert index_row(server.root, w2["run_id"])["status"] == "interrupted"
+    assert not (server.root / "runs" / "toy.walk" / w2["run_id"] / "log.txt").exists()
+
+    assert control(server, w1["run_id"], "stop")["status"] == "stopping"
+    stopped = wait_status(server, w1["run_id"], ("interrupted",))
+    assert "resume" in stopped["error"]
+    assert index_row(server.root, w1["run_id"])["status"] == "interrupted" and (run_dir / "checkpoint.pt").exists()
+    assert "interrupted; checkpoint kept" in (run_dir / "log.txt").read_text()
+
+    assert control(server, w1["run_id"], "resume")["status"] == "running"
+    wait_status(server, w1["run_id"], ("done",))
+    log = (run_dir / "log.txt").read_text()
+    assert "resumed from checkpoint" in log and not (run_dir / "checkpoint.pt").exists()
+    exp = get("toy.walk")
+    alone = RunStore(tmp_path / "alone").run(exp, resolve(exp.config, "quick", {**walk, "sleep": 0.0}))
+    resumed = json.loads((run_dir / "summary.json").read_text())
+    assert resumed == alone.summary  # the stopped-and-resumed run is the uninterrupted one (sleep does not count)
+    status, body = server.call("POST", f"api/runs/{w1['run_id']}/resume")
+    assert status == 409 and "only an interrupted or failed run resumes" in body["error"]
+
+
+def test_failures_and_crashes_are_recorded_and_resumable(server):
+    failing = start(server, steps=5, fail_at=2, seed=21)
+    row = wait_status(server, failing["run_id"], ("failed",))
+    assert "ValueError: asked to fail at step 2" in row["error"]
+
+    crash = start(server, steps=40, sleep=0.25, seed=22)
+    run_dir = server.root / "runs" / "toy.walk" / crash["run_id"]
+    wait_for(lambda: (run_dir / "checkpoint.pt").exists(), timeout=120, what="the first checkpoint")
+    os.kill(server.get(f"api/runs/{crash['run_id']}")["pid"], signal.SIGKILL)  # a crash nobody asked for
+    row = wait_status(server, crash["run_id"], ("interrupted",))
+    assert index_row(server.root, crash["run_id"])["status"] == "interrupted"
+    assert row["error"] == "the job died (signal 9); resume it to continue from its checkpoint"
+    assert control(server, crash["run_id"], "resume")["status"] in ("running", "queued")
+    assert control(server, crash["run_id"], "stop")["status"] in ("stopping", "interrupted")
+    wait_status(server, crash["run_id"], ("interrupted",))
+
+
+def test_stopping_the_server_stops_its_jobs_resumably(tmp_path):
+    srv = start_server(tmp_path / "store", "--max-jobs", "2")
+    try:
+        a, b = start(srv, steps=200, sleep=0.2, seed=31), start(srv, steps=200, sleep=0.2, seed=32)
+        assert a["status"] == b["status"] == "running"  # two slots
+        for job in (a, b):
+            d = srv.root / "runs" / "toy.walk" / job["run_id"]
+            wait_for(lambda d=d: (d / "checkpoint.pt").exists(), timeout=120, what="a checkpoint")
+    finally:
+        code = stop_server(srv)
+    out = srv.proc.stdout.read()
+    assert code == 0 and "attnlab sandbox stopped" in out
+    for job in (a, b):
+        assert index_row(srv.root, job["run_id"])["status"] == "interrupted"
+        assert (srv.root / "runs" / "toy.walk" / job["run_id"] / "checkpoint.pt").exists()
