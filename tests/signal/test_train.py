@@ -92,3 +92,13 @@ def test_entropy_collapse_blocks_training_ac11():
     final = tr["eval_loss"][-1]
     assert final[0] < final[1] - 0.8 and final[2] < final[3] - 0.8
     assert tr["entropy"][0, 1, 0] < 0.2
+
+
+def test_pre_ln_simulation_tracks_norm_and_cosine():
+    """The pre-LN extension (spec §2.6, §3.9): the residual norm q and the cosine follow the (q, p) recursion."""
+    arch = Architecture(d=256, T=64, L=3, beta=0.1, ln_position="pre")
+    sim = train.simulate(arch, n_inits=4, n_seqs=2, rho0=0.05, gen=torch.Generator().manual_seed(0))
+    th = theory.predict(arch, sim["rho"][0])
+    assert np.abs(sim["q"][:, 0] - th["q"][:, 0]).max() < 0.02
+    assert np.abs(sim["rho"][:, 0] - th["rho"][:, 0]).max() < 0.02
+    assert sim["q"][-1, 0] > 1.08  # no final LN: the stream grows

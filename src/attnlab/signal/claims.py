@@ -284,7 +284,7 @@ claim("entropy_frozen_during_training", "Fig. 4, Sec. 3.2.3",
       lambda ctx: _s(ctx, "fig4", "entropy_change_high_beta_max"), relation="report")
 claim("low_lr_mitigates_entropy_collapse", "Fig. C.2 (spec §6.1)",
       "entropy collapse is mitigated by a low learning rate (spec: not expected to show in 1000 CPU steps)",
-      "figC2: min over seeds of loss(β = 5) − loss(β = 0.5) at lr 1e-4",
+      "figC2: loss(β = 5) − loss(β = 0.5) at lr 1e-4 (min over seeds)",
       lambda ctx: _s(ctx, "figC2", "loss_gap_min"), relation="report")
 claim("rank_collapse_blocks_training", "Fig. 1f (spec AC-12)",
       "a deep low-β model with α_SA below α_c(L) does not train; above α_c(L) it does",

@@ -17,6 +17,7 @@ import torch
 
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
+from attnlab.core.trajectory import Trajectory
 from attnlab.signal import data, diagram, figures, rem, theory, train
 from attnlab.signal.arch import beta_from_std, qk_std_from_beta
 from attnlab.signal.common import corpus_tokens, units
@@ -112,7 +113,7 @@ def depth(config: DepthConfig, ctx: RunContext) -> Result:
         return out
 
     done = units(ctx, ["sim"], compute, "simulation")["sim"]
-    sim = train_traj(done, "sim_", "simulation")
+    sim = _layers(done, "sim_", "simulation")
     rho0 = torch.tensor(sim["rho"][0])
     th = theory.predict(arch, rho0, beta=bb, alpha_sa=aa)
     arrays = {**done, **th.to_arrays("theory_"), "betas": bb.numpy(), "alphas": aa.numpy(), "beta_theory":
@@ -133,9 +134,8 @@ def depth(config: DepthConfig, ctx: RunContext) -> Result:
     return Result(pd.concat(frames, ignore_index=True), arrays, summary)
 
 
-def train_traj(arrays, prefix, source):
-    from attnlab.core.trajectory import Trajectory
-
+def _layers(arrays, prefix: str, source: str) -> Trajectory:
+    """The stored trajectory ``prefix*`` of a depth run (without its FLOP count)."""
     keep = {k: v for k, v in arrays.items() if k.startswith(prefix) and k != f"{prefix}flops"}
     return Trajectory.from_arrays(keep, prefix, time_name="layer", source=source)
 

@@ -308,6 +308,8 @@ def attention_maps(result: Result, config) -> object:
         ax.imshow(a["attention"][i], cmap="magma", vmin=0, vmax=max(0.2, float(a["attention"][i].max())))
         ax.set_xticks(range(len(toks)), toks, rotation=90, fontsize=6)
         ax.set_yticks(range(len(toks)), toks, fontsize=6)
+        ax.set_xlabel("key")
+        ax.set_ylabel("query")
         ax.grid(False)
         b = a["betas"][i]
         ax.set_title(rf"$\beta$ = {b:g}: S/log T = {result.summary[f'entropy_beta{b:g}']:.2f}", fontsize=9)

@@ -131,7 +131,7 @@ experiment(STUDY, "fig4", MLMConfig.with_defaults(
     ref="Fig. 4", figure=figures.mlm_betas, title="Entropy collapse blocks training (1 layer, lr 5e-4)")(mlm_betas)
 experiment(STUDY, "figC2", MLMConfig.with_defaults(
     "FigC2Config", L=1, H=1, betas=(0.1, 0.5, 1.0, 2.0, 3.0, 5.0), lr=1e-4,
-    scales={"quick": _MLM_QUICK, "paper": _MLM_PAPER},
+    scales={"quick": {**_MLM_QUICK, "n_seeds": 1}, "paper": _MLM_PAPER},
     doc="Fig. C.2: Fig. 4 at the lower learning rate 1e-4."),
     ref="Fig. C.2", figure=figures.mlm_betas, title="Fig. 4 at lr 1e-4")(mlm_betas)
 
