@@ -86,10 +86,10 @@ def test_permuting_heads_permutes_U_and_keeps_the_predictor(random_problem):
     perm_h = torch.tensor([1, 0])
     idx = torch.arange(6).reshape(2, 3)[perm_h].reshape(-1)  # paths (h1, h2) with h1 permuted
     pb2 = kernels.Problem(pb.Xi[:, idx], pb.y, pb.Xi_test[:, idx], pb.y_test, pb.Hs)
-    t1 = theory.predict(pb, [5.0], 0.05)
-    t2 = theory.predict(pb2, [5.0], 0.05)
+    t1 = theory.predict(pb, [5.0], 0.05, tol=1e-11)
+    t2 = theory.predict(pb2, [5.0], 0.05, tol=1e-11)
     U1, U2 = torch.as_tensor(t1["U"][0]), torch.as_tensor(t2["U"][0])
-    assert torch.allclose(U2, U1[idx][:, idx], atol=1e-8)
+    assert float((U2 - U1[idx][:, idx]).abs().max()) < 1e-8
     assert abs(t1["f_mean"] - t2["f_mean"]).max() < 1e-8
 
 

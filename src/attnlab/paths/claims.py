@@ -1,0 +1,215 @@
+"""Claims of paper 3 as checks: the spec's acceptance checks A1-A10, B1-B11, C, D1-D4 with the spec's gates.
+
+A-checks (core maths) and B1, B2, D1 are computed directly (seconds); the others read experiment runs through
+``ctx.run`` so that each experiment runs once into the store. The Markov B-checks run on the spec's four seeds
+0-3 (seed 0 also sampled; seeds 1-3 theory only) and measure the worst seed against the gate. What the spec
+says to report rather than assert (FW − GP on synthetic one-shot data, the GD/theory sign agreement, the
+pruning Spearman correlation and the paper's pruning statements at quick scale) is registered as "report".
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import torch
+
+from attnlab.core.claims import Claim, ClaimContext, register
+from attnlab.paths import data, kernels, model, theory, train
+
+F64 = torch.float64
+SEEDS = (0, 1, 2, 3)
+S = "paths."
+
+
+def _claim(id: str, ref: str, statement: str, how: str, measure, expected=None, relation="approx",
+           tolerance=0.0, scales=("quick", "paper")) -> None:
+    register(Claim(S + id, ref, statement, how, measure, expected, relation, tolerance, scales))
+
+
+# -- A: core maths --------------------------------------------------------------------------------------
+
+
+def _a1(ctx: ClaimContext) -> float:
+    worst = 0.0
+    for Hs, readout in itertools.product(([1], [2, 3], [2, 2, 2], [3, 1]), ("mean", 0, -1)):
+        g = torch.Generator().manual_seed(sum(Hs))
+        X = torch.randn(5, 6, 7, generator=g, dtype=F64)
+        heads = [3 * torch.randn(H, 7, 7, generator=g, dtype=F64) / 7 for H in Hs]
+        w = model.Weights.prior(3, 8, 7, Hs, g)
+        f1 = model.forward(X, heads, w, readout)
+        f2 = model.forward_paths(model.path_features(X, heads, readout), w)
+        worst = max(worst, float((f1 - f2).abs().max() / f1.abs().max()))
+    return worst
+
+
+_claim("layers_equal_paths", "Eqs. 1-7 (spec A1)", "the layer recursion and the path-sum form give the same f",
+       "max relative difference over L ∈ {1,2,3}, Hs ∈ {[1],[2,3],[2,2,2],[3,1]}, mean/first/last-token readout",
+       _a1, 1e-10, "le")
+
+
+def _a2(ctx: ClaimContext) -> float:
+    g = torch.Generator().manual_seed(0)
+    Hs, s2, N = [2, 2], 1.3, 16
+    X = torch.randn(4, 5, 6, generator=g, dtype=F64)
+    heads = [3 * torch.randn(H, 6, 6, generator=g, dtype=F64) / 6 for H in Hs]
+    Xi = model.path_features(X, heads, "mean")
+    w = model.Weights.prior(20_000, N, 6, Hs, g, sigma2=s2)
+    f = model.forward_paths(Xi, w)
+    emp = f.T @ f / f.shape[0]
+    K = s2 ** (len(Hs) + 2) / Xi.shape[1] * torch.einsum("pad,qad->pq", Xi, Xi) / 6
+    U = model.order_parameter(w).mean(0)
+    dev_U = float((U - s2 ** (len(Hs) + 1) * torch.eye(4, dtype=F64)).abs().max()) / s2 ** (len(Hs) + 1)
+    return max(float((emp - K).abs().max() / K.abs().max()), dev_U)
+
+
+_claim("prior_covariance_is_gp_kernel", "Sec. 3, App. B (spec A2)",
+       "under the prior E[f f'] = (σ^{2(L+2)}/n) Σ_π C_ππ and N⁻¹E[V_eff V_effᵀ] = σ^{2(L+1)} I",
+       "20 000 prior draws, P=4, D=6, N=16, Hs=[2,2], σ²=1.3: max relative deviation of both", _a2, 0.03, "le")
+
+
+def _random_problem(Hs, P=12, D=9, s2=1.3, seed=0) -> kernels.Problem:
+    g = torch.Generator().manual_seed(seed)
+    n = math.prod(Hs)
+    return kernels.Problem(torch.randn(P, n, D, generator=g, dtype=F64),
+                           torch.sign(torch.randn(P, generator=g, dtype=F64)),
+                           torch.randn(5, n, D, generator=g, dtype=F64),
+                           torch.sign(torch.randn(5, generator=g, dtype=F64)), tuple(Hs), s2)
+
+
+def _a3(ctx: ClaimContext) -> float:
+    worst = 0.0
+    for Hs in ((2, 2), (2, 1), (3, 2, 2), (1, 1)):
+        pb = _random_problem(Hs)
+        act = theory.Action(kernels.PathKernels(pb.Xi, pb.sigma2), pb.y, 0.1, pb.P / 2, Hs, pb.sigma2)
+        par = theory.CholeskyParams(act.sizes)
+        th = 0.3 * torch.randn(par.dim, generator=torch.Generator().manual_seed(1), dtype=F64)
+        As = par.unpack(th)
+        grad = par.grad(As, act(As).grads)
+        fd = torch.stack([(act(par.unpack(th + e), grad=False).S - act(par.unpack(th - e), grad=False).S) / 2e-6
+                          for e in 1e-6 * torch.eye(par.dim, dtype=F64)])
+        worst = max(worst, float((fd - grad).abs().max() / grad.abs().max()))
+    return worst
+
+
+_claim("action_gradient", "Eqs. 32-34, spec §2.4 (spec A3)", "the analytic ∂S/∂U (re-derived) is the gradient of S",
+       "Cholesky-parameter gradient vs central differences ε=1e-6, σ²=1.3, α=2, τ=0.1, Hs ∈ {[2,2],[2,1],[3,2,2],"
+       "[1,1]}: max relative difference", _a3, 1e-6, "le")
+
+
+def _a4(ctx: ClaimContext) -> float:
+    worst = 0.0
+    for Hs in ((2, 2), (2, 1), (3, 2)):
+        pb = _random_problem(Hs)
+        act = theory.Action(kernels.PathKernels(pb.Xi, pb.sigma2), pb.y, 0.1, math.inf, Hs, pb.sigma2)
+        start = [1.7 * u + 0.1 for u in theory.gp_levels(Hs, pb.sigma2)]
+        sp = theory.solve(act, start)
+        for ell, U in enumerate(sp.Us, 1):
+            want = pb.sigma2 ** (len(Hs) + 2 - ell) * torch.eye(U.shape[0], dtype=F64)
+            worst = max(worst, float((U - want).abs().max()))
+    return worst
+
+
+_claim("gp_limit_solution", "Sec. 3 Result 1 (spec A4)", "at α = 0 the saddle point is U^(ℓ) = σ^{2(L+2−ℓ)} I, u = σ²",
+       "solve at N = ∞ from a perturbed start, σ² = 1.3, Hs ∈ {[2,2],[2,1],[3,2]}: max deviation", _a4, 1e-6, "le")
+
+
+def _a5(ctx: ClaimContext) -> float:
+    worst = 0.0
+    for Hs in ((1, 1), (1, 1, 1)):
+        pb = _random_problem(Hs, P=20)
+        kern = kernels.PathKernels(pb.Xi, pb.sigma2)
+        sp = theory.solve(theory.Action(kern, pb.y, 0.05, 4.0, Hs, pb.sigma2))
+        U1, S1 = theory.scalar_entropy_solution(pb, 4.0, 0.05, kern)
+        worst = max(worst, abs(float(sp.U) - U1) / U1, abs(sp.S - S1) / abs(S1))
+    return worst
+
+
+_claim("single_head_scalar_theory", "Sec. 3 (H = 1 entropy) (spec A5)",
+       "with one head per layer the full solve is the scalar theory (L+1)σ⁻²U^{1/(L+1)} − ln U + αℰ(U)",
+       "Hs = [1,1] and [1,1,1], α = 5: max relative difference in U* and S*", _a5, 1e-6, "le")
+
+
+def _markov(layout="all", seed=0, readout=1, sigma_perp=1.0, P_test=200) -> kernels.Problem:
+    G = torch.Generator
+    return data.markov_problem(data.MarkovTask(sigma_perp=sigma_perp), layout, 100, P_test,
+                               data=G().manual_seed(seed), test=G().manual_seed(seed + 1000),
+                               heads=G().manual_seed(seed + 1), readout=readout)
+
+
+def _a6(ctx: ClaimContext) -> float:
+    worst = 0.0
+    for layout in ("all", "good_denoising"):
+        pb = _markov(layout, P_test=10)
+        sp = theory.solve(theory.Action(kernels.PathKernels(pb.Xi), pb.y, 0.01, 10.0, pb.Hs))
+        worst = max(worst, max(sp.residuals))
+    return worst
+
+
+_claim("stationarity_residuals", "spec §2.4 (spec A6)", "the stationarity equations hold at the numerical optimum",
+       "relative residuals ‖U (∂S/∂U) U‖/‖U‖ per level at α = 10, Markov data, Hs = [2,2] and [2,1]", _a6, 1e-6,
+       "le")
+
+
+def _a7(ctx: ClaimContext) -> float:
+    pb = _random_problem((2, 3), P=15, D=8, s2=1.0)
+    idx = torch.arange(6).reshape(2, 3)[torch.tensor([1, 0])].reshape(-1)
+    pb2 = kernels.Problem(pb.Xi[:, idx], pb.y, pb.Xi_test[:, idx], pb.y_test, pb.Hs)
+    t1, t2 = theory.predict(pb, [5.0], 0.05, tol=1e-11), theory.predict(pb2, [5.0], 0.05, tol=1e-11)
+    return max(float(np.abs(t2["U"][0] - t1["U"][0][np.ix_(idx, idx)]).max()),
+               float(np.abs(t1["f_mean"] - t2["f_mean"]).max()))
+
+
+_claim("head_permutation_equivariance", "symmetry of Eq. 2 (spec A7)",
+       "permuting a layer's heads permutes U*'s rows and columns and leaves the predictor unchanged",
+       "Hs = [2,3], layer-1 heads swapped, both solved to max|∂S/∂U| ≤ 1e-11: max |ΔU| and max |Δ⟨f⟩|", _a7, 1e-8, "le")
+
+
+def _a8(ctx: ClaimContext) -> float:
+    pb = _markov("all", P_test=100)
+    fw = theory.predict(pb, [1e9], 0.01)
+    gp = theory.predict_gp(pb, 0.01)
+    return max(float(np.abs(fw["f_mean"][0] - gp.mean.numpy()).max()), float(np.abs(fw["f_var"][0]
+                                                                                     - gp.var.numpy()).max()))
+
+
+_claim("wide_limit_is_gp", "Sec. 3 (GP limit α → 0) (spec A8)",
+       "at vanishing α the finite-width predictor mean and variance are GP regression with K_GP",
+       "Markov data, τ = 0.01, N = 1e9 (at N = 1e7 the O(α) shift is still 2e-6): max difference", _a8, 1e-6, "le")
+
+
+def _a9(ctx: ClaimContext) -> float:
+    g = torch.Generator().manual_seed(0)
+    d, P, s2, tau, n = 50, 20, 1.3, 0.2, 10_000
+    Phi = torch.randn(P, d, generator=g, dtype=F64)
+    y = torch.randn(P, generator=g, dtype=F64)
+    draws = train.bcm_sample(Phi.expand(n, P, d), y, tau, s2, g)
+    cov = torch.linalg.inv(torch.eye(d, dtype=F64) / s2 + Phi.T @ Phi / tau)
+    mean = cov @ Phi.T @ y / tau
+    sd = torch.sqrt(torch.diagonal(cov))
+    return float(((draws.mean(0) - mean) / (sd / n**0.5)).abs().max())
+
+
+_claim("block_sampler_exact", "spec §3.3 (spec A9)",
+       "the Bhattacharya block sampler draws the exact Gaussian conditional",
+       "Bayesian linear regression d=50, P=20: max |z-score| of 1e4 sample means vs the closed form", _a9, 4.0, "le")
+
+
+def _a10(ctx: ClaimContext) -> float:
+    g = torch.Generator().manual_seed(7)
+    X = torch.randn(4, 5, 6, generator=g, dtype=F64)
+    worst = 0.0
+    for Hs in ([2], [2, 3], [3, 2, 2]):
+        heads = [4 * torch.randn(H, 6, 6, generator=g, dtype=F64) / 6 for H in Hs]
+        for readout in ("mean", 2):
+            diff = model.path_features(X, heads, readout) - model.path_features_naive(X, heads, readout)
+            worst = max(worst, float(diff.abs().max()))
+    return worst
+
+
+_claim("path_feature_tree", "Eq. 7 (spec A10)", "the right-to-left tree computes the attentioned inputs ξ^π",
+       "max |tree − path-by-path product| over Hs ∈ {[2],[2,3],[3,2,2]}, mean and token readout", _a10, 1e-12, "le")
+
+
+from attnlab.paths import markov_claims, oneshot_claims  # noqa: E402,F401  (B, C, D checks register themselves)

@@ -1,0 +1,162 @@
+"""Experiment configs of the paths study: paper defaults (Sec. 4, App. E-H, spec §4) and the quick scale.
+
+Validation runs before any work (core.config): P < 1, τ ≤ 0, a head list that does not match L, a patch that
+does not divide the image, a missing data directory... each stops with one line naming the key, the value
+and what is allowed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from attnlab.core.config import Config
+
+Layout = Literal["all", "good", "good_denoising", "good_uniform", "random"]
+OOD = Literal["glyphs_blocks", "mnist", "fashion_mnist"]
+PAPER_WIDTHS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+PAPER_TAUS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5)
+
+
+def _positive(key: str, values: tuple) -> tuple:
+    if any(v <= 0 for v in values):
+        raise ValueError(f"key {key!r} = {list(values)}: every entry must be > 0")
+    return values
+
+
+class TheoryNumerics(Config):
+    """Numerics of the saddle-point solve (spec §2.7) and the prior."""
+
+    sigma2: float = Field(1.0, gt=0, description="prior variance σ² of every weight (paper: 1)")
+    solver: Literal["lbfgs", "adam"] = Field("lbfgs", description="lbfgs (Cholesky, PD) or adam (App. E)")
+    tol: float = Field(1e-8, gt=0, le=1e-2, description="stop when max|∂S/∂U| ≤ tol")
+    max_iter: int = Field(20_000, ge=1, description="solver iterations per saddle point")
+    adam_lr: float = Field(0.1, gt=0, description="Adam learning rate (App. E; public code: 0.1 Markov)")
+    kernel_mode: Literal["auto", "blocks", "features"] = Field("auto", description="path-kernel storage (§9)")
+
+
+class SamplingConfig(TheoryNumerics):
+    """Posterior sampling (blocked Gibbs, spec §3.3)."""
+
+    sample_widths: tuple[int, ...] = Field((10, 50), description="widths N that are also sampled ([] = none)")
+    chains: int = Field(10, ge=1, le=64, description="independent chains (paper: 10)")
+    burn_in: int = Field(1000, ge=0, description="sweeps discarded per chain")
+    samples: int = Field(100, ge=2, description="kept samples per chain")
+    thin: int = Field(10, ge=1, description="sweeps between kept samples")
+
+    @field_validator("sample_widths")
+    @classmethod
+    def _widths_ok(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        return _positive("sample_widths", v)
+
+
+class MarkovConfig(SamplingConfig):
+    """The hidden-Markov-chain task through fixed heads (Sec. 4.1, App. G): theory over N, GP lines, sampling."""
+
+    layout: Layout = Field("all", description="heads: all (4 paths), good, good_denoising, good_uniform, random")
+    gp_layouts: tuple[Layout, ...] = Field(("all", "good", "good_denoising"), description="GP reference lines")
+    T: int = Field(30, ge=2, le=1000, description="tokens per chain (bos not counted)")
+    N0: int = Field(200, ge=2, description="feature width (even: v± live on the two halves)")
+    P: int = Field(100, ge=1, description="training sequences")
+    P_test: int = Field(1000, ge=1, description="test sequences")
+    tau: float = Field(0.01, gt=0, description="Gibbs temperature τ")
+    sigma_par: float = Field(1.0, ge=0, description="σ∥: noise in span{v+, v−}")
+    sigma_perp: float = Field(1.0, ge=0, description="σ⊥: noise out of that plane")
+    beta: float = Field(10.0, gt=0, description="softmax hardness β of every head")
+    random_strength: float = Field(1.0, gt=0, description="scale of the random heads (check C: 0.3)")
+    readout: int | Literal["mean"] = Field(1, description="token t* (1: first after bos; -1: last) or mean")
+    widths: tuple[float, ...] = Field((10, 20, 50, 100, 200, 500, 1000, 10_000), min_length=1)
+    alignment_width: float = Field(10.0, gt=0, description="N of the finite-width kernel in Figs. 2d, 5b")
+    n_pcs: int = Field(30, ge=1, description="kernel PCs shown (Fig. 2d)")
+
+    @field_validator("widths")
+    @classmethod
+    def _widths_positive(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        return _positive("widths", v)
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.N0 % 2:
+            raise ValueError(f"key 'N0' = {self.N0}: must be even (v+ and v− live on the two halves)")
+        if isinstance(self.readout, int) and not -(self.T + 1) <= self.readout <= self.T:
+            raise ValueError(f"key 'readout' = {self.readout}: a token index in [-{self.T + 1}, {self.T}] or 'mean'")
+        return self
+
+
+class Variant(BaseModel):
+    """One network of the one-shot study: L layers of Hs heads and query-key dimension G (None: the config's G)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    L: int = Field(2, ge=1, le=6)
+    Hs: tuple[int, ...] = Field((4, 4), min_length=1)
+    G: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _heads_match_layers(self):
+        if len(self.Hs) != self.L:
+            raise ValueError(f"key 'Hs' = {list(self.Hs)}: one head count per layer, but L = {self.L}")
+        if min(self.Hs) < 1:
+            raise ValueError(f"key 'Hs' = {list(self.Hs)}: every layer needs at least one head")
+        return self
+
+    @property
+    def name(self) -> str:
+        return f"L{self.L}_H" + "-".join(map(str, self.Hs))
+
+
+class OneShotConfig(SamplingConfig):
+    """One-shot in-context image classification (Sec. 4.2, App. H): GD model → fixed Q/K → Bayesian theory."""
+
+    dataset: Literal["glyphs", "omniglot"] = Field("glyphs", description="in-distribution images")
+    ood: tuple[OOD, ...] = Field(("glyphs_blocks",), min_length=1, description="out-of-distribution test sets")
+    data_root: str | None = Field(None, description="directory holding Omniglot / MNIST / FashionMNIST")
+    glyph_classes: int = Field(1623, ge=20, description="classes of the synthetic glyph set")
+    image_size: int = Field(32, ge=4, description="images are resized to S×S")
+    channels: int = Field(3, ge=1, le=4, description="grey replicated to this many channels")
+    patch: int = Field(8, ge=1, description="patch size; p = (S/patch)² tokens per image, T = 3p")
+    variants: tuple[Variant, ...] = Field((Variant(),), min_length=1, description="networks: [{L, Hs, G}]")
+    N_gd: int = Field(512, ge=2, description="width of the gradient-descent model")
+    G: int = Field(128, ge=1, description="query-key dimension (when a variant leaves G unset)")
+    gd_steps: int = Field(41_250, ge=1, description="Adam steps (528k episodes × 10 epochs / 128)")
+    gd_batch: int = Field(128, ge=1)
+    gd_lr: float = Field(3e-4, gt=0)
+    eval_every: int = Field(1000, ge=1, description="validation check (best model kept)")
+    P: int = Field(600, ge=1, description="training episodes of the Bayesian network")
+    P_val: int = Field(1000, ge=1, description="validation episodes (τ selection, GD model selection)")
+    P_test: int = Field(1000, ge=1, description="test episodes per test set")
+    widths: tuple[float, ...] = Field(PAPER_WIDTHS, min_length=1)
+    taus: tuple[float, ...] = Field(PAPER_TAUS, min_length=1, description="τ grid; best τ per N on validation")
+    score_width: float = Field(10.0, gt=0, description="N of the U used for head scores and Fig. 3c-d")
+    score_mode: Literal["both", "either"] = Field("both", description="head score: paper text / public code")
+    rescale: bool = Field(True, description="rescale kept heads by (H−k)^-1/2 after pruning")
+    n_pcs: int = Field(50, ge=1, description="kernel PCs shown (Fig. 3d)")
+    sample_widths: tuple[int, ...] = Field((10,), description="widths that are also sampled")
+
+    @field_validator("taus")
+    @classmethod
+    def _taus_positive(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        return _positive("taus", v)
+
+    @field_validator("widths")
+    @classmethod
+    def _widths_positive(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        return _positive("widths", v)
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.image_size % self.patch:
+            raise ValueError(f"key 'patch' = {self.patch}: must divide key 'image_size' = {self.image_size}")
+        needs_root = self.dataset == "omniglot" or any(o != "glyphs_blocks" for o in self.ood)
+        if needs_root and self.data_root is None:
+            raise ValueError("key 'data_root' = None: Omniglot / MNIST / FashionMNIST are read from a directory "
+                             "(nothing is downloaded): set data_root=DIR, or use dataset=glyphs, ood=[glyphs_blocks]")
+        if self.data_root is not None and not Path(self.data_root).expanduser().is_dir():
+            raise ValueError(f"key 'data_root' = {self.data_root!r}: no such directory")
+        return self
+
+    @property
+    def width(self) -> int:
+        """Token width N0 = channels · patch²."""
+        return self.channels * self.patch**2

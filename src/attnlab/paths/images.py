@@ -1,0 +1,212 @@
+"""Image sets of the one-shot task (Sec. 4.2, App. H): Omniglot, MNIST, FashionMNIST from their on-disk
+formats, and a synthetic glyph set generated here so that the pipeline runs offline.
+
+Nothing is downloaded. Real data are read from a directory the user gives:
+
+* Omniglot: ``ROOT/images_background/<alphabet>/<character>/*.png`` and ``ROOT/images_evaluation/...``
+  (the archives' layout; torchvision's ``ROOT/omniglot-py/...`` is found too). Classes are the 1623
+  characters, split 1028 / 172 / 423 (train / val / test; spec §8.15) in sorted (set, alphabet, character)
+  order — the torchmeta class lists themselves are not shipped, so the split is ours, deterministic.
+* MNIST / FashionMNIST: the IDX files ``t10k-images-idx3-ubyte`` and ``t10k-labels-idx1-ubyte`` (or
+  ``train-*``), gzipped or not, in ``ROOT/MNIST/raw`` (resp. ``ROOT/FashionMNIST/raw``, torchvision's layout),
+  ``ROOT/mnist`` (``ROOT/fashion_mnist``), ``ROOT/raw`` or ``ROOT``.
+
+Images become float tensors in [0, 1] (as ToTensor), resized with Pillow to ``size`` and replicated to
+``channels``. The synthetic glyphs (spec §7 D) draw each class from a template — ``strokes``: three thick
+random line segments, Omniglot-like; ``blocks``: a coarse random binary grid, a different family used as the
+out-of-distribution set — and each instance shifts the template by up to ±1 pixel and flips 5% of pixels.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+Tensor = torch.Tensor
+
+OMNIGLOT_SPLIT = (1028, 172, 423)
+OMNIGLOT_LAYOUT = ("ROOT/images_background/<alphabet>/<character>/*.png and "
+                   "ROOT/images_evaluation/<alphabet>/<character>/*.png")
+IDX_LAYOUT = ("ROOT[/MNIST/raw | /FashionMNIST/raw | /raw]/{split}-images-idx3-ubyte[.gz] and "
+              "{split}-labels-idx1-ubyte[.gz] (split = t10k or train)")
+
+
+@dataclass(frozen=True)
+class ImageSet:
+    """Images (M, C, S, S) in [0, 1] with integer class labels (M,)."""
+
+    images: Tensor
+    labels: Tensor
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if self.images.ndim != 4 or self.images.shape[2] != self.images.shape[3]:
+            raise ValueError(f"images have shape {tuple(self.images.shape)}; expected (M, C, S, S)")
+        if self.labels.shape != (self.images.shape[0],):
+            raise ValueError("one label per image")
+
+    @property
+    def classes(self) -> Tensor:
+        return torch.unique(self.labels)
+
+    def subset(self, classes: Tensor | Sequence[int], name: str | None = None) -> ImageSet:
+        keep = torch.isin(self.labels, torch.as_tensor(classes, dtype=self.labels.dtype))
+        return ImageSet(self.images[keep], self.labels[keep], name or self.name)
+
+    def split(self, counts: Sequence[int]) -> list[ImageSet]:
+        """Consecutive class splits (by sorted class id) of the given sizes, e.g. (1028, 172, 423)."""
+        cls = self.classes
+        if sum(counts) > len(cls):
+            raise ValueError(f"{self.name}: {len(cls)} classes cannot be split into {list(counts)}")
+        out, i = [], 0
+        for part, c in zip(("train", "val", "test"), counts, strict=False):
+            out.append(self.subset(cls[i:i + c], f"{self.name}-{part}"))
+            i += c
+        return out
+
+
+def _to_set(arrays: list[np.ndarray], labels: Sequence[int], size: int, channels: int, name: str) -> ImageSet:
+    """uint8/float HxW arrays → ImageSet, resized with Pillow (bilinear) to size×size, replicated to channels."""
+    from PIL import Image
+
+    out = np.empty((len(arrays), size, size), dtype=np.float32)
+    for i, a in enumerate(arrays):
+        img = Image.fromarray(a)
+        if img.size != (size, size):
+            img = img.resize((size, size), Image.Resampling.BILINEAR)
+        out[i] = np.asarray(img, dtype=np.float32) / 255.0
+    t = torch.from_numpy(out)[:, None].expand(-1, channels, -1, -1).contiguous()
+    return ImageSet(t, torch.as_tensor(list(labels), dtype=torch.long), name)
+
+
+# -- Omniglot ------------------------------------------------------------------------------------------
+
+
+def load_omniglot(root: str | Path, size: int = 32, channels: int = 3) -> ImageSet:
+    """All 1623 Omniglot characters (background + evaluation), labels in sorted (set, alphabet, character) order.
+
+    Split it with ``.split(OMNIGLOT_SPLIT)``. Raises FileNotFoundError naming the expected layout.
+    """
+    from PIL import Image
+
+    root = Path(root)
+    base = root / "omniglot-py" if (root / "omniglot-py").is_dir() else root
+    sets = [base / "images_background", base / "images_evaluation"]
+    if not any(s.is_dir() for s in sets):
+        raise FileNotFoundError(f"no Omniglot under {str(root)!r}; expected {OMNIGLOT_LAYOUT}")
+    chars = sorted(c for s in sets if s.is_dir() for a in sorted(s.iterdir()) if a.is_dir()
+                   for c in sorted(a.iterdir()) if c.is_dir())
+    arrays, labels = [], []
+    for k, char in enumerate(chars):
+        for png in sorted(char.glob("*.png")):
+            with Image.open(png) as im:
+                arrays.append(np.asarray(im.convert("L"), dtype=np.uint8))
+            labels.append(k)
+    if not arrays:
+        raise FileNotFoundError(f"Omniglot directories under {str(root)!r} hold no .png files; expected "
+                                f"{OMNIGLOT_LAYOUT}")
+    return _to_set(arrays, labels, size, channels, "omniglot")
+
+
+# -- MNIST / FashionMNIST -----------------------------------------------------------------------------
+
+
+def read_idx(path: str | Path) -> np.ndarray:
+    """An IDX file (gzipped or not) as a numpy array: magic 0x00 0x00 <type> <ndim>, big-endian int32 dims."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0:
+        raise ValueError(f"{path} is not an IDX file (bad magic number)")
+    dtypes = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+    if raw[2] not in dtypes:
+        raise ValueError(f"{path}: unknown IDX data type 0x{raw[2]:02x}")
+    ndim = raw[3]
+    dims = struct.unpack(f">{ndim}i", raw[4:4 + 4 * ndim])
+    data = np.frombuffer(raw, dtype=dtypes[raw[2]], offset=4 + 4 * ndim)
+    if data.size != int(np.prod(dims)):
+        raise ValueError(f"{path}: header says {dims} but the file holds {data.size} values")
+    return data.reshape(dims)
+
+
+_IDX_DIRS = {"mnist": ("MNIST/raw", "MNIST", "mnist"), "fashion_mnist": ("FashionMNIST/raw", "FashionMNIST",
+                                                                     "fashion_mnist", "fashion-mnist")}
+
+
+def _find_idx(root: Path, name: str, stem: str) -> Path | None:
+    for sub in (*_IDX_DIRS.get(name, ()), "raw", "."):
+        for file in (stem, stem + ".gz"):
+            if (root / sub / file).is_file():
+                return root / sub / file
+    return None
+
+
+def load_idx_dataset(root: str | Path, name: str = "mnist", split: str = "t10k", size: int = 32,
+                     channels: int = 3) -> ImageSet:
+    """MNIST or FashionMNIST (``name``: mnist | fashion_mnist; same format) from IDX files; FileNotFoundError
+    names the expected layout."""
+    if name not in _IDX_DIRS:
+        raise ValueError(f"IDX data set {name!r}: allowed: {', '.join(_IDX_DIRS)}")
+    root = Path(root)
+    img = _find_idx(root, name, f"{split}-images-idx3-ubyte")
+    lab = _find_idx(root, name, f"{split}-labels-idx1-ubyte")
+    if img is None or lab is None:
+        raise FileNotFoundError(f"no {name} IDX files under {str(root)!r}; expected {IDX_LAYOUT.format(split=split)}")
+    images, labels = read_idx(img), read_idx(lab)
+    if images.ndim != 3 or labels.shape != (images.shape[0],):
+        raise ValueError(f"{img}: expected (M, H, W) images and M labels, got {images.shape} and {labels.shape}")
+    return _to_set(list(images.astype(np.uint8)), labels.tolist(), size, channels, name)
+
+
+# -- synthetic glyphs --------------------------------------------------------------------------------
+
+
+def glyph_templates(n_classes: int, size: int, family: str, generator: torch.Generator) -> Tensor:
+    """Binary templates (n_classes, size, size): ``strokes`` (3 thick random segments) or ``blocks``."""
+    g = generator
+    if family == "blocks":
+        cells = max(2, size // 4)
+        coarse = (torch.rand(n_classes, 1, cells, cells, generator=g) < 0.5).float()
+        return torch.nn.functional.interpolate(coarse, size=(size, size), mode="nearest")[:, 0]
+    if family != "strokes":
+        raise ValueError(f"key 'family' = {family!r}: allowed: strokes, blocks")
+    canvas = torch.zeros(n_classes, size, size)
+    t = torch.linspace(0, 1, 3 * size)
+    lo, hi = 1, size - 3
+    for _ in range(3):
+        ends = lo + (hi - lo) * torch.rand(n_classes, 2, 2, generator=g)  # (class, end, xy)
+        pts = ends[:, :1] + t[None, :, None] * (ends[:, 1:] - ends[:, :1])  # (class, points, xy)
+        ij = pts.round().long()
+        cls = torch.arange(n_classes)[:, None].expand_as(ij[..., 0])
+        for di in (0, 1):
+            for dj in (0, 1):  # 2-pixel-thick pen
+                canvas[cls, (ij[..., 0] + di).clamp(0, size - 1), (ij[..., 1] + dj).clamp(0, size - 1)] = 1.0
+    return canvas
+
+
+def synthetic_glyphs(n_classes: int, per_class: int = 20, size: int = 16, channels: int = 1,
+                     family: str = "strokes", flip: float = 0.05, shift: int = 1,
+                     generator: torch.Generator | None = None, name: str | None = None) -> ImageSet:
+    """``per_class`` instances of ``n_classes`` templates: shifted by up to ±``shift`` pixels, ``flip`` of the
+    pixels flipped (spec §7 D fallback data set)."""
+    g = generator or torch.Generator().manual_seed(0)
+    temp = glyph_templates(n_classes, size, family, g)
+    M = n_classes * per_class
+    base = temp.repeat_interleave(per_class, 0)
+    dx = torch.randint(-shift, shift + 1, (M,), generator=g)
+    dy = torch.randint(-shift, shift + 1, (M,), generator=g)
+    idx = torch.arange(size)
+    rows = (idx[None, :] - dy[:, None]).clamp(0, size - 1)  # shifted, edge-padded
+    cols = (idx[None, :] - dx[:, None]).clamp(0, size - 1)
+    img = base[torch.arange(M)[:, None, None], rows[:, :, None], cols[:, None, :]]
+    flips = torch.rand(M, size, size, generator=g) < flip
+    img = torch.where(flips, 1.0 - img, img)
+    labels = torch.arange(n_classes).repeat_interleave(per_class)
+    return ImageSet(img[:, None].expand(-1, channels, -1, -1).contiguous(), labels, name or f"glyphs-{family}")

@@ -1,0 +1,142 @@
+"""The one-shot pipeline shared by Figs. 3, 6 and 7: data → GD model → its Q/K as fixed heads → theory.
+
+1. :func:`load_data`: in-distribution class splits (train / val / test), out-of-distribution sets, the
+   run's tokenizer (label vectors and positional encoding);
+2. :func:`train_model`: the gradient-descent model of a variant (resumable, best-validation model);
+3. :func:`problem`: episodes through the model's learned attention → path features, with the validation,
+   ID-test and OOD-test episodes stacked as one test set (``slices`` names the parts);
+4. :func:`theory_grid`: the saddle point on the τ grid × width grid (warm-started along N), the
+   validation-selected τ*(N) (spec §8.16: on a validation split, not on the test set as the public code
+   does), and the accuracies at τ*(N) on every test set, plus the GP limit at its own validation-selected τ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attnlab.core.runs import RunContext
+from attnlab.paths import episodes, gd, images, kernels, model, theory
+from attnlab.paths.configs import OneShotConfig, Variant
+
+F64 = torch.float64
+
+
+def _gen(ctx: RunContext, name: str) -> torch.Generator:
+    return torch.Generator().manual_seed(ctx.seed(name))  # CPU: images and episodes are built on the CPU
+
+
+@dataclass
+class OneShotData:
+    train: images.ImageSet
+    val: images.ImageSet
+    test: images.ImageSet
+    ood: dict[str, images.ImageSet]
+    tokenizer: episodes.Tokenizer
+
+
+def load_data(config: OneShotConfig, ctx: RunContext) -> OneShotData:
+    S, C = config.image_size, config.channels
+    if config.dataset == "omniglot":
+        full = images.load_omniglot(config.data_root, S, C)
+        counts = images.OMNIGLOT_SPLIT
+    else:
+        full = images.synthetic_glyphs(config.glyph_classes, 20, S, C, "strokes", generator=_gen(ctx, "data"))
+        k = config.glyph_classes / sum(images.OMNIGLOT_SPLIT)  # the Omniglot proportions 1028 / 172 / 423
+        counts = (round(1028 * k), max(2, round(172 * k)), max(2, round(423 * k)))
+    train, val, test = full.split(counts)
+    ood = {}
+    for name in config.ood:
+        if name == "glyphs_blocks":
+            n_cls = max(10, min(100, config.glyph_classes // 10))
+            ood[name] = images.synthetic_glyphs(n_cls, 20, S, C, "blocks", generator=_gen(ctx, "ood"))
+        else:
+            ood[name] = images.load_idx_dataset(config.data_root, name, "t10k", S, C)
+    tok = episodes.Tokenizer.make(S, config.patch, C, _gen(ctx, "teacher"))
+    return OneShotData(train, val, test, ood, tok)
+
+
+def episode_sets(config: OneShotConfig, ctx: RunContext, d: OneShotData) -> dict[str, tuple]:
+    """The fixed episode sets: Bayesian training (P), validation, ID test and one test set per OOD data set."""
+    tok = d.tokenizer
+    sets = {"train": episodes.sample_episodes(d.train, config.P, tok, _gen(ctx, "bayes_train")),
+            "val": episodes.sample_episodes(d.val, config.P_val, tok, _gen(ctx, "val")),
+            "id": episodes.sample_episodes(d.test, config.P_test, tok, _gen(ctx, "eval"))}
+    for name, s in d.ood.items():
+        sets[name] = episodes.sample_episodes(s, config.P_test, tok, _gen(ctx, f"eval_{name}"))
+    return sets
+
+
+def train_model(config: OneShotConfig, ctx: RunContext, units, d: OneShotData, variant: Variant,
+                val: tuple[torch.Tensor, torch.Tensor]) -> tuple[model.AttentionPathNet, dict]:
+    """The variant's GD model (App. H.1), trained once per run and resumable mid-training."""
+    G = variant.G or config.G
+
+    def build() -> model.AttentionPathNet:
+        g = _gen(ctx, f"init_{variant.name}")
+        return model.AttentionPathNet(config.width, config.N_gd, G, variant.Hs, "mean", generator=g).to(ctx.device)
+
+    def compute(state, save):
+        net = build()
+        with ctx.progress(config.gd_steps, f"GD {variant.name}") as bar:
+            res = gd.train_gd(net, d.train, d.tokenizer, val, steps=config.gd_steps, batch=config.gd_batch,
+                              lr=config.gd_lr, eval_every=config.eval_every, generator=ctx.rng(f"gd_{variant.name}"),
+                              state=state, progress=bar.update, checkpoint=save)
+        return {"state": {k: v.cpu() for k, v in res.state.items()}, "best_val": res.best_val,
+                "best_step": res.best_step, "history": res.history}
+
+    out = units.get(f"gd_{variant.name}", compute)
+    net = build()
+    net.load_state_dict(out["state"])
+    net.eval()
+    return net, out
+
+
+def problem(net: model.AttentionPathNet, sets: dict, sigma2: float, device) -> tuple[kernels.Problem, dict]:
+    """Path features through the learned attention; test = every set but ``train``, stacked (``slices``)."""
+    heads = [A.detach().to(device, F64) for A in net.logit_matrices()]
+    names = [k for k in sets if k != "train"]
+    Xtr, ytr = sets["train"]
+    Xt = torch.cat([sets[k][0] for k in names])
+    yt = torch.cat([sets[k][1] for k in names])
+    slices, i = {}, 0
+    for k in names:
+        slices[k] = slice(i, i + sets[k][0].shape[0])
+        i += sets[k][0].shape[0]
+    pb = kernels.Problem(model.path_features(Xtr.to(device, F64), heads, "mean"), ytr.to(device, F64),
+                         model.path_features(Xt.to(device, F64), heads, "mean"), yt.to(device, F64), net.Hs, sigma2)
+    return pb, slices
+
+
+def theory_grid(pb: kernels.Problem, slices: dict, widths, taus, kern: kernels.PathKernels, units, tag: str,
+                solve_kw: dict) -> dict[str, np.ndarray]:
+    """Accuracies on every test set for every (τ, N), the GP per τ, τ*(N) and U*(N) at τ*(N)."""
+    y = pb.y_test.cpu().numpy()
+    acc = {k: np.zeros((len(taus), len(widths))) for k in slices}
+    gp = {k: np.zeros(len(taus)) for k in slices}
+    Us = np.zeros((len(taus), len(widths), pb.n, pb.n))
+    fmean = np.zeros((len(taus), len(widths), len(y)))
+    fvar = np.zeros_like(fmean)
+    for a, tau in enumerate(taus):
+        tr = units.get(f"{tag}theory_tau{tau:g}", lambda s, save, tau=tau:
+                       theory.predict(pb, list(widths), tau, kern=kern, **solve_kw))
+        Us[a], fmean[a], fvar[a] = tr["U"], tr["f_mean"], tr["f_var"]
+        for k, s in slices.items():
+            acc[k][a] = (np.sign(tr["f_mean"][:, s]) == y[s]).mean(-1)
+        g = theory.predict_gp(pb, tau, kern).mean.cpu().numpy()
+        for k, s in slices.items():
+            gp[k][a] = (np.sign(g[s]) == y[s]).mean()
+    best = acc["val"].argmax(0)  # τ*(N) on validation; first (smallest τ) on ties
+    gp_best = int(gp["val"].argmax())
+    cols = np.arange(len(widths))
+    out = {"taus": np.asarray(taus, float), "widths": np.asarray(widths, float), "tau_star": np.asarray(taus)[best],
+           "U_star": Us[best, cols], "f_star": fmean[best, cols], "fvar_star": fvar[best, cols],
+           "tau_gp": np.asarray(taus[gp_best])}
+    for k in slices:
+        out[f"acc_grid_{k}"] = acc[k]
+        out[f"acc_fw_{k}"] = acc[k][best, cols]
+        out[f"acc_gp_grid_{k}"] = gp[k]
+        out[f"acc_gp_{k}"] = np.asarray(gp[k][gp_best])
+    return out

@@ -1,0 +1,214 @@
+"""One-shot experiments (Sec. 4.2, App. H): Figs. 3b-d and 6 (accuracy vs N, U, alignment), Figs. 3e-f and 7
+(head pruning of the gradient-descent model by scores from the theory's U).
+
+Every run trains its own GD model(s) from the run's seed (deterministic), so the pruning headline does not
+depend on another run. ``quick`` keeps the pipeline and shrinks it: 16×16 single-channel glyphs, 8×8 patches
+(T = 12, N0 = 64), N_gd = 64, G = 16, 2000 Adam steps at lr 3e-3 (at the paper's 3e-4 nothing is learnt within
+a CPU-minute budget), P = 200, widths {10, 100, 1000, 10⁴}.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from attnlab.core.experiment import Result, experiment
+from attnlab.core.runs import RunContext
+from attnlab.core.trajectory import Trajectory
+from attnlab.paths import gd, kernels, model, oneshot, oneshot_figures, pruning
+from attnlab.paths.configs import OneShotConfig, Variant
+from attnlab.paths.pipeline import Units, agreement, sample_widths, solve_kw
+
+STUDY = "paths"
+
+QUICK: dict[str, Any] = {"image_size": 16, "channels": 1, "glyph_classes": 400, "N_gd": 64, "G": 16,
+                         "gd_steps": 2000, "gd_lr": 3e-3, "eval_every": 100, "P": 200, "P_val": 500,
+                         "P_test": 1000, "widths": (10, 100, 1000, 10_000), "chains": 2, "burn_in": 500, "samples": 250,
+                         "thin": 4}
+
+
+def _nearest(widths, N: float) -> int:
+    return int(np.argmin(np.abs(np.log(np.asarray(widths, float)) - np.log(N))))
+
+
+def sign_agreement(U_ref: np.ndarray, U_other: np.ndarray, k: int = 10) -> float:
+    """Fraction of the k largest off-diagonal entries of U_ref (by |·|) whose sign U_other shares (Fig. 3c)."""
+    iu = np.triu_indices(U_ref.shape[0], 1)
+    top = np.argsort(-np.abs(U_ref[iu]))[:k]
+    return float((np.sign(U_ref[iu][top]) == np.sign(U_other[iu][top])).mean())
+
+
+def block_ratio(U: np.ndarray, Hs) -> float:
+    """Mean |U_ππ'| over off-diagonal pairs sharing h_1 / over pairs with different h_1 (Fig. 3c's blocks)."""
+    h1 = pruning.path_heads(Hs)[:, 0]
+    same = np.equal.outer(h1, h1) & ~np.eye(len(h1), dtype=bool)
+    diff = ~np.equal.outer(h1, h1)
+    return float(np.abs(U[same]).mean() / np.abs(U[diff]).mean()) if diff.any() and same.any() else float("nan")
+
+
+def oneshot_theory(config: OneShotConfig, ctx: RunContext) -> Result:
+    """Per variant: GD model, Bayesian theory over (τ, N) with τ*(N) on validation, GP, GD empirical U; for the
+    first variant also Gibbs samples at ``sample_widths`` and the kernel-PC alignment at ``score_width``."""
+    units = Units(ctx)
+    d = oneshot.load_data(config, ctx)
+    sets = oneshot.episode_sets(config, ctx, d)
+    test_names = ["id", *d.ood]
+    arrays: dict[str, np.ndarray] = {}
+    summary: dict[str, Any] = {}
+    rows = []
+    for vi, var in enumerate(config.variants):
+        v = var.name
+        net, info = oneshot.train_model(config, ctx, units, d, var, sets["val"])
+        summary[f"{v}/gd_best_val"] = info["best_val"]
+        for k in test_names:
+            summary[f"{v}/gd_acc_{k}"] = gd.accuracy(net, *sets[k])
+        arrays[f"{v}/gd_val_curve"] = np.asarray([info["history"]["step"], info["history"]["val_acc"]])
+        pb, slices = oneshot.problem(net, sets, config.sigma2, ctx.device)
+        kern = kernels.PathKernels(pb.Xi, pb.sigma2, config.kernel_mode)
+        grid = oneshot.theory_grid(pb, slices, config.widths, config.taus, kern, units, f"{v}/", solve_kw(config))
+        arrays.update({f"{v}/{k}": np.asarray(x) for k, x in grid.items()})
+        U_gd = model.order_parameter(net.weights())[0].cpu().numpy()
+        arrays[f"{v}/U_gd"] = U_gd
+        j = _nearest(config.widths, config.score_width)
+        U_n = grid["U_star"][j]
+        U_gp = pb.U_gp().cpu().numpy()
+        for i, N in enumerate(config.widths):
+            summary[f"{v}/U_dev_from_gp_N{N:g}"] = float(np.abs(grid["U_star"][i] - U_gp).max())
+        summary[f"{v}/sign_agreement_gd"] = sign_agreement(U_n, U_gd)
+        summary[f"{v}/block_ratio_theory"] = block_ratio(U_n, var.Hs)
+        summary[f"{v}/block_ratio_gd"] = block_ratio(U_gd, var.Hs)
+        for k in test_names:
+            summary[f"{v}/acc_gp_{k}"] = float(grid[f"acc_gp_{k}"])
+            for i, N in enumerate(config.widths):
+                summary[f"{v}/acc_fw_{k}_N{N:g}"] = float(grid[f"acc_fw_{k}"][i])
+                rows.append({"variant": v, "set": k, "N": N, "tau": float(grid["tau_star"][i]),
+                             "accuracy": float(grid[f"acc_fw_{k}"][i]), "source": "theory"})
+            rows.append({"variant": v, "set": k, "N": np.inf, "tau": float(grid["tau_gp"]),
+                         "accuracy": float(grid[f"acc_gp_{k}"]), "source": "gp"})
+        summary[f"{v}/fw_minus_gp_id_N{config.widths[j]:g}"] = float(grid["acc_fw_id"][j] - grid["acc_gp_id"])
+        if vi > 0:
+            continue
+        # Gibbs samples at τ*(N), compared with the theory at the same (N, τ*)
+        taus = {N: float(grid["tau_star"][_nearest(config.widths, N)]) for N in config.sample_widths}
+        sim = sample_widths(pb, config, ctx, units, taus, kern, tag=f"{v}/")
+        if sim is not None:
+            th_f = np.stack([grid["f_star"][_nearest(config.widths, N)] for N in sim.time])
+            th_U = np.stack([grid["U_star"][_nearest(config.widths, N)] for N in sim.time])
+            th_v = np.stack([grid["fvar_star"][_nearest(config.widths, N)] for N in sim.time])
+            yt = pb.y_test.cpu().numpy()
+            th = Trajectory(sim.time, {"f_mean": th_f, "U": th_U, "f_var": th_v,
+                                       "accuracy": (np.sign(th_f) == yt).mean(-1)}, time_name="N")
+            arrays.update(sim.to_arrays(f"{v}/sim_"))
+            for key, val in agreement(sim, th).items():
+                summary.update({f"{v}/{key}_N{N:g}": float(x) for N, x in zip(sim.time, val, strict=True)})
+            for i, N in enumerate(sim.time):
+                for k in test_names:
+                    s = slices[k]
+                    summary[f"{v}/acc_sample_{k}_N{N:g}"] = float((np.sign(sim["f_mean"][i][s]) == yt[s]).mean())
+                summary[f"{v}/rhat_N{N:g}"] = float(sim["rhat"][i])
+        # kernel-PC alignment at score_width (τ*) vs GP (Fig. 3d)
+        fw = kernels.alignment(kern.K(torch.as_tensor(U_n, device=pb.Xi.device)), pb.y)
+        gpk = kernels.alignment(kern.K(pb.U_gp()), pb.y)
+        k = min(config.n_pcs, pb.P)
+        arrays[f"{v}/overlap_fw"] = fw["overlaps"][:k].cpu().numpy()
+        arrays[f"{v}/overlap_gp"] = gpk["overlaps"][:k].cpu().numpy()
+        summary[f"{v}/top5_overlap_fw"] = fw["top_overlap"]
+        summary[f"{v}/top5_overlap_gp"] = gpk["top_overlap"]
+    return Result(pd.DataFrame(rows), arrays, summary)
+
+
+Fig3Config = OneShotConfig.with_defaults(
+    "Fig3Config", scales={"quick": QUICK, "paper": {}},
+    doc="Figs. 3b-d: one-shot accuracy vs N (ID, OOD), U at N = 10 (theory, sampled, GD), kernel-PC alignment.")
+Fig6Config = OneShotConfig.with_defaults(
+    "Fig6Config", variants=(Variant(L=2, Hs=(4, 4), G=128), Variant(L=3, Hs=(3, 3, 3), G=170)), sample_widths=(),
+    scales={"quick": {**QUICK, "variants": (Variant(L=2, Hs=(4, 4)), Variant(L=3, Hs=(3, 3, 3))),
+                      "taus": (0.05, 0.1, 0.25, 0.5, 1.0)}, "paper": {}},
+    doc="Fig. 6: accuracy vs N for (L, H) = (2, 4) and (3, 3), ID and OOD; U of the (3, 3) network at N = 10.")
+
+experiment(STUDY, "fig3", Fig3Config, ref="Fig. 3b-d", figure=oneshot_figures.fig3,
+           title="One-shot task: accuracy vs N, U (theory / sampled / GD), kernel alignment")(oneshot_theory)
+experiment(STUDY, "fig6", Fig6Config, ref="Fig. 6", figure=oneshot_figures.fig6,
+           title="One-shot task: (L, H) = (2, 4) and (3, 3)")(oneshot_theory)
+
+
+# -- Figs. 3e-f and 7: head pruning -------------------------------------------------------------------
+
+
+def head_parameters(config: OneShotConfig, var: Variant) -> tuple[int, int]:
+    """(parameters of one head, parameters of the model): a head holds V (N×N), W_Q and W_K (G×N0)."""
+    N, G, N0 = config.N_gd, var.G or config.G, config.width
+    head = N * N + 2 * G * N0
+    return head, N * N0 + sum(var.Hs) * head + N
+
+
+def head_pruning(config: OneShotConfig, ctx: RunContext) -> Result:
+    """Per variant: GD model; theory U at N = score_width and its validation-selected τ; head scores (both
+    modes); accuracy drop of every single head; accuracy after pruning 0, 1, ... heads in score order."""
+    from scipy.stats import spearmanr
+
+    units = Units(ctx)
+    d = oneshot.load_data(config, ctx)
+    sets = oneshot.episode_sets(config, ctx, d)
+    evals = {k: sets[k] for k in ["id", *d.ood]}
+    arrays: dict[str, np.ndarray] = {}
+    summary: dict[str, Any] = {}
+    rows = []
+    for var in config.variants:
+        v = var.name
+        net, info = oneshot.train_model(config, ctx, units, d, var, sets["val"])
+        summary[f"{v}/gd_best_val"] = info["best_val"]
+        pb, slices = oneshot.problem(net, sets, config.sigma2, ctx.device)
+        kern = kernels.PathKernels(pb.Xi, pb.sigma2, config.kernel_mode)
+        grid = oneshot.theory_grid(pb, slices, [config.score_width], config.taus, kern, units, f"{v}/",
+                                   solve_kw(config))
+        U = grid["U_star"][0]
+        arrays[f"{v}/U"] = U
+        summary[f"{v}/tau_star"] = float(grid["tau_star"][0])
+        scores = {m: pruning.head_scores(U, var.Hs, m) for m in ("both", "either")}
+        for m, sc in scores.items():
+            arrays[f"{v}/scores_{m}"] = np.concatenate(sc)
+        order = pruning.pruning_order(scores[config.score_mode])
+        arrays[f"{v}/order"] = np.asarray(order)
+        drops = gd.single_head_drops(net, evals, config.rescale)
+        max_k = len(order)
+        curve = gd.pruning_curve(net, order, evals, max_k, config.rescale)
+        per_head, total = head_parameters(config, var)
+        flat = arrays[f"{v}/scores_{config.score_mode}"]
+        for k in evals:
+            arrays[f"{v}/drop_{k}"] = np.asarray(drops[k])
+            arrays[f"{v}/curve_{k}"] = np.asarray(curve[k])
+            summary[f"{v}/acc_full_{k}"] = curve[k][0]
+            for n_pruned in range(1, max_k + 1):
+                summary[f"{v}/acc_pruned{n_pruned}_{k}"] = curve[k][n_pruned]
+            summary[f"{v}/spearman_score_drop_{k}"] = float(spearmanr(flat, drops[k]).statistic)
+            lo, hi = int(np.argmin(flat)), int(np.argmax(flat))
+            summary[f"{v}/drop_lowest_score_{k}"] = float(drops[k][lo])
+            summary[f"{v}/drop_highest_score_{k}"] = float(drops[k][hi])
+        summary[f"{v}/scores_max"] = float(max(arrays[f"{v}/scores_both"].max(), arrays[f"{v}/scores_either"].max()))
+        summary[f"{v}/scores_min"] = float(min(arrays[f"{v}/scores_both"].min(), arrays[f"{v}/scores_either"].min()))
+        summary[f"{v}/rankings_agree"] = float(np.array_equal(np.argsort(arrays[f"{v}/scores_both"]),
+                                                              np.argsort(arrays[f"{v}/scores_either"])))
+        summary[f"{v}/param_fraction_per_head"] = per_head / total
+        for i, (ell, h) in enumerate(order):
+            rows.append({"variant": v, "rank": i, "layer": ell + 1, "head": h + 1,
+                         "score": float(scores[config.score_mode][ell][h])})
+    return Result(pd.DataFrame(rows), arrays, summary)
+
+
+Fig3efConfig = OneShotConfig.with_defaults(
+    "Fig3efConfig", sample_widths=(), scales={"quick": QUICK, "paper": {}},
+    doc="Figs. 3e-f: head scores from U (N = 10), single-head accuracy drops and pruning in score order.")
+Fig7Config = OneShotConfig.with_defaults(
+    "Fig7Config", sample_widths=(), variants=(Variant(L=2, Hs=(4, 4), G=128), Variant(L=2, Hs=(8, 8), G=64)),
+    scales={"quick": {**QUICK, "variants": (Variant(L=2, Hs=(4, 4)), Variant(L=2, Hs=(8, 8), G=8)),
+                      "taus": (0.1, 0.25, 0.5, 1.0)}, "paper": {}},
+    doc="Fig. 7: head pruning for H = 4 and H = 8 heads per layer.")
+
+experiment(STUDY, "fig3ef", Fig3efConfig, ref="Fig. 3e-f", figure=oneshot_figures.pruning, headline=True,
+           title="Head pruning of the GD model by scores from the theory's U")(head_pruning)
+experiment(STUDY, "fig7", Fig7Config, ref="Fig. 7", figure=oneshot_figures.pruning,
+           title="Head pruning for H = 4 and H = 8")(head_pruning)

@@ -1,0 +1,91 @@
+"""Plumbing shared by the study's experiments: resumable units of work, seeded generators, solver options,
+Gibbs runs at the sampled widths and the sampling-vs-theory agreement measures (spec checks B9, B10, C)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from attnlab.core.runs import RunContext
+from attnlab.core.trajectory import Trajectory
+from attnlab.paths import kernels, train
+
+
+def generator(ctx: RunContext, name: str) -> torch.Generator:
+    """A generator on the run's device seeded from the named stream's seed (rebuilt identically on resume)."""
+    return torch.Generator(device=ctx.device).manual_seed(ctx.seed(name))
+
+
+class Units:
+    """Named units of work with resume: finished units and the partial state of the running one are
+    checkpointed (``ctx.checkpoint``), so a rerun skips what is done and continues what was interrupted."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        st = ctx.resume() or {}
+        self.done: dict = st.get("done", {})
+        self.partial: tuple | None = st.get("partial")
+
+    def get(self, key: str, compute: Callable[[Any, Callable], Any]) -> Any:
+        """``compute(resume_state, save)`` → value; ``save(lambda: state)`` offers a mid-unit checkpoint."""
+        if key in self.done:
+            return self.done[key]
+        start = self.partial[1] if self.partial and self.partial[0] == key else None
+
+        def save(state: Callable[[], Any]) -> None:
+            self.ctx.checkpoint(lambda: {"done": self.done, "partial": (key, state())})
+
+        value = compute(start, save)
+        self.done[key] = value
+        self.partial = None
+        self.ctx.checkpoint(lambda: {"done": self.done, "partial": None}, force=True)
+        return value
+
+
+def solve_kw(config) -> dict[str, Any]:
+    return {"method": config.solver, "tol": config.tol, "max_iter": config.max_iter, "lr": config.adam_lr}
+
+
+def sample_widths(pb: kernels.Problem, config, ctx: RunContext, units: Units, taus: dict[float, float],
+                  kern: kernels.PathKernels, tag: str = "") -> Trajectory | None:
+    """Gibbs runs at ``config.sample_widths`` (τ per width from ``taus``), resumable mid-chain."""
+    if not config.sample_widths:
+        return None
+    obs: dict[str, list] = {k: [] for k in ("U", "accuracy", "gen_error", "f_mean", "f_var", "rhat", "ess",
+                                            "train_mse", "tau")}
+    total = config.burn_in + config.samples * config.thin
+    for N in config.sample_widths:
+        def compute(state, save, N=N):
+            s = train.GibbsSampler(pb, N, taus[N], config.chains, ctx.rng("sampler"), kern, state=state)
+            with ctx.progress(total, f"Gibbs N={N} ({config.chains} chains)") as bar:
+                return s.run(config.burn_in, config.samples, config.thin, progress=bar.update,
+                             checkpoint=lambda: save(s.state_dict))
+
+        train.add_stats(obs, units.get(f"{tag}gibbs_N{N}", compute), pb.y_test, taus[N])
+    return Trajectory(np.asarray(config.sample_widths, float), {k: np.asarray(v) for k, v in obs.items()},
+                      time_name="N", source="simulation")
+
+
+def agreement(sim: Trajectory, th: Trajectory) -> dict[str, np.ndarray]:
+    """Sampling vs theory at the sampled widths: the quantities of spec checks B9, B10 and C."""
+    out: dict[str, list] = {k: [] for k in ("acc_diff", "pearson", "f_rel_err", "U_rel_fro", "U_corr", "var_ratio",
+                                            "U_gate_b9", "U_gate_b10")}
+    for i, N in enumerate(sim.time):
+        j = int(np.argmin(np.abs(th.time - N)))
+        fs, ft = sim["f_mean"][i], th["f_mean"][j]
+        Us, Ut = sim["U"][i], th["U"][j]
+        out["acc_diff"].append(abs(sim["accuracy"][i] - th["accuracy"][j]))
+        out["pearson"].append(np.corrcoef(fs, ft)[0, 1])
+        out["f_rel_err"].append(np.linalg.norm(fs - ft) / np.linalg.norm(ft))
+        out["U_rel_fro"].append(np.linalg.norm(Us - Ut) / np.linalg.norm(Ut))
+        out["U_corr"].append(np.corrcoef(Us.ravel(), Ut.ravel())[0, 1])
+        out["var_ratio"].append(sim["f_var"][i].mean() / th["f_var"][j].mean())
+        # ≤ 1 passes the spec's elementwise gates |U_s − U_th| ≤ a|U_th| + b
+        out["U_gate_b9"].append(np.max(np.abs(Us - Ut) / (0.15 * np.abs(Ut) + 0.15)))
+        out["U_gate_b10"].append(np.max(np.abs(Us - Ut) / (0.07 * np.abs(Ut) + 0.05)))
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
