@@ -102,3 +102,14 @@ def test_pre_ln_simulation_tracks_norm_and_cosine():
     assert np.abs(sim["q"][:, 0] - th["q"][:, 0]).max() < 0.02
     assert np.abs(sim["rho"][:, 0] - th["rho"][:, 0]).max() < 0.02
     assert sim["q"][-1, 0] > 1.08  # no final LN: the stream grows
+
+
+@pytest.mark.slow
+def test_rank_collapse_blocks_deep_training_ac12():
+    """Spec AC-12, rank-collapse arm: L = 8, β = 0.1, 1000 steps; α_SA = 0.1 (collapsed) vs 3.0 (propagates)."""
+    arch = Architecture(d=64, T=64, L=8, d_ff=64, beta=0.1)
+    w = data.repeat_task(20000, 64, 64, torch.Generator().manual_seed(0))
+    tr = mlm.train_mlm(arch, w, 64, mlm.Optim(steps=1000), betas=[0.1], alphas=[0.1, 3.0],
+                       gen_init=torch.Generator().manual_seed(1), gen_data=torch.Generator().manual_seed(2))
+    final = tr["eval_loss"][-1]
+    assert final[1] < final[0] - 0.5

@@ -105,11 +105,12 @@ def rem_order_parameters(config: REMConfig, ctx: RunContext) -> Result:
     """Figs. B.1/B.2: IPR and S/log T of attention rows vs β for several T and ρ (simulation of the score field)
     against Eq. 13, B.18 and the Eq. 15 heuristic; q^SA, p^SA (full T×T matrices) against B.17."""
     B = torch.tensor(config.betas, dtype=F64)
-    rows, arrays, summary = [], {"betas": B.numpy()}, {}
+    fine = torch.linspace(min(config.betas), max(config.betas), 400, dtype=F64)
+    rows, arrays, summary = [], {"betas": B.numpy(), "fine_betas": fine.numpy()}, {}
     gen = ctx.rng("mc")
     for rho in config.rhos:
-        arrays[f"theory_ipr_rho{rho:g}"] = rem.q_sa(B, rho).numpy()
-        arrays[f"theory_entropy_rho{rho:g}"] = rem.entropy_norm(B, rho).numpy()
+        arrays[f"theory_ipr_rho{rho:g}"] = rem.q_sa(fine, rho).numpy()
+        arrays[f"theory_entropy_rho{rho:g}"] = rem.entropy_norm(fine, rho).numpy()
         for T in config.Ts:
             st = rem.row_stats(B, rho, T, config.n_rows, config.n_rep, gen)
             heur = rem.q_sa_finite_heuristic(B, rho, T).numpy()

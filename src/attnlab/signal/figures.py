@@ -217,8 +217,9 @@ def rem_order_parameters(result: Result, config) -> dict[str, object]:
             row[0].plot(B, a[f"ipr_rho{rho:g}_T{T}"], "o", ms=3, color=c, label=f"T={T}")
             row[0].plot(B, a[f"heuristic_rho{rho:g}_T{T}"], ":", color=c, lw=1)
             row[1].plot(B, a[f"entropy_rho{rho:g}_T{T}"], "o", ms=3, color=c, label=f"T={T}")
-        row[0].plot(B, a[f"theory_ipr_rho{rho:g}"], "k-", label="Eq. 13")
-        row[1].plot(B, a[f"theory_entropy_rho{rho:g}"], "k-", label="B.18")
+        fb = a.get("fine_betas", B)
+        row[0].plot(fb, a[f"theory_ipr_rho{rho:g}"], "k-", label="Eq. 13")
+        row[1].plot(fb, a[f"theory_entropy_rho{rho:g}"], "k-", label="B.18")
         row[0].set_ylabel(rf"$\rho$={rho:g}" "\n" r"IPR $q_{sa}$")
         row[1].set_ylabel(r"$S/\log T$")
     axes[0, 0].set_title("IPR (dotted: Eq. 15 heuristic)")
@@ -229,9 +230,10 @@ def rem_order_parameters(result: Result, config) -> dict[str, object]:
     fig2, ax = figure(1, width=4.6, height=3.4)
     for k, rho in enumerate(config.rhos):
         c = COLORS[k % len(COLORS)]
+        fb = a.get("fine_betas", B)
         q_th = rho + (1 - rho) * a[f"theory_ipr_rho{rho:g}"]
-        ax.plot(B, q_th, color=c, label=rf"$q^{{SA}}$, $\rho$={rho:g}")
-        ax.plot(B, np.full_like(B, rho), color=c, ls="--", label=r"$p^{SA}$")
+        ax.plot(fb, q_th, color=c, label=rf"$q^{{SA}}$, $\rho$={rho:g}")
+        ax.plot(fb, np.full_like(fb, rho), color=c, ls="--", label=r"$p^{SA}$")
         ax.plot(B, a[f"mc_qSA_rho{rho:g}"], "o", ms=3, color=c)
         ax.plot(B, a[f"mc_pSA_rho{rho:g}"], "s", ms=3, color=c, mfc="none")
     ax.set_xlabel(r"$\beta$")
