@@ -52,6 +52,7 @@ def train_gd(net: AttentionPathNet, train: ImageSet, tokenizer: Tokenizer, val: 
              checkpoint: Callable[[Callable[[], dict]], None] | None = None) -> GDResult:
     """Adam on the MSE for ``steps`` steps of ``batch`` fresh training episodes; best validation model kept.
 
+    Episodes are drawn on the CPU from ``generator`` (a CPU generator, its state part of the checkpoint).
     ``state`` (from a checkpoint) resumes; ``checkpoint(get_state)`` is offered after every step.
     """
     dev = next(net.parameters()).device
@@ -61,6 +62,7 @@ def train_gd(net: AttentionPathNet, train: ImageSet, tokenizer: Tokenizer, val: 
     if state is not None:
         net.load_state_dict(state["net"])
         opt.load_state_dict(state["opt"])
+        generator.set_state(state["generator"])
     running = []
     while st["step"] < steps:
         X, y = sample_episodes(train, batch, tokenizer, generator)
@@ -82,7 +84,8 @@ def train_gd(net: AttentionPathNet, train: ImageSet, tokenizer: Tokenizer, val: 
         if progress is not None:
             progress(st["step"])
         if checkpoint is not None:
-            checkpoint(lambda: {**st, "net": net.state_dict(), "opt": opt.state_dict()})
+            checkpoint(lambda: {**st, "net": net.state_dict(), "opt": opt.state_dict(),
+                                "generator": generator.get_state()})
     net.load_state_dict(st["best"])
     return GDResult(st["best"], st["best_val"], st["best_step"], st["history"])
 

@@ -82,7 +82,7 @@ def train_model(config: OneShotConfig, ctx: RunContext, units, d: OneShotData, v
         net = build()
         with ctx.progress(config.gd_steps, f"GD {variant.name}") as bar:
             res = gd.train_gd(net, d.train, d.tokenizer, val, steps=config.gd_steps, batch=config.gd_batch,
-                              lr=config.gd_lr, eval_every=config.eval_every, generator=ctx.rng(f"gd_{variant.name}"),
+                              lr=config.gd_lr, eval_every=config.eval_every, generator=_gen(ctx, f"gd_{variant.name}"),
                               state=state, progress=bar.update, checkpoint=save)
         return {"state": {k: v.cpu() for k, v in res.state.items()}, "best_val": res.best_val,
                 "best_step": res.best_step, "history": res.history}

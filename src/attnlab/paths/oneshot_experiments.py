@@ -184,8 +184,9 @@ def head_pruning(config: OneShotConfig, ctx: RunContext) -> Result:
             summary[f"{v}/acc_full_{k}"] = curve[k][0]
             for n_pruned in range(1, max_k + 1):
                 summary[f"{v}/acc_pruned{n_pruned}_{k}"] = curve[k][n_pruned]
-            summary[f"{v}/spearman_score_drop_{k}"] = float(spearmanr(flat, drops[k]).statistic)
-            lo, hi = int(np.argmin(flat)), int(np.argmax(flat))
+            ok = np.isfinite(drops[k])  # a layer's only head cannot be pruned alone
+            summary[f"{v}/spearman_score_drop_{k}"] = float(spearmanr(flat[ok], np.asarray(drops[k])[ok]).statistic)
+            lo, hi = int(np.argmin(np.where(ok, flat, np.inf))), int(np.argmax(np.where(ok, flat, -np.inf)))
             summary[f"{v}/drop_lowest_score_{k}"] = float(drops[k][lo])
             summary[f"{v}/drop_highest_score_{k}"] = float(drops[k][hi])
         summary[f"{v}/scores_max"] = float(max(arrays[f"{v}/scores_both"].max(), arrays[f"{v}/scores_either"].max()))

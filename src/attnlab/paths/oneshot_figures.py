@@ -6,7 +6,7 @@ import numpy as np
 
 from attnlab.core.experiment import Result
 from attnlab.core.plotting import COLORS, figure
-from attnlab.paths.figures import BLUE, ORANGE, RED, path_labels
+from attnlab.paths.figures import BLUE, ORANGE, RED
 
 SET_NAME = {"id": "in-distribution", "glyphs_blocks": "OOD (block glyphs)", "mnist": "OOD (MNIST)",
             "fashion_mnist": "OOD (FashionMNIST)"}
@@ -25,16 +25,19 @@ def _acc_panel(ax, a: dict, v: str, k: str) -> None:
     ax.set_title(SET_NAME.get(k, k))
 
 
-def _heat(fig, ax, U: np.ndarray, title: str, labels: list[str]) -> None:
+def _heat(fig, ax, U: np.ndarray, title: str, Hs) -> None:
+    """U as a heat map with its h_1 blocks outlined (paths ordered with h_1 most significant)."""
     lim = np.abs(U).max()
     im = ax.imshow(U, cmap="RdBu_r", vmin=-lim, vmax=lim)
     ax.set_title(title)
-    if len(labels) <= 16:
-        ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=6)
-        ax.set_yticks(range(len(labels)), labels, fontsize=6)
-    else:
-        ax.set_xticks([])
-        ax.set_yticks([])
+    block = int(np.prod(Hs[1:])) if len(Hs) > 1 else 1
+    if block > 1:
+        for e in np.arange(block, U.shape[0], block) - 0.5:
+            ax.axhline(e, color="k", lw=0.5)
+            ax.axvline(e, color="k", lw=0.5)
+    centres = np.arange(Hs[0]) * block + (block - 1) / 2
+    ax.set_xticks(centres, [f"h₁={h + 1}" for h in range(Hs[0])], fontsize=7)
+    ax.set_yticks(centres, [f"h₁={h + 1}" for h in range(Hs[0])], fontsize=7)
     ax.grid(False)
     fig.colorbar(im, ax=ax, shrink=0.75)
 
@@ -60,14 +63,13 @@ def fig3(result: Result, config) -> object:
     ax.set_xlabel("kernel PC")
     ax.set_ylabel("overlap with Y")
     ax.legend(fontsize=7)
-    labels = path_labels(var.Hs)
     j = int(np.argmin(np.abs(np.log(a[f"{v}/widths"]) - np.log(config.score_width))))
     panels = [(a[f"{v}/U_star"][j], f"theory, N = {a[f'{v}/widths'][j]:g}")]
     if f"{v}/sim_U" in a:
         panels.append((a[f"{v}/sim_U"][0], f"sampled, N = {a[f'{v}/sim_time'][0]:g}"))
     panels.append((a[f"{v}/U_gd"], f"gradient descent, N = {config.N_gd}"))
     for ax, (U, title) in zip(axes[1], panels, strict=False):
-        _heat(fig, ax, U, title, labels)
+        _heat(fig, ax, U, title, var.Hs)
     for ax in axes[1][len(panels):]:
         ax.axis("off")
     fig.suptitle(f"one-shot task ({config.dataset}), L = {var.L}, Hs = {list(var.Hs)}, P = {config.P}")
@@ -86,8 +88,7 @@ def fig6(result: Result, config) -> object:
             _acc_panel(ax, a, var.name, k)
             ax.set_title(f"{var.name}: {SET_NAME.get(k, k)}", fontsize=9)
         j = int(np.argmin(np.abs(np.log(a[f"{var.name}/widths"]) - np.log(config.score_width))))
-        _heat(fig, row[-1], a[f"{var.name}/U_star"][j], f"U, N = {a[f'{var.name}/widths'][j]:g}",
-              path_labels(var.Hs))
+        _heat(fig, row[-1], a[f"{var.name}/U_star"][j], f"U, N = {a[f'{var.name}/widths'][j]:g}", var.Hs)
     axes[0][0].legend(fontsize=7)
     return fig
 
@@ -113,7 +114,8 @@ def pruning(result: Result, config) -> object:
         ax.set_xticks(x, labels, fontsize=7)
         ax.set_xlabel("head (layer.head)")
         ax.set_ylabel("normalised score", color=BLUE)
-        ax.set_title(f"{v}: Spearman(score, drop) = {s[f'{v}/spearman_score_drop_id']:.2f}", fontsize=9)
+        rho = s.get(f"{v}/spearman_score_drop_id")
+        ax.set_title(f"{v}: Spearman(score, drop) = " + ("n/a" if rho is None else f"{rho:.2f}"), fontsize=9)
         ax = row[1]
         frac = s[f"{v}/param_fraction_per_head"]
         for c, k in enumerate(sets):

@@ -105,7 +105,8 @@ class GibbsSampler:
         self.Xi, self.Xt = problem.Xi.to(F64), problem.Xi_test.to(F64)
         self.Xi_flat = self.Xi.reshape(-1, problem.D)
         self.y = problem.y.to(F64)
-        self.monitor = torch.linspace(0, self.Xt.shape[0] - 1, min(monitor, self.Xt.shape[0])).round().long()
+        self.monitor = torch.linspace(0, self.Xt.shape[0] - 1, min(monitor, self.Xt.shape[0]),
+                                      device=self.Xt.device).round().long()
         self.sweeps = 0
         self._reset_stats()
         if state is not None:  # resume: no draw from the generator, whose state the caller restored
