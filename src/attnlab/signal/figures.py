@@ -342,6 +342,7 @@ def mlm_betas(result: Result, config) -> object:
                 lambda b, al: rf"$\beta$={b:g}" + (rf", $\alpha$={al:g}" if len(config.alphas) > 1 else ""))
     if "uniform_loss" in result.summary:
         axes[0].axhline(result.summary["uniform_loss"], color="k", ls=":", lw=1, label="uniform guess")
+        axes[0].legend(fontsize=7)
     axes[0].set_title(f"MLM, L={config.L}, lr={config.lr:g}, corpus={config.corpus}")
     axes[1].set_title(r"entropy collapse: $\beta > \beta_c = \sqrt{2}$")
     return fig

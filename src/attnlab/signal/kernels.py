@@ -122,8 +122,8 @@ def mlp_moments(rho, activation: str = "relu", sigma_w2: float = 0.2, sigma_b2: 
     """(q², p², c¹) of the MLP output for LN'd inputs with cosine ρ (Eqs. 17–18; B.22 for ReLU).
 
     ``sigma_w2_out`` is the second layer's variance (default σ_w², as in the paper). Non-ReLU kernels use
-    the 2-D quadrature of :func:`gauss_cross`, through a 513-point table (linear interpolation, error
-    ≲ 1e-6) when more than ``table_above`` cosines are asked for at once.
+    the 2-D quadrature of :func:`gauss_cross`, through a 513-point table (linear interpolation, relative
+    error ≲ 1e-5) when more than ``table_above`` cosines are asked for at once.
     """
     rho = torch.as_tensor(rho, dtype=F64)
     s2 = sigma_w2 if sigma_w2_out is None else sigma_w2_out
