@@ -12,6 +12,12 @@ from attnlab.signal import corpus as corpus_mod
 from attnlab.signal import data
 
 
+def cpu_rng(ctx: RunContext, name: str) -> torch.Generator:
+    """A CPU generator of the named stream (the same numbers as ``ctx.rng(name)`` on CPU): for the theory's Monte
+    Carlo and index draws, which run on the CPU whatever the run's device."""
+    return torch.Generator().manual_seed(ctx.seed(name))
+
+
 def units(ctx: RunContext, keys: list[Hashable], compute: Callable[[Any], Any], description: str) -> dict:
     """``compute(key)`` for every key, resuming from and checkpointing to the run's state after each one."""
     done: dict = ctx.resume() or {}

@@ -20,7 +20,7 @@ from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.signal import data, diagram, figures, rem, theory, train
 from attnlab.signal.arch import beta_from_std, qk_std_from_beta
-from attnlab.signal.common import corpus_tokens, units
+from attnlab.signal.common import corpus_tokens, cpu_rng, units
 from attnlab.signal.configs import (
     DepthConfig,
     SALayerConfig,
@@ -100,7 +100,7 @@ def depth(config: DepthConfig, ctx: RunContext) -> Result:
     tokens, vocab = (None, None)
     if config.inputs == "corpus":
         windows, vocab = corpus_tokens(config, arch.T, ctx)
-        pick = torch.randperm(windows.shape[0], generator=ctx.rng("data"))[: config.n_seqs]
+        pick = torch.randperm(windows.shape[0], generator=cpu_rng(ctx, "data"))[: config.n_seqs]
         tokens = windows[pick]
 
     def compute(_):
@@ -187,7 +187,7 @@ def sa_layer(config: SALayerConfig, ctx: RunContext) -> Result:
     shape = (len(config.betas), len(config.rhos))
     sim_cos = cos_out.double().reshape(C, n).mean(1).reshape(shape).numpy()
     sim_ipr = ipr.double().reshape(C, n).mean(1).reshape(shape).numpy()
-    mc = rem.mc_overlaps(torch.tensor(bb), torch.tensor(rr), arch.T, config.n_rep, ctx.rng("mc"),
+    mc = rem.mc_overlaps(torch.tensor(bb), torch.tensor(rr), arch.T, config.n_rep, cpu_rng(ctx, "mc"),
                          sigma_v2=arch.sigma_v2, sigma_b2=arch.sigma_b2)
     mc_cos, mc_ipr = (mc[k].reshape(shape).numpy() for k in ("cos", "q_sa"))
     eq14 = rem.sa_cosine(torch.tensor(bb), torch.tensor(rr), sigma_v2=arch.sigma_v2,

@@ -12,7 +12,7 @@ import torch
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.signal import diagram, figures, rem, theory, train
-from attnlab.signal.common import units
+from attnlab.signal.common import cpu_rng, units
 from attnlab.signal.configs import AlphaCConfig, NoSkipConfig, REMConfig, SpectrumConfig, TanhConfig
 
 STUDY = "signal"
@@ -107,7 +107,7 @@ def rem_order_parameters(config: REMConfig, ctx: RunContext) -> Result:
     B = torch.tensor(config.betas, dtype=F64)
     fine = torch.linspace(min(config.betas), max(config.betas), 400, dtype=F64)
     rows, arrays, summary = [], {"betas": B.numpy(), "fine_betas": fine.numpy()}, {}
-    gen = ctx.rng("mc")
+    gen = cpu_rng(ctx, "mc")
     for rho in config.rhos:
         arrays[f"theory_ipr_rho{rho:g}"] = rem.q_sa(fine, rho).numpy()
         arrays[f"theory_entropy_rho{rho:g}"] = rem.entropy_norm(fine, rho).numpy()
@@ -139,7 +139,7 @@ experiment(STUDY, "figB1", REMConfig, ref="Figs. B.1, B.2 (App. B.4–B.7)", fig
 def spectrum(config: SpectrumConfig, ctx: RunContext) -> Result:
     """Fig. C.1: attention eigenvalues under standard init (score std fixed: bulk radius √(e^{σ²}−1)/√T) and
     under the REM rescaling σ_s² = β² log T (no 1/√T shrinkage)."""
-    gen = ctx.rng("mc")
+    gen = cpu_rng(ctx, "mc")
     T = config.T_show
     settings = {"standard": lambda t: config.sigma_std,
                 **{f"beta{b:g}": (lambda t, b=b: b * math.sqrt(math.log(t))) for b in config.betas}}

@@ -77,6 +77,19 @@ def q_sa_finite_heuristic(beta, rho, T: int) -> torch.Tensor:
     return torch.where(s > 0, float(T) ** (-s), q_sa(beta, rho))
 
 
+def q_sa_annealed(beta, rho, T: int) -> torch.Tensor:
+    """Annealed IPR e^{σ_s²(1−ρ)}/T = T^{β²(1−ρ) − 1}: exact to leading order while β²(1−ρ) < 1/2 (spec §7.6)."""
+    beta, rho = torch.broadcast_tensors(_t(beta), _t(rho))
+    return float(T) ** (beta**2 * (1 - rho) - 1)
+
+
+def p_sa_annealed(beta, rho, T: int) -> torch.Tensor:
+    """Sub-leading cross-overlap of two rows in the annealed region, p_sa ≈ T^{−(1 − β²ρ(1−ρ))} (B.13–B.16,
+    spec §3.5): → 0 as T → ∞, which is why Eq. 14 keeps p^SA = ρ."""
+    beta, rho = torch.broadcast_tensors(_t(beta), _t(rho))
+    return float(T) ** (-(1 - beta**2 * rho * (1 - rho)))
+
+
 # -- finite T: Monte Carlo of the score field ---------------------------------------------------------------
 
 

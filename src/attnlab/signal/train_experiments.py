@@ -18,7 +18,7 @@ from attnlab.core.trajectory import Trajectory
 from attnlab.signal import corpus as corpus_mod
 from attnlab.signal import data, figures, mlm
 from attnlab.signal.arch import qk_std_from_beta
-from attnlab.signal.common import corpus_tokens
+from attnlab.signal.common import corpus_tokens, cpu_rng
 from attnlab.signal.configs import AttentionMapsConfig, DeepMLMConfig, MLMConfig
 from attnlab.signal.model import attention, init_block, layer_norm
 
@@ -34,7 +34,7 @@ def attention_maps(config: AttentionMapsConfig, ctx: RunContext) -> Result:
     T = ids.numel()
     arch = config.arch(T=T, H=1)
     P = len(config.betas)
-    gen = ctx.rng("init")
+    gen = cpu_rng(ctx, "init")  # a one-story illustration: computed on the CPU
     emb = torch.randn((tok.vocab_size, arch.d), generator=gen) * config.emb_std
     pos = torch.randn((T, arch.d), generator=gen) * config.emb_std
     x = layer_norm(emb[ids] + pos, arch.norm).expand(P, 1, T, arch.d)
