@@ -126,3 +126,42 @@ def test_init_params_dtype_independent():
     b = init_params(cfg.spec(), [0, 1], dtype=torch.float64)
     for k in a:
         assert torch.equal(a[k], b[k].float())
+
+
+def test_training_matches_a_plain_pytorch_loop():
+    """One seed of the vectorised trainer follows, step by step, the textbook loop: the model of eqs. (1)-(4)
+    written out, torch.optim.Adam, the same data and batch order (this caught fused CPU Adam misreading
+    non-contiguous gradients)."""
+    import math
+
+    import torch.nn.functional as F
+
+    from attnlab.clustering.model import init_params
+    from attnlab.clustering.train import make_data
+    from attnlab.core.rng import stream_seed
+
+    cfg = TrainConfig(d=4, k=3, n_train=256, n_test=64, epochs=2, head_metrics=False, snapshot_every=0,
+                      mlp_lr_factor=0.5, dtype="float64")
+    ours = train(cfg).final()
+    spec = cfg.spec()
+    p = {k: v[0].clone().requires_grad_(True) for k, v in init_params(spec, [0], dtype=torch.float64).items()}
+    data = make_data(cfg.task(), cfg, [0])
+    x, y = data.x_train[0], data.y_train[0]
+    opt = torch.optim.Adam([{"params": [p[k] for k in "EPqV"], "lr": cfg.lr},
+                            {"params": [p["W"], p["U"]], "lr": cfg.lr * 0.5}])
+    g = torch.Generator().manual_seed(stream_seed(0, "batch"))
+    for _ in range(cfg.epochs):
+        order = torch.randperm(cfg.n_train, generator=g)
+        for i in range(cfg.steps_per_epoch):
+            b = order[i * cfg.batch_size:(i + 1) * cfg.batch_size]
+            e = p["E"][x[b]] + p["P"]
+            z = e / e.norm(dim=-1, keepdim=True)
+            a = torch.softmax(z @ p["q"] / math.sqrt(cfg.d), -1)
+            xi = (a.unsqueeze(-1) * z).sum(1) @ p["V"].T
+            psi = xi + F.gelu((xi / xi.norm(dim=-1, keepdim=True)) @ p["W"].T) @ p["U"].T
+            loss = F.cross_entropy(psi @ p["E"].T, y[b])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    for k, v in p.items():
+        torch.testing.assert_close(ours[k][0], v.detach(), rtol=1e-9, atol=1e-9)

@@ -74,12 +74,14 @@ def make_data(task: Task, cfg: TrainConfig, seeds: list[int], device: torch.devi
 
 def make_optimizer(leaves: Params, cfg: TrainConfig) -> torch.optim.Adam:
     """Adam(β1, β2, eps) with two groups: {E, P, q, V, gains} at lr and the MLP {W, U, biases} at lr·γ_mlp
-    (the "MLP learning-rate discount factor" of Fig. 16)."""
+    (the "MLP learning-rate discount factor" of Fig. 16).
+
+    Not ``fused=True``: torch 2.13's fused CPU Adam reads a non-contiguous gradient (autograd.grad returns some,
+    e.g. for E through the tied unembedding) as if it were contiguous, which silently scrambled the updates."""
     attn = [v for k, v in leaves.items() if k not in MLP_PARAMS]
     mlp = [v for k, v in leaves.items() if k in MLP_PARAMS]
     return torch.optim.Adam([{"params": attn, "lr": cfg.lr}, {"params": mlp, "lr": cfg.lr * cfg.mlp_lr_factor}],
-                            betas=(cfg.beta1, cfg.beta2), eps=cfg.adam_eps, weight_decay=cfg.weight_decay,
-                            fused=True)
+                            betas=(cfg.beta1, cfg.beta2), eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
 
 
 def grad_norms(grads: list[torch.Tensor]) -> torch.Tensor:
