@@ -232,9 +232,10 @@ def colour_frequencies(c: Tensor, C: int) -> Tensor:
 class PottsSpec:
     """Everything that fixes a Potts data set; the spec's `cpu_fig2` by default (spec §9).
 
-    J and U come from ``numpy.random.default_rng(structure_seed)`` (J first); the train and test sets are
-    separate Gibbs runs with seeds ``train_seed`` and ``test_seed``: ``n_chains`` chains each, ``burn_in`` sweeps,
-    then one saved configuration every ``thin`` sweeps.
+    J and U come from ``numpy.random.default_rng(structure_seed)`` (J first) unless given as ``J_custom`` /
+    ``U_custom`` (nested tuples, validated by :class:`PottsModel`); the train and test sets are separate Gibbs runs
+    with seeds ``train_seed`` and ``test_seed``: ``n_chains`` chains each, ``burn_in`` sweeps, then one saved
+    configuration every ``thin`` sweeps.
     """
 
     L: int = 20
@@ -252,11 +253,15 @@ class PottsSpec:
     train_seed: int = 1
     test_seed: int = 2
     order: Literal["chromatic", "sequential"] = "chromatic"
+    J_custom: tuple[tuple[float, ...], ...] | None = None
+    U_custom: tuple[tuple[float, ...], ...] | None = None
 
     def structure(self) -> tuple[np.ndarray, np.ndarray]:
         rng = np.random.default_rng(self.structure_seed)
-        J = make_J(self.L, self.J_kind, rng, p=self.p, min_degree=self.min_degree)
-        return J, make_U(self.C, rng)
+        J = (np.asarray(self.J_custom, float) if self.J_custom is not None
+             else make_J(self.L, self.J_kind, rng, p=self.p, min_degree=self.min_degree))
+        U = np.asarray(self.U_custom, float) if self.U_custom is not None else make_U(self.C, rng)
+        return J, U
 
     def model(self, device: torch.device | str = "cpu") -> PottsModel:
         J, U = self.structure()

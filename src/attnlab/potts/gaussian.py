@@ -133,7 +133,7 @@ def train_error(X: Tensor, y: Tensor, A: Tensor) -> Tensor:
     return ((y - (X @ A.unsqueeze(-1))[..., 0]) ** 2).mean(-1)
 
 
-OBSERVABLES = ("eps_g", "eps_train", "q", "m", "rho")
+OBSERVABLES = ("eps_g", "eps_train", "q", "m", "rho", "Delta")
 
 
 def simulate(

@@ -50,7 +50,7 @@ def attention(W: Tensor, attn: Attn = "softmax") -> Tensor:
     raise ValueError(f"attn {attn!r} is not known; allowed: softmax, softmax_nosink, linear")
 
 
-def _site_major(c: Tensor, C: int, dtype: torch.dtype) -> Tensor:
+def site_major(c: Tensor, C: int, dtype: torch.dtype) -> Tensor:
     """One-hot spins laid out (..., L, n·C), so that attention over sites is one large matmul per model."""
     s = one_hot(c, C, dtype).transpose(-3, -2)  # (..., L, n, C)
     return s.reshape(*s.shape[:-2], -1)
@@ -61,7 +61,7 @@ def factored_logits(c: Tensor, W: Tensor, V: Tensor, attn: Attn = "softmax") -> 
     L, C, n = W.shape[-1], V.shape[-1], c.shape[-2]
     A = attention(W, attn)
     A_off = A * (1 - torch.eye(L, dtype=A.dtype, device=A.device))  # s_i = t = 0
-    Y = A_off @ _site_major(c, C, V.dtype)  # (..., L, n·C): Σ_j A_ij s_j
+    Y = A_off @ site_major(c, C, V.dtype)  # (..., L, n·C): Σ_j A_ij s_j
     h = Y.reshape(*Y.shape[:-2], L * n, C) @ V.mT  # (..., L·n, C)
     return h.reshape(*h.shape[:-2], L, n, C).transpose(-3, -2)
 
@@ -75,15 +75,17 @@ def mlm_loss(logits: Tensor, c: Tensor, weights: Tensor | None = None) -> Tensor
 
 
 def factored_loss_grad(c: Tensor, W: Tensor, V: Tensor, weights: Tensor | None = None,
-                       attn: Attn = "softmax") -> tuple[Tensor, Tensor, Tensor]:
+                       attn: Attn = "softmax", spins: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """MLM loss of eq. (4) and its closed-form gradient in (W, V): with Y = A_off s (the attended one-hot
     spins), h = Y Vᵀ and G = ∂loss/∂h = (p̃ - s)/(nL): ∂V = Σ Gᵀ Y, ∂A_ij = Σ_n (G V)_{n,i,c_nj} (j ≠ i), and the
     softmax Jacobian ∂W_ij = A_ij (∂A_ij - Σ_k A_ik ∂A_ik). Batched over leading model axes; c (..., n, L);
-    ``weights`` (..., n) weight the sequences. Checked against autograd and finite differences (spec check 8)."""
+    ``weights`` (..., n) weight the sequences; ``spins`` = ``site_major(c, C, dtype)`` may be passed precomputed
+    (the L-BFGS objective evaluates the same data hundreds of times). Checked against autograd and finite
+    differences (spec check 8)."""
     L, C, n = W.shape[-1], V.shape[-1], c.shape[-2]
     A = attention(W, attn)
     off = 1 - torch.eye(L, dtype=W.dtype, device=W.device)
-    s = _site_major(c, C, W.dtype)  # (..., L, n·C)
+    s = site_major(c, C, W.dtype) if spins is None else spins  # (..., L, n·C)
     Y = (A * off) @ s
     Yf = Y.reshape(*Y.shape[:-2], L * n, C)
     logp = torch.log_softmax(Yf @ V.mT, -1)  # (..., L·n, C), site-major

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -34,6 +34,7 @@ from attnlab.potts.model import (
     factored_loss_grad,
     mlm_loss,
     perturbed_logits,
+    site_major,
 )
 from attnlab.potts.optim import lbfgs
 
@@ -60,7 +61,7 @@ def model_generators(seed: int, device: torch.device | str = "cpu") -> tuple[tor
     return tuple(torch.Generator(device=device).manual_seed(int(w) & (2**63 - 1)) for w in words)  # type: ignore
 
 
-def _optimizer(params: list[Tensor], opt: Optim, steps: int) -> tuple[torch.optim.Optimizer, Callable[[], None]]:
+def _optimizer(params: list[Tensor], opt: Optim, steps: int) -> tuple[torch.optim.Optimizer, Any]:
     if opt.optimizer == "adam":
         o = torch.optim.Adam(params, lr=opt.lr, weight_decay=opt.weight_decay)
     elif opt.optimizer == "sgd":
@@ -71,7 +72,27 @@ def _optimizer(params: list[Tensor], opt: Optim, steps: int) -> tuple[torch.opti
         sched = torch.optim.lr_scheduler.LambdaLR(o, lambda t: 0.5 * (1 + math.cos(math.pi * min(t, steps) / steps)))
     else:
         sched = torch.optim.lr_scheduler.LambdaLR(o, lambda t: 1.0)
-    return o, sched.step
+    return o, sched
+
+
+Checkpoint = Callable[[Callable[[], dict]], Any]
+
+
+def _save_state(epoch: int, params: dict[str, Tensor], opt, sched, rows: list, epochs: list,
+                gens: Sequence[torch.Generator]) -> dict:
+    return {"epoch": epoch, "params": {k: v.detach().clone() for k, v in params.items()}, "opt": opt.state_dict(),
+            "sched": sched.state_dict(), "rows": rows, "epochs": epochs, "gens": [g.get_state() for g in gens]}
+
+
+def _load_state(state: dict, params: dict[str, Tensor], opt, sched, gens: Sequence[torch.Generator]) -> int:
+    with torch.no_grad():
+        for k, v in params.items():
+            v.copy_(state["params"][k])
+    opt.load_state_dict(state["opt"])
+    sched.load_state_dict(state["sched"])
+    for g, st in zip(gens, state["gens"], strict=True):
+        g.set_state(st)
+    return state["epoch"]
 
 
 @dataclass(eq=False)
@@ -106,8 +127,8 @@ def init_params(kind: str, n_models: int, L: int, C: int, gens: Sequence[torch.G
         W = init_scale * randn(L, L) + (1.0 / L if attn == "linear" else 0.0)
         return {"W": W, "V": v_scale * randn(C, C) / math.sqrt(C)}
     if kind == "perturbed":
-        if L != C:
-            raise ValueError(f"eq. (2) with one-hot positions and E = I needs L = d = C (L = {L}, C = {C})")
+        if L > C:
+            raise ValueError(f"eq. (2) with one-hot positions and E = I needs L <= d = C (L = {L}, C = {C})")
         return {"W": init_scale * randn(C, C), "V": v_scale * randn(C, C) / math.sqrt(C)}
     raise ValueError(f"model kind {kind!r} is not known; allowed: factored, perturbed")
 
@@ -142,8 +163,13 @@ def train_stacked(
     init_scale: float = 0.1,
     eval_every: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    checkpoint: Checkpoint | None = None,
+    resume: dict | None = None,
 ) -> Fit:
-    """Train len(seeds) single-layer models at once on the first ``M`` training sequences (default all)."""
+    """Train len(seeds) single-layer models at once on the first ``M`` training sequences (default all).
+
+    ``checkpoint(state_fn)`` is called after every epoch (``ctx.checkpoint`` saves when due); a saved state passed
+    back as ``resume`` continues to the same result as an uninterrupted run."""
     device = data.train.device
     train = data.train if M is None else data.train[:M]
     test, J, L, C = data.test, data.potts.J, data.potts.L, data.potts.C
@@ -154,8 +180,9 @@ def train_stacked(
     if kind == "perturbed":
         a = torch.as_tensor(a if a is not None else [0.0] * S, dtype=dtype, device=device)
     steps_per_epoch = -(-n // optim.batch)
-    opt, step_lr = _optimizer(list(params.values()), optim, optim.epochs * steps_per_epoch)
+    opt, sched = _optimizer(list(params.values()), optim, optim.epochs * steps_per_epoch)
     opt_loss = data.optimal_loss
+    batch_gens = [g[1] for g in gens]
 
     def evaluate() -> dict[str, Tensor]:
         with torch.no_grad():
@@ -164,13 +191,17 @@ def train_stacked(
         return {"test_loss": test_loss, "gap": test_loss - opt_loss, "recon_err": metrics.recon_error(A, J),
                 "corr": metrics.corr_offdiag(A, J)}
 
-    rows, epochs = [], []
-    with torch.no_grad():
-        first = mlm_loss(stacked_logits(kind, params, train, attn, a), train).double()
-    rows.append({**evaluate(), "train_loss": first})
-    epochs.append(0)
-    for epoch in range(1, optim.epochs + 1):
-        perms = torch.stack([torch.randperm(n, generator=g[1], device=device) for g in gens])
+    rows, epochs, start = [], [], 1
+    if resume is not None:
+        start = _load_state(resume, params, opt, sched, batch_gens) + 1
+        rows, epochs = resume["rows"], resume["epochs"]
+    else:
+        with torch.no_grad():
+            first = mlm_loss(stacked_logits(kind, params, train, attn, a), train).double()
+        rows.append({**evaluate(), "train_loss": first})
+        epochs.append(0)
+    for epoch in range(start, optim.epochs + 1):
+        perms = torch.stack([torch.randperm(n, generator=g, device=device) for g in batch_gens])
         total = torch.zeros(S, dtype=torch.float64, device=device)
         for k in range(steps_per_epoch):
             idx = perms[:, k * optim.batch:(k + 1) * optim.batch]
@@ -179,13 +210,15 @@ def train_stacked(
             opt.zero_grad(set_to_none=True)
             loss.sum().backward()
             opt.step()
-            step_lr()
+            sched.step()
             total += loss.detach().double() * idx.shape[1]
         if epoch % eval_every == 0 or epoch == optim.epochs:
             rows.append({**evaluate(), "train_loss": total / n})
             epochs.append(epoch)
         if progress is not None:
             progress(epoch, optim.epochs)
+        if checkpoint is not None:
+            checkpoint(lambda e=epoch: _save_state(e, params, opt, sched, rows, epochs, batch_gens))
     traj = Trajectory(np.asarray(epochs, float), {k: torch.stack([r[k] for r in rows]) for k in OBSERVABLES},
                       time_name="epoch", source=kind, meta={"optimal_loss": opt_loss, "M": n})
     final = {k: v.detach() for k, v in params.items()}
@@ -225,8 +258,11 @@ def train_vanilla(
     eval_every: int = 1,
     n_eval: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    checkpoint: Checkpoint | None = None,
+    resume: dict | None = None,
 ) -> Fit:
-    """Train the UvA transformer by MLM; evaluate every ``eval_every`` epochs on ``n_eval`` test sequences."""
+    """Train the UvA transformer by MLM; evaluate every ``eval_every`` epochs on ``n_eval`` test sequences
+    (``checkpoint`` / ``resume`` as in :func:`train_stacked`)."""
     device = data.train.device
     train = data.train if M is None else data.train[:M]
     test, J, L, C = data.test, data.potts.J, data.potts.L, data.potts.C
@@ -234,7 +270,8 @@ def train_vanilla(
     model = VanillaTransformer(C, L, d, n_layers, head, generator=g_init).to(device)
     n = train.shape[0]
     steps_per_epoch = -(-n // optim.batch)
-    opt, step_lr = _optimizer(list(model.parameters()), optim, optim.epochs * steps_per_epoch)
+    params = dict(model.named_parameters())
+    opt, sched = _optimizer(list(params.values()), optim, optim.epochs * steps_per_epoch)
     opt_loss = data.optimal_loss
     probe = test if n_eval is None else test[:n_eval]
 
@@ -245,9 +282,12 @@ def train_vanilla(
                 "recon_err": metrics.recon_error(A, J).reshape(1).cpu(),
                 "corr": metrics.corr_offdiag(A, J).reshape(1).cpu()}
 
-    rows = [{**evaluate(probe), "train_loss": torch.tensor([float("nan")])}]
-    epochs = [0]
-    for epoch in range(1, optim.epochs + 1):
+    if resume is not None:
+        start = _load_state(resume, params, opt, sched, [g_batch]) + 1
+        rows, epochs = resume["rows"], resume["epochs"]
+    else:
+        rows, epochs, start = [{**evaluate(probe), "train_loss": torch.tensor([float("nan")])}], [0], 1
+    for epoch in range(start, optim.epochs + 1):
         perm = torch.randperm(n, generator=g_batch, device=device)
         total = 0.0
         for k in range(steps_per_epoch):
@@ -262,13 +302,15 @@ def train_vanilla(
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            step_lr()
+            sched.step()
             total += float(loss.detach()) * c.shape[0]
         if epoch % eval_every == 0 or epoch == optim.epochs:
             rows.append({**evaluate(probe), "train_loss": torch.tensor([total / n])})
             epochs.append(epoch)
         if progress is not None:
             progress(epoch, optim.epochs)
+        if checkpoint is not None:
+            checkpoint(lambda e=epoch: _save_state(e, params, opt, sched, rows, epochs, [g_batch]))
     traj = Trajectory(np.asarray(epochs, float),
                       {k: torch.stack([r[k].double().cpu() for r in rows]) for k in OBSERVABLES},
                       time_name="epoch", source=f"vanilla{n_layers}", meta={"optimal_loss": opt_loss, "M": n})
@@ -304,9 +346,14 @@ def pl_objective(c: Tensor, lam: Tensor | float, reg_form: Literal["sum", "mean"
     n_eff = weights.sum(-1) if weights is not None else torch.full((S,), float(M), device=c.device)
     scale = lam_t / (2 * n_eff) if reg_form == "sum" else lam_t / 2
 
+    spins = None
+
     def fun(x: Tensor) -> tuple[Tensor, Tensor]:
+        nonlocal spins
         W, V = unpack(x, L)
-        loss, gW, gV = factored_loss_grad(c, W, V, weights, attn)
+        if spins is None:
+            spins = site_major(c, V.shape[-1], x.dtype)
+        loss, gW, gV = factored_loss_grad(c, W, V, weights, attn, spins)
         reg = scale.to(x)
         grad = torch.cat([gW.reshape(S, -1), gV.reshape(S, -1)], -1) + 2 * reg[:, None] * x
         return loss + reg * (x * x).sum(-1), grad

@@ -1,0 +1,380 @@
+"""Experiments of paper 2 on Potts data (one per figure, spec §8): config in, tables and arrays out, no plotting.
+
+fig2 (Fig. 2a-c), fig2d (Fig. 2d), fig3right (Fig. 3-right), consistency (PL consistency, spec check 10),
+equivalence (MLM = pseudo-likelihood, spec §6), gibbs (sampler and β, spec §2.5-2.6). The Gaussian-model
+experiments (fig3left, finite_l, replica) live in ``replica_experiments.py``.
+
+Randomness: the Potts structure and the Gibbs data come from the seeds of the config (the spec's `cpu_fig2` set-up
+is fixed); the run's named streams drive the rest: ``init`` (model initialisations), ``data`` (training subsets,
+mini-batch orders, the sampler runs of ``gibbs``). Every unit of work (a model, a sample size, a scan) is
+checkpointed when it finishes, and the long trainings also after every epoch, so an interrupted run resumes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy.stats import spearmanr
+
+from attnlab.core.experiment import Result, experiment
+from attnlab.core.runs import RunContext
+from attnlab.core.trajectory import Trajectory
+from attnlab.potts import figures, metrics, replica_experiments  # noqa: F401  (registers the Gaussian experiments)
+from attnlab.potts.configs import (
+    ConsistencyConfig,
+    EquivalenceConfig,
+    Fig2Config,
+    Fig2dConfig,
+    Fig3RightConfig,
+    GibbsConfig,
+    PLFitConfig,
+)
+from attnlab.potts.data import PottsData, colour_frequencies, mean_pairwise_hamming, potts_dataset
+from attnlab.potts.model import attention, factored_logits, mlm_loss, potts_representation
+from attnlab.potts.sampler import gibbs
+from attnlab.potts.theory import potts_optimum
+from attnlab.potts.train import fit_lbfgs, train_stacked, train_vanilla
+
+STUDY = "potts"
+
+
+def _seeds(ctx: RunContext, stream: str, n: int) -> list[int]:
+    base = ctx.seed(stream)
+    return [(base + k) % 2**62 for k in range(n)]
+
+
+@dataclass
+class Unit:
+    """One unit of an experiment's work: its key, the state to resume from (or None), ``save(state_fn)`` to
+    checkpoint its own progress, and the results of the units finished before it."""
+
+    key: Any
+    resume: Any
+    save: Callable[[Callable[[], Any]], Any]
+    done: dict
+
+
+def _units(ctx: RunContext, keys: list, compute: Callable[[Unit], dict], description: str) -> dict:
+    """``compute(unit)`` for every key in order; finished units and the running unit's own state are checkpointed,
+    so an interrupted run resumes inside the unit it was in."""
+    state = ctx.resume() or {"done": {}, "current": None}
+    done = state["done"]
+    with ctx.progress(len(keys), description) as bar:
+        for key in keys:
+            if key not in done:
+                inner = state["current"][1] if state["current"] and state["current"][0] == key else None
+
+                def save(fn, key=key):
+                    ctx.checkpoint(lambda: {"done": done, "current": (key, fn())})
+
+                done[key] = compute(Unit(key, inner, save, done))
+                state["current"] = None
+                ctx.checkpoint(lambda: {"done": done, "current": None}, force=True)
+            bar.advance()
+    return done
+
+
+def _data(config, ctx: RunContext) -> PottsData:
+    ctx.log(f"sampling / reusing the Potts data set {config.spec()}")
+    return potts_dataset(config.spec(), ctx.device)
+
+
+def _final_metrics(prefix: str, A: torch.Tensor, J: torch.Tensor) -> dict[str, float]:
+    """Mean over stacked models of the spec §6.3 metrics of final maps A (S, L, L)."""
+    return {f"{prefix}_corr": float(metrics.corr_offdiag(A, J).mean()),
+            f"{prefix}_recon_err": float(metrics.recon_error(A, J).mean()),
+            f"{prefix}_topk": float(metrics.topk_precision(A, J).mean()),
+            f"{prefix}_auc": float(metrics.roc_auc(A, J).mean())}
+
+
+def _epochs_to(traj: Trajectory, gap: float) -> float:
+    """First epoch at which the mean gap to the optimum falls below ``gap`` (NaN: never)."""
+    g = traj["gap"].mean(-1)
+    hit = np.flatnonzero(g < gap)
+    return float(traj.time[hit[0]]) if len(hit) else float("nan")
+
+
+# -- Fig. 2a-c: factored vs vanilla -------------------------------------------------------------------------------
+
+
+@experiment(STUDY, "fig2", Fig2Config, ref="Fig. 2a-c", figure=figures.fig2, headline=True,
+            title="Factored vs vanilla attention on Potts data: test loss, maps, reconstruction error")
+def fig2(config: Fig2Config, ctx: RunContext) -> Result:
+    data = _data(config, ctx)
+    J = data.potts.J
+
+    def compute(u: Unit) -> dict[str, np.ndarray]:
+        model, resume, save = u.key, u.resume, u.save
+        if model == "factored":
+            with ctx.progress(config.epochs, "factored attention") as bar:
+                fit = train_stacked("factored", data, seeds=_seeds(ctx, "init", config.seeds), optim=config.optim(),
+                                    attn=config.attn, progress=lambda e, T: bar.update(e), checkpoint=save,
+                                    resume=resume)
+            extra = {"V": fit.params["V"].cpu().numpy(), "W": fit.params["W"].cpu().numpy()}
+        else:
+            optim = type(config.optim())("adam", config.vanilla_lr, config.vanilla_epochs, config.batch,
+                                         config.schedule)
+            with ctx.progress(config.vanilla_epochs, f"vanilla transformer, {model[-1]} layer(s)") as bar:
+                fit = train_vanilla(data, n_layers=int(model[-1]), seed=_seeds(ctx, "init", 1)[0], optim=optim,
+                                    d=config.d, head=config.head, mask=config.vanilla_mask,
+                                    eval_every=config.eval_every, n_eval=config.n_eval,
+                                    progress=lambda e, T: bar.update(e), checkpoint=save, resume=resume)
+            extra = {"layer_maps": fit.extra["layer_maps"].numpy(), "final_test": np.array([fit.extra["test_loss"]])}
+        return {**fit.trajectory.to_arrays("traj_"), "map": fit.maps.cpu().numpy(), **extra}
+
+    done = _units(ctx, list(config.models), compute, "architectures")
+    arrays, frames = {}, []
+    summary: dict[str, float] = {"optimal_loss": data.optimal_loss, **data.diagnostics}
+    last = 0.0
+    for model in config.models:
+        a = done[model]
+        traj = Trajectory.from_arrays(a, "traj_", time_name="epoch", source=model)
+        arrays.update({f"{model}/{k}": v for k, v in a.items()})
+        frames.append(traj.to_frame().assign(model=model))
+        final_test = float(a["final_test"][0]) if "final_test" in a else float(traj["test_loss"][-1].mean())
+        summary[f"{model}_test"] = final_test
+        summary[f"{model}_gap"] = final_test - data.optimal_loss
+        summary[f"{model}_epochs_to_gap_0.1"] = _epochs_to(traj, 0.1)
+        summary.update(_final_metrics(model, torch.as_tensor(a["map"]), J.cpu()))
+        last = max(last, float(traj.time[-1]))
+        if model == "factored":
+            A = torch.as_tensor(a["map"])
+            iso = (J.cpu().sum(1) == 0).nonzero().flatten()
+            summary["factored_isolated_sink"] = float(A[:, iso, iso].min()) if len(iso) else float("nan")
+            summary["factored_value_corr"] = float(metrics.value_corr(
+                torch.as_tensor(a["V"]), data.potts.U.cpu(), colour_frequencies(data.train.cpu(), data.potts.C)).mean())
+    opt = potts_optimum(data, np.linspace(0, last, 2))
+    arrays.update({f"optimum/{k}": v for k, v in opt.to_arrays().items()})
+    arrays["J"] = J.cpu().numpy()
+    summary["optimum_recon_corr"] = float(opt["corr"][0, 0])
+    return Result(pd.concat(frames, ignore_index=True), arrays, summary)
+
+
+# -- Fig. 2d: the mixing a of eq. (2) --------------------------------------------------------------------------------
+
+
+@experiment(STUDY, "fig2d", Fig2dConfig, ref="Fig. 2d", figure=figures.fig2d,
+            title="Test loss vs the position/embedding mixing a of eq. (2)")
+def fig2d(config: Fig2dConfig, ctx: RunContext) -> Result:
+    data = _data(config, ctx)
+    a = np.repeat(np.asarray(config.a_values, float), config.seeds)
+    seeds = _seeds(ctx, "init", config.seeds) * len(config.a_values)  # the same inits at every a
+
+    def compute(u: Unit) -> dict[str, np.ndarray]:
+        with ctx.progress(config.epochs, f"{len(a)} models of eq. (2)") as bar:
+            fit = train_stacked("perturbed", data, seeds=seeds, a=a.tolist(), optim=config.optim(),
+                                progress=lambda e, T: bar.update(e), checkpoint=u.save, resume=u.resume)
+        return {**fit.trajectory.to_arrays("traj_"), "map": fit.maps.cpu().numpy()}
+
+    res = _units(ctx, ["all"], compute, "a sweep")["all"]
+    traj = Trajectory.from_arrays(res, "traj_", time_name="epoch", source="eq2")
+    test = traj["test_loss"][-1].reshape(len(config.a_values), config.seeds)
+    corr = traj["corr"][-1].reshape(len(config.a_values), config.seeds)
+    summary: dict[str, float] = {"optimal_loss": data.optimal_loss}
+    for k, av in enumerate(config.a_values):
+        summary[f"test_a{av:g}"] = float(test[k].mean())
+        summary[f"test_a{av:g}_std"] = float(test[k].std())
+        summary[f"corr_a{av:g}"] = float(corr[k].mean())
+    means = test.mean(1)
+    summary["spearman_a_test"] = float(spearmanr(config.a_values, means).statistic)
+    summary["margin_amax_a0"] = float(means[-1] - means[0]) if config.a_values[0] == 0 else float("nan")
+    summary["best_a"] = float(config.a_values[int(means.argmin())])
+    df = traj.to_frame()
+    comp = df["component"].astype(int)
+    df["a"], df["replica"] = a[comp], comp % config.seeds
+    return Result(df, {**res, "a": a}, summary)
+
+
+# -- Fig. 3-right and consistency: factored PLM over the number of samples -------------------------------------------
+
+
+def _pl_sweep(config: PLFitConfig, ctx: RunContext) -> tuple[PottsData, dict]:
+    """L-BFGS fits at every M: all realisations and all λ in one batched computation per M. Realisation r uses
+    the first M of its own random permutation of the training set (nested subsets across M) and its own init."""
+    data = _data(config, ctx)
+    n_train = data.train.shape[0]
+    perm_gen = torch.Generator(device=data.train.device)
+    perms = []
+    for r in range(config.n_real):
+        perm_gen.manual_seed(_seeds(ctx, "data", config.n_real)[r])
+        perms.append(torch.randperm(n_train, generator=perm_gen, device=data.train.device))
+    perms = torch.stack(perms)
+    lams = torch.tensor(config.lams, dtype=torch.float64).repeat_interleave(config.n_real)
+    inits = _seeds(ctx, "init", config.n_real) * len(config.lams)
+
+    def compute(u: Unit) -> dict[str, np.ndarray]:
+        M = u.key
+        c = data.train[perms[:, :M]].repeat(len(config.lams), 1, 1)  # (n_lam · n_real, M, L)
+        fit = fit_lbfgs(c, data, lam=lams.to(c.device), reg_form=config.reg_form, attn=config.attn, seeds=inits,
+                        max_iter=config.max_iter, gtol=config.gtol)
+        A = fit.A(config.attn).cpu()
+        shape = (len(config.lams), config.n_real)
+        out = {"test": fit.test_loss, "train": fit.train_loss, "corr": metrics.corr_offdiag(A, data.potts.J.cpu()),
+               "converged": fit.converged, "n_iter": fit.n_iter, "grad_norm": fit.grad_norm}
+        return {k: v.cpu().numpy().reshape(shape) for k, v in out.items()}
+
+    return data, _units(ctx, list(config.Ms), compute, "sample sizes")
+
+
+def _pl_result(config: PLFitConfig, data: PottsData, done: dict) -> Result:
+    rows, arrays = [], {}
+    for M in config.Ms:
+        for k, lam in enumerate(config.lams):
+            for r in range(config.n_real):
+                rows.append({"M": M, "alpha": M / data.potts.L, "lam": lam, "realisation": r,
+                             **{key: float(done[M][key][k, r]) for key in ("test", "train", "corr", "n_iter",
+                                                                           "grad_norm", "converged")}})
+        arrays.update({f"M{M}/{key}": v for key, v in done[M].items()})
+    df = pd.DataFrame(rows)
+    df["gap"] = df["test"] - data.optimal_loss
+    summary: dict[str, float] = {"optimal_loss": data.optimal_loss, "converged_fraction": float(df["converged"].mean())}
+    means = df.groupby(["lam", "M"])[["test", "gap", "corr", "train"]].mean()
+    for lam in config.lams:
+        m = means.loc[lam]
+        for M in config.Ms:
+            summary[f"test_M{M}_lam{lam:g}"] = float(m.loc[M, "test"])
+            summary[f"corr_M{M}_lam{lam:g}"] = float(m.loc[M, "corr"])
+            summary[f"gap_M{M}_lam{lam:g}"] = float(m.loc[M, "gap"])
+        summary[f"argmax_M_lam{lam:g}"] = float(m["test"].idxmax())
+        if 1 in config.Ms:
+            small = [M for M in config.Ms if M <= 20]
+            summary[f"rise_lam{lam:g}"] = float(m.loc[small, "test"].max() - m.loc[1, "test"])
+            if 200 in config.Ms:
+                summary[f"fall_lam{lam:g}"] = float(m.loc[1, "test"] - m.loc[200, "test"])
+        corr, gap = m["corr"].to_numpy(), m["gap"].to_numpy()
+        summary[f"min_corr_increase_lam{lam:g}"] = float(np.diff(corr).min()) if len(corr) > 1 else float("nan")
+        summary[f"min_gap_decrease_lam{lam:g}"] = float(-np.diff(gap).max()) if len(gap) > 1 else float("nan")
+    arrays["Ms"], arrays["lams"] = np.asarray(config.Ms), np.asarray(config.lams)
+    return Result(df, arrays, summary)
+
+
+@experiment(STUDY, "fig3right", Fig3RightConfig, ref="Fig. 3-right", figure=figures.pl_sweep,
+            title="Factored attention on Potts data vs the number of samples (L-BFGS to convergence)")
+def fig3right(config: PLFitConfig, ctx: RunContext) -> Result:
+    data, done = _pl_sweep(config, ctx)
+    return _pl_result(config, data, done)
+
+
+@experiment(STUDY, "consistency", ConsistencyConfig, ref="§ 'Factored self-attention learns...', refs [38-40]",
+            figure=figures.pl_sweep, title="Consistency of the factored PL estimator along M")
+def consistency(config: PLFitConfig, ctx: RunContext) -> Result:
+    data, done = _pl_sweep(config, ctx)
+    return _pl_result(config, data, done)
+
+
+# -- MLM = pseudo-likelihood -------------------------------------------------------------------------------------------
+
+
+@experiment(STUDY, "equivalence", EquivalenceConfig, ref="Eqs. (4)-(6), spec §6", figure=figures.equivalence,
+            title="MLM with factored attention = pseudo-likelihood: identities and recovered couplings")
+def equivalence(config: EquivalenceConfig, ctx: RunContext) -> Result:
+    data = _data(config, ctx)
+    potts = data.potts
+    c = data.train
+    W, V = potts_representation(potts, attn="linear")
+    lin = factored_logits(c, W, V, "linear")
+    summary: dict[str, float] = {
+        "optimal_loss": data.optimal_loss, "pl_true_train": float(potts.pseudo_loglik(c)),
+        "mlm_plus_pl": abs(float(mlm_loss(lin, c) + potts.pseudo_loglik(c))),
+        "linear_logits_err": float((lin - potts.local_fields(c)).abs().max()),
+    }
+    Ws, Vs = potts_representation(potts)
+    summary["softmax_rep_err"] = float((torch.log_softmax(factored_logits(c, Ws, Vs), -1)
+                                        - potts.conditional_logp(c)).abs().max())
+    Wn, Vn = potts_representation(potts, attn="softmax_nosink")
+    summary["nosink_rep_err"] = float((torch.log_softmax(factored_logits(c, Wn, Vn, "softmax_nosink"), -1)
+                                       - potts.conditional_logp(c)).abs().max())
+
+    def compute(u: Unit) -> dict[str, np.ndarray]:
+        if u.key == "adam":
+            with ctx.progress(config.epochs, "factored attention (Adam)") as bar:
+                fit = train_stacked("factored", data, seeds=_seeds(ctx, "init", 1), optim=config.optim(),
+                                    progress=lambda e, T: bar.update(e), checkpoint=u.save, resume=u.resume)
+            return {"W": fit.params["W"].double().cpu().numpy(), "V": fit.params["V"].double().cpu().numpy()}
+        fit = fit_lbfgs(c[None], data, lam=config.lam, seeds=_seeds(ctx, "init", 1), max_iter=config.max_iter)
+        return {"W": fit.W.cpu().numpy(), "V": fit.V.cpu().numpy(), "converged": fit.converged.cpu().numpy()}
+
+    done = _units(ctx, ["adam", "lbfgs"], compute, "estimators")
+    freq = colour_frequencies(c.cpu(), potts.C)
+    J, U = potts.J.cpu(), potts.U.cpu()
+    maps = {}
+    for kind in ("adam", "lbfgs"):
+        Wk, Vk = torch.as_tensor(done[kind]["W"]), torch.as_tensor(done[kind]["V"])
+        A = attention(Wk)
+        maps[kind] = A
+        summary[f"{kind}_test"] = float(mlm_loss(factored_logits(data.test.cpu(), Wk, Vk), data.test.cpu()).mean())
+        summary[f"{kind}_gap"] = summary[f"{kind}_test"] - data.optimal_loss
+        summary[f"{kind}_pl_train"] = -float(mlm_loss(factored_logits(c.cpu(), Wk, Vk), c.cpu()).mean())
+        summary.update(_final_metrics(kind, A, J))
+        summary[f"{kind}_value_corr"] = float(metrics.value_corr(Vk, U, freq).mean())
+    summary["corr_adam_lbfgs"] = float(metrics.corr_offdiag(maps["adam"][0], maps["lbfgs"][0]))
+    summary["lbfgs_converged"] = float(done["lbfgs"]["converged"].all())
+    arrays = {"J": J.numpy(), "U": U.numpy(), "freq": freq.numpy(),
+              **{f"{k}/{n}": v for k in done for n, v in done[k].items()},
+              **{f"{k}/A": v.numpy() for k, v in maps.items()}}
+    return Result(pd.DataFrame([summary]), arrays, summary)
+
+
+# -- the sampler and β ------------------------------------------------------------------------------------------------
+
+
+@experiment(STUDY, "gibbs", GibbsConfig, ref="Appendix 'Numerical details', spec §2.5-2.6", figure=figures.gibbs,
+            title="Gibbs sampling: Hamming distance vs β (pooled chains, one chain), β tuned to the paper's 0.3")
+def gibbs_scan(config: GibbsConfig, ctx: RunContext) -> Result:
+    potts = config.spec().model(ctx.device)
+    betas = torch.tensor(config.betas, dtype=torch.float64, device=ctx.device)
+    nb = len(config.betas)
+    g = ctx.rng("data")
+
+    def compute(u: Unit) -> dict[str, np.ndarray]:
+        if u.key == "pooled":  # n_chains chains per β, as the data sets of the experiments are made
+            per = math.ceil(config.pilot_samples / config.n_chains)
+            run = gibbs(potts, nb * config.n_chains, per, burn_in=config.burn_in, thin=config.thin, generator=g,
+                        beta=betas.repeat_interleave(config.n_chains), order=config.order)
+            s = run.samples.reshape(nb, config.n_chains * per, -1)
+            return {"d_pooled": mean_pairwise_hamming(s, potts.C).cpu().numpy(),
+                    "d_within": run.hamming_within().reshape(nb, -1).mean(-1).cpu().numpy(),
+                    "energy": run.energies.reshape(nb, config.n_chains, per).mean(-1).cpu().numpy()}
+        if u.key == "single":  # one chain per β (the paper's protocol), many close samples; tune β on it
+            run = gibbs(potts, nb, config.pilot_samples, burn_in=config.burn_in, thin=config.pilot_thin, generator=g,
+                        beta=betas, order=config.order)
+            d = run.hamming_within().cpu().numpy()
+            return {"d_single": d, "energy_trace": run.energies.cpu().numpy(),
+                    "beta_tuned": np.array([config.betas[int(np.abs(d - config.target).argmin())]])}
+        beta = float(u.done["single"]["beta_tuned"][0])  # the paper-faithful chain: one chain, cyclic sweeps
+        state = u.resume or {"c": None, "samples": [], "energies": []}
+        block = max(1, min(config.chain_samples, 20))
+        with ctx.progress(config.chain_samples, f"paper-faithful chain at β = {beta:.3g}") as bar:
+            while (have := sum(len(x) for x in state["samples"])) < config.chain_samples:
+                run = gibbs(potts, 1, min(block, config.chain_samples - have), burn_in=config.chain_thin,
+                            thin=config.chain_thin, generator=g, beta=beta, order="sequential", init=state["c"])
+                state["c"] = run.samples[:, -1]
+                state["samples"].append(run.samples[0].cpu())
+                state["energies"].append(run.energies[0].cpu())
+                bar.update(have + len(state["samples"][-1]))
+                u.save(lambda: state)
+        samples = torch.cat(state["samples"])
+        return {"samples": samples.numpy(), "energies": torch.cat(state["energies"]).numpy(),
+                "d_chain": np.array([float(mean_pairwise_hamming(samples, potts.C))])}
+
+    done = _units(ctx, ["pooled", "single", "chain"], compute, "β scan and the paper-faithful chain")
+    d_single = done["single"]["d_single"]
+    summary: dict[str, float] = {"beta_tuned": float(done["single"]["beta_tuned"][0]), "target": config.target,
+                                 "d_chain": float(done["chain"]["d_chain"][0])}
+    summary["d_chain_minus_target"] = summary["d_chain"] - config.target
+    for b, dp, ds in zip(config.betas, done["pooled"]["d_pooled"], d_single, strict=True):
+        summary[f"d_pooled_beta{b:g}"], summary[f"d_single_beta{b:g}"] = float(dp), float(ds)
+    dp = done["pooled"]["d_pooled"]
+    hot = [k for k, b in enumerate(config.betas) if b in (0.0, 0.5, 1.0)]
+    summary["hot_min_decrease"] = float(-np.diff(dp[hot]).max()) if len(hot) > 1 else float("nan")
+    df = pd.DataFrame({"beta": config.betas, "d_pooled": dp, "d_within_pooled_chains": done["pooled"]["d_within"],
+                       "d_single_chain": d_single})
+    arrays = {"betas": np.asarray(config.betas), **{f"{k}/{n}": v for k in ("pooled", "single", "chain")
+                                                    for n, v in done[k].items()}}
+    return Result(df, arrays, summary)
