@@ -103,16 +103,19 @@ def depth(config: DepthConfig, ctx: RunContext) -> Result:
         pick = torch.randperm(windows.shape[0], generator=cpu_rng(ctx, "data"))[: config.n_seqs]
         tokens = windows[pick]
 
-    def compute(_):
-        with ctx.progress(1.0, f"propagate {arch.L} layers") as bar:
+    def compute(i: int) -> dict[str, np.ndarray]:  # one configuration (β, α_SA): a checkpointed unit
+        with ctx.progress(1.0, f"propagate {arch.L} layers, β={pairs[i][0]:g}, α_SA={pairs[i][1]:g}") as bar:
             sim = train.simulate(arch, n_inits=config.n_inits, n_seqs=config.n_seqs, rho0=config.rho0, tokens=tokens,
-                                 vocab=vocab, emb_std=config.emb_std, betas=bb, alphas=aa, gen=ctx.rng("init"),
-                                 device=ctx.device, progress=bar.update)
+                                 vocab=vocab, emb_std=config.emb_std, betas=bb[i:i + 1], alphas=aa[i:i + 1],
+                                 gen=ctx.rng(f"init/{i}"), device=ctx.device, progress=bar.update)
         out = sim.to_arrays("sim_")
         out["sim_flops"] = np.asarray(sim.meta["flops"])
         return out
 
-    done = units(ctx, ["sim"], compute, "simulation")["sim"]
+    parts = units(ctx, list(range(len(pairs))), compute, "configurations")
+    done = {k: (np.concatenate([parts[i][k] for i in range(len(pairs))], axis=1) if parts[0][k].ndim == 2
+                else parts[0][k]) for k in parts[0]}
+    done["sim_flops"] = np.asarray(sum(float(parts[i]["sim_flops"]) for i in range(len(pairs))))
     sim = _layers(done, "sim_", "simulation")
     rho0 = torch.tensor(sim["rho"][0])
     th = theory.predict(arch, rho0, beta=bb, alpha_sa=aa)
@@ -142,7 +145,7 @@ def _layers(arrays, prefix: str, source: str) -> Trajectory:
 
 experiment(STUDY, "fig1d", DepthConfig.with_defaults(
     "Fig1dConfig", L=60, H=6, d=720, T=512, hf_std=0.02, alphas=(1.0, 2.0, 4.0), sigma_v2=0.2, sigma_w2=0.2,
-    scales={"quick": {"d": 128, "H": 2, "T": 64, "n_inits": 4, "n_seqs": 4}, "paper": {}},
+    scales={"quick": {"d": 128, "H": 2, "T": 64, "n_inits": 8, "n_seqs": 4}, "paper": {}},
     doc="Fig. 1d: 60 layers, standard HF Q/K init (std 0.02: low β), α_SA ∈ {1, 2, 4}, stories corpus."),
     ref="Fig. 1d", figure=figures.depth, headline=True,
     title="Cosine over depth, theory vs simulation (60 layers, HF init, low β)")(depth)
@@ -153,8 +156,8 @@ experiment(STUDY, "fig1e", DepthConfig.with_defaults(
     ref="Fig. 1e", figure=figures.depth, title="Cosine over depth, high-β phase (12 layers)")(depth)
 experiment(STUDY, "depth", DepthConfig.with_defaults(
     "DepthSyntheticConfig", L=24, d=128, T=64, inputs="synthetic", rho0=0.05,
-    pairs=((0.1, 0.25), (0.1, 0.5), (0.1, 1.0), (0.1, 2.0), (3.0, 1.0)), n_inits=3, n_seqs=2,
-    scales={"quick": {}, "paper": {"L": 60, "d": 256, "T": 128, "n_inits": 5, "n_seqs": 2}},
+    pairs=((0.1, 0.25), (0.1, 0.5), (0.1, 1.0), (0.1, 2.0), (3.0, 1.0)), n_inits=3, n_seqs=4,
+    scales={"quick": {}, "paper": {"L": 60, "d": 256, "T": 128, "n_inits": 5, "n_seqs": 4}},
     doc="Spec AC-6: synthetic ρ_0 = 0.05 tokens, (β, α_SA) grid, theory vs simulation over depth."),
     ref="Figs. 1d/e (spec AC-6)", figure=figures.depth,
     title="Cosine over depth on synthetic tokens, (β, α_SA) grid")(depth)

@@ -118,7 +118,7 @@ def _interp(xs: torch.Tensor, ys: torch.Tensor, x: torch.Tensor) -> torch.Tensor
 
 
 def mlp_moments(rho, activation: str = "relu", sigma_w2: float = 0.2, sigma_b2: float = 4e-4,
-                sigma_w2_out: float | None = None, table_above: int = 256):
+                sigma_w2_out: float | None = None, table_above: int = 16):
     """(q², p², c¹) of the MLP output for LN'd inputs with cosine ρ (Eqs. 17–18; B.22 for ReLU).
 
     ``sigma_w2_out`` is the second layer's variance (default σ_w², as in the paper). Non-ReLU kernels use
