@@ -147,7 +147,7 @@ def _gradient_check(ctx: ClaimContext) -> float:
     return worst
 
 
-_claim("closed_form_gradient", "spec check 8", "the hand-written MLM gradient of factored attention is correct",
+_claim("closed_form_gradient", "spec §6.2 (check 8)", "the hand-written MLM gradient of factored attention is correct",
        "central finite differences (h = 1e-6) vs the closed form, L = 5, C = 4: relative error", _gradient_check, 1e-6)
 
 
@@ -241,7 +241,7 @@ _claim("replica_no_initial_descent", "Main text, Fig. 3-left (spec check 19)",
 _claim("finite_l_theory_eps_g", "Fig. 3-left (spec check 17)", "the finite-L theory predicts one problem's test loss",
        "finite_l: L = 200, one Ω, 40 draws per α: max |sim - theory| / (3 SEM + 0.01 theory) (pass: <= 1)",
        lambda ctx: _s(ctx, "finite_l", "worst_ratio_eps_g"), 1.0)
-_claim("finite_l_theory_eps_train", "spec check 17", "the finite-L theory predicts the training error",
+_claim("finite_l_theory_eps_train", "Fig. 3-left (spec check 17)", "the finite-L theory predicts the training error",
        "finite_l: max |sim - theory| / (3 SEM + 0.02 theory) (pass: <= 1)",
        lambda ctx: _s(ctx, "finite_l", "worst_ratio_eps_train"), 1.0)
 _claim("fig3left_far_from_peak", "Fig. 3-left (spec check 18)", "simulations agree with the replica curve",

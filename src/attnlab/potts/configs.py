@@ -162,7 +162,8 @@ class GibbsConfig(PottsDataConfig):
     """The sampler and β (spec §2.5-2.6): Hamming distance vs β pooled over chains and within one chain, β tuned
     to the paper's target, and a paper-faithful single chain at the tuned β."""
 
-    betas: tuple[float, ...] = Field((0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0), min_length=2)
+    betas: tuple[float, ...] = Field((0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0, 2.5, 3.0),
+                                     min_length=2, description="β grid (fine where one chain crosses d_H = 0.3)")
     pilot_samples: int = Field(300, ge=2, description="saved configurations per β in the scan")
     pilot_thin: int = Field(20, ge=1, description="sweeps between pilot samples of the single-chain scan")
     target: float = Field(0.3, gt=0, lt=1, description="target mean Hamming distance (paper: 0.3)")

@@ -5,16 +5,18 @@
     run.energies         # (n_chains, n_samples) H of each saved configuration
     run.summary()        # flip rate, integrated autocorrelation time and R-hat of the energy, Hamming statistics
 
-Every update draws c_i ~ softmax_α(F_i(α)) from the current state, eq. (5), by the Gumbel-max trick. The local
-fields of all chains are kept in one (n_chains, L, C) tensor and updated incrementally after each move,
-F_k += J_ki (U[new] - U[old]), so an update costs O(n_chains · L · C) whatever the degree (spec §12); they are
-recomputed from scratch at every saved configuration so that rounding never accumulates.
+Every update draws c_i ~ softmax_α(F_i(α)) from the current state, eq. (5), by inverse CDF (the probabilities in
+float32, exact up to that rounding; the fields in float64). The local fields of all chains are kept in one
+(n_chains, L, C) tensor and updated incrementally after each move, F_k += J_ki (U[new] - U[old]), so an update
+costs O(n_chains · L · C) whatever the degree (spec §12); they are recomputed from scratch at every saved
+configuration so that rounding never accumulates.
 
 Scan orders: ``"sequential"`` is the paper's cyclic sweep i = 0..L-1. ``"chromatic"`` (default) visits the sites
 colour class by colour class of a greedy colouring of the interaction graph: sites of one class do not interact,
 so their conditionals do not depend on each other and updating them at once *is* updating them one after the
 other — a cyclic sweep in another site order, with the same stationary law, in (number of classes) tensor steps
-instead of L. ``beta`` may be a tensor (n_chains,): one chain per temperature, as in the β scan of ``tune_beta``.
+instead of L. ``beta`` may be a tensor (n_chains,): one chain per temperature, as in the β scan of the ``gibbs``
+experiment.
 """
 
 from __future__ import annotations
@@ -128,11 +130,12 @@ def gibbs(
 
     save(0)  # burn_in = 0: the initial state is the first saved configuration
     for sweep in range(1, total + 1):
-        # Gumbel-max: argmax_α (β F_iα + G_iα) with G standard Gumbel is a draw from softmax_α(β F_iα), eq. (5)
-        gumbel = -torch.log(-torch.log(torch.rand(n_chains, L, C, generator=generator, device=device, dtype=F64)))
+        u = torch.rand(n_chains, L, 1, generator=generator, device=device, dtype=torch.float32)
         before = c.clone()
         for g, Jg in zip(groups, cols, strict=True):
-            new = (b * fields[:, g] + gumbel[:, g]).argmax(-1)  # (n, |g|)
+            # inverse-CDF draw from softmax_α(β F_iα), eq. (5); fields accumulate in float64, the draw is float32
+            cdf = torch.softmax((b * fields[:, g]).float(), -1).cumsum_(-1)  # (n, |g|, C)
+            new = (cdf < u[:, g] * cdf[..., -1:]).sum(-1).clamp_(max=C - 1)
             fields += Jg @ (U[new] - U[c[:, g]])  # (L, |g|) @ (n, |g|, C) -> (n, L, C)
             c[:, g] = new
         flips += (c != before).sum(-1)
