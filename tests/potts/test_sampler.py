@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from attnlab.potts.data import PottsModel, PottsSpec, colour_frequencies, exact_distribution, make_U, total_variation
-from attnlab.potts.sampler import colour_classes, gibbs, integrated_autocorrelation, rhat
+from attnlab.potts.sampler import colour_classes, gibbs, integrated_autocorrelation, rhat, tune_beta
 
 
 def small_model(beta=0.7):
@@ -86,3 +86,14 @@ def test_diagnostics_and_errors():
     with pytest.raises(ValueError, match="order"):
         colour_classes(small_model().J, "random")
     assert math.isfinite(gibbs(small_model(), 3, 5, burn_in=5, thin=1, generator=g).summary()["rhat_energy"])
+
+
+@pytest.mark.parametrize("protocol", ["single", "pooled"])
+def test_tune_beta_picks_the_grid_point_closest_to_the_target(protocol):
+    potts = PottsSpec(L=8, C=6).model()
+    g = torch.Generator().manual_seed(0)
+    kw = {"generator": g, "protocol": protocol, "n_samples": 40, "n_chains": 4, "burn_in": 20, "thin": 2}
+    beta, stat = tune_beta(potts, 1 - 1 / 6, [0.0, 3.0], **kw)
+    assert beta == 0.0 and abs(float(stat[0]) - (1 - 1 / 6)) < 0.03
+    assert float(stat[1]) < float(stat[0])
+    assert tune_beta(potts, 0.05, [0.0, 3.0], **kw)[0] == 3.0

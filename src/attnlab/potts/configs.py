@@ -154,8 +154,8 @@ class EquivalenceConfig(TrainConfig):
     """MLM = pseudo-likelihood (spec §6): exact identities at the true couplings, and factored attention trained
     by Adam vs the factored PLM solved by L-BFGS on the same data."""
 
-    lam: float = Field(1e-4, ge=0, description="λ of the L-BFGS PLM (reg 'sum')")
-    max_iter: int = Field(3000, ge=10, le=100_000)
+    lam: float = Field(1e-2, ge=0, description="λ of the L-BFGS PLM (reg 'sum': λ/(2M)||θ||², 3e-6 per sample)")
+    max_iter: int = Field(1000, ge=10, le=100_000)
 
 
 class GibbsConfig(PottsDataConfig):

@@ -37,7 +37,7 @@ from attnlab.potts.configs import (
 )
 from attnlab.potts.data import PottsData, colour_frequencies, mean_pairwise_hamming, potts_dataset
 from attnlab.potts.model import attention, factored_logits, mlm_loss, potts_representation
-from attnlab.potts.sampler import gibbs
+from attnlab.potts.sampler import gibbs, tune_beta
 from attnlab.potts.theory import potts_optimum
 from attnlab.potts.train import fit_lbfgs, train_stacked, train_vanilla
 
@@ -342,11 +342,10 @@ def gibbs_scan(config: GibbsConfig, ctx: RunContext) -> Result:
                     "d_within": run.hamming_within().reshape(nb, -1).mean(-1).cpu().numpy(),
                     "energy": run.energies.reshape(nb, config.n_chains, per).mean(-1).cpu().numpy()}
         if u.key == "single":  # one chain per β (the paper's protocol), many close samples; tune β on it
-            run = gibbs(potts, nb, config.pilot_samples, burn_in=config.burn_in, thin=config.pilot_thin, generator=g,
-                        beta=betas, order=config.order)
-            d = run.hamming_within().cpu().numpy()
-            return {"d_single": d, "energy_trace": run.energies.cpu().numpy(),
-                    "beta_tuned": np.array([config.betas[int(np.abs(d - config.target).argmin())]])}
+            beta, d = tune_beta(potts, config.target, betas, generator=g, protocol="single",
+                                n_samples=config.pilot_samples, burn_in=config.burn_in, thin=config.pilot_thin,
+                                order=config.order)
+            return {"d_single": d.cpu().numpy(), "beta_tuned": np.array([beta])}
         beta = float(u.done["single"]["beta_tuned"][0])  # the paper-faithful chain: one chain, thin sweeps apart
         state = u.resume or {"c": None, "samples": [], "energies": []}
         block = max(1, min(config.chain_samples, 20))

@@ -163,3 +163,34 @@ def rhat(x: Tensor) -> Tensor:
     between = n * x.mean(-1).var(unbiased=True)
     var = (n - 1) / n * within + between / n
     return torch.sqrt(var / within.clamp_min(1e-300))
+
+
+def tune_beta(
+    potts: PottsModel,
+    target: float,
+    betas,
+    *,
+    generator: torch.Generator,
+    protocol: Literal["single", "pooled"] = "single",
+    n_samples: int = 300,
+    n_chains: int = 30,
+    burn_in: int = 2000,
+    thin: int = 20,
+    order: Order = "chromatic",
+) -> tuple[float, Tensor]:
+    """β of the grid whose pilot mean Hamming distance is closest to ``target`` (spec §2.6), and the statistic at
+    every β. All pilots run as one vectorised computation: 'single' is one chain per β (the paper's protocol, the
+    within-chain statistic), 'pooled' is ``n_chains`` chains per β sharing ``n_samples``. No bisection: within one
+    chain the statistic need not be monotone in β (a chain can hop between basins)."""
+    b = torch.as_tensor(betas, dtype=F64, device=generator.device)
+    if protocol == "single":
+        run = gibbs(potts, len(b), n_samples, burn_in=burn_in, thin=thin, generator=generator, beta=b, order=order)
+        stat = run.hamming_within()
+    elif protocol == "pooled":
+        per = -(-n_samples // n_chains)
+        run = gibbs(potts, len(b) * n_chains, per, burn_in=burn_in, thin=thin, generator=generator,
+                    beta=b.repeat_interleave(n_chains), order=order)
+        stat = mean_pairwise_hamming(run.samples.reshape(len(b), n_chains * per, -1), potts.C)
+    else:
+        raise ValueError(f"protocol {protocol!r} is not known; allowed: single, pooled")
+    return float(b[int((stat - target).abs().argmin())]), stat
