@@ -8,7 +8,17 @@ STAMP  := $(VENV)/.attnlab-installed
 test test-slow lint: export OMP_NUM_THREADS = 1
 test test-slow lint: export MKL_NUM_THREADS = 1
 
-.PHONY: demo test test-slow lint bench clean
+.PHONY: demo test test-slow lint bench clean chromium
+
+# The sandbox's browser tests drive Debian's Chromium through Playwright (Playwright's own browser download
+# cannot work here). As root with apt (CI), a missing one is installed; otherwise those tests say why they skip.
+CHROMIUM ?= /usr/bin/chromium
+chromium:
+	@if [ -x "$(CHROMIUM)" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian's chromium for the sandbox's browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "note: $(CHROMIUM) is missing and this is not root: the sandbox's browser tests will be skipped"; fi
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +30,7 @@ demo: $(STAMP)
 	$(BIN)/attnlab reproduce --quick --report attnlab-report.html
 	@echo "report: $(CURDIR)/attnlab-report.html"
 
-test: $(STAMP) lint
+test: $(STAMP) lint chromium
 	$(BIN)/python -m pytest -q
 
 test-slow: $(STAMP)

@@ -34,7 +34,7 @@ def stored(tmp_path_factory) -> Stored:
     store = RunStore(tmp_path_factory.mktemp("sandbox") / "store")
     ids = {}
     for name, key, values in (("big", "clustering.train", BIG), ("small", "clustering.train", SMALL),
-                              ("spec", "specialization.fig1", SPEC)):
+                              ("spec", "specialization.fig1", SPEC), ("walk", "toy.walk", {"steps": 5})):
         exp = get(key)
         ids[name] = store.run(exp, resolve(exp.config, "quick", values)).run_id
     return Stored(store.root, **ids)

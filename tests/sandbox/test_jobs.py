@@ -12,6 +12,7 @@ from pathlib import Path
 
 from sandbox_helpers import start_server, stop_server, wait_for, wait_status
 
+from attnlab.core import report
 from attnlab.core.config import resolve
 from attnlab.core.experiment import get
 from attnlab.core.runs import RunStore
@@ -74,6 +75,8 @@ def test_queue_pause_continue_stop_resume(server, tmp_path):
     assert resumed == alone.summary  # the stopped-and-resumed run is the uninterrupted one (sleep does not count)
     status, body = server.call("POST", f"api/runs/{w1['run_id']}/resume")
     assert status == 409 and "only an interrupted or failed run resumes" in body["error"]
+    html = report.write(RunStore(server.root), tmp_path / "report.html", [run_dir]).read_text()
+    assert w1["run_id"] in html and "toy.walk" in html  # a run of the page is a run of `attnlab report`
 
 
 def test_failures_and_crashes_are_recorded_and_resumable(server):

@@ -44,8 +44,8 @@ def layout(title: str, *, equal: bool = False, xlabel: str = "", ylabel: str = "
     out: dict[str, Any] = {
         "title": {"text": title, "font": {"size": 13}, "x": 0.02, "xanchor": "left"},
         "margin": {"l": 44, "r": 10, "t": 34, "b": 36}, "showlegend": False, "hovermode": "closest",
-        "xaxis": {"title": {"text": xlabel}, "zeroline": False},
-        "yaxis": {"title": {"text": ylabel}, "zeroline": False},
+        "xaxis": {"title": {"text": xlabel}, "zeroline": False, "nticks": 6},
+        "yaxis": {"title": {"text": ylabel}, "zeroline": False, "nticks": 6},
         "uirevision": "keep", "paper_bgcolor": "white", "plot_bgcolor": "white", "font": {"size": 11},
     }
     if equal:
@@ -174,6 +174,8 @@ def _nan_to_none(v: Any) -> Any:
 def _plain_value(o: Any) -> Any:
     if isinstance(o, np.ndarray):
         return _rounded(o)
+    if isinstance(o, np.floating):
+        return _rounded(np.asarray(o))
     if isinstance(o, np.generic):
         o = o.item()
     if isinstance(o, float) and not math.isfinite(o):

@@ -20,6 +20,11 @@ class App {
     this.stats = { firstPaint: null, opens: [], redraws: [], ready: false, errors: [] };
     window.sandbox = { app: this, stats: this.stats };
     this.filter.addEventListener("input", () => this.renderRuns());
+    let resizeTimer = null;
+    window.addEventListener("resize", () => {
+      clearTimeout(resizeTimer);
+      resizeTimer = setTimeout(() => this.viewers.forEach((v) => v.resized()), 200);
+    });
   }
 
   async init() {
@@ -127,17 +132,26 @@ class App {
   }
 
   layout() {
-    this.main.classList.toggle("compare", this.viewers.length > 1);
+    const compare = this.viewers.length > 1;
+    const changed = compare !== this.main.classList.contains("compare");
+    this.main.classList.toggle("compare", compare);
+    if (changed) this.viewers.forEach((v) => v.resized());
     document.querySelector(".link-time").hidden = this.viewers.length < 2;
   }
 
   // a drawn frame of one viewer moves the other to the nearest time when "link time" is on
-  onDrawn(viewer, time) {
-    if (this.viewers.length < 2 || !this.linkTime.checked || this.linking) return;
+  onDrawn(viewer, time, index) {
+    if (viewer.linkedTo === index) {  // this draw followed the other pane: do not echo it back
+      viewer.linkedTo = null;
+      return;
+    }
+    if (this.viewers.length < 2 || !this.linkTime.checked) return;
     const other = this.viewers.find((v) => v !== viewer && v.meta && v.meta.view);
     if (!other) return;
-    this.linking = true;
-    other.show(other.nearest(time)).finally(() => { this.linking = false; });
+    const near = other.nearest(time);
+    if (near === other.target && near === other.drawn) return;
+    other.linkedTo = near;
+    other.show(near);
   }
 
   recordOpen(viewer, ms) {

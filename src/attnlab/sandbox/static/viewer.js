@@ -2,12 +2,16 @@
 // exports. Frames come from /api/runs/{id}/frames and are cached; the frame under the slider is fetched first,
 // its neighbourhood afterwards, so scrubbing over fetched frames only redraws (Plotly.react). Only panels on
 // screen are redrawn (an IntersectionObserver draws the others when they scroll in); the time cursor of the
-// series panels is an HTML line placed over the plot, so moving it costs no Plotly relayout.
+// series panels is an HTML line placed over the plot, so moving it costs no Plotly relayout. While the slider
+// moves, frames are drawn without their text labels (Plotly measures every label: most of a redraw's cost);
+// the labels come back SETTLE_MS after the last move. Plot sizes are measured once, not per redraw.
 import { api } from "./api.js";
+import { exportRun } from "./export.js";
 
 const CHUNK = 16;            // frames per prefetch request
 const WINDOW = 64;           // frames prefetched on each side of the shown one
 const CACHE_LIMIT = 2500;    // frames kept per viewer
+const SETTLE_MS = 250;       // idle time after which the shown frame is redrawn with its labels
 const PLOT_CONFIG = { displayModeBar: false, responsive: false, doubleClick: "reset" };
 
 const el = (tag, attrs = {}, ...children) => {
@@ -39,6 +43,8 @@ export class Viewer {
     this.divs = {};
     this.generation = 0;
     this.onscreen = new Set();
+    this.sizes = new Map();
+    this.settleTimer = null;
     this.observer = new IntersectionObserver((entries) => this.onVisibility(entries), { rootMargin: "150px" });
     this.build();
   }
@@ -81,10 +87,13 @@ export class Viewer {
       el("div", { class: "exports" }, this.exportKind, " frames ", this.exportFrom, "–", this.exportTo, " every ",
         this.exportEvery, this.exportButton, this.exportNote),
       this.grid);
-    this.slider.addEventListener("input", () => this.show(Number(this.slider.value)));
+    this.slider.addEventListener("input", () => {
+      this.follow.checked = Number(this.slider.value) === Number(this.slider.max);  // moving back stops following
+      this.show(Number(this.slider.value));
+    });
     this.play.addEventListener("click", () => this.togglePlay());
     this.variantSelect.addEventListener("change", () => this.setVariant(Number(this.variantSelect.value)));
-    this.exportButton.addEventListener("click", () => this.exportRun());
+    this.exportButton.addEventListener("click", () => exportRun(this));
   }
 
   // -- opening and live refresh ---------------------------------------------------------------------
@@ -115,12 +124,11 @@ export class Viewer {
     const meta = await api.run(this.runId);
     if (gen !== this.generation) return;
     const before = this.meta && this.meta.view ? this.meta.view.times.length : 0;
-    const atEnd = this.target >= before - 1;
     this.setMeta(meta, false);
     if (!meta.view) return;
     await this.loadSeries();
     const n = meta.view.times.length;
-    if ((this.follow.checked && atEnd) || !before) await this.show(n - 1);
+    if (this.follow.checked || !before) await this.show(n - 1);
     else this.moveCursor(this.target);
   }
 
@@ -156,6 +164,7 @@ export class Viewer {
     this.toggles.innerHTML = "";
     this.observer.disconnect();
     this.onscreen.clear();
+    this.sizes.clear();
     this.grid.innerHTML = "";
     this.divs = {};
     this.panelKinds = {};
@@ -247,16 +256,31 @@ export class Viewer {
         e = this.entry(index, names);
       }
       const t1 = performance.now();
-      await this.draw(index, e, names);
+      await this.draw(index, e, names, false);
       await new Promise((r) => requestAnimationFrame(() => r()));
       const t2 = performance.now();
       this.drawn = index;
       this.app.recordRedraw(this, { index, cached, fetch_ms: t1 - t0, draw_ms: t2 - t1, total_ms: t2 - t0 });
     }
-    if (gen === this.generation) this.prefetch();
+    if (gen !== this.generation) return;
+    clearTimeout(this.settleTimer);
+    this.settleTimer = setTimeout(() => this.settle(), SETTLE_MS);
+    this.prefetch();
   }
 
-  async draw(index, e, names) {
+  // redraw the shown frame's panels that were drawn without their labels
+  async settle() {
+    if (this.playing || this.pumping || this.drawn === null || this.drawn !== this.target) return;
+    const names = this.visible("frame");
+    const e = this.entry(this.drawn, names);
+    if (!e) return;
+    const jobs = names.filter((n) => this.divs[n].dataset.labels === "0" && this.onscreen.has(n))
+      .map((n) => this.drawPanel(this.divs[n], e.figures[n], this.drawn, true));
+    await Promise.all(jobs);
+  }
+
+  async draw(index, e, names, labels) {
+    this.measure(names);
     const jobs = [];
     for (const n of names) {
       const div = this.divs[n];
@@ -264,7 +288,7 @@ export class Viewer {
         div.dataset.stale = index;  // drawn when it scrolls into view
         continue;
       }
-      jobs.push(this.drawPanel(div, e.figures[n], index));
+      jobs.push(this.drawPanel(div, e.figures[n], index, labels));
     }
     await Promise.all(jobs);
     this.moveCursor(index);
@@ -272,14 +296,30 @@ export class Viewer {
     this.root.dataset.index = index;
     this.root.dataset.time = time;
     this.label(index, false);
-    this.app.onDrawn(this, time);
+    this.app.onDrawn(this, time, index);
   }
 
-  drawPanel(div, fig, index) {
-    const layout = { ...fig.layout, width: div.clientWidth, height: div.clientHeight };
+  // plot sizes, read in one pass (reading them between redraws would force a page layout each time)
+  measure(names) {
+    const missing = names.filter((n) => !this.sizes.has(n));
+    for (const n of missing) this.sizes.set(n, [this.divs[n].clientWidth, this.divs[n].clientHeight]);
+  }
+
+  drawPanel(div, fig, index, labels = true) {
+    const [width, height] = this.sizes.get(div.dataset.panel) || [div.clientWidth, div.clientHeight];
+    const data = labels ? fig.data : fig.data.filter((t) => t.mode !== "text");
     div.dataset.index = index;
+    div.dataset.labels = data.length === fig.data.length ? "1" : "0";
     delete div.dataset.stale;
-    return Plotly.react(div, fig.data, layout, PLOT_CONFIG);
+    return Plotly.react(div, data, { ...fig.layout, width, height }, PLOT_CONFIG);
+  }
+
+  resized() {
+    this.sizes.clear();
+    if (!this.meta || !this.meta.view) return;
+    this.drawn = null;
+    this.show(this.target);
+    this.loadSeries();
   }
 
   onVisibility(entries) {
@@ -301,37 +341,44 @@ export class Viewer {
   label(index, loading) {
     const v = this.meta.view;
     const t = v.times[index];
-    this.step.textContent = `${v.time_label} ${+t.toPrecision(6)}  (frame ${index}/${v.times.length - 1})` +
+    this.step.textContent = `${v.time_label} ${+t.toPrecision(6)} (frame ${index}/${v.times.length - 1})` +
       (loading ? " …" : "");
     this.step.dataset.index = index;
   }
 
+  // Fetch the frames around the shown one, nearest chunk first, re-centred on the slider after every request.
   async prefetch() {
     if (this.prefetching || !this.runId) return;
     this.prefetching = true;
     const gen = this.generation;
     try {
-      const n = this.meta.view.times.length;
-      const center = Math.floor(this.target / CHUNK) * CHUNK;
-      for (let d = 0; d <= WINDOW; d += CHUNK) {
-        for (const start of d ? [center + d, center - d] : [center]) {
-          if (gen !== this.generation || this.pumping) return;
-          if (start < 0 || start >= n) continue;
-          const stop = Math.min(start + CHUNK, n);
-          const names = this.visible("frame");
-          let missing = false;
-          for (let i = start; i < stop; i++) if (!this.entry(i, names)) { missing = true; break; }
-          if (!missing || !names.length) continue;
-          const variant = this.variant;
-          const res = await api.frames(this.runId, start, stop, variant, names);
-          if (gen === this.generation && variant === this.variant) this.store(res.frames);
-        }
+      while (gen === this.generation && !this.pumping) {
+        const chunk = this.missingChunk();
+        if (!chunk) break;
+        const variant = this.variant;
+        const res = await api.frames(this.runId, chunk[0], chunk[1], variant, chunk[2]);
+        if (gen === this.generation && variant === this.variant) this.store(res.frames);
       }
     } catch (err) {
       console.warn("prefetch", err);
     } finally {
       this.prefetching = false;
     }
+  }
+
+  missingChunk() {
+    const n = this.meta.view.times.length;
+    const names = this.visible("frame");
+    if (!names.length) return null;
+    const center = Math.floor(this.target / CHUNK) * CHUNK;
+    for (let d = 0; d <= WINDOW; d += CHUNK) {
+      for (const start of d ? [center + d, center - d] : [center]) {
+        if (start < 0 || start >= n) continue;
+        const stop = Math.min(start + CHUNK, n);
+        for (let i = start; i < stop; i++) if (!this.entry(i, names)) return [start, stop, names];
+      }
+    }
+    return null;
   }
 
   // -- series panels (time on x, cursor at the shown frame, click to jump) ---------------------------
@@ -341,8 +388,9 @@ export class Viewer {
     const res = await api.series(this.runId, this.variant, names);
     for (const [n, fig] of Object.entries(res.figures)) {
       const div = this.divs[n];
-      const layout = { ...fig.layout, width: div.clientWidth, height: div.clientHeight };
-      await Plotly.react(div, fig.data, layout, PLOT_CONFIG);
+      this.measure([n]);
+      const [width, height] = this.sizes.get(n);
+      await Plotly.react(div, fig.data, { ...fig.layout, width, height }, PLOT_CONFIG);
       if (!div.dataset.clickable) {
         div.on("plotly_click", (ev) => ev.points.length && this.jumpTo(ev.points[0].x));
         div.on("plotly_relayout", () => this.moveCursor(this.target));
@@ -430,56 +478,5 @@ export class Viewer {
       await Promise.all([this.show(next), sleep(40)]);
     }
     this.stopPlaying();
-  }
-
-  // -- exports --------------------------------------------------------------------------------------
-  async exportRun() {
-    const kind = this.exportKind.value;
-    this.exportNote.textContent = "exporting…";
-    try {
-      if (kind === "view") return await this.exportView();
-      const start = Number(this.exportFrom.value);
-      const stop = kind === "png" ? this.target + 1 : Number(this.exportTo.value) + 1;
-      const panels = [...this.visible("frame"), ...this.visible("series")];
-      const req = { format: kind, start: kind === "png" ? this.target : start, stop, every: Number(this.exportEvery.value),
-        variant: this.variant, panels };
-      const blob = await api.exportFile(this.runId, req);
-      this.download(blob, `sandbox-${this.runId}-${req.start}-${stop - 1}.${kind}`);
-    } catch (e) {
-      this.exportNote.textContent = e.message;
-    }
-  }
-
-  async exportView() {
-    const names = Object.keys(this.divs).filter((n) => !this.divs[n].parentElement.hidden && this.divs[n].layout);
-    const w = Math.max(...names.map((n) => this.divs[n].clientWidth));
-    const h = Math.max(...names.map((n) => this.divs[n].clientHeight));
-    const cols = Math.min(4, names.length);
-    const rows = Math.ceil(names.length / cols);
-    const canvas = el("canvas", { width: cols * w, height: rows * h + 28 });
-    const g = canvas.getContext("2d");
-    g.fillStyle = "white";
-    g.fillRect(0, 0, canvas.width, canvas.height);
-    g.fillStyle = "#222";
-    g.font = "14px sans-serif";
-    g.fillText(`${this.title.textContent} · ${this.step.textContent}`, 8, 19);
-    const urls = await Promise.all(names.map((n) => Plotly.toImage(this.divs[n], { format: "png", width: w, height: h })));
-    await Promise.all(urls.map(async (url, i) => {
-      const img = new Image();
-      img.src = url;
-      await img.decode();
-      g.drawImage(img, (i % cols) * w, 28 + Math.floor(i / cols) * h);
-    }));
-    const blob = await new Promise((r) => canvas.toBlob(r, "image/png"));
-    this.download(blob, `sandbox-${this.runId}-frame${this.target}.png`);
-  }
-
-  download(blob, name) {
-    const a = el("a", { href: URL.createObjectURL(blob), download: name });
-    document.body.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
-    this.exportNote.textContent = `${name} (${Math.round(blob.size / 1024)} kB)`;
   }
 }
