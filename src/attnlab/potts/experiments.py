@@ -37,9 +37,10 @@ from attnlab.potts.configs import (
 )
 from attnlab.potts.data import PottsData, colour_frequencies, mean_pairwise_hamming, potts_dataset
 from attnlab.potts.model import attention, factored_logits, mlm_loss, potts_representation
+from attnlab.potts.pseudolikelihood import fit_lbfgs
 from attnlab.potts.sampler import gibbs, tune_beta
 from attnlab.potts.theory import potts_optimum
-from attnlab.potts.train import fit_lbfgs, train_stacked, train_vanilla
+from attnlab.potts.train import train_stacked, train_vanilla
 
 STUDY = "potts"
 

@@ -1,9 +1,9 @@
-"""MLM training on Potts data (spec §5): mini-batch Adam/SGD with a cosine schedule, and full-batch L-BFGS.
+"""MLM training on Potts data (spec §5): mini-batch Adam/SGD with a cosine schedule (full-batch L-BFGS of the
+same loss: ``pseudolikelihood.py``).
 
     fit = train_stacked("factored", data, seeds=[0, 1, 2], optim=Optim())     # 3 models in one computation
     fit.trajectory          # Trajectory over epochs: test_loss, train_loss, gap, recon_err, corr, each (T, S)
     fit = train_vanilla(data, n_layers=1, seed=0, optim=Optim(lr=1e-3, epochs=60))
-    res = fit_lbfgs(samples (S, M, L), data, lam=1e-2)                        # factored PLM, S fits at once
     sim = simulate(data, "factored", ...)                                     # the paired API (theory.potts_optimum)
 
 Stacked models ('factored' eq. (4), 'perturbed' eq. (2)) carry a leading model axis; each model draws its
@@ -31,12 +31,9 @@ from attnlab.potts.model import (
     VanillaTransformer,
     attention,
     factored_logits,
-    factored_loss_grad,
     mlm_loss,
     perturbed_logits,
-    site_major,
 )
-from attnlab.potts.optim import lbfgs
 
 Tensor = torch.Tensor
 OBSERVABLES = ("test_loss", "train_loss", "gap", "recon_err", "corr")
@@ -129,7 +126,11 @@ def init_params(kind: str, n_models: int, L: int, C: int, gens: Sequence[torch.G
     if kind == "perturbed":
         if L > C:
             raise ValueError(f"eq. (2) with one-hot positions and E = I needs L <= d = C (L = {L}, C = {C})")
-        return {"W": init_scale * randn(C, C), "V": v_scale * randn(C, C) / math.sqrt(C)}
+        W = torch.zeros(len(gens), C, C, dtype=dtype, device=dev)
+        W[:, :L, :L] = init_scale * randn(L, L)  # drawn first, as the factored layer's W
+        V = v_scale * randn(C, C) / math.sqrt(C)
+        W[:, :L, L:] = init_scale * randn(L, C - L)  # the key columns of token embeddings beyond position L
+        return {"W": W, "V": V}
     raise ValueError(f"model kind {kind!r} is not known; allowed: factored, perturbed")
 
 
@@ -318,84 +319,6 @@ def train_vanilla(
     A = vanilla_map(maps)
     extra = {"test_loss": loss, "layer_maps": maps.cpu()}
     return Fit({k: v.detach() for k, v in model.state_dict().items()}, traj, A[None], extra)
-
-
-# -- full-batch pseudo-likelihood fits (L-BFGS) ------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class PLFit:
-    W: Tensor  # (S, L, L)
-    V: Tensor  # (S, C, C)
-    test_loss: Tensor  # (S,)
-    train_loss: Tensor  # (S,) unregularised MLM loss on each fit's own samples
-    grad_norm: Tensor
-    n_iter: Tensor
-    converged: Tensor
-
-    def A(self, attn: Attn = "softmax") -> Tensor:
-        return attention(self.W, attn)
-
-
-def pl_objective(c: Tensor, lam: Tensor | float, reg_form: Literal["sum", "mean"] = "sum", attn: Attn = "softmax",
-                 weights: Tensor | None = None) -> Callable[[Tensor], tuple[Tensor, Tensor]]:
-    """f(x) for stacked x = (vec W, vec V) (S, L² + C²): mean MLM loss + λ/(2M) ||x||² ('sum', eq. (7)'s form,
-    fading as M grows) or + λ/2 ||x||² ('mean') (spec §5.3), with its closed-form gradient."""
-    S, M, L = c.shape
-    lam_t = torch.as_tensor(lam, dtype=torch.float64, device=c.device).expand(S)
-    n_eff = weights.sum(-1) if weights is not None else torch.full((S,), float(M), device=c.device)
-    scale = lam_t / (2 * n_eff) if reg_form == "sum" else lam_t / 2
-
-    spins = None
-
-    def fun(x: Tensor) -> tuple[Tensor, Tensor]:
-        nonlocal spins
-        W, V = unpack(x, L)
-        if spins is None:
-            spins = site_major(c, V.shape[-1], x.dtype)
-        loss, gW, gV = factored_loss_grad(c, W, V, weights, attn, spins)
-        reg = scale.to(x)
-        grad = torch.cat([gW.reshape(S, -1), gV.reshape(S, -1)], -1) + 2 * reg[:, None] * x
-        return loss + reg * (x * x).sum(-1), grad
-
-    return fun
-
-
-def unpack(x: Tensor, L: int) -> tuple[Tensor, Tensor]:
-    S, P = x.shape
-    C = round(math.sqrt(P - L * L))
-    return x[:, : L * L].reshape(S, L, L), x[:, L * L:].reshape(S, C, C)
-
-
-def fit_lbfgs(
-    c: Tensor,
-    data: PottsData,
-    *,
-    lam: float | Tensor = 1e-2,
-    reg_form: Literal["sum", "mean"] = "sum",
-    attn: Attn = "softmax",
-    seeds: Sequence[int] | None = None,
-    init_scale: float = 0.1,
-    max_iter: int = 2000,
-    gtol: float = 1e-6,
-    weights: Tensor | None = None,
-) -> PLFit:
-    """Factored PLM: minimise the MLM loss of factored attention on each sample set c[s] (S, M, L) to convergence.
-
-    float64; initial parameters as :func:`init_params` from ``seeds`` (default 0..S-1)."""
-    c = c.to(data.test.device)
-    S, _, L = c.shape
-    C = data.potts.C
-    seeds = list(range(S)) if seeds is None else list(seeds)
-    gens = [model_generators(s, c.device)[0] for s in seeds]
-    p0 = init_params("factored", S, L, C, gens, torch.float64, attn, init_scale)
-    x0 = torch.cat([p0["W"].reshape(S, -1), p0["V"].reshape(S, -1)], -1)
-    res = lbfgs(pl_objective(c, lam, reg_form, attn, weights), x0, max_iter=max_iter, gtol=gtol)
-    W, V = unpack(res.x, L)
-    with torch.no_grad():
-        test_loss = mlm_loss(factored_logits(data.test, W, V, attn), data.test)
-        train_loss = mlm_loss(factored_logits(c, W, V, attn), c, weights)
-    return PLFit(W, V, test_loss, train_loss, res.grad_norm, res.n_iter, res.converged)
 
 
 # -- the paired API ---------------------------------------------------------------------------------------------------
