@@ -24,6 +24,7 @@ import json
 import shutil
 import sys
 import tempfile
+import threading
 import traceback
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -100,6 +101,7 @@ def create_app(store: RunStore, max_jobs: int = 1) -> FastAPI:
     """The app over ``store``; ``max_jobs`` training processes at once, the rest queued."""
     reader = RunReader(store)
     jobs = JobManager(store, max_jobs)
+    render_lock = threading.Lock()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -281,7 +283,8 @@ def create_app(store: RunStore, max_jobs: int = 1) -> FastAPI:
         tmp = Path(tempfile.mkdtemp(prefix="attnlab-sandbox-export-"))
         name = f"{run_id}-{indices[0]}-{indices[-1]}.{req.format}"
         try:
-            path = view.render(tmp / name, indices, req.variant, names, req.fps)
+            with render_lock:  # matplotlib's pyplot state is not thread-safe: one export at a time
+                path = view.render(tmp / name, indices, req.variant, names, req.fps)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

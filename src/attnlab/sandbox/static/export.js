@@ -19,7 +19,6 @@ export async function exportRun(viewer) {
 }
 
 async function exportView(viewer) {
-  await viewer.settle();
   const divs = Object.values(viewer.divs).filter((d) => !d.parentElement.hidden && d.layout);
   const w = Math.max(...divs.map((d) => d.clientWidth));
   const h = Math.max(...divs.map((d) => d.clientHeight));

@@ -2,16 +2,14 @@
 // exports. Frames come from /api/runs/{id}/frames and are cached; the frame under the slider is fetched first,
 // its neighbourhood afterwards, so scrubbing over fetched frames only redraws (Plotly.react). Only panels on
 // screen are redrawn (an IntersectionObserver draws the others when they scroll in); the time cursor of the
-// series panels is an HTML line placed over the plot, so moving it costs no Plotly relayout. While the slider
-// moves, frames are drawn without their text labels (Plotly measures every label: most of a redraw's cost);
-// the labels come back SETTLE_MS after the last move. Plot sizes are measured once, not per redraw.
+// series panels is an HTML line placed over the plot, so moving it costs no Plotly relayout. Plot sizes are
+// measured once, not per redraw (reading them between redraws would force a page layout each time).
 import { api } from "./api.js";
 import { exportRun } from "./export.js";
 
 const CHUNK = 16;            // frames per prefetch request
 const WINDOW = 64;           // frames prefetched on each side of the shown one
 const CACHE_LIMIT = 2500;    // frames kept per viewer
-const SETTLE_MS = 250;       // idle time after which the shown frame is redrawn with its labels
 const PLOT_CONFIG = { displayModeBar: false, responsive: false, doubleClick: "reset" };
 
 const el = (tag, attrs = {}, ...children) => {
@@ -44,7 +42,6 @@ export class Viewer {
     this.generation = 0;
     this.onscreen = new Set();
     this.sizes = new Map();
-    this.settleTimer = null;
     this.observer = new IntersectionObserver((entries) => this.onVisibility(entries), { rootMargin: "150px" });
     this.build();
   }
@@ -115,7 +112,6 @@ export class Viewer {
     await Promise.all([this.loadSeries(), this.show(n - 1)]);
     if (gen !== this.generation) return;
     this.app.recordOpen(this, performance.now() - t0);
-    this.prefetch();
   }
 
   async refresh() {
@@ -232,7 +228,12 @@ export class Viewer {
     this.target = Math.max(0, Math.min(n - 1, index));
     this.slider.value = this.target;
     this.label(this.target, !this.entry(this.target, this.visible("frame")));
-    if (!this.pumping) this.pumping = this.pump().finally(() => { this.pumping = null; });
+    if (!this.pumping) {  // prefetching starts once the shown frame is drawn (it yields to every new request)
+      this.pumping = this.pump().finally(() => {
+        this.pumping = null;
+        this.prefetch();
+      });
+    }
     return this.pumping;
   }
 
@@ -256,30 +257,15 @@ export class Viewer {
         e = this.entry(index, names);
       }
       const t1 = performance.now();
-      await this.draw(index, e, names, false);
+      await this.draw(index, e, names);
       await new Promise((r) => requestAnimationFrame(() => r()));
       const t2 = performance.now();
       this.drawn = index;
       this.app.recordRedraw(this, { index, cached, fetch_ms: t1 - t0, draw_ms: t2 - t1, total_ms: t2 - t0 });
     }
-    if (gen !== this.generation) return;
-    clearTimeout(this.settleTimer);
-    this.settleTimer = setTimeout(() => this.settle(), SETTLE_MS);
-    this.prefetch();
   }
 
-  // redraw the shown frame's panels that were drawn without their labels
-  async settle() {
-    if (this.playing || this.pumping || this.drawn === null || this.drawn !== this.target) return;
-    const names = this.visible("frame");
-    const e = this.entry(this.drawn, names);
-    if (!e) return;
-    const jobs = names.filter((n) => this.divs[n].dataset.labels === "0" && this.onscreen.has(n))
-      .map((n) => this.drawPanel(this.divs[n], e.figures[n], this.drawn, true));
-    await Promise.all(jobs);
-  }
-
-  async draw(index, e, names, labels) {
+  async draw(index, e, names) {
     this.measure(names);
     const jobs = [];
     for (const n of names) {
@@ -288,7 +274,7 @@ export class Viewer {
         div.dataset.stale = index;  // drawn when it scrolls into view
         continue;
       }
-      jobs.push(this.drawPanel(div, e.figures[n], index, labels));
+      jobs.push(this.drawPanel(div, e.figures[n], index));
     }
     await Promise.all(jobs);
     this.moveCursor(index);
@@ -299,19 +285,17 @@ export class Viewer {
     this.app.onDrawn(this, time, index);
   }
 
-  // plot sizes, read in one pass (reading them between redraws would force a page layout each time)
+  // plot sizes, read in one pass before drawing
   measure(names) {
     const missing = names.filter((n) => !this.sizes.has(n));
     for (const n of missing) this.sizes.set(n, [this.divs[n].clientWidth, this.divs[n].clientHeight]);
   }
 
-  drawPanel(div, fig, index, labels = true) {
+  drawPanel(div, fig, index) {
     const [width, height] = this.sizes.get(div.dataset.panel) || [div.clientWidth, div.clientHeight];
-    const data = labels ? fig.data : fig.data.filter((t) => t.mode !== "text");
     div.dataset.index = index;
-    div.dataset.labels = data.length === fig.data.length ? "1" : "0";
     delete div.dataset.stale;
-    return Plotly.react(div, data, { ...fig.layout, width, height }, PLOT_CONFIG);
+    return Plotly.react(div, fig.data, { ...fig.layout, width, height }, PLOT_CONFIG);
   }
 
   resized() {

@@ -100,14 +100,14 @@ def value(d: Data, ctx: Data) -> Figure:
 def attention(d: Data, ctx: Data) -> Figure:
     a = np.asarray(d["attn"])
     n, N = a.shape
-    hover = [[f"sentence {d['row_labels'][i]}<br>position t = {t + 1}<br>a = {a[i, t]:.3f}" for t in range(N)]
-             for i in range(n)]
     heat = {"type": "heatmap", "z": a, "x": list(range(1, N + 1)), "y": list(range(n)), "zmin": 0.0, "zmax": 1.0,
-            "colorscale": [list(s) for s in BLUES], "showscale": False, "hovertext": hover, "hoverinfo": "text"}
+            "colorscale": [list(s) for s in BLUES], "showscale": False,
+            "customdata": [[r] * N for r in d["row_labels"]],  # the hover names the sentence, the position, a
+            "hovertemplate": "sentence %{customdata}<br>position t = %{x}<br>a = %{z:.3f}<extra></extra>"}
     lay = T.layout(f"attention · mass on t ≤ k: {d['prefix_mass']:.2f}", xlabel="position t",
                    yaxis={"tickvals": list(range(n)), "ticktext": d["row_labels"], "autorange": "reversed",
                           "tickfont": {"family": "monospace", "size": 9}},
-                   xaxis={"dtick": 1})
+                   xaxis={"dtick": 1}, margin={"l": 100})  # room for the sentences
     inf = list(d["informative"])
     if inf and inf == list(range(len(inf))) and len(inf) < N:
         lay["shapes"] = [{"type": "line", "x0": len(inf) + 0.5, "x1": len(inf) + 0.5, "yref": "paper", "y0": 0,
