@@ -329,7 +329,10 @@ def bench(
     study: Annotated[str | None, typer.Argument(help="one study (default: all)")] = None,
     out: Annotated[Path, typer.Option("--out", help="directory for the JSON results")] = Path("benchmarks/results"),
 ) -> None:
-    """Run the benchmark scripts of benchmarks/ (from a source checkout); each writes JSON."""
+    """Run the benchmark scripts of benchmarks/ (from a source checkout); each writes JSON.
+
+    Through runpy, not ``python benchmarks/<study>.py``: run directly, a script's folder goes first on sys.path
+    and benchmarks/signal.py would shadow the standard library's ``signal``."""
     root = _bench_dir()
     chosen = [study] if study else list(STUDIES)
     for s in chosen:
@@ -338,9 +341,14 @@ def bench(
             raise ConfigError(f"no benchmark for {s!r} in {root} (have: "
                               f"{', '.join(p.stem for p in root.glob('*.py')) or 'none'})")
     os.environ["ATTNLAB_BENCH_OUT"] = str(out)
-    for s in chosen:
-        out_console.print(f"[bold]benchmark {s}[/bold]")
-        runpy.run_path(str(root / f"{s}.py"), run_name="__main__")
+    argv = sys.argv
+    try:
+        for s in chosen:
+            out_console.print(f"[bold]benchmark {s}[/bold]")
+            sys.argv = [str(root / f"{s}.py")]  # the script sees no arguments: all its parts run
+            runpy.run_path(sys.argv[0], run_name="__main__")
+    finally:
+        sys.argv = argv
 
 
 def _bench_dir() -> Path:

@@ -104,3 +104,19 @@ def test_sweep_cli_on_a_dask_local_cluster(tmp_path):
     assert doc["runs"] == 2 and doc["failed"] == 0
     bad = runner.invoke(app, ["sweep", "toy.walk", "--grid", "seed=0", "--executor", "ray"])
     assert bad.exit_code == 2 and "allowed: local, dask" in bad.stderr
+
+
+def test_bench_runs_the_script_without_the_cli_arguments(tmp_path, monkeypatch):
+    """`attnlab bench STUDY` runs benchmarks/STUDY.py as a script that sees no arguments (all its parts)."""
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "toy.py").write_text(
+        "import json, os, sys\n"
+        "from pathlib import Path\n"
+        "out = Path(os.environ['ATTNLAB_BENCH_OUT']); out.mkdir(parents=True, exist_ok=True)\n"
+        "(out / 'toy.json').write_text(json.dumps({'argv': sys.argv[1:], 'main': __name__ == '__main__'}))\n")
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(app, ["bench", "toy", "--out", str(tmp_path / "res")])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "res" / "toy.json").read_text()) == {"argv": [], "main": True}
+    missing = runner.invoke(app, ["bench", "nosuch"])
+    assert missing.exit_code == 2 and "no benchmark for 'nosuch'" in missing.stderr
