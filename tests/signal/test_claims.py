@@ -35,6 +35,7 @@ def test_direct_claims_pass(tmp_path, name):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_whole_check_quick(tmp_path):
     from attnlab.core.claims import check, failed
     from attnlab.core.runs import RunStore

@@ -83,6 +83,7 @@ def test_training_learns_and_resumes():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_entropy_collapse_blocks_training_ac11():
     """Spec AC-11 at its own size (1000 steps, 2 seeds): β = 0.5 learns the repeat task, β = 5 does not."""
     arch = Architecture(d=64, T=64, L=1, d_ff=64)
@@ -105,6 +106,7 @@ def test_pre_ln_simulation_tracks_norm_and_cosine():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_rank_collapse_blocks_deep_training_ac12():
     """Spec AC-12, rank-collapse arm: L = 8, β = 0.1, 1000 steps; α_SA = 0.1 (collapsed) vs 3.0 (propagates)."""
     arch = Architecture(d=64, T=64, L=8, d_ff=64, beta=0.1)
