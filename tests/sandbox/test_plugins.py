@@ -141,3 +141,5 @@ def test_form_validation_lists_every_problem_by_field():
     _, errors = forms.validate(exp, "quick", {"informative": "[0, 1"})
     assert errors[0].field == "informative" and "not valid YAML" in errors[0].message
     assert label("clustering.train", {**exp.config().model_dump(mode="json"), "k": 3, "seed": 2}) == "seed=2 k=3"
+    assert label("clustering.train", exp.config().model_dump(mode="json")) == "paper defaults"
+    assert label("nostudy.nothing", {"k": 3}) == ""  # defaults unknown: no claim about them

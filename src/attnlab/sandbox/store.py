@@ -154,6 +154,8 @@ def _defaults(experiment: str) -> dict[str, Any]:
 def label(experiment: str, config: dict[str, Any], limit: int = 6) -> str:
     """The config keys that differ from the experiment's paper defaults, e.g. 'k=3 epochs=40 seed=1'."""
     base = _defaults(experiment)
+    if not base:
+        return ""
     diff = [f"{k}={_short(v)}" for k, v in config.items() if k in base and base[k] != v and k != "device"]
     return " ".join(diff[:limit]) + (" …" if len(diff) > limit else "") or "paper defaults"
 
