@@ -295,8 +295,8 @@ def _per_chain(M: int, n_chains: int) -> int:
     return -(-M // n_chains)
 
 
-@functools.lru_cache(maxsize=8)
-def _dataset_cpu(spec: PottsSpec) -> PottsData:
+def sample_dataset(spec: PottsSpec) -> PottsData:
+    """Sample the train and test sets of ``spec`` on the CPU (no memo; see :func:`potts_dataset`)."""
     from attnlab.potts.sampler import gibbs
 
     potts = spec.model()
@@ -311,13 +311,16 @@ def _dataset_cpu(spec: PottsSpec) -> PottsData:
     return PottsData(potts, sets[0], sets[1], diag)
 
 
+_memo = functools.lru_cache(maxsize=8)(sample_dataset)
+
+
 def potts_dataset(spec: PottsSpec, device: torch.device | str = "cpu") -> PottsData:
     """Sample (or reuse, within a process) the data set of ``spec`` and place it on ``device``.
 
     Sampling runs on the CPU with torch generators seeded from the spec, so a data set is the same on every
     device; the memo makes the experiments and claims of one ``attnlab check`` share the 20 s of Gibbs sampling.
     """
-    d = _dataset_cpu(spec)
+    d = _memo(spec)
     if d.train.device == torch.device(device):
         return d
     return PottsData(d.potts.to(device), d.train.to(device), d.test.to(device), d.diagnostics)

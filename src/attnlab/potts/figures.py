@@ -96,6 +96,7 @@ def pl_sweep(result: Result, config) -> object:
     ax.axvline(config.L, color="grey", ls=":", lw=1)
     for a in (ax, ax2):
         a.set_xscale("log")
+        a.xaxis.set_minor_formatter(NullFormatter())
         a.set_xlabel(f"number of samples M (α = M/L, L = {config.L})")
     ax.set(ylabel="test loss", title=f"factored attention, {config.n_real} realisations")
     ax2.set(ylabel="corr(A, J)", title="recovered couplings")

@@ -50,10 +50,21 @@ def attention(W: Tensor, attn: Attn = "softmax") -> Tensor:
     raise ValueError(f"attn {attn!r} is not known; allowed: softmax, softmax_nosink, linear")
 
 
-def site_major(c: Tensor, C: int, dtype: torch.dtype) -> Tensor:
-    """One-hot spins laid out (..., L, n·C), so that attention over sites is one large matmul per model."""
-    s = one_hot(c, C, dtype).transpose(-3, -2)  # (..., L, n, C)
-    return s.reshape(*s.shape[:-2], -1)
+def _spin_index(c: Tensor, C: int, batch: tuple, L_rows: int) -> Tensor:
+    """Positions n·C + c_nj of the spins in a flat (n·C) row, (..., L_rows, n·L), for scatter/gather."""
+    n, L = c.shape[-2:]
+    idx = (c + C * torch.arange(n, device=c.device)[:, None]).expand(*batch, n, L).reshape(*batch, 1, n * L)
+    return idx.expand(*batch, L_rows, n * L)
+
+
+def attend(A_off: Tensor, c: Tensor, C: int) -> Tensor:
+    """Y_i = Σ_{j≠i} A_ij s_j for every sequence, laid out (..., L, n·C): a scatter-add of the L² weights into the
+    one-hot positions (L times less work than multiplying by the one-hot spins)."""
+    n, L = c.shape[-2:]
+    batch = torch.broadcast_shapes(A_off.shape[:-2], c.shape[:-2])
+    src = A_off.expand(*batch, L, L).unsqueeze(-2).expand(*batch, L, n, L).reshape(*batch, L, n * L)
+    Y = torch.zeros(*batch, L, n * C, dtype=A_off.dtype, device=A_off.device)
+    return Y.scatter_add_(-1, _spin_index(c, C, batch, L), src)
 
 
 def factored_logits(c: Tensor, W: Tensor, V: Tensor, attn: Attn = "softmax") -> Tensor:
@@ -61,7 +72,7 @@ def factored_logits(c: Tensor, W: Tensor, V: Tensor, attn: Attn = "softmax") -> 
     L, C, n = W.shape[-1], V.shape[-1], c.shape[-2]
     A = attention(W, attn)
     A_off = A * (1 - torch.eye(L, dtype=A.dtype, device=A.device))  # s_i = t = 0
-    Y = A_off @ site_major(c, C, V.dtype)  # (..., L, n·C): Σ_j A_ij s_j
+    Y = attend(A_off, c, C)  # (..., L, n·C): Σ_j A_ij s_j
     h = Y.reshape(*Y.shape[:-2], L * n, C) @ V.mT  # (..., L·n, C)
     return h.reshape(*h.shape[:-2], L, n, C).transpose(-3, -2)
 
@@ -75,29 +86,33 @@ def mlm_loss(logits: Tensor, c: Tensor, weights: Tensor | None = None) -> Tensor
 
 
 def factored_loss_grad(c: Tensor, W: Tensor, V: Tensor, weights: Tensor | None = None,
-                       attn: Attn = "softmax", spins: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+                       attn: Attn = "softmax") -> tuple[Tensor, Tensor, Tensor]:
     """MLM loss of eq. (4) and its closed-form gradient in (W, V): with Y = A_off s (the attended one-hot
     spins), h = Y Vᵀ and G = ∂loss/∂h = (p̃ - s)/(nL): ∂V = Σ Gᵀ Y, ∂A_ij = Σ_n (G V)_{n,i,c_nj} (j ≠ i), and the
     softmax Jacobian ∂W_ij = A_ij (∂A_ij - Σ_k A_ik ∂A_ik). Batched over leading model axes; c (..., n, L);
-    ``weights`` (..., n) weight the sequences; ``spins`` = ``site_major(c, C, dtype)`` may be passed precomputed
-    (the L-BFGS objective evaluates the same data hundreds of times). Checked against autograd and finite
-    differences (spec check 8)."""
+    ``weights`` (..., n) weight the sequences. Y and ∂A are a scatter-add and a gather over the one-hot positions,
+    not products with one-hot spins. Checked against autograd and finite differences (spec check 8);
+    benchmarks/potts.py times it against autograd."""
     L, C, n = W.shape[-1], V.shape[-1], c.shape[-2]
     A = attention(W, attn)
     off = 1 - torch.eye(L, dtype=W.dtype, device=W.device)
-    s = site_major(c, C, W.dtype) if spins is None else spins  # (..., L, n·C)
-    Y = (A * off) @ s
+    Y = attend(A * off, c, C)  # (..., L, n·C)
     Yf = Y.reshape(*Y.shape[:-2], L * n, C)
-    logp = torch.log_softmax(Yf @ V.mT, -1)  # (..., L·n, C), site-major
-    w = torch.ones(c.shape[:-1], dtype=W.dtype, device=W.device) if weights is None else weights.to(W.dtype)
-    w = w / (w.sum(-1, keepdim=True) * L)  # (..., n)
-    w_site = w.unsqueeze(-2).expand(*w.shape[:-1], L, n).reshape(*w.shape[:-1], L * n, 1)
-    sf = s.reshape(*s.shape[:-2], L * n, C)
-    loss = -(logp * sf * w_site).sum((-1, -2))
-    G = (logp.exp() - sf) * w_site  # ∂loss/∂h, (..., L·n, C)
+    p = torch.softmax(Yf @ V.mT, -1)  # (..., L·n, C), site-major: row i·n + b is site i of sequence b
+    cf = c.transpose(-1, -2).reshape(*c.shape[:-2], L * n, 1).expand(*p.shape[:-2], L * n, 1)
+    p_true = p.gather(-1, cf)
+    if weights is None:
+        w_site = torch.full((1, 1), 1.0 / (n * L), dtype=W.dtype, device=W.device)
+        loss = -torch.log(p_true).sum((-1, -2)) / (n * L)
+    else:
+        w = weights.to(W.dtype) / (weights.to(W.dtype).sum(-1, keepdim=True) * L)  # (..., n)
+        w_site = w.unsqueeze(-2).expand(*w.shape[:-1], L, n).reshape(*w.shape[:-1], L * n, 1)
+        loss = -(torch.log(p_true) * w_site).sum((-1, -2))
+    G = p.scatter_add_(-1, cf, -torch.ones_like(p_true)).mul_(w_site)  # ∂loss/∂h = (p̃ - s) w, in place of p
     gV = G.mT @ Yf  # (..., C, C)
     GV = (G @ V).reshape(*G.shape[:-2], L, n * C)
-    gA = (GV @ s.mT) * off  # (..., L, L)
+    idx = _spin_index(c, C, GV.shape[:-2], L)
+    gA = GV.gather(-1, idx).reshape(*GV.shape[:-1], n, L).sum(-2) * off  # ∂A_ij = Σ_n (G V)_{n,i,c_nj}
     if attn == "linear":
         return loss, gA, gV
     gW = A * (gA - (A * gA).sum(-1, keepdim=True))

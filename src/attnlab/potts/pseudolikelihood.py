@@ -19,7 +19,7 @@ from typing import Literal
 import torch
 
 from attnlab.potts.data import PottsData
-from attnlab.potts.model import Attn, attention, factored_logits, factored_loss_grad, mlm_loss, site_major
+from attnlab.potts.model import Attn, attention, factored_logits, factored_loss_grad, mlm_loss
 from attnlab.potts.optim import lbfgs
 from attnlab.potts.train import init_params, model_generators
 
@@ -49,14 +49,9 @@ def pl_objective(c: Tensor, lam: Tensor | float, reg_form: Literal["sum", "mean"
     n_eff = weights.sum(-1) if weights is not None else torch.full((S,), float(M), device=c.device)
     scale = lam_t / (2 * n_eff) if reg_form == "sum" else lam_t / 2
 
-    spins = None
-
     def fun(x: Tensor) -> tuple[Tensor, Tensor]:
-        nonlocal spins
         W, V = unpack(x, L)
-        if spins is None:
-            spins = site_major(c, V.shape[-1], x.dtype)
-        loss, gW, gV = factored_loss_grad(c, W, V, weights, attn, spins)
+        loss, gW, gV = factored_loss_grad(c, W, V, weights, attn)
         reg = scale.to(x)
         grad = torch.cat([gW.reshape(S, -1), gV.reshape(S, -1)], -1) + 2 * reg[:, None] * x
         return loss + reg * (x * x).sum(-1), grad
