@@ -10,8 +10,9 @@ Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/potts.json`` (defa
 2. MLM training of factored attention (M = 3000, batch 100, Adam): training sequences per second of 16 models
    stacked in one computation against the same 16 models trained one after the other (autograd, one model at a time),
    and the closed-form loss-and-gradient of the L-BFGS objective against autograd.
-3. The machine's limit, measured in the same run: the FLOP rate of the stacked training step (its matmul FLOPs
-   per second) as a fraction of torch.matmul's throughput on one large float32 product.
+3. The machine's limit, measured in the same run: the FLOP rate of the stacked training step, counting the dense
+   products that eq. (4) defines (A·s, (A s)·Vᵀ and their backward; the code does A·s as a scatter-add), as a
+   fraction of torch.matmul's throughput on one large float32 product.
 """
 
 from __future__ import annotations
