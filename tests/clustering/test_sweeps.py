@@ -155,6 +155,9 @@ def test_claims_are_registered():
                  "no_scratch_learning_p_gt_4", "transfer_perfect_needs_clusters"):
         assert f"clustering.{name}" in ids, name
     assert ids["clustering.all_succeed_from_d8"].scales == ("paper",)
+    for name in ("learnability_d2_k3", "learnability_d8_k5", "learnability_d8_k5_loss", "sparsity_denser_success",
+                 "sparsity_spearman", "sparsity_denser_success_d8_k5", "sparsity_spearman_d8_k5"):
+        assert ids[f"clustering.{name}"].relation != "report" and "quick" in ids[f"clustering.{name}"].scales
 
 
 def _summary_result(**summary):
@@ -219,3 +222,15 @@ def test_quick_claims_hold(tmp_path):
     results = check("clustering", "quick", RunStore(tmp_path), only=mine)
     assert len(results) == len(mine) >= 8
     assert not failed(results), [(r.claim, r.measured, r.expected, r.detail) for r in failed(results)]
+
+
+def test_d8_max_grad_over_solved_models(tmp_path):
+    """D8 reads each unit's largest final grad norm among CE < 1e-3 models; units with none solved are NaN."""
+    a = _summary_result(**{"max_grad_ce_below_1e-3_d2": 3e-3, "n_ce_below_1e-3_d2": 2})
+    b = _summary_result(**{"max_grad_ce_below_1e-3_d8": None, "n_ce_below_1e-3_d8": 0})
+    assert sweep_claims.max_grad_solved([a, b]) == 3e-3
+    assert np.isnan(sweep_claims.max_grad_solved([b]))
+    r = _run(tmp_path, "fig7", n_seeds=3)
+    solved = r.arrays["d2/train_loss"][-1] < 1e-3
+    assert r.summary["n_ce_below_1e-3_d2"] == solved.sum() and r.arrays["d2/grad_total"].shape == (
+        len(r.arrays["d2/epochs"]), 3)

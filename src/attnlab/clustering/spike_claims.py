@@ -102,11 +102,13 @@ register(Claim(
     measure=_d7, expected=0.7, relation="ge", scales=("quick",),
 ))
 register(Claim(
-    id=f"{S}.solved_small_gradient", ref="Prop. 2 (spec D8)",
-    statement="solved ⇒ small gradient: final train CE < 1e-3 implies full-batch gradient norm < 1e-2",
-    how="fig9 + fig13 runs (d = 2): the largest final full-batch grad norm among seeds with final CE < 1e-3",
+    id=f"{S}.solved_small_gradient_short_runs", ref="Prop. 2 (spec D8 statistic)",
+    statement="solved ⇒ small gradient, on the short dynamics runs: final train CE < 1e-3 implies full-batch "
+              "gradient norm < 1e-2",
+    how="fig9 + fig13 runs (d = 2, 80-100 epochs): the largest final full-batch grad norm among seeds with final CE "
+        "< 1e-3; reported (spec D8 is defined on the 300-epoch D2/D3 runs: clustering.solved_small_gradient)",
     measure=lambda ctx: d8_max_grad([ctx.run(f"{S}.fig9").summary, ctx.run(f"{S}.fig13").summary]),
-    expected=1e-2, relation="le", scales=("quick",),
+    expected=1e-2, relation="report", scales=("quick",),
 ))
 register(Claim(
     id=f"{S}.prop4_bound_along_training", ref="Prop. 4, App. C.3 (spec C6, §5.2)",

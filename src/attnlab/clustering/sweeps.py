@@ -65,9 +65,9 @@ def run_units(ctx: RunContext, units: dict[str, int], compute: Callable[[str, An
 
 
 def curves(hist: History) -> Unit:
-    """Logged epochs, test accuracy and train loss (E, S), final parameters (S, ...)."""
+    """Logged epochs, test accuracy, train loss and full-batch gradient norm (E, S), final parameters (S, ...)."""
     return {"epochs": hist.epochs, "test_acc": hist.metric("test_acc"), "train_loss": hist.metric("train_loss"),
-            **{f"final/{k}": v[-1] for k, v in hist.snapshots.items()}}
+            "grad_total": hist.metric("grad_total"), **{f"final/{k}": v[-1] for k, v in hist.snapshots.items()}}
 
 
 def first_epoch(acc: np.ndarray, epochs: np.ndarray, level: float = SUCCESS) -> np.ndarray:
@@ -143,11 +143,14 @@ def sparsity_sweep(config: SparsityConfig, ctx: RunContext) -> Result:
         arrays.update({f"d{d}/{k}": v for k, v in u.items()})
         arrays[f"d{d}/sparsity_summary"] = sparse
         stuck = longest_below(u["test_acc"], u["epochs"])
+        solved = u["train_loss"][-1] < 1e-3  # D8: "solved" = final train CE < 1e-3
         summary.update({
             f"n_models_d{d}": len(acc), f"n_success_d{d}": int(ok.sum()), f"success_rate_d{d}": float(ok.mean()),
             f"n_reach90_d{d}": int((best >= 0.9).sum()), f"n_reach99_d{d}": int((best >= 0.99).sum()),
             f"n_stuck100_d{d}": int(((best < 0.99) & (stuck >= 100)).sum()),
             f"max_final_train_loss_d{d}": float(u["train_loss"][-1].max()),
+            f"n_ce_below_1e-3_d{d}": int(solved.sum()),
+            f"max_grad_ce_below_1e-3_d{d}": float(u["grad_total"][-1, solved].max()) if solved.any() else float("nan"),
             f"mean_test_acc_d{d}": float(acc.mean()),
             f"sparsity_success_d{d}": float(sparse[ok].mean()) if ok.any() else float("nan"),
             f"sparsity_failed_d{d}": float(sparse[~ok].mean()) if (~ok).any() else float("nan"),
