@@ -40,7 +40,7 @@ from attnlab.potts.model import attention, factored_logits, mlm_loss, potts_repr
 from attnlab.potts.pseudolikelihood import fit_lbfgs
 from attnlab.potts.sampler import gibbs, tune_beta
 from attnlab.potts.theory import potts_optimum
-from attnlab.potts.train import train_stacked, train_vanilla
+from attnlab.potts.train import Optim, train_stacked, train_vanilla
 
 STUDY = "potts"
 
@@ -119,8 +119,7 @@ def fig2(config: Fig2Config, ctx: RunContext) -> Result:
                                     resume=resume)
             extra = {"V": fit.params["V"].cpu().numpy(), "W": fit.params["W"].cpu().numpy()}
         else:
-            optim = type(config.optim())("adam", config.vanilla_lr, config.vanilla_epochs, config.batch,
-                                         config.schedule)
+            optim = Optim("adam", config.vanilla_lr, config.vanilla_epochs, config.batch, config.schedule)
             with ctx.progress(config.vanilla_epochs, f"vanilla transformer, {model[-1]} layer(s)") as bar:
                 fit = train_vanilla(data, n_layers=int(model[-1]), seed=_seeds(ctx, "init", 1)[0], optim=optim,
                                     d=config.d, head=config.head, mask=config.vanilla_mask,
