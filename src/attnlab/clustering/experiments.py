@@ -5,8 +5,8 @@ Every trained run is stored in the Result's arrays with ``History.to_arrays(pref
 ``pretrain/`` / ``finetune/`` for the transfer) — so the sandbox reopens it: ``History.from_arrays(arrays, "run/")``.
 Training checkpoints after every epoch (at most every 30 s) and resumes bit-identically on CPU.
 
-Quick scale uses k = 3 (a 3-sparse parity escapes its plateau within a few hundred epochs at d = 2; k = 5 rarely
-does in under 1000 epochs, spec §7.0), paper scale the paper's k = 5 and 1000 epochs.
+Quick scale uses k = 3 (a 3-sparse parity escapes its plateau within a few hundred epochs at d = 2; the plateau
+grows steeply with k, spec §7.0), paper scale the paper's k = 5 and 1000 epochs.
 """
 
 from __future__ import annotations
