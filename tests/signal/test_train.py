@@ -115,3 +115,16 @@ def test_rank_collapse_blocks_deep_training_ac12():
                        gen_init=torch.Generator().manual_seed(1), gen_data=torch.Generator().manual_seed(2))
     final = tr["eval_loss"][-1]
     assert final[1] < final[0] - 0.5
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_entropy_collapse_blocks_deep_training_ac12():
+    """Spec AC-12, entropy-collapse arm: L = 4, α = 1, 1000 steps; β = 5 stays frozen and untrained, β = 0.5 learns."""
+    arch = Architecture(d=64, T=64, L=4, d_ff=64)
+    w = data.repeat_task(20000, 64, 64, torch.Generator().manual_seed(0))
+    tr = mlm.train_mlm(arch, w, 64, mlm.Optim(steps=1000), betas=[5.0, 0.5],
+                       gen_init=torch.Generator().manual_seed(1), gen_data=torch.Generator().manual_seed(2))
+    final = tr["eval_loss"][-1]
+    assert final[1] < final[0] - 2.0
+    assert abs(tr["entropy"][-1, 0, 0] - tr["entropy"][0, 0, 0]) < 0.05
