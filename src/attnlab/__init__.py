@@ -7,4 +7,4 @@ Five studies, one per paper, each pairing a simulation with its exact theory:
 __version__ = "0.1.0"
 
 #: Studies in the order they landed; ``attnlab list`` and ``reproduce`` walk this tuple.
-STUDIES: tuple[str, ...] = ("specialization", "clustering")
+STUDIES: tuple[str, ...] = ("specialization", "clustering", "signal", "paths", "potts")
