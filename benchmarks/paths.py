@@ -18,15 +18,12 @@ Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/paths.json`` (defa
 
 from __future__ import annotations
 
-import json
 import os
-import platform
-import sys
 import time
-from pathlib import Path
 
 import torch
 
+from attnlab.core import bench
 from attnlab.paths import data, kernels, theory, train
 
 THREADS = int(os.environ.get("ATTNLAB_THREADS", "1"))
@@ -136,21 +133,6 @@ def gibbs() -> dict:
     return out
 
 
-def main() -> None:
-    runners = {"saddle": saddle_point, "p1600": iteration_at_1600, "sweep": width_sweep, "gibbs": gibbs}
-    # `python benchmarks/paths.py saddle sweep` picks parts; under `attnlab bench paths` argv is the CLI's own
-    parts = [a for a in sys.argv[1:] if a in runners] or list(runners)
-    out = {"machine": {"python": platform.python_version(), "torch": torch.__version__, "threads": THREADS,
-                       "cpu": platform.processor() or platform.machine()}}
-    for name in parts:
-        print(f"[paths] {name} …", flush=True)
-        out[name] = runners[name]()
-        print(json.dumps(out[name], indent=2), flush=True)
-    path = Path(os.environ.get("ATTNLAB_BENCH_OUT", "benchmarks/results")) / "paths.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"→ {path}")
-
-
 if __name__ == "__main__":
-    main()
+    bench.main("paths", {"saddle": saddle_point, "p1600": iteration_at_1600, "sweep": width_sweep, "gibbs": gibbs},
+               THREADS)

@@ -17,16 +17,13 @@ Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/potts.json`` (defa
 
 from __future__ import annotations
 
-import json
 import os
-import platform
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
+from attnlab.core import bench
 from attnlab.potts.data import PottsSpec, sample_dataset
 from attnlab.potts.model import factored_logits, factored_loss_grad, mlm_loss
 from attnlab.potts.sampler import gibbs
@@ -148,20 +145,5 @@ def training() -> dict:
     }
 
 
-def main() -> None:
-    parts = sys.argv[1:] or ["sampling", "training"]
-    out = {"machine": {"python": platform.python_version(), "torch": torch.__version__, "threads": THREADS,
-                       "cpu": platform.processor() or platform.machine()}}
-    runners = {"sampling": sampling, "training": training}
-    for name in parts:
-        print(f"[potts] {name} …", flush=True)
-        out[name] = runners[name]()
-        print(json.dumps(out[name], indent=2), flush=True)
-    path = Path(os.environ.get("ATTNLAB_BENCH_OUT", "benchmarks/results")) / "potts.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"→ {path}")
-
-
 if __name__ == "__main__":
-    main()
+    bench.main("potts", {"sampling": sampling, "training": training}, THREADS)

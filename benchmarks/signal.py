@@ -18,22 +18,13 @@ Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/signal.json`` (def
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# Run as `python benchmarks/signal.py`, this file's folder heads sys.path and the file would shadow the standard
-# library's `signal` (imported by torch); `attnlab bench signal` runs it in-process and is unaffected.
-if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
-
-import json
 import math
 import os
-import platform
 import time
 
 import torch
 
+from attnlab.core import bench
 from attnlab.signal import diagram, train
 from attnlab.signal.arch import Architecture
 
@@ -182,20 +173,5 @@ def simulation() -> dict:
             "many_small": _simulation(Architecture(d=32, H=1, T=32, L=60, beta=0.1), [1.0, 2.0, 4.0], 10, 10, peak)}
 
 
-def main() -> None:
-    parts = sys.argv[1:] or ["trainability", "alpha_c", "simulation"]
-    out = {"machine": {"python": platform.python_version(), "torch": torch.__version__, "threads": THREADS,
-                       "cpu": platform.processor() or platform.machine(), "load_avg": os.getloadavg()}}
-    runners = {"trainability": trainability, "alpha_c": alpha_c, "simulation": simulation}
-    for name in parts:
-        print(f"[signal] {name} …", flush=True)
-        out[name] = runners[name]()
-        print(json.dumps(out[name], indent=2), flush=True)
-    path = Path(os.environ.get("ATTNLAB_BENCH_OUT", "benchmarks/results")) / "signal.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"→ {path}")
-
-
 if __name__ == "__main__":
-    main()
+    bench.main("signal", {"trainability": trainability, "alpha_c": alpha_c, "simulation": simulation}, THREADS)

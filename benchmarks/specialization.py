@@ -16,15 +16,12 @@ benchmarks/results):
 
 from __future__ import annotations
 
-import json
 import os
-import platform
-import sys
 import time
-from pathlib import Path
 
 import torch
 
+from attnlab.core import bench
 from attnlab.specialization import theory, train
 from attnlab.specialization.data import make_law
 
@@ -114,20 +111,5 @@ def fig5_quick() -> dict:
                         f"τ={cfg.tau_max}", "seconds": t, "limit_s": 1800}
 
 
-def main() -> None:
-    parts = sys.argv[1:] or ["theory", "simulation", "fig5"]
-    out = {"machine": {"python": platform.python_version(), "torch": torch.__version__, "threads": THREADS,
-                       "cpu": platform.processor() or platform.machine()}}
-    runners = {"theory": theory_point, "simulation": simulation, "fig5": fig5_quick}
-    for name in parts:
-        print(f"[specialization] {name} …", flush=True)
-        out[name] = runners[name]()
-        print(json.dumps(out[name], indent=2), flush=True)
-    path = Path(os.environ.get("ATTNLAB_BENCH_OUT", "benchmarks/results")) / "specialization.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"→ {path}")
-
-
 if __name__ == "__main__":
-    main()
+    bench.main("specialization", {"theory": theory_point, "simulation": simulation, "fig5": fig5_quick}, THREADS)

@@ -1,9 +1,6 @@
-"""Plumbing shared by the experiment modules: checkpointed units of work and the corpus of a config."""
+"""Plumbing shared by the experiment modules: the corpus of a config and CPU generators."""
 
 from __future__ import annotations
-
-from collections.abc import Callable, Hashable
-from typing import Any
 
 import torch
 
@@ -16,18 +13,6 @@ def cpu_rng(ctx: RunContext, name: str) -> torch.Generator:
     """A CPU generator of the named stream (the same numbers as ``ctx.rng(name)`` on CPU): for the theory's Monte
     Carlo and index draws, which run on the CPU whatever the run's device."""
     return torch.Generator().manual_seed(ctx.seed(name))
-
-
-def units(ctx: RunContext, keys: list[Hashable], compute: Callable[[Any], Any], description: str) -> dict:
-    """``compute(key)`` for every key, resuming from and checkpointing to the run's state after each one."""
-    done: dict = ctx.resume() or {}
-    with ctx.progress(len(keys), description) as bar:
-        for key in keys:
-            if key not in done:
-                done[key] = compute(key)
-                ctx.checkpoint(lambda: done, force=True)
-            bar.advance()
-    return done
 
 
 def corpus_tokens(config, T: int, ctx: RunContext, n: int | None = None) -> tuple[torch.Tensor, int]:

@@ -18,9 +18,10 @@ import torch
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
+from attnlab.core.units import run_units
 from attnlab.signal import data, diagram, figures, rem, theory, train
 from attnlab.signal.arch import beta_from_std, qk_std_from_beta
-from attnlab.signal.common import corpus_tokens, cpu_rng, units
+from attnlab.signal.common import corpus_tokens, cpu_rng
 from attnlab.signal.configs import (
     DepthConfig,
     SALayerConfig,
@@ -112,7 +113,7 @@ def depth(config: DepthConfig, ctx: RunContext) -> Result:
         out["sim_flops"] = np.asarray(sim.meta["flops"])
         return out
 
-    parts = units(ctx, list(range(len(pairs))), compute, "configurations")
+    parts = run_units(ctx, list(range(len(pairs))), compute, "configurations")
     done = {k: (np.concatenate([parts[i][k] for i in range(len(pairs))], axis=1) if parts[0][k].ndim == 2
                 else parts[0][k]) for k in parts[0]}
     done["sim_flops"] = np.asarray(sum(float(parts[i]["sim_flops"]) for i in range(len(pairs))))
@@ -271,7 +272,7 @@ def universality(config: UniversalityConfig, ctx: RunContext) -> Result:
             out[sl] = (rec["A"] * rec["A"]).sum(-1).mean((-1, -2, -3)).cpu()
         return out.double().reshape(B.size, config.n_inits).mean(1).numpy()
 
-    done = units(ctx, [tuple(c) for c in config.combos], compute, "(d, H, T)")
+    done = run_units(ctx, [tuple(c) for c in config.combos], compute, "(d, H, T)")
     for d, H, T in config.combos:
         ipr = done[(d, H, T)]
         curves[f"ipr_{d}_{H}_{T}"] = ipr

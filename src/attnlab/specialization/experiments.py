@@ -16,6 +16,7 @@ import pandas as pd
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
+from attnlab.core.units import run_units
 from attnlab.specialization import analysis, figures, theory, train
 from attnlab.specialization.bayes import bayes_risk
 from attnlab.specialization.configs import (
@@ -47,18 +48,6 @@ def _seed(ctx: RunContext, stream: str, offset: int = 0) -> int:
 def _theory_kw(config) -> dict[str, Any]:
     return {"n_mc": config.n_mc, "solver": config.solver, "dt": config.dt, "eta": config.eta,
             "init_noise_var": config.init_noise_var, "symmetrize": config.symmetrize}
-
-
-def _units(ctx: RunContext, keys: list, compute, description: str) -> dict:
-    """Compute ``compute(key)`` for every key, resuming from and checkpointing to the run's state."""
-    done: dict = ctx.resume() or {}
-    with ctx.progress(len(keys), description) as bar:
-        for key in keys:
-            if key not in done:
-                done[key] = compute(key)
-                ctx.checkpoint(lambda: done, force=True)
-            bar.advance()
-    return done
 
 
 # -- Figs. 1, 9, 10: SGD against theory -----------------------------------------------------------------
@@ -93,7 +82,7 @@ def sim_vs_theory(config: SimVsTheoryConfig, ctx: RunContext) -> Result:
         )
         return {**sim.to_arrays("sim_"), **th.to_arrays("theory_")}
 
-    done = _units(ctx, list(config.activations), compute, "activations")
+    done = run_units(ctx, list(config.activations), compute, "activations")
     arrays, frames, summary = {}, [], {}
     for act in config.activations:
         sim = Trajectory.from_arrays(done[act], "sim_", source="simulation")
@@ -131,7 +120,7 @@ def trajectories(config: TrajectoriesConfig, ctx: RunContext) -> Result:
                             mc_seed=_seed(ctx, "mc", p.seed), device=ctx.device, **_theory_kw(config))
         return tr.to_arrays()
 
-    done = _units(ctx, list(range(len(config.panels))), compute, "panels")
+    done = run_units(ctx, list(range(len(config.panels))), compute, "panels")
     arrays, frames, summary = {}, [], {}
     for i, p in enumerate(config.panels):
         tr = Trajectory.from_arrays(done[i], source="theory")
@@ -226,7 +215,7 @@ def final_error(config: FinalErrorConfig, ctx: RunContext) -> Result:
             return {"loss_eval": np.array([risk]), "stderr": np.array([se])}
         return _trained(ctx, config, act, law, x if panel == "H" else config.H_nu, key)
 
-    done = _units(ctx, keys, compute, "final errors")
+    done = run_units(ctx, keys, compute, "final errors")
     rows, arrays = [], {}
     for (panel, law, act, x), out in done.items():
         for s, loss in enumerate(np.atleast_1d(out["loss_eval"])):
@@ -265,7 +254,7 @@ def attention_maps(config: AttentionMapsConfig, ctx: RunContext) -> Result:
         off = analysis.off_target_mass(final, act, law, config.L, config.eval_mc, _seed(ctx, "eval"))
         return {**final, "maps": maps, "eps": eps, "off_target": off}
 
-    done = _units(ctx, list(config.activations), compute, "activations")
+    done = run_units(ctx, list(config.activations), compute, "activations")
     arrays = {f"{act}/{k}": v for act, out in done.items() for k, v in out.items()}
     summary = {f"off_target_{act}": float(np.mean(out["off_target"])) for act, out in done.items()}
     summary.update({f"loss_train_{act}": float(np.mean(out["loss"])) for act, out in done.items()})
@@ -291,7 +280,7 @@ def pruning(config: PruningConfig, ctx: RunContext) -> Result:
                                          device=ctx.device)
         return {**final, "curves": curves}
 
-    done = _units(ctx, keys, compute, "pruning")
+    done = run_units(ctx, keys, compute, "pruning")
     rows, arrays, summary = [], {}, {}
     for (law, act), out in done.items():
         curves = out["curves"]  # (S, H) loss after pruning 0..H-1 heads
@@ -320,7 +309,7 @@ def mc_resampling(config: McResamplingConfig, ctx: RunContext) -> Result:
                             mc_seed=_seed(ctx, "mc"), resample=(mode == "resampled"), device=ctx.device, **kw)
         return tr.to_arrays()
 
-    done = _units(ctx, ["fixed", "resampled"], compute, "flows")
+    done = run_units(ctx, ["fixed", "resampled"], compute, "flows")
     fixed = Trajectory.from_arrays(done["fixed"], source="fixed")
     res = Trajectory.from_arrays(done["resampled"], source="resampled")
     diff = fixed["m"][:, 0, 0] - res["m"][:, 0, 0]  # head 1, all features, (T, F)
@@ -350,7 +339,7 @@ def cosine_grid(config: CosineGridConfig, ctx: RunContext) -> Result:
                 "cos_m": np.array(m[0] @ m[1] / (np.linalg.norm(m[0]) * np.linalg.norm(m[1]))),
                 "m": m, "q": q}
 
-    done = _units(ctx, keys, compute, "(ν1, ν2) grid")
+    done = run_units(ctx, keys, compute, "(ν1, ν2) grid")
     rows = [{"nu1": a, "nu2": b, "cos_q": float(o["cos_q"]), "cos_m": float(o["cos_m"])} for (a, b), o in done.items()]
     table = pd.DataFrame(rows)
     grid = table.pivot(index="nu1", columns="nu2", values="cos_q").to_numpy()

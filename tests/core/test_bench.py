@@ -1,0 +1,33 @@
+"""The benchmark driver: parts chosen by name, one JSON per study; scripts run as `python -m benchmarks.<study>`."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attnlab.core import bench
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_main_runs_the_named_parts_and_writes_json(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_BENCH_OUT", str(tmp_path))
+    ran = []
+    parts = {"a": lambda: ran.append("a") or {"seconds": 1.0}, "b": lambda: ran.append("b") or {"ratio": 2.0}}
+    out = bench.main("toy", parts, argv=["b"])
+    assert ran == ["b"] and out["b"] == {"ratio": 2.0} and out["machine"]["threads"] == 1
+    assert json.loads((tmp_path / "toy.json").read_text())["b"] == {"ratio": 2.0}
+    bench.main("toy", parts, argv=[])
+    assert ran == ["b", "a", "b"]
+    with pytest.raises(SystemExit, match="unknown part"):
+        bench.main("toy", parts, argv=["c"])
+
+
+def test_scripts_run_as_modules_despite_benchmarks_signal():
+    """`python -m benchmarks.paths` imports torch (which imports the standard `signal`, not benchmarks/signal.py)
+    and reaches the driver, which rejects an unknown part before any work."""
+    res = subprocess.run([sys.executable, "-m", "benchmarks.paths", "nosuchpart"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode != 0 and "paths benchmark: unknown part(s) nosuchpart" in res.stderr, res.stderr[-2000:]
