@@ -66,7 +66,7 @@ def test_fig14_bars_and_transfer(shared):
     assert r.arrays["pre/epochs"][-1] == 3 and r.arrays["finetune_p3/epochs"][-1] == 2
     n_cl = r.arrays["n_clusters_pre"]
     assert n_cl.shape == (3,) and (n_cl >= 1).all()
-    assert r.summary["ideal_clusters"] == 3  # C(k+1, k) at the quick k = 2
+    assert r.summary["ideal_clusters"] == 4  # C(k+1, k) at the quick k = 3
     assert t[t.kind == "finetune"]["n_clusters_pre"].notna().all()
     assert "min_gain_finetune" in r.summary
 
