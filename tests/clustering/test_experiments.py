@@ -144,12 +144,22 @@ def test_interrupted_transfer_resumes_to_the_same_result(tmp_path, monkeypatch):
         assert np.array_equal(resumed.arrays[k], v, equal_nan=v.dtype.kind in "fc"), k
 
 
-def test_capped_unseen_task():
-    """Work-around for train.make_data keeping every unseen sentence when p^N ≤ 2^20 (≈ 529k for p = 3)."""
-    task = X.CappedUnseenTask(3, 12, 3)
+def test_unseen_sentences_are_capped():
+    """Task.unseen returns at most n sentences outside the train set (≈ 529k exist for p = 3, N = 12)."""
+    task = X.Task(3, 12, 3)
     train = task.sample(100, torch.Generator().manual_seed(0))
     u = task.unseen(train, 500, torch.Generator().manual_seed(1))
-    assert u.shape == (500, 12) and int(u.max()) == 2
+    assert u.shape == (500, 12) and int(u.max()) == 2 and len({tuple(r) for r in u.tolist()}) == 500
     seen = set(map(tuple, train.tolist()))
     assert not any(tuple(r) in seen for r in u.tolist())
-    assert len(X.Task(3, 12, 3).unseen(train, 500, torch.Generator().manual_seed(1))) > 500_000
+    small = X.Task(2, 6, 3)  # 64 sentences: the whole complement when it has ≤ n
+    tr = small.sample(20, torch.Generator().manual_seed(0))
+    assert len(small.unseen(tr, 500, torch.Generator().manual_seed(1))) == 64 - len({tuple(r) for r in tr.tolist()})
+
+
+def test_probe_grid_is_bounded():
+    x, _, suf = X.Task(10, 12, 5).probe_grid()      # 10^5 prefixes: one suffix each, not 16
+    assert x.shape == (100_000, 12) and int(suf.max()) == 0
+    assert X.Task(2, 12, 5).probe_grid()[0].shape == (4096, 12)
+    with pytest.raises(ConfigError, match="too many for the probe grid"):
+        X.Task(97, 12, 5)

@@ -19,6 +19,8 @@ from attnlab.core.config import ConfigError
 
 TestMode = Literal["iid", "complement", "full"]
 MAX_ENUMERATION = 2**20  # p^N above this is sampled, never enumerated (spec §1)
+PROBE_LIMIT = 2**16      # probe grids larger than this keep one random suffix per prefix (p ≥ 5 at k = 5)
+MAX_PREFIXES = 2**20     # the probe grid enumerates every prefix: p^k must stay below this
 
 
 def n_multisets(p: int, k: int) -> int:
@@ -49,6 +51,9 @@ class Task:
         bad = [i for i in idx if not 0 <= i < self.N]
         if bad:
             raise ConfigError(f"key 'informative' = {list(idx)}: position(s) {bad} outside [0, N) = [0, {self.N})")
+        if self.p**self.k > MAX_PREFIXES:
+            raise ConfigError(f"keys 'p', 'k' = {self.p}, {self.k}: p^k prefixes is too many for the probe grid, "
+                              f"which enumerates them (limit {MAX_PREFIXES}); lower p or k")
         object.__setattr__(self, "idx", tuple(sorted(idx)))
 
     @property
@@ -93,12 +98,17 @@ class Task:
 
     def unseen(self, train: torch.Tensor, n: int, generator: torch.Generator,
                device: torch.device | str = "cpu") -> torch.Tensor:
-        """Sentences not in ``train``: all of them if p^N ≤ 2^20, else up to n sampled ones."""
+        """At most n sentences not in ``train``, in random order: a random subset of the enumerated complement
+        when p^N ≤ 2^20 (all of it when it has ≤ n sentences), else n fresh draws that miss ``train``. (The full
+        complement is ≈ 529 000 sentences at p = 3, N = 12: evaluated at every log for every seed it does not
+        fit in memory; spec §1 asks for a subsample.)"""
         seen = encode(train.cpu(), self.p)
         if self.space <= MAX_ENUMERATION:
             mask = torch.ones(self.space, dtype=torch.bool)
             mask[seen] = False
-            return decode(mask.nonzero().squeeze(1), self.p, self.N).to(device)
+            codes = mask.nonzero().squeeze(1)
+            codes = codes[torch.randperm(len(codes), generator=generator)[:n]]
+            return decode(codes, self.p, self.N).to(device)
         draws = self.sample(4 * n, generator, "cpu")
         fresh = draws[~torch.isin(encode(draws, self.p), seen)][:n]
         return fresh.to(device)
@@ -108,13 +118,16 @@ class Task:
         """Probe sentences = all p^k prefixes × a set of suffixes (§4.1; spec §1).
 
         Suffixes: all p^(N-k) of them when that is ≤ 128 and ``n_suffixes`` is None (p=2, N=12: the whole
-        space), else ``n_suffixes`` (default 16) fixed random ones from ``seed``. Returns (x, prefix_id,
-        suffix_id), prefix-major: x[i] has prefix i // n_suf and suffix i % n_suf.
+        space), else ``n_suffixes`` (default 16, or 1 when p^k × 16 exceeds PROBE_LIMIT: 1.6M sentences at
+        p = 10, k = 5) fixed random ones from ``seed``. Returns (x, prefix_id, suffix_id), prefix-major: x[i] has
+        prefix i // n_suf and suffix i % n_suf.
         """
         n_spur = self.N - self.k
         n_all = self.p**n_spur
         if n_suffixes is None:
             n_suffixes = n_all if n_all <= 128 else 16
+            if self.p**self.k * min(n_suffixes, n_all) > PROBE_LIMIT:
+                n_suffixes = 1
         prefixes = decode(torch.arange(self.p**self.k), self.p, self.k)
         if n_suffixes >= n_all:
             suffixes = decode(torch.arange(n_all), self.p, n_spur)

@@ -12,7 +12,6 @@ grows steeply with k, spec §7.0), paper scale the paper's k = 5 and 1000 epochs
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -352,18 +351,6 @@ def fig5(config: TrainConfig, ctx: RunContext) -> Result:
 
 
 # ----------------------------------------------------------------------------------------------- Figs. 6, 15
-@dataclass(frozen=True)
-class CappedUnseenTask(Task):
-    """``Task`` whose unseen set is capped at n sentences (a random subset). Works around ``train.make_data``
-    keeping *every* unseen sentence when p^N ≤ 2^20 (its docstring says at most n_test): for p = 3, N = 12 that
-    is ≈ 529 000 sentences per seed, evaluated at every log."""
-
-    def unseen(self, train: torch.Tensor, n: int, generator: torch.Generator,
-               device: torch.device | str = "cpu") -> torch.Tensor:
-        u = super().unseen(train, n, generator, device)
-        return u if len(u) <= n else u[torch.randperm(len(u), generator=generator)[:n].to(u.device)]
-
-
 class _Transfer(TrainConfig):
     """Figs. 6, 15 (App. A.2): train on p for ``epochs``, add token rows for p_new (N(0,1)), fresh Adam and a new
     p_new training set, finetune for ``epochs_new``; attention and circuit before/after the finetuning."""
@@ -397,7 +384,7 @@ def transfer_circuit(config: TrainConfig, ctx: RunContext) -> Result:
         with ctx.progress(new_cfg.epochs, "finetune") as bar:
             return transfer(pre.final(new_cfg.torch_dtype), pre.spec, new_cfg, device=ctx.device, state=state,
                             on_epoch=on_epoch, progress=bar.update,
-                            task=CappedUnseenTask(new_cfg.p, new_cfg.N, new_cfg.k, new_cfg.informative))
+                            task=new_cfg.task())
 
     runs = _train_units(ctx, [("pretrain", _train(ctx, pre_cfg, "pretrain")), ("finetune", finetune)])
     pre, fin = runs["pretrain"], runs["finetune"]

@@ -10,7 +10,6 @@ state), so an interrupted run resumes mid-unit. Success = final test accuracy > 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,7 +19,7 @@ from pydantic import Field, model_validator
 
 from attnlab.clustering import analysis, sweep_figures
 from attnlab.clustering.configs import TrainConfig
-from attnlab.clustering.data import Task, n_multisets
+from attnlab.clustering.data import n_multisets
 from attnlab.clustering.history import History
 from attnlab.clustering.train import train, transfer
 from attnlab.core.experiment import Result, experiment
@@ -28,7 +27,6 @@ from attnlab.core.runs import RunContext
 
 STUDY = "clustering"
 SUCCESS = 0.9        # App. A.1: "test accuracy above 0.9"
-PROBE_LIMIT = 2**16  # largest probe grid a fig14 unit evaluates (p ≥ 5 at k = 5 gets one suffix per prefix)
 Unit = dict[str, np.ndarray]
 
 
@@ -201,22 +199,6 @@ Fig14Config = TransferSweepConfig.with_defaults(
         "from-scratch bars are within a few hundredths of each other at this size): about 4 min on one core.")
 
 
-@dataclass(frozen=True)
-class LeanTask(Task):
-    """The task with bounded evaluation sets for the p' > 2 units: at most ``n`` unseen sentences (``Task.unseen``
-    returns all 529k of them at p = 3, N = 12, evaluated at every log; spec §1 asks for a 20k subsample), and one
-    random suffix per prefix when the probe grid would exceed PROBE_LIMIT (1.6M sentences at p = 10, k = 5)."""
-
-    def unseen(self, train: torch.Tensor, n: int, generator: torch.Generator, device: torch.device | str = "cpu"):
-        u = super().unseen(train, n, generator, device)
-        return u[torch.randperm(len(u), generator=generator)[:n].to(u.device)] if len(u) > n else u
-
-    def probe_grid(self, n_suffixes: int | None = None, seed: int = 0, device: torch.device | str = "cpu"):
-        if n_suffixes is None and self.p**self.k * min(16, self.p ** (self.N - self.k)) > PROBE_LIMIT:
-            n_suffixes = 1
-        return super().probe_grid(n_suffixes, seed, device)
-
-
 def transfer_unit(config: TransferSweepConfig, ctx: RunContext, key: str, state: Any, hooks: dict,
                   done: dict[str, Unit]) -> Unit:
     """"pre": the p-phase (+ its cluster count); "scratch_pQ": from scratch on Q; "ft_pQ": finetuned from "pre"."""
@@ -226,11 +208,11 @@ def transfer_unit(config: TransferSweepConfig, ctx: RunContext, key: str, state:
         n_cl = analysis.n_clusters(hist.final(torch.float64), hist.spec, hist.task)
         return {**curves(hist), "n_clusters": n_cl.numpy()}
     q = int(key.rsplit("_p", 1)[1])
-    cfg, task = unit_config(config, p=q), LeanTask(q, config.N, config.k, config.informative)
+    cfg = unit_config(config, p=q)
     if key.startswith("scratch"):
-        return curves(train(cfg, device=ctx.device, task=task, state=state, **hooks))
+        return curves(train(cfg, device=ctx.device, state=state, **hooks))
     params = {k[len("final/"):]: torch.as_tensor(v) for k, v in done["pre"].items() if k.startswith("final/")}
-    return curves(transfer(params, phase1.spec(), cfg, device=ctx.device, task=task, state=state, **hooks))
+    return curves(transfer(params, phase1.spec(), cfg, device=ctx.device, state=state, **hooks))
 
 
 def transfer_sweep(config: TransferSweepConfig, ctx: RunContext) -> Result:
