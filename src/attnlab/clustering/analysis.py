@@ -19,7 +19,7 @@ import torch
 
 from attnlab.clustering.data import Task, encode
 from attnlab.clustering.dynamics import spearman  # noqa: F401  (re-exported: D6 sparsity vs accuracy)
-from attnlab.clustering.model import ModelSpec, Params, forward, normalize
+from attnlab.clustering.model import ModelSpec, Params, forward, normalize, softmax_last
 
 F64 = torch.float64
 
@@ -179,7 +179,7 @@ def _pass_table(prm: Params, spec: ModelSpec, task: Task, g: _Grid) -> tuple[tor
     """ξ (S, B, d) and the attention mass on I (S,) for arbitrary sentences."""
     score, VZ = _tables(prm, spec)
     N = g.x.shape[1]
-    a = torch.softmax(score[:, g.x, torch.arange(N, device=g.x.device)], -1)         # (S, B, N)
+    a = softmax_last(score[:, g.x, torch.arange(N, device=g.x.device)])              # (S, B, N)
     onehot = torch.nn.functional.one_hot(g.x, spec.n_emb).to(a)                     # (B, N, n_emb)
     xi = (a[..., None] * onehot).flatten(2) @ VZ.transpose(1, 2).flatten(1, 2)       # (S, B, d)
     return xi, a[..., list(task.idx)].sum(-1).mean(-1)
