@@ -32,9 +32,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.train import train
+from attnlab.core import bench
 
-THREADS = int(os.environ.get("ATTNLAB_THREADS", "1"))
-torch.set_num_threads(THREADS)
+THREADS = bench.threads()
 FULL = "--full" in sys.argv
 EPOCHS = 1000 if FULL else int(os.environ.get("BENCH_EPOCHS", "20"))
 

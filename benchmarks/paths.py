@@ -18,24 +18,14 @@ Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/paths.json`` (defa
 
 from __future__ import annotations
 
-import os
-import time
-
 import torch
 
 from attnlab.core import bench
 from attnlab.paths import data, kernels, theory, train
 
-THREADS = int(os.environ.get("ATTNLAB_THREADS", "1"))
-torch.set_num_threads(THREADS)
+THREADS = bench.threads()
 F64 = torch.float64
 
-
-def _time(fn, repeat: int = 1):
-    t0 = time.perf_counter()
-    for _ in range(repeat):
-        out = fn()
-    return (time.perf_counter() - t0) / repeat, out
 
 
 def markov(P: int, P_test: int = 1000, seed: int = 0) -> kernels.Problem:
@@ -77,14 +67,14 @@ def adam_anchor(pb: kernels.Problem, N: float, tau: float, lr: float = 0.1, tol:
 def saddle_point() -> dict:
     pb = markov(100)
     N, tau, tol = 10.0, 0.01, 1e-5
-    t_adam, (U_adam, steps) = _time(lambda: adam_anchor(pb, N, tau, tol=tol))
+    t_adam, (U_adam, steps) = bench.timed(lambda: adam_anchor(pb, N, tau, tol=tol))
 
     def ours():
         kern = kernels.PathKernels(pb.Xi, pb.sigma2)
         return theory.solve(theory.Action(kern, pb.y, tau, N, pb.Hs, pb.sigma2), tol=tol)
 
     ours()  # warm-up (first-call allocations, scipy import)
-    t_ours, sp = _time(ours, repeat=5)
+    t_ours, sp = bench.timed(ours, repeat=5)
     return {"workload": "Markov task saddle point, P=100, N=10, τ=0.01, σ²=1, Hs=[2,2], to max|∂S/∂U| < 1e-5",
             "paper_adam_s": t_adam, "paper_adam_steps": steps, "ours_s": t_ours, "ours_iterations": sp.n_iter,
             "ours_evaluations": sp.n_eval, "speedup": t_adam / t_ours, "ours_max_grad": sp.max_grad,
@@ -93,18 +83,18 @@ def saddle_point() -> dict:
 
 def iteration_at_1600() -> dict:
     pb = markov(1600, P_test=10)
-    t_blocks, kern = _time(lambda: kernels.PathKernels(pb.Xi, pb.sigma2, "blocks"))
+    t_blocks, kern = bench.timed(lambda: kernels.PathKernels(pb.Xi, pb.sigma2, "blocks"))
     act = theory.Action(kern, pb.y, 0.01, 100.0, pb.Hs, pb.sigma2)
     par = theory.CholeskyParams(act.sizes)
     As = par.unpack(par.pack(theory.gp_levels(pb.Hs)))
     act(As)
-    t_it, _ = _time(lambda: par.grad(As, act(As).grads), repeat=10)
+    t_it, _ = bench.timed(lambda: par.grad(As, act(As).grads), repeat=10)
     P, m = pb.P, kern.iu.shape[1]
     flops = 4 * m * P * P + P**3  # K and ⟨M, C⟩ over the blocks, Cholesky (P³/3) and its inverse (2P³/3)
     a = torch.randn(P, P, dtype=F64)
     b = torch.randn(P, P, dtype=F64)
     a @ b
-    t_mm, _ = _time(lambda: a @ b, repeat=10)
+    t_mm, _ = bench.timed(lambda: a @ b, repeat=10)
     rate = 2 * P**3 / t_mm
     return {"workload": f"one action + analytic gradient, P={P}, 4 paths, {m} precomputed P×P blocks "
                         f"({m * P * P * 8 / 2**20:.0f} MiB), float64, {THREADS} thread(s)",
@@ -116,7 +106,7 @@ def width_sweep() -> dict:
     pb = markov(100)
     Ns = [10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000]
     theory.predict(pb, [10.0], 0.01)  # warm-up
-    t, tr = _time(lambda: theory.predict(pb, Ns, 0.01, tol=1e-8))
+    t, tr = bench.timed(lambda: theory.predict(pb, Ns, 0.01, tol=1e-8))
     return {"workload": "Markov task, 10 widths N = 10 … 10⁴ warm-started, τ = 0.01, tol 1e-8, plus predictions "
                         "on P* = 1000", "seconds": t, "solver_iterations": tr.meta["n_iter"],
             "accuracy": dict(zip(map(str, Ns), tr["accuracy"].tolist(), strict=True))}
@@ -128,7 +118,7 @@ def gibbs() -> dict:
     for N in (10, 50):
         s = train.GibbsSampler(pb, N, 0.01, 2, torch.Generator().manual_seed(0))
         s.run(0, 5)
-        t, _ = _time(lambda s=s: (s.sweep(), s.record()), repeat=100)
+        t, _ = bench.timed(lambda s=s: (s.sweep(), s.record()), repeat=100)
         out[f"sweeps_per_s_N{N}"] = 1 / t
     return out
 

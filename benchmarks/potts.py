@@ -17,9 +17,6 @@ Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/potts.json`` (defa
 
 from __future__ import annotations
 
-import os
-import time
-
 import numpy as np
 import torch
 
@@ -29,15 +26,8 @@ from attnlab.potts.model import factored_logits, factored_loss_grad, mlm_loss
 from attnlab.potts.sampler import gibbs
 from attnlab.potts.train import Optim, init_params, model_generators
 
-THREADS = int(os.environ.get("ATTNLAB_THREADS", "1"))
-torch.set_num_threads(THREADS)
+THREADS = bench.threads()
 
-
-def _time(fn, repeat: int = 1):
-    t0 = time.perf_counter()
-    for _ in range(repeat):
-        out = fn()
-    return (time.perf_counter() - t0) / repeat, out
 
 
 def plain_gibbs(J: np.ndarray, U: np.ndarray, beta: float, sweeps: int, rng: np.random.Generator) -> np.ndarray:
@@ -57,15 +47,15 @@ def sampling() -> dict:
     potts = spec.model()
     J, U = potts.J.numpy(), potts.U.numpy()
     plain_sweeps = 200
-    t_plain, _ = _time(lambda: plain_gibbs(J, U, 1.0, plain_sweeps, np.random.default_rng(0)))
+    t_plain, _ = bench.timed(lambda: plain_gibbs(J, U, 1.0, plain_sweeps, np.random.default_rng(0)))
     n_chains, sweeps = 1000, 200
     g = torch.Generator().manual_seed(0)
     gibbs(potts, n_chains, 1, burn_in=5, thin=1, generator=g)  # warm-up
-    t_many, _ = _time(lambda: gibbs(potts, n_chains, 1, burn_in=sweeps, thin=1, generator=g))
-    t_one, _ = _time(lambda: gibbs(potts, 1, 1, burn_in=sweeps, thin=1, generator=g))
-    t_seq, _ = _time(lambda: gibbs(potts, n_chains, 1, burn_in=sweeps, thin=1, generator=g, order="sequential"))
-    t30, _ = _time(lambda: gibbs(potts, 30, 1, burn_in=sweeps, thin=1, generator=g))
-    t_data, _ = _time(lambda: sample_dataset(spec))  # the spec's cpu_fig2 train + test sets
+    t_many, _ = bench.timed(lambda: gibbs(potts, n_chains, 1, burn_in=sweeps, thin=1, generator=g))
+    t_one, _ = bench.timed(lambda: gibbs(potts, 1, 1, burn_in=sweeps, thin=1, generator=g))
+    t_seq, _ = bench.timed(lambda: gibbs(potts, n_chains, 1, burn_in=sweeps, thin=1, generator=g, order="sequential"))
+    t30, _ = bench.timed(lambda: gibbs(potts, 30, 1, burn_in=sweeps, thin=1, generator=g))
+    t_data, _ = bench.timed(lambda: sample_dataset(spec))  # the spec's cpu_fig2 train + test sets
     plain = plain_sweeps / t_plain
     ours = n_chains * sweeps / t_many
     return {
@@ -111,14 +101,14 @@ def training() -> dict:
                 o.step()
 
     stacked()
-    t_stacked, _ = _time(stacked)
-    t_loop, _ = _time(one_at_a_time)
+    t_stacked, _ = bench.timed(stacked)
+    t_loop, _ = bench.timed(one_at_a_time)
     seqs = S * steps * B
     # matmul FLOPs of one stacked step: forward Y = A s (L·L·nC), h = Y Vᵀ (nL·C·C); backward ≈ 2× forward
     flops_step = 3 * 2 * S * B * (L * L * C + L * C * C)
     n = 1024
     a, b = torch.randn(n, n, generator=g), torch.randn(n, n, generator=g)
-    t_mm, _ = _time(lambda: a @ b, repeat=10)
+    t_mm, _ = bench.timed(lambda: a @ b, repeat=10)
     matmul_flops = 2 * n**3 / t_mm
     achieved = flops_step * steps / t_stacked
 
@@ -132,8 +122,8 @@ def training() -> dict:
         loss = mlm_loss(factored_logits(c, w, v), c)
         return torch.autograd.grad(loss.sum(), (w, v))
 
-    t_closed, _ = _time(lambda: factored_loss_grad(c, W, V), repeat=5)  # the L-BFGS objective
-    t_auto, _ = _time(autograd_eval, repeat=5)
+    t_closed, _ = bench.timed(lambda: factored_loss_grad(c, W, V), repeat=5)  # the L-BFGS objective
+    t_auto, _ = bench.timed(autograd_eval, repeat=5)
     return {
         "workload": f"factored attention, Adam, batch {B} sequences of L = {L}, C = {C}; {S} models × {steps} steps",
         "stacked_sequences_per_s": seqs / t_stacked, "one_at_a_time_sequences_per_s": seqs / t_loop,

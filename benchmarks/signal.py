@@ -19,8 +19,6 @@ Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/signal.json`` (def
 from __future__ import annotations
 
 import math
-import os
-import time
 
 import torch
 
@@ -28,15 +26,8 @@ from attnlab.core import bench
 from attnlab.signal import diagram, train
 from attnlab.signal.arch import Architecture
 
-THREADS = int(os.environ.get("ATTNLAB_THREADS", "1"))
-torch.set_num_threads(THREADS)
+THREADS = bench.threads()
 
-
-def _time(fn, repeat: int = 1):
-    t0 = time.perf_counter()
-    for _ in range(repeat):
-        out = fn()
-    return (time.perf_counter() - t0) / repeat, out
 
 
 # -- the paper's algorithm, plainly: scalar Eq. 13 → 16 → B.22 → 19 per point ----------------------------------
@@ -72,11 +63,11 @@ def trainability() -> dict:
     betas = torch.logspace(-2, math.log10(5), n, dtype=torch.float64)
     alphas = torch.linspace(0, 10, n, dtype=torch.float64)
     diagram.trainability(arch, betas[:4], alphas[:4], L=2)  # warm-up
-    t_ours, d = _time(lambda: diagram.trainability(arch, betas, alphas, L=L, eps=eps), repeat=3)
+    t_ours, d = bench.timed(lambda: diagram.trainability(arch, betas, alphas, L=L, eps=eps), repeat=3)
     sub = 40
     bi, ai = range(0, n, n // sub), range(0, n, n // sub)
-    t_sub, phases = _time(lambda: [[_phase_scalar(float(betas[i]), float(alphas[j]), L, eps, arch) for i in bi]
-                                   for j in ai])
+    t_sub, phases = bench.timed(lambda: [[_phase_scalar(float(betas[i]), float(alphas[j]), L, eps, arch) for i in bi]
+                                         for j in ai])
     same = all(phases[jj][ii] == int(d["phase"][j, i]) for jj, j in enumerate(ai) for ii, i in enumerate(bi))
     t_loop = t_sub * (n * n) / (len(bi) * len(ai))
     return {"workload": f"Fig. 1c diagram: {n}×{n} (β, α_SA), L = {L}, ReLU, asymptotic theory",
@@ -87,7 +78,7 @@ def trainability() -> dict:
 def alpha_c() -> dict:
     arch = Architecture(beta=0.1)
     Ls, eps = [6, 12, 24, 48, 60, 96, 200], [1e-1, 1e-2, 1e-3]
-    t_ours, ac = _time(lambda: diagram.alpha_c(arch, Ls, eps, rho0=0.05))
+    t_ours, ac = bench.timed(lambda: diagram.alpha_c(arch, Ls, eps, rho0=0.05))
 
     def plain():
         out = []
@@ -103,7 +94,7 @@ def alpha_c() -> dict:
                 out.append(0.5 * (lo + hi))
         return out
 
-    t_loop, ref = _time(plain)
+    t_loop, ref = bench.timed(plain)
     err = max(abs(float(a) - b) for a, b in zip(ac.flatten(), ref, strict=True))
     return {"workload": f"α_c(L) for L ∈ {Ls} × ε ∈ {eps} (to ~1e-6 relative)", "ours_s": t_ours,
             "plain_loop_s": t_loop, "speedup": t_loop / t_ours, "max_abs_difference": err}
@@ -112,7 +103,7 @@ def alpha_c() -> dict:
 def _matmul_gflops(n: int = 1024, repeat: int = 10) -> float:
     a, b = torch.randn(n, n), torch.randn(n, n)
     torch.matmul(a, b)
-    t, _ = _time(lambda: torch.matmul(a, b), repeat)
+    t, _ = bench.timed(lambda: torch.matmul(a, b), repeat)
     return 2 * n**3 / t / 1e9
 
 
@@ -154,9 +145,9 @@ def _plain_simulation(arch: Architecture, alphas, n_inits: int, n_seqs: int) -> 
 
 def _simulation(arch: Architecture, alphas, n_inits: int, n_seqs: int, peak: float) -> dict:
     train.simulate(arch, n_inits=1, n_seqs=1, L=1)  # warm-up
-    t_ours, sim = _time(lambda: train.simulate(arch, n_inits=n_inits, n_seqs=n_seqs, alphas=alphas,
-                                               gen=torch.Generator().manual_seed(0)))
-    t_plain, _ = _time(lambda: _plain_simulation(arch, alphas, n_inits, n_seqs))
+    t_ours, sim = bench.timed(lambda: train.simulate(arch, n_inits=n_inits, n_seqs=n_seqs, alphas=alphas,
+                                                     gen=torch.Generator().manual_seed(0)))
+    t_plain, _ = bench.timed(lambda: _plain_simulation(arch, alphas, n_inits, n_seqs))
     flops = 2 * sim.meta["flops"]  # multiply-adds → FLOPs
     ours = flops / t_ours / 1e9
     return {"workload": f"depth simulation: d={arch.d}, H={arch.H}, T={arch.T}, L={arch.L}, {len(alphas)} α_SA × "

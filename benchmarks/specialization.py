@@ -16,24 +16,14 @@ benchmarks/results):
 
 from __future__ import annotations
 
-import os
-import time
-
 import torch
 
 from attnlab.core import bench
 from attnlab.specialization import theory, train
 from attnlab.specialization.data import make_law
 
-THREADS = int(os.environ.get("ATTNLAB_THREADS", "1"))
-torch.set_num_threads(THREADS)
+THREADS = bench.threads()
 
-
-def _time(fn, repeat: int = 1) -> float:
-    t0 = time.perf_counter()
-    for _ in range(repeat):
-        out = fn()
-    return (time.perf_counter() - t0) / repeat, out
 
 
 def theory_point() -> dict:
@@ -42,11 +32,11 @@ def theory_point() -> dict:
     res = {"workload": "Fig. 5 point: L=5, one-hot F=4 ν=10, H=8, B-softmax, τ=1000"}
 
     # (a) both to the end at N_mc = 2000
-    t_euler, tr_e = _time(lambda: theory.predict(act, law, L, H, [0.0, tau], n_mc=2000, solver="euler",
-                                                 dt=0.02, grad="autograd"))
-    _, tr_1 = _time(lambda: theory.predict(act, law, L, H, [0.0, tau], n_mc=2000, solver="adaptive", dt=0.1))
-    t_fast, tr_f = _time(lambda: theory.predict(act, law, L, H, [0.0, tau], n_seeds=5, n_mc=2000,
-                                                solver="adaptive", dt=0.1))
+    t_euler, tr_e = bench.timed(lambda: theory.predict(act, law, L, H, [0.0, tau], n_mc=2000, solver="euler",
+                                                       dt=0.02, grad="autograd"))
+    _, tr_1 = bench.timed(lambda: theory.predict(act, law, L, H, [0.0, tau], n_mc=2000, solver="adaptive", dt=0.1))
+    t_fast, tr_f = bench.timed(lambda: theory.predict(act, law, L, H, [0.0, tau], n_seeds=5, n_mc=2000,
+                                                      solver="adaptive", dt=0.1))
     res["n_mc_2000"] = {
         "paper_euler_s_per_run": t_euler, "ours_s_per_run_5_seeds_batched": t_fast / 5,
         "speedup": t_euler / (t_fast / 5),
@@ -59,10 +49,10 @@ def theory_point() -> dict:
     prep = samples.prepare()
     init = theory.theory_init(H, 4, seed=0)
     steps = 20
-    t_step, _ = _time(lambda: theory.autograd_loss_and_grad(init["m"], init["r"], init["b"], init["v"], prep, act),
-                      repeat=steps)
-    t_ours, tr = _time(lambda: theory.predict(act, law, L, H, [0.0, tau], n_seeds=1, n_mc=100_000,
-                                              solver="adaptive", dt=0.1))
+    t_step, _ = bench.timed(
+        lambda: theory.autograd_loss_and_grad(init["m"], init["r"], init["b"], init["v"], prep, act), repeat=steps)
+    t_ours, tr = bench.timed(lambda: theory.predict(act, law, L, H, [0.0, tau], n_seeds=1, n_mc=100_000,
+                                                    solver="adaptive", dt=0.1))
     euler_total = t_step * tau / 0.02
     res["n_mc_1e5"] = {
         "paper_euler_s_per_step": t_step, "paper_euler_s_per_run_extrapolated": euler_total,
@@ -82,12 +72,12 @@ def simulation() -> dict:
                                   record_every=n_steps * gamma)
 
     run(2)  # warm-up: first-touch of buffers and lazy initialisation are not per-step costs
-    t_sgd, _ = _time(lambda: run(steps))
+    t_sgd, _ = bench.timed(lambda: run(steps))
     t_sgd /= steps + 1  # the recorded final point draws one more batch
     n = D * L * D  # floats drawn per step (N_b = D sequences of L tokens of dimension D)
     buf = torch.empty(n)
     g = torch.Generator().manual_seed(0)
-    t_rng, _ = _time(lambda: torch.randn(n, generator=g, out=buf), repeat=10)
+    t_rng, _ = bench.timed(lambda: torch.randn(n, generator=g, out=buf), repeat=10)
     return {
         "workload": f"SGD step, D={D}, N_b=D, L={L}, H={H}, softmax, float32, {THREADS} thread(s)",
         "s_per_step": t_sgd, "tokens_per_s": D * L / t_sgd, "randn_s_for_same_floats": t_rng,
@@ -105,7 +95,7 @@ def fig5_quick() -> dict:
     exp = get("specialization.fig5")
     cfg = resolve(exp.config, "quick")
     with tempfile.TemporaryDirectory() as d:
-        t, _ = _time(lambda: RunStore(d).run(exp, cfg))
+        t, _ = bench.timed(lambda: RunStore(d).run(exp, cfg))
     return {"workload": f"fig5 at quick scale: {len(cfg.activations)} activations × {len(cfg.laws)} laws × "
                         f"H ∈ {list(cfg.Hs)} × {cfg.seeds} seeds + ν ∈ {list(cfg.nus)}, N_mc={cfg.n_mc}, "
                         f"τ={cfg.tau_max}", "seconds": t, "limit_s": 1800}

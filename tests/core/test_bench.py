@@ -31,3 +31,11 @@ def test_scripts_run_as_modules_despite_benchmarks_signal():
     res = subprocess.run([sys.executable, "-m", "benchmarks.paths", "nosuchpart"], cwd=ROOT, capture_output=True,
                          text=True, timeout=300)
     assert res.returncode != 0 and "paths benchmark: unknown part(s) nosuchpart" in res.stderr, res.stderr[-2000:]
+
+
+def test_timed_and_threads(monkeypatch):
+    monkeypatch.setenv("ATTNLAB_THREADS", "1")
+    assert bench.threads() == 1
+    calls = []
+    seconds, out = bench.timed(lambda: calls.append(1) or len(calls), repeat=3)
+    assert out == 3 and seconds >= 0 and len(calls) == 3

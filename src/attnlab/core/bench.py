@@ -15,11 +15,27 @@ import json
 import os
 import platform
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
+
+
+def threads() -> int:
+    """Torch threads for a benchmark: ``$ATTNLAB_THREADS`` (default 1, the pinned setting of the tests), set now."""
+    n = int(os.environ.get("ATTNLAB_THREADS", "1"))
+    torch.set_num_threads(n)
+    return n
+
+
+def timed(fn: Callable[[], Any], repeat: int = 1) -> tuple[float, Any]:
+    """(mean seconds per call over ``repeat`` calls, the last result)."""
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        out = fn()
+    return (time.perf_counter() - t0) / repeat, out
 
 
 def machine(threads: int) -> dict[str, Any]:
