@@ -25,6 +25,12 @@ def open_page(page, server, query: str = "") -> None:
     page.wait_for_function("window.sandbox && window.sandbox.stats.ready", timeout=120_000)
 
 
+def choose(page, experiment: str) -> None:
+    """Pick an experiment in the start form and wait until its own fields replace the previous ones."""
+    page.select_option("#experiment", experiment)
+    page.wait_for_function(f"document.getElementById('form').dataset.loaded.startsWith('{experiment}@')")
+
+
 def drawn(page, pane: str, panel: str) -> int | None:
     value = page.evaluate(f"(document.getElementById('{pane}-{panel}') || {{dataset: {{}}}}).dataset.index")
     return None if value is None else int(value)
@@ -52,8 +58,7 @@ def plot_pixel(page, div_id: str, x: float, y: float | None = None) -> tuple[flo
 
 def test_the_form_shows_errors_next_to_fields_and_starts_nothing(page, server):
     open_page(page, server)
-    page.select_option("#experiment", "clustering.train")
-    page.wait_for_selector("#field-k")
+    choose(page, "clustering.train")
     before = {r["id"] for r in server.get("api/runs")["runs"]}
     page.fill("#field-k", "20")
     page.wait_for_function("document.getElementById('error-k').textContent === 'key \\'k\\' = 20: need 1 ≤ k ≤ N = 12'")
@@ -73,8 +78,7 @@ def test_the_form_shows_errors_next_to_fields_and_starts_nothing(page, server):
 
 def test_a_run_started_from_the_page_updates_live_and_stops_resumably(page, server):
     open_page(page, server)
-    page.select_option("#experiment", "clustering.train")
-    page.wait_for_selector("#field-k")
+    choose(page, "clustering.train")
     for name, value in {"n_train": "64", "batch_size": "32", "epochs": "3000", "seed": "7"}.items():  # stopped early
         page.fill(f"#field-{name}", value)
     page.wait_for_function("document.getElementById('start-note').textContent.includes('(new)')")

@@ -16,6 +16,8 @@ export class StartForm {
     this.fields = [];
     this.timer = null;
     this.seq = 0;
+    this.loading = null;
+    this.form.dataset.loaded = "";
     this.experiment.addEventListener("change", () => this.load());
     this.scale.addEventListener("change", () => this.load());
     this.button.addEventListener("click", () => this.start());
@@ -38,7 +40,11 @@ export class StartForm {
   }
 
   async load() {
+    const key = `${this.experiment.value}@${this.scale.value}`;
+    this.loading = key;
+    this.form.dataset.loaded = "";
     const spec = await api.form(this.experiment.value, this.scale.value);
+    if (this.loading !== key) return; // a later choice is loading: this answer is stale
     this.fields = spec.fields;
     this.form.innerHTML = "";
     for (const f of spec.fields) {
@@ -79,6 +85,7 @@ export class StartForm {
     }
     this.showErrors([]);
     this.note.textContent = spec.title;
+    this.form.dataset.loaded = key; // the fields now on the page belong to this experiment and scale
   }
 
   values() {
