@@ -165,3 +165,25 @@ def test_training_matches_a_plain_pytorch_loop():
             opt.step()
     for k, v in p.items():
         torch.testing.assert_close(ours[k][0], v.detach(), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("preset", ["paper", "pal"])
+def test_evaluation_on_the_enumerated_space_equals_forward_passes(preset):
+    """At p = 2, N = 12 the per-epoch record is read from one pass over the 4096 sentences (train loss and its
+    gradient weighted by each sentence's multiplicity in the train set, test/unseen by lookup); every metric
+    equals the forward passes over the train, test and unseen sets and the probe grid."""
+    from attnlab.clustering.train import evaluate
+
+    cfg = TrainConfig(n_seeds=3, preset=preset, dtype="float64", **SMALL)
+    task, spec = cfg.task(), cfg.spec()
+    data = make_data(task, cfg, cfg.seeds())
+    assert data.space is not None and data.space.train_counts.sum(1).eq(cfg.n_train).all()
+    params = {k: (v + 0.3 * torch.randn_like(v)).requires_grad_(True)
+              for k, v in init_params(spec, cfg.seeds(), dtype=torch.float64).items()}
+    fast = evaluate(params, data, spec, task, head_metrics=True)
+    data.space = None
+    slow = evaluate(params, data, spec, task, head_metrics=True)
+    assert list(fast) == list(slow)
+    for k in slow:
+        torch.testing.assert_close(fast[k].double(), slow[k].double(), rtol=1e-9, atol=1e-10, msg=k)
+    assert (fast["train_acc"] < 1).all() and (fast["grad_total"] > 0).all()  # a model still learning: not trivial

@@ -19,19 +19,20 @@ import torch
 
 from attnlab.clustering.data import Task, encode
 from attnlab.clustering.dynamics import spearman  # noqa: F401  (re-exported: D6 sparsity vs accuracy)
-from attnlab.clustering.model import ModelSpec, Params, forward, normalize, softmax_last
+from attnlab.clustering.model import ModelSpec, Params, forward, normalize, softmax_last, token_table
 
 F64 = torch.float64
 
 MAX_ELEMENTS = 2**25                                  # per forward chunk, ≈ S·B·(N·d·4 + 3h + n_emb) elements
 EPS_GRID = torch.logspace(-5, 2, 50, dtype=torch.float64)  # spec §5.4: ε ∈ [1e-5, 1e2], 50 points
 HEAD_THRESHOLDS = {"acc_min": 0.9, "r_max": 0.02, "mass_min": 0.9, "fuzzy_min": 0.5}  # spec §3.4 item 8
-Probe = tuple[torch.Tensor, torch.Tensor, torch.Tensor] | torch.Tensor | None
 
 
 # ----------------------------------------------------------------------------------------------- plumbing
 @dataclass(frozen=True)
-class _Grid:
+class Grid:
+    """A probe set prepared for the head metrics (``grid``): sentences, their prefix and multiset ids."""
+
     x: torch.Tensor        # (B, N) sentences
     pre: torch.Tensor      # (B,) prefix id in [0, n_pre)
     mid: torch.Tensor      # (B,) multiset id of the prefix in [0, n_mid)
@@ -42,7 +43,10 @@ class _Grid:
     n_suf: int             # > 0 iff x is the prefix-major product grid: x[i] = (prefix i // n_suf, suffix i % n_suf)
 
 
-def _make_grid(task: Task, x: torch.Tensor, pre: torch.Tensor | None, suf: torch.Tensor | None = None) -> _Grid:
+Probe = tuple[torch.Tensor, torch.Tensor, torch.Tensor] | torch.Tensor | Grid | None
+
+
+def _make_grid(task: Task, x: torch.Tensor, pre: torch.Tensor | None, suf: torch.Tensor | None = None) -> Grid:
     if pre is None:
         pre = torch.unique(encode(x[:, list(task.idx)], task.p), return_inverse=True)[1]
     B = len(pre)
@@ -54,15 +58,18 @@ def _make_grid(task: Task, x: torch.Tensor, pre: torch.Tensor | None, suf: torch
     if not (n_suf and task.spurious and n_pre * n_suf == B and torch.equal(pre, i // n_suf)
             and torch.equal(suf, i % n_suf)):
         n_suf = 0
-    return _Grid(x, pre, mid, mid_pre, task.labels(x), n_pre, task.n_classes, n_suf)
+    return Grid(x, pre, mid, mid_pre, task.labels(x), n_pre, task.n_classes, n_suf)
 
 
 @functools.lru_cache(maxsize=16)
-def _default_grid(task: Task, device: str) -> _Grid:
+def _default_grid(task: Task, device: str) -> Grid:
     return _make_grid(task, *task.probe_grid(device=device))
 
 
-def _grid(task: Task, probe: Probe, device: torch.device) -> _Grid:
+def grid(task: Task, probe: Probe, device: torch.device | str) -> Grid:
+    """``probe`` (None: the task's probe grid) prepared once, to pass as ``probe`` to the metrics."""
+    if isinstance(probe, Grid):
+        return probe
     if probe is None:
         return _default_grid(task, str(device))
     if isinstance(probe, torch.Tensor):
@@ -98,7 +105,7 @@ def _sq(v: torch.Tensor) -> torch.Tensor:
     return v.pow(2).sum((1, 2))
 
 
-def _xi_stats(xi: torch.Tensor, g: _Grid, proj: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+def _xi_stats(xi: torch.Tensor, g: Grid, proj: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
     """R_suffix, R_perm and cluster_score (spec §3.4 items 4–6) from ξ (S, B, d), in float64, by the exact
     variance decomposition over prefixes (a multiset is a union of prefixes): only one pass over the B sentences.
     A degenerate ξ (no variance) counts as invariant (R = 0) but unclustered (cluster_score = 0)."""
@@ -149,7 +156,7 @@ def head_metrics(params: Params, spec: ModelSpec, task: Task, probe: Probe = Non
     The pass reads the n_emb·N token table Z(v, t) instead of the (S, B, N, d) embeddings of ``forward``
     (ξ = Σ_t a_t V Z(x_t, t)); on the prefix × suffix grid the softmax sums are further split into a prefix
     part and a suffix part, so the cost is O(S·B·d). Equals ``forward`` up to rounding."""
-    g = _grid(task, probe, params["E"].device)
+    g = grid(task, probe, params["E"].device)
     S, (B, N), n_emb = params["E"].shape[0], g.x.shape, spec.n_emb
     per_seed = B * (2 * spec.d + spec.h + n_emb + 4) if g.n_suf else B * (N * (n_emb + 3) + 2 * spec.d + spec.h)
     size = max(1, max_elements // max(per_seed, 1))
@@ -157,25 +164,46 @@ def head_metrics(params: Params, spec: ModelSpec, task: Task, probe: Probe = Non
     with torch.no_grad():
         for s0 in range(0, S, size):
             prm = {k: v[s0:s0 + size].detach() for k, v in params.items()}
-            xi, mass = (_pass_product if g.n_suf else _pass_table)(prm, spec, task, g)
-            part = _xi_stats(xi, g)
-            part["attn_prefix_mass"] = mass.double()
-            if monitors:
-                part["min_xi_norm"] = xi.norm(dim=-1).amin(-1).double()
-                part["margin"] = _margin(_logits_from_xi(prm, spec, xi), g.y).double()
+            xi, mass = _pass(prm, spec, task, g)
+            part = pass_metrics(g, xi, mass, _logits_from_xi(prm, spec, xi) if monitors else None)
             for k, v in part.items():
                 out.setdefault(k, []).append(v)
     return {k: torch.cat(v) for k, v in out.items()}
 
 
+def grid_pass(params: Params, spec: ModelSpec, task: Task, probe: Probe = None
+              ) -> tuple[Grid, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The pass of ``head_metrics`` over all seeds at once and differentiable: the grid, ξ (S, B, d), the
+    attention mass on I (S,) and the logits (S, B, n_emb) of every probe sentence (training's evaluation on
+    the whole space reads its losses, gradients and head metrics from this one pass)."""
+    g = grid(task, probe, params["E"].device)
+    xi, mass = _pass(params, spec, task, g)
+    return g, xi, mass, _logits_from_xi(params, spec, xi)
+
+
+def pass_metrics(g: Grid, xi: torch.Tensor, mass: torch.Tensor,
+                 logits: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """``head_metrics`` from one pass's ξ and attention mass; with ``logits`` also min_xi_norm and margin."""
+    out = _xi_stats(xi, g)
+    out["attn_prefix_mass"] = mass.double()
+    if logits is not None:
+        out["min_xi_norm"] = xi.norm(dim=-1).amin(-1).double()
+        out["margin"] = _margin(logits, g.y).double()
+    return out
+
+
+def _pass(prm: Params, spec: ModelSpec, task: Task, g: Grid) -> tuple[torch.Tensor, torch.Tensor]:
+    return (_pass_product if g.n_suf else _pass_table)(prm, spec, task, g)
+
+
 def _tables(prm: Params, spec: ModelSpec) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention scores q·Z(v,t)/sqrt(d) (S, n_emb, N) and values V Z(v,t) (S, n_emb, N, d)."""
-    Z = _Z(prm, spec, spec.n_emb)
+    Z = token_table(prm, spec)
     return ((Z @ prm["q"][:, None, :, None]).squeeze(-1) / spec.d**0.5,
             Z @ prm["V"][:, None].transpose(-1, -2))
 
 
-def _pass_table(prm: Params, spec: ModelSpec, task: Task, g: _Grid) -> tuple[torch.Tensor, torch.Tensor]:
+def _pass_table(prm: Params, spec: ModelSpec, task: Task, g: Grid) -> tuple[torch.Tensor, torch.Tensor]:
     """ξ (S, B, d) and the attention mass on I (S,) for arbitrary sentences."""
     score, VZ = _tables(prm, spec)
     N = g.x.shape[1]
@@ -185,7 +213,7 @@ def _pass_table(prm: Params, spec: ModelSpec, task: Task, g: _Grid) -> tuple[tor
     return xi, a[..., list(task.idx)].sum(-1).mean(-1)
 
 
-def _pass_product(prm: Params, spec: ModelSpec, task: Task, g: _Grid) -> tuple[torch.Tensor, torch.Tensor]:
+def _pass_product(prm: Params, spec: ModelSpec, task: Task, g: Grid) -> tuple[torch.Tensor, torch.Tensor]:
     """Same on the prefix-major grid: softmax numerators/denominators summed separately over I and its
     complement (with their own max shifts), then combined for every (prefix, suffix) pair."""
     score, VZ = _tables(prm, spec)
@@ -220,14 +248,14 @@ def _logits_from_xi(params: Params, spec: ModelSpec, xi: torch.Tensor) -> torch.
 
 def attn_prefix_mass(params: Params, spec: ModelSpec, task: Task, probe: Probe = None) -> torch.Tensor:
     """mean_x Σ_{t∈I} a_t(x) (spec §3.4 item 1): k/N for uniform attention, ≈ 1 for an ideal head. (S,)"""
-    g = _grid(task, probe, params["E"].device)
+    g = grid(task, probe, params["E"].device)
     return _collect(params, spec, g.x, ("attn",))["attn"][..., list(task.idx)].sum(-1).mean(-1)
 
 
 def attn_by_value(params: Params, spec: ModelSpec, task: Task, probe: Probe = None) -> torch.Tensor:
     """Mean attention a_t on informative tokens with value v, v < p (§3.4 item 1; Fig. 5 remark). (S, p);
     NaN for a value absent from the informative positions of the probe."""
-    g = _grid(task, probe, params["E"].device)
+    g = grid(task, probe, params["E"].device)
     a = _collect(params, spec, g.x, ("attn",))["attn"][..., list(task.idx)].double()   # (S, B, k)
     onehot = torch.nn.functional.one_hot(g.x[:, list(task.idx)], task.p).double()      # (B, k, p)
     return torch.einsum("sbk,bkv->sv", a, onehot) / onehot.sum((0, 1))
@@ -277,7 +305,7 @@ def xi_invariance(params: Params, spec: ModelSpec, task: Task, probe: Probe = No
                   project: bool = False) -> dict[str, torch.Tensor]:
     """R_suffix, R_perm, cluster_score (spec §3.4 items 4–6), each (S,). ``project``: ξ projected on
     span{E(v)} ∪ span{w_i} first (the directions the MLP and unembedding read; matters only for d > 2)."""
-    g = _grid(task, probe, params["E"].device)
+    g = grid(task, probe, params["E"].device)
     xi = _collect(params, spec, g.x, ("xi",))["xi"]
     return _xi_stats(xi, g, _span_projector(params) if project else None)
 
@@ -334,7 +362,7 @@ def clusters(params: Params, spec: ModelSpec, task: Task, probe: Probe = None, *
              rel_threshold: float = 0.02) -> dict[str, torch.Tensor]:
     """n_clusters (S,) long, cluster_purity (S,) (fraction of clusters holding a single label) and the
     labels (S, B) of :func:`cluster_labels` on the probe grid (spec §3.4 item 7; ideal = C(k+p−1, k))."""
-    g = _grid(task, probe, params["E"].device)
+    g = grid(task, probe, params["E"].device)
     lab = cluster_labels(_collect(params, spec, g.x, ("xi",))["xi"], rel_threshold)
     n, purity = [], []
     big = torch.iinfo(torch.long).max
@@ -385,7 +413,7 @@ def head_type(metrics: Mapping[str, object], **thresholds: float) -> list[str]:
 def classify_heads(params: Params, spec: ModelSpec, task: Task, probe: Probe = None,
                    test_acc: torch.Tensor | np.ndarray | None = None, **thresholds: float) -> list[str]:
     """:func:`head_type` of each seed; ``test_acc`` defaults to the accuracy on the probe sentences."""
-    g = _grid(task, probe, params["E"].device)
+    g = grid(task, probe, params["E"].device)
     met = head_metrics(params, spec, task, probe)
     if test_acc is None:
         test_acc = accuracy(params, spec, g.x, g.y)
