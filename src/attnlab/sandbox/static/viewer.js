@@ -394,7 +394,7 @@ export class Viewer {
       if (!full || !full.xaxis || !line) continue;
       const xa = full.xaxis;
       const ya = full.yaxis;
-      const px = xa._offset + xa.l2p(t);
+      const px = xa._offset + xa.l2p(xa.d2l(t));  // data → linear (log axes) → pixels
       line.hidden = !(px >= xa._offset - 1 && px <= xa._offset + xa._length + 1);
       line.style.left = `${px}px`;
       line.style.top = `${ya._offset}px`;
