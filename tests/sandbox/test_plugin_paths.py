@@ -66,6 +66,20 @@ def _every_panel_is_json(view) -> None:
             json.loads(traces.to_json(fig))
 
 
+def _series_over_N_are_log(view) -> None:
+    """Every series panel has N on a log x axis (N values as x, no tick relabelling), x within the stored widths
+    (the GD model's width aside)."""
+    lo, hi = view.times.min(), view.times.max()
+    for v in range(len(view.variants)):
+        for name, fig in view.series(v, view.panel_names("series")).items():
+            axis = fig["layout"]["xaxis"]
+            assert axis["type"] == "log" and axis["title"]["text"] == "width N", name
+            assert "tickvals" not in axis and "ticktext" not in axis, name
+            for t in fig["data"]:
+                if "GD model" not in t["name"]:
+                    assert lo <= np.min(t["x"]) and np.max(t["x"]) <= hi, (name, t["name"])
+
+
 def _named(fig, name: str) -> dict:
     hits = [t for t in fig["data"] if t.get("name") == name]
     assert len(hits) == 1, (name, [t.get("name") for t in fig["data"]])
@@ -90,8 +104,8 @@ def test_markov_sweep_overlays_theory_and_samples(runs):
     view = reader.open(r.run_id).view
     a = r.arrays
     N = a["theory_time"]
-    np.testing.assert_allclose(view.times, np.log10(N))
-    assert view.time_label == "log₁₀ N" and len(view.variants) == 1
+    np.testing.assert_array_equal(view.times, N)  # the widths themselves are the times
+    assert view.time_label == "N" and len(view.variants) == 1
     assert view.panel_names("frame") == ["u", "outputs"]
     assert view.panel_names("series") == ["accuracy", "gen_error", "entries", "agreement", "solver"]
 
@@ -120,19 +134,21 @@ def test_markov_sweep_overlays_theory_and_samples(runs):
     series = view.series(0, ["accuracy", "gen_error", "entries"])
     acc = series["accuracy"]
     theory = _named(acc, "theory")
-    np.testing.assert_allclose(theory["x"], view.times)  # the time axis on x
+    np.testing.assert_array_equal(theory["x"], N)  # the time axis (N itself) on x
     np.testing.assert_allclose(theory["y"], a["theory_accuracy"])
     samples = _named(acc, "samples (Gibbs)")
-    np.testing.assert_allclose(samples["x"], np.log10(a["sim_time"]))
+    np.testing.assert_array_equal(samples["x"], a["sim_time"])
     np.testing.assert_allclose(samples["y"], a["sim_accuracy"])
     assert _named(acc, "GP, all paths")["y"] == [r.summary["acc_gp_all"]] * 2
     assert _named(acc, "GP, good path")["line"]["dash"] == "dash"
-    assert acc["layout"]["xaxis"]["ticktext"] == ["10", "100", "1000"]  # decades of N, on the log₁₀ N axis
-    np.testing.assert_allclose(acc["layout"]["xaxis"]["tickvals"], [1, 2, 3])
+    assert _named(acc, "GP, all paths")["x"] == [N[0], N[-1]]
+    _series_over_N_are_log(view)
     np.testing.assert_allclose(_named(series["gen_error"], "theory")["y"], a["theory_gen_error"])
     good = _named(series["entries"], "good")
     np.testing.assert_allclose(good["y"], a["theory_U"][:, 0, 0])
+    np.testing.assert_array_equal(good["x"], N)
     np.testing.assert_allclose(_named(series["entries"], "good (samples)")["y"], a["sim_U"][:, 0, 0])
+    np.testing.assert_array_equal(_named(series["entries"], "good (samples)")["x"], a["sim_time"])
     _every_panel_is_json(view)
 
 
@@ -143,7 +159,8 @@ def test_oneshot_u_beside_samples_and_gd(runs):
     v = "L2_H4-4"
     a = {k[len(v) + 1:]: x for k, x in r.arrays.items() if k.startswith(f"{v}/")}
     assert view.variants == [v]
-    np.testing.assert_allclose(view.times, np.log10(a["widths"]))
+    np.testing.assert_array_equal(view.times, a["widths"])
+    assert view.time_label == "N"
     i = 0  # N = 10: the sampled width
     fig = view.frame(i, 0, ["u"])["u"]
     z = [t["z"] for t in fig["data"]]
@@ -163,17 +180,18 @@ def test_oneshot_u_beside_samples_and_gd(runs):
 
     acc = view.series(0, ["accuracy"])["accuracy"]
     theory = _named(acc, "in-distribution: theory (τ*)")
-    np.testing.assert_allclose(theory["x"], view.times)
+    np.testing.assert_array_equal(theory["x"], a["widths"])
     np.testing.assert_allclose(theory["y"], a["acc_fw_id"])
     assert _named(acc, "in-distribution: GP")["y"] == [float(a["acc_gp_id"])] * 2
     sample = _named(acc, "in-distribution: samples")
-    assert list(sample["y"]) == [r.summary[f"{v}/acc_sample_id_N10"]]
+    assert list(sample["y"]) == [r.summary[f"{v}/acc_sample_id_N10"]] and list(sample["x"]) == [10]
     gd = _named(acc, "OOD (block glyphs): GD model")
-    assert gd["x"][0] == pytest.approx(np.log10(r.config["N_gd"]))
+    assert gd["x"][0] == pytest.approx(r.config["N_gd"])
     assert gd["y"][0] == pytest.approx(r.summary[f"{v}/gd_acc_glyphs_blocks"])
     static = view.frame(0, 0, ["gd", "alignment"])
     np.testing.assert_allclose(static["gd"]["data"][0]["y"], a["gd_val_curve"][1])
     np.testing.assert_allclose(_named(static["alignment"], "GP limit")["y"], a["overlap_gp"])
+    _series_over_N_are_log(view)
     _every_panel_is_json(view)
 
 

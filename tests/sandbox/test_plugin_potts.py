@@ -1,6 +1,7 @@
 """The potts plug-in on real small runs of every experiment it opens: frames and series show the stored numbers
-(training curves, the optimum, replica curves beside the simulations), time axes are the stored ones, every panel
-is valid JSON, and runs whose arrays are missing stop with one line."""
+(training curves, the optimum, replica curves beside the simulations), time axes are the stored ones, series x axes
+are log where the paper's are (M in Fig. 3-right; raw values as x), every panel is valid JSON, and runs whose arrays
+are missing stop with one line."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ RUNS = {
     "gibbs": {"L": 8, "C": 8, "n_chains": 5, "burn_in": 50, "thin": 5, "betas": [0.0, 0.5, 1.0], "pilot_samples": 20,
               "pilot_thin": 2, "chain_samples": 30, "chain_thin": 5},
 }
+LOG_X = {"fig3right": {"test", "corr"}}  # series on the paper's log x axes (Fig. 3-right: M); all others linear
 
 
 @dataclass
@@ -87,9 +89,13 @@ def test_every_panel_is_valid_json(runs):
                 assert set(figs) == set(view.panel_names("frame")), name
                 json.loads(traces.to_json(figs))
             series = view.series(variant, view.panel_names("series"))
-            for fig in series.values():
+            for panel, fig in series.items():
                 assert fig["data"] and fig["layout"]["title"]["text"], name
-                assert fig["layout"]["xaxis"].get("type") in (None, "linear"), name  # the page's cursor needs it
+                if panel in LOG_X.get(name, ()):  # the paper's log axis, on the raw values (hover reads M itself)
+                    assert fig["layout"]["xaxis"]["type"] == "log", (name, panel)
+                    assert all(np.all(np.asarray(t["x"]) > 0) for t in fig["data"]), (name, panel)
+                else:
+                    assert fig["layout"]["xaxis"].get("type") in (None, "linear"), (name, panel)
             json.loads(traces.to_json(series))
         json.loads(traces.to_json(view.describe()))
 
@@ -170,6 +176,12 @@ def test_fig3right_losses_vs_samples(runs):
     np.testing.assert_array_equal(mean["x"], view.times)
     np.testing.assert_allclose(mean["y"], [s[f"test_M{M}_lam0.0001"] for M in (1, 5, 20, 80)])
     assert _trace(test, "optimal loss")["y"] == [s["optimal_loss"]] * 2
+    assert _trace(test, "optimal loss")["x"] == [1.0, 80.0]  # M itself on the log axis, not log10 M
+    assert test["layout"]["xaxis"]["type"] == "log"
+    corr = view.series(0, ["corr"])["corr"]
+    assert corr["layout"]["xaxis"]["type"] == "log"
+    np.testing.assert_array_equal(corr["data"][0]["x"], [1, 5, 20, 80])
+    assert corr["data"][0]["hovertext"][2].startswith("M = 20: corr ")
     fits = view.frame(2, 0, ["fits"])["fits"]
     shown = sorted(y for t in fits["data"] if t["name"].startswith("test,") for y in t["y"])
     np.testing.assert_allclose(shown, np.sort(a["M20/test"][0]))

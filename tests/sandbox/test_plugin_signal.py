@@ -17,6 +17,7 @@ from attnlab.core.experiment import get
 from attnlab.core.runs import RunStore
 from attnlab.sandbox import forms, plugin, traces
 from attnlab.sandbox.store import RunReader
+from attnlab.signal import sandbox_depth as SD
 from attnlab.signal import sandbox_plugin as SP
 
 SMALL_MLM = {"steps": 10, "log_every": 5, "d": 32, "T": 16, "d_ff": 32, "batch": 8, "n_eval": 16, "n_train": 64,
@@ -81,8 +82,8 @@ def test_depth_frames_show_the_stored_layer(runs):
     assert view.panel_names("series") == ["rho", "entropy", "ipr", "rho_mid", "norms", "deviation"]
     layer, v = 4, 2
     obs = view.frame(layer, v, ["observables"])["observables"]
-    names = list(SP.LABELS)
-    assert obs["data"][0]["x"] == [SP.SHORT[n] for n in names]
+    names = list(SD.LABELS)
+    assert obs["data"][0]["x"] == [SD.SHORT[n] for n in names]
     np.testing.assert_allclose(_named(obs, "theory")["y"], [a[f"theory_{n}"][layer, v] for n in names])
     np.testing.assert_allclose(_named(obs, "theory, finite T")["y"], [a[f"finite_{n}"][layer, v] for n in names])
     sim = _named(obs, "simulation")

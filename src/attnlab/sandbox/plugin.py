@@ -80,6 +80,18 @@ class View(ABC):
                 "panels": [p.to_json() for p in self.panels], "notes": list(self.notes)}
 
 
+@dataclass
+class MethodView(View):
+    """A view whose panel ``name`` is drawn by its method ``_frame_<name>(index, variant)`` (frame panels) or
+    ``_series_<name>(variant)`` (series panels)."""
+
+    def frame(self, index: int, variant: int, names: Sequence[str]) -> dict[str, Figure]:
+        return {n: getattr(self, f"_frame_{n}")(index, variant) for n in names}
+
+    def series(self, variant: int, names: Sequence[str]) -> dict[str, Figure]:
+        return {n: getattr(self, f"_series_{n}")(variant) for n in names}
+
+
 class StudyPlugin(ABC):
     """What a study implements to appear in the sandbox."""
 
