@@ -235,15 +235,19 @@ def _pass_product(prm: Params, spec: ModelSpec, task: Task, g: Grid) -> tuple[to
 
 
 def _logits_from_xi(params: Params, spec: ModelSpec, xi: torch.Tensor) -> torch.Tensor:
-    """ζ = E(ξ + U σ(W Norm(ξ))) (the tail of ``model.forward``, biases and gains included)."""
+    """ζ = E(ξ + U σ(W Norm(ξ))) (the tail of ``model.forward``, biases and gains included), (S, B, n_emb).
+
+    Computed feature-major, (S, features, B): with B in the thousands and d = 2 the batched products are 4-5×
+    faster on CPU in this layout than with the short feature axis last."""
     gain = params.get("g_mlp")
-    pre = normalize(xi, spec, None if gain is None else gain[:, None]) @ params["W"].transpose(-1, -2)
+    xn = normalize(xi, spec, None if gain is None else gain[:, None]).transpose(1, 2).contiguous()  # (S, d, B)
+    pre = params["W"] @ xn
     if "bW" in params:
-        pre = pre + params["bW"][:, None]
-    mlp = torch.nn.functional.gelu(pre) @ params["U"].transpose(-1, -2)
+        pre = pre + params["bW"][:, :, None]
+    mlp = params["U"] @ torch.nn.functional.gelu(pre)
     if "bU" in params:
-        mlp = mlp + params["bU"][:, None]
-    return (xi + mlp) @ params["E"].transpose(-1, -2)
+        mlp = mlp + params["bU"][:, :, None]
+    return (params["E"] @ (xi.transpose(1, 2) + mlp)).transpose(1, 2).contiguous()
 
 
 def attn_prefix_mass(params: Params, spec: ModelSpec, task: Task, probe: Probe = None) -> torch.Tensor:
