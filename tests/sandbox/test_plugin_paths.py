@@ -152,12 +152,16 @@ def test_markov_sweep_overlays_theory_and_samples(runs):
     _every_panel_is_json(view)
 
 
+def _network_arrays(run, network: str) -> dict[str, np.ndarray]:
+    return {k[len(network) + 1:]: x for k, x in run.arrays.items() if k.startswith(f"{network}/")}
+
+
 def test_oneshot_u_beside_samples_and_gd(runs):
     reader, stored = runs
     r = stored["paths.fig3"]
     view = reader.open(r.run_id).view
     v = "L2_H4-4"
-    a = {k[len(v) + 1:]: x for k, x in r.arrays.items() if k.startswith(f"{v}/")}
+    a = _network_arrays(r, v)
     assert view.variants == [v]
     np.testing.assert_array_equal(view.times, a["widths"])
     assert view.time_label == "N"
@@ -200,7 +204,7 @@ def test_pruning_frames_are_heads_pruned(runs):
     r = stored["paths.fig3ef"]
     view = reader.open(r.run_id).view
     v = "L2_H4-4"
-    a = {k[len(v) + 1:]: x for k, x in r.arrays.items() if k.startswith(f"{v}/")}
+    a = _network_arrays(r, v)
     order = a["order"]
     assert order.shape == (6, 2) and view.time_label == "heads pruned"
     np.testing.assert_array_equal(view.times, np.arange(7))
