@@ -25,3 +25,23 @@ def store(tmp_path):
     from attnlab.core.runs import RunStore
 
     return RunStore(tmp_path / "store")
+
+
+@pytest.fixture(scope="session")
+def run_cases(tmp_path_factory):
+    """``run_cases(study, cases)``: each experiment ``study.name`` of ``cases`` (name → overrides) once at quick
+    scale through one fresh store; returns name → (config, run record)."""
+    from attnlab.core.config import resolve
+    from attnlab.core.experiment import get
+    from attnlab.core.runs import RunStore
+
+    def run(study: str, cases: dict) -> dict:
+        store = RunStore(tmp_path_factory.mktemp("store"))
+        out = {}
+        for name, overrides in cases.items():
+            exp = get(f"{study}.{name}")
+            cfg = resolve(exp.config, "quick", overrides)
+            out[name] = (cfg, store.run(exp, cfg))
+        return out
+
+    return run

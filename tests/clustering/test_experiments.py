@@ -37,15 +37,9 @@ def test_circuit_figures_have_experiments():
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(run_cases):
     """Every experiment once, tiny, through one store: name -> (config, run record)."""
-    store = RunStore(tmp_path_factory.mktemp("store"))
-    out = {}
-    for name, overrides in CASES.items():
-        exp = get(f"clustering.{name}")
-        cfg = resolve(exp.config, "quick", overrides)
-        out[name] = (cfg, store.run(exp, cfg))
-    return out
+    return run_cases("clustering", CASES)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
