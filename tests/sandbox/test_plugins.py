@@ -121,6 +121,8 @@ def test_registry_and_plugin_errors(monkeypatch):
     monkeypatch.setenv("ATTNLAB_SANDBOX_PLUGINS", "no_such_sandbox_module")
     with pytest.raises(ConfigError, match="ATTNLAB_SANDBOX_PLUGINS names 'no_such_sandbox_module'"):
         plugin.plugins()
+    with pytest.raises(ValueError, match="panel name 'U'"):
+        plugin.PanelSpec("U", "upper case is refused by the API")
     with pytest.raises(ValueError, match="names its study"):
         plugin.register(type("Empty", (plugin.StudyPlugin,), {"open": lambda *a: None})())
 

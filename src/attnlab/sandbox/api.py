@@ -44,13 +44,14 @@ from attnlab.core.experiment import get
 from attnlab.core.runs import RunStore
 from attnlab.sandbox import forms
 from attnlab.sandbox.jobs import ACTIVE, JobManager
-from attnlab.sandbox.plugin import plugin_for, plugins
+from attnlab.sandbox.plugin import PANEL_NAME, plugin_for, plugins
 from attnlab.sandbox.store import NotFound, RunReader, check_names
 from attnlab.sandbox.traces import to_json
 
 STATIC = Path(__file__).parent / "static"
 MAX_FRAMES_PER_REQUEST = 200
 MAX_EXPORT_FRAMES = 300
+PANEL_LIST = rf"^({PANEL_NAME}(,{PANEL_NAME})*)?$"  # comma-separated panel names
 RunId = Annotated[str, PathParam(pattern=r"^[0-9a-f]{16}$", description="16 hex digits")]
 Value = str | int | float | bool | None | list[str | int | float | bool | None]
 
@@ -80,7 +81,7 @@ class ExportRequest(Strict):
     stop: int | None = Field(None, ge=1, description="exclusive; default start + 1 (png) or the last frame")
     every: int = Field(1, ge=1, le=10_000)
     variant: int = Field(0, ge=0)
-    panels: list[Annotated[str, Field(pattern=r"^[a-z0-9_]+$")]] = Field(default_factory=list, max_length=64)
+    panels: list[Annotated[str, Field(pattern=rf"^{PANEL_NAME}$")]] = Field(default_factory=list, max_length=64)
     fps: float = Field(5.0, gt=0, le=60)
 
 
@@ -232,7 +233,7 @@ def create_app(store: RunStore, max_jobs: int = 1) -> FastAPI:
     @app.get("/api/runs/{run_id}/frames")
     def frames(run_id: RunId, start: Annotated[int, Query(ge=0)] = 0, stop: Annotated[int | None, Query(ge=1)] = None,
                every: Annotated[int, Query(ge=1, le=100_000)] = 1, variant: Annotated[int, Query(ge=0)] = 0,
-               panels: Annotated[str, Query(pattern=r"^[a-z0-9_,]*$", max_length=2000)] = "") -> Response:
+               panels: Annotated[str, Query(pattern=PANEL_LIST, max_length=2000)] = "") -> Response:
         opened = reader.open(run_id)
         view = opened.view
         n = len(view.times)
@@ -252,7 +253,7 @@ def create_app(store: RunStore, max_jobs: int = 1) -> FastAPI:
 
     @app.get("/api/runs/{run_id}/series")
     def series(run_id: RunId, variant: Annotated[int, Query(ge=0)] = 0,
-               panels: Annotated[str, Query(pattern=r"^[a-z0-9_,]*$", max_length=2000)] = "") -> Response:
+               panels: Annotated[str, Query(pattern=PANEL_LIST, max_length=2000)] = "") -> Response:
         opened = reader.open(run_id)
         view = opened.view
         if variant >= len(view.variants):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ import numpy as np
 from attnlab.core.config import ConfigError
 
 Figure = dict[str, Any]  # a Plotly figure: {"data": [...], "layout": {...}}
+PANEL_NAME = r"[a-z0-9_]+"  # what the API's ``panels`` parameters accept
 BUILTIN = ("attnlab.sandbox.studies.clustering", "attnlab.sandbox.studies.specialization")
 
 
@@ -44,6 +46,10 @@ class PanelSpec:
     title: str
     kind: Literal["frame", "series"] = "frame"
     default: bool = True  # shown when a run is opened
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(PANEL_NAME, self.name):
+            raise ValueError(f"panel name {self.name!r}: the page and the API take names of [a-z0-9_] only")
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "title": self.title, "kind": self.kind, "default": self.default}
