@@ -25,6 +25,7 @@ from attnlab.clustering.data import Task
 from attnlab.clustering.history import History
 from attnlab.clustering.model import ModelSpec, forward
 from attnlab.clustering.train import train, transfer
+from attnlab.clustering.units import Unit, epoch_frame, train_units
 from attnlab.core.config import Config
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
@@ -36,50 +37,10 @@ C3_CONFIGS = ((2, 12, 5, 3, 12), (3, 12, 5, 4, 16), (3, 8, 3, 4, 16), (5, 8, 3, 
 
 
 # ----------------------------------------------------------------------------------------------- helpers
-def _train_units(ctx: RunContext, units: list[tuple[str, Callable[..., History]]]) -> dict[str, History]:
-    """Run the training units in order (``fn(done, state, on_epoch) -> History``), checkpointing finished
-    units and the running one's state, so an interrupted run resumes where it stopped."""
-    saved = ctx.resume() or {"done": {}, "partial": None}
-    out: dict[str, History] = {}
-    for name, fn in units:
-        if name not in saved["done"]:
-            part = saved["partial"]
-            state = part[1] if part is not None and part[0] == name else None
-
-            def on_epoch(epoch: int, state_fn: Callable[[], Any], name: str = name) -> None:
-                ctx.checkpoint(lambda: {"done": dict(saved["done"]), "partial": (name, state_fn())})
-
-            hist = fn(out, state, on_epoch)
-            saved["done"][name] = hist.to_arrays()
-            saved["partial"] = None
-            ctx.checkpoint(lambda: saved, force=True)
-        out[name] = History.from_arrays(saved["done"][name])
-    return out
-
-
-def _train(ctx: RunContext, cfg: TrainConfig, desc: str, **kw: Any) -> Callable[..., History]:
-    def fn(done: dict, state: Any, on_epoch: Callable) -> History:
-        with ctx.progress(cfg.epochs, desc) as bar:
-            return train(cfg, device=ctx.device, state=state, on_epoch=on_epoch, progress=bar.update, **kw)
-
-    return fn
-
-
 def _as_train_config(cfg: TrainConfig, **changes: Any) -> TrainConfig:
     """The plain ``TrainConfig`` part of an experiment config (plus ``changes``)."""
     values = {k: v for k, v in cfg.model_dump().items() if k in TrainConfig.model_fields}
     return TrainConfig(**{**values, **changes})
-
-
-def epoch_frame(h: History, types: np.ndarray | None = None, **extra: Any) -> pd.DataFrame:
-    """Long table of a run's epoch metrics: epoch, seed, observable, value (+ each seed's head type, ``extra``)."""
-    E, S = len(h.epochs), h.n_seeds
-    frames = [pd.DataFrame({"epoch": np.repeat(h.epochs, S), "seed": np.tile(h.seeds, E), "observable": name,
-                            "value": np.asarray(v, dtype=float).ravel()}) for name, v in h.epoch_metrics.items()]
-    out = pd.concat(frames, ignore_index=True).assign(**extra)
-    if types is not None:
-        out["head_type"] = out["seed"].map(dict(zip(h.seeds, types.tolist(), strict=True)))
-    return out
 
 
 def model_frame(h: History, m: dict[str, np.ndarray], **extra: Any) -> pd.DataFrame:
@@ -255,7 +216,9 @@ def stationarity(config: StationarityConfig, ctx: RunContext) -> Result:
                                                 lam=10 * config.c, mu=10 * config.c)
     params = {k: v.expand(config.n_seeds, *v.shape[1:]).clone() for k, v in params.items()}
     cfg = _as_train_config(config)
-    hist = _train_units(ctx, [("run", _train(ctx, cfg, "D9 training", params=params, spec=spec))])["run"]
+    unit = Unit(cfg.epochs, lambda state, hooks, done: train(cfg, device=ctx.device, params=params, spec=spec,
+                                                              state=state, **hooks))
+    hist = train_units(ctx, {"run": unit}, "D9 training")["run"]
     em = hist.epoch_metrics
     acc, ce = em["test_acc"], em["test_loss"]  # test_mode "full": every sentence
     summary = {"accuracy_start": float(acc[0].min()), "accuracy_min": float(acc.min()),
@@ -285,7 +248,7 @@ CircuitsConfig = _Circuits.with_defaults(
             title="Circuit taxonomy of trained heads (value-corrected, partial, fuzzy)")
 def circuits(config: TrainConfig, ctx: RunContext) -> Result:
     """Train ``n_seeds`` models, measure §3.4 metrics of each final model and its head type."""
-    hist = _train_units(ctx, [("run", _train(ctx, _as_train_config(config), "circuits"))])["run"]
+    hist = train_units(ctx, {"run": _as_train_config(config)}, "circuits")["run"]
     m = circuit_metrics(hist)
     reps = _representatives(m)
     wrong = (m["test_acc"] < 0.9) & (m["head_type"] != "failed")
@@ -329,7 +292,7 @@ def attention_change(h: History, i0: int = 0, i1: int = -1) -> dict[str, np.ndar
             title="Attention at initialisation vs after training")
 def fig5(config: TrainConfig, ctx: RunContext) -> Result:
     """Attention maps before and after training; their correlation per seed (spec §3.4 item 10)."""
-    hist = _train_units(ctx, [("run", _train(ctx, _as_train_config(config), "fig5"))])["run"]
+    hist = train_units(ctx, {"run": _as_train_config(config)}, "fig5")["run"]
     ch = attention_change(hist)
     acc = hist.epoch_metrics["test_acc"][-1]
     solved = acc >= 0.9
@@ -379,14 +342,12 @@ def transfer_circuit(config: TrainConfig, ctx: RunContext) -> Result:
     pre_cfg = _as_train_config(config)
     new_cfg = _as_train_config(config, p=config.p_new, epochs=config.epochs_new)
 
-    def finetune(done: dict, state: Any, on_epoch: Callable) -> History:
+    def finetune(state: Any, hooks: dict, done: dict[str, History]) -> History:
         pre = done["pretrain"]
-        with ctx.progress(new_cfg.epochs, "finetune") as bar:
-            return transfer(pre.final(new_cfg.torch_dtype), pre.spec, new_cfg, device=ctx.device, state=state,
-                            on_epoch=on_epoch, progress=bar.update,
-                            task=new_cfg.task())
+        return transfer(pre.final(new_cfg.torch_dtype), pre.spec, new_cfg, device=ctx.device, state=state,
+                        task=new_cfg.task(), **hooks)
 
-    runs = _train_units(ctx, [("pretrain", _train(ctx, pre_cfg, "pretrain")), ("finetune", finetune)])
+    runs = train_units(ctx, {"pretrain": pre_cfg, "finetune": Unit(new_cfg.epochs, finetune)}, "pretrain, finetune")
     pre, fin = runs["pretrain"], runs["finetune"]
     m_pre, m_fin = circuit_metrics(pre), circuit_metrics(fin)
     ch = attention_change(fin)
@@ -457,7 +418,7 @@ def choose_two_stage_seed(m: dict[str, np.ndarray], loss: np.ndarray, epochs: np
             title="Two-stage learning: clustering first, then fitting the MLP")
 def fig8(config: TrainConfig, ctx: RunContext) -> Result:
     """Train seeds with per-epoch snapshots; pick the shown seed and its 4 snapshot epochs."""
-    hist = _train_units(ctx, [("run", _train(ctx, _as_train_config(config), "fig8"))])["run"]
+    hist = train_units(ctx, {"run": _as_train_config(config)}, "fig8")["run"]
     m = circuit_metrics(hist)
     i, rule = choose_two_stage_seed(m, hist.epoch_metrics["train_loss"], hist.epochs, config.min_plateau,
                                     config.max_gap, config.max_spike)
@@ -490,7 +451,6 @@ def train_run(config: TrainConfig, ctx: RunContext) -> Result:
     from attnlab.clustering.train import Recorder
 
     cfg = _as_train_config(config)
-    unit = _train(ctx, cfg, "train")
 
     def so_far(state: dict[str, Any]) -> dict[str, np.ndarray]:
         rec = Recorder(cfg, list(state["params"]), cfg.n_seeds, ctx.device, 0)
@@ -500,14 +460,14 @@ def train_run(config: TrainConfig, ctx: RunContext) -> Result:
         hist.steps, hist.step_metrics = hist.steps[:n], {k: v[:n] for k, v in hist.step_metrics.items()}
         return hist.to_arrays("run/")
 
-    def live(done: dict, state: Any, on_epoch: Callable) -> History:
+    def live(state: Any, hooks: dict, done: dict[str, History]) -> History:
         def publish(epoch: int, state_fn: Callable[[], dict[str, Any]]) -> None:
-            on_epoch(epoch, state_fn)
+            hooks["on_epoch"](epoch, state_fn)
             ctx.publish(lambda: so_far(state_fn()))
 
-        return unit(done, state, publish)
+        return train(cfg, device=ctx.device, state=state, on_epoch=publish, progress=hooks["progress"])
 
-    hist = _train_units(ctx, [("run", live)])["run"]
+    hist = train_units(ctx, {"run": Unit(cfg.epochs, live)}, "train")["run"]
     m = circuit_metrics(hist)
     acc = m.get("test_acc", m["probe_acc"])
     summary: dict[str, Any] = {"n_solved": int((acc >= 0.9).sum()), "mean_test_acc": float(acc.mean()),

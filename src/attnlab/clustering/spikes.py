@@ -26,7 +26,7 @@ from attnlab.clustering import dynamics, spike_figures, theory
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.history import History
 from attnlab.clustering.model import ModelSpec, forward, normalize
-from attnlab.clustering.train import train
+from attnlab.clustering.units import epoch_frame, train_units
 from attnlab.core.config import Config
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
@@ -188,34 +188,6 @@ def _dim_config(config: TrainConfig, d: int, **changes: Any) -> TrainConfig:
     """``config`` at dimension d: h = 4d unless given, snapshots only first/last above d = 8 (size)."""
     snap = config.snapshot_every if d <= 8 else 0
     return _train_config(config, d=d, h=config.h, snapshot_every=snap, **changes)
-
-
-def train_units(ctx: RunContext, units: dict[str, TrainConfig], desc: str) -> dict[str, History]:
-    """Train the units in order, checkpointing finished units and the running one's state (resumable)."""
-    saved = ctx.resume() or {"done": {}, "partial": None}
-    for name, cfg in units.items():
-        if name in saved["done"]:
-            continue
-        part = saved["partial"]
-        state = part[1] if part is not None and part[0] == name else None
-
-        def on_epoch(epoch: int, state_fn: Callable[[], Any], name: str = name) -> None:
-            ctx.checkpoint(lambda: {"done": dict(saved["done"]), "partial": (name, state_fn())})
-
-        with ctx.progress(cfg.epochs, f"{desc} {name}") as bar:
-            hist = train(cfg, device=ctx.device, state=state, on_epoch=on_epoch, progress=bar.update)
-        saved["done"][name] = hist.to_arrays()
-        saved["partial"] = None
-        ctx.checkpoint(lambda: saved, force=True)
-    return {name: History.from_arrays(saved["done"][name]) for name in units}
-
-
-def epoch_frame(h: History, **extra: Any) -> pd.DataFrame:
-    """Long table of a run's epoch metrics: epoch, seed, observable, value (+ ``extra`` columns)."""
-    E, S = len(h.epochs), h.n_seeds
-    frames = [pd.DataFrame({"epoch": np.repeat(h.epochs, S), "seed": np.tile(h.seeds, E), "observable": name,
-                            "value": np.asarray(v, dtype=float).ravel()}) for name, v in h.epoch_metrics.items()]
-    return pd.concat(frames, ignore_index=True).assign(**extra)
 
 
 def _nanstat(fn: Callable, a: np.ndarray) -> float:

@@ -9,7 +9,6 @@ state), so an interrupted run resumes mid-unit. Success = final test accuracy > 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,6 +23,7 @@ from attnlab.clustering.history import History
 from attnlab.clustering.train import train, transfer
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
+from attnlab.core.units import run_training_units
 
 STUDY = "clustering"
 SUCCESS = 0.9        # App. A.1: "test accuracy above 0.9"
@@ -36,30 +36,6 @@ def unit_config(config: TrainConfig, **changes: Any) -> TrainConfig:
     base = {k: v for k, v in config.model_dump().items() if k in TrainConfig.model_fields}
     lean = {"step_log_every": 0, "snapshot_every": 0, "head_metrics": False}
     return TrainConfig(**{**base, **lean, **changes})
-
-
-def run_units(ctx: RunContext, units: dict[str, int], compute: Callable[[str, Any, dict, dict], Unit],
-              description: str) -> dict[str, Unit]:
-    """``compute(key, state, hooks, done)`` for every unit key in order (``units``: key → epochs, for progress).
-
-    The checkpoint holds ``{"done": finished units, "partial": (key, training state)}``; ``state`` resumes the
-    unit in progress (None otherwise) and ``hooks`` are the ``on_epoch``/``progress`` arguments of ``train``."""
-    saved = ctx.resume() or {}
-    done: dict[str, Unit] = saved.get("done", {})
-    partial = saved.get("partial")
-    with ctx.progress(sum(units.values()), description) as bar:
-        base = 0
-        for key, epochs in units.items():
-            if key not in done:
-                state = partial[1] if partial is not None and partial[0] == key else None
-                hooks = {"on_epoch": lambda e, f, key=key: ctx.checkpoint(lambda: {"done": done,
-                                                                                   "partial": (key, f())}),
-                         "progress": lambda e, b=base: bar.update(b + e)}
-                done[key] = compute(key, state, hooks, done)
-                ctx.checkpoint(lambda: {"done": done, "partial": None}, force=True)
-            base += epochs
-            bar.update(base)
-    return done
 
 
 def curves(hist: History) -> Unit:
@@ -128,9 +104,9 @@ def sparsity_unit(config: SparsityConfig, ctx: RunContext, d: int, state: Any, h
 
 def sparsity_sweep(config: SparsityConfig, ctx: RunContext) -> Result:
     """Train n_seeds models per d; sparsity curves, success, Spearman(sparsity summary, test accuracy)."""
-    done = run_units(ctx, {f"d{d}": config.epochs for d in config.dims()},
-                     lambda key, state, hooks, _: sparsity_unit(config, ctx, int(key[1:]), state, hooks),
-                     "sparsity sweep")
+    done = run_training_units(ctx, {f"d{d}": config.epochs for d in config.dims()},
+                              lambda key, state, hooks, _: sparsity_unit(config, ctx, int(key[1:]), state, hooks),
+                              "sparsity sweep")
     arrays: dict[str, np.ndarray] = {"eps": analysis.EPS_GRID.numpy(), "ds": np.array(config.dims())}
     rows, summary = [], {}
     for d in config.dims():
@@ -221,8 +197,8 @@ def transfer_sweep(config: TransferSweepConfig, ctx: RunContext) -> Result:
     units = {"pre": config.phase1_epochs}
     units |= {f"scratch_p{q}": config.epochs for q in config.ps if not (q == config.p and reuse)}
     units |= {f"ft_p{q}": config.epochs for q in config.ft_ps}
-    done = run_units(ctx, units, lambda key, state, hooks, done: transfer_unit(config, ctx, key, state, hooks, done),
-                     "transfer bars")
+    done = run_training_units(ctx, units, lambda key, state, hooks, done: transfer_unit(config, ctx, key, state,
+                                                                                        hooks, done), "transfer bars")
     bars = {("scratch", q): done["pre" if q == config.p and reuse else f"scratch_p{q}"] for q in config.ps}
     bars |= {("finetune", q): done[f"ft_p{q}"] for q in config.ft_ps}
     n_cl = done["pre"]["n_clusters"]
@@ -312,10 +288,10 @@ Fig16Config = AblationConfig.with_defaults(
 def ablation(config: AblationConfig, ctx: RunContext) -> Result:
     """Final test accuracy and saddle-escape time of every seed for each hyper-parameter setting."""
     settings = config.settings()
-    done = run_units(ctx, {k: config.epochs for k in settings},
-                     lambda key, state, hooks, _: curves(train(unit_config(config, **settings[key]),
-                                                               device=ctx.device, state=state, **hooks)),
-                     "ablation settings")
+    done = run_training_units(ctx, {k: config.epochs for k in settings},
+                              lambda key, state, hooks, _: curves(train(unit_config(config, **settings[key]),
+                                                                        device=ctx.device, state=state, **hooks)),
+                              "ablation settings")
     rows, arrays, summary = [], {}, {}
     for name, key in AXES.items():
         for v in getattr(config, key):
