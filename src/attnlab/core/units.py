@@ -1,9 +1,10 @@
 """Resumable units of work inside one run: an experiment that loops over configurations checkpoints after each.
 
-``run_units(ctx, keys, compute, "what")`` calls ``compute(key)`` for every key not finished yet, checkpointing the
-dict of finished results after each one (``ctx.checkpoint``), so an interrupted run resumes at the first
-unfinished key and ends with the same results an uninterrupted run gives. ``run_training_units`` does the same
-for units that are long trainings themselves: the unit in progress is checkpointed too, and resumes mid-training.
+``Units(ctx).get(key, compute)`` computes a named unit once: finished units and the running unit's own state are
+checkpointed (``ctx.checkpoint``: ``{"done": {key: result}, "partial": (key, state)}``), so an interrupted run
+skips what is done, resumes inside the unit it was in, and ends with the same results an uninterrupted run
+gives. ``run_units`` (units with no inner state) and ``run_training_units`` (units that are long trainings) loop
+over a list of keys with a progress bar.
 """
 
 from __future__ import annotations
@@ -15,39 +16,57 @@ if TYPE_CHECKING:
     from attnlab.core.runs import RunContext
 
 
+class Units:
+    """The run's units: one per run (it reads the checkpoint once, in ``__init__``)."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        saved = ctx.resume() or {}
+        self.done: dict = saved.get("done", {})
+        self.partial: tuple | None = saved.get("partial")
+
+    def get(self, key: Hashable, compute: Callable[[Any, Callable[[Callable[[], Any]], None]], Any]) -> Any:
+        """``compute(state, save)`` once: ``state`` resumes an interrupted unit (None when fresh) and
+        ``save(lambda: state)`` offers a mid-unit checkpoint."""
+        if key in self.done:
+            return self.done[key]
+        state = self.partial[1] if self.partial is not None and self.partial[0] == key else None
+
+        def save(state_fn: Callable[[], Any]) -> None:
+            self.ctx.checkpoint(lambda: {"done": self.done, "partial": (key, state_fn())})
+
+        self.done[key] = compute(state, save)
+        self.partial = None
+        self.ctx.checkpoint(lambda: {"done": self.done, "partial": None}, force=True)
+        return self.done[key]
+
+
 def run_units(ctx: RunContext, keys: list[Hashable], compute: Callable[[Any], Any], description: str) -> dict:
     """``{key: compute(key)}`` for every key, resuming from and checkpointing to the run's state."""
-    done: dict = ctx.resume() or {}
+    units = Units(ctx)
     with ctx.progress(len(keys), description) as bar:
         for key in keys:
-            if key not in done:
-                done[key] = compute(key)
-                ctx.checkpoint(lambda: done, force=True)
+            units.get(key, lambda state, save, key=key: compute(key))
             bar.advance()
-    return done
+    return {key: units.done[key] for key in keys}
 
 
 def run_training_units(ctx: RunContext, units: dict[Hashable, int], compute: Callable[[Any, Any, dict, dict], Any],
                        description: str) -> dict:
     """``{key: compute(key, state, hooks, done)}`` for every unit key in order (``units``: key → epochs, for the
-    progress bar); ``done`` holds the finished units' results.
-
-    The checkpoint holds ``{"done": finished units, "partial": (key, training state)}``: ``state`` resumes the
-    unit in progress (None otherwise), and ``hooks`` are the ``on_epoch(epoch, state_fn)`` / ``progress(epoch)``
-    callbacks a training loop calls to checkpoint its state and advance the bar."""
-    saved = ctx.resume() or {}
-    done: dict = saved.get("done", {})
-    partial = saved.get("partial")
+    progress bar); ``done`` holds the finished units' results, ``state`` resumes the unit in progress (None
+    otherwise) and ``hooks`` are the ``on_epoch(epoch, state_fn)`` / ``progress(epoch)`` callbacks a training
+    loop calls to checkpoint its state and advance the bar."""
+    store = Units(ctx)
     with ctx.progress(sum(units.values()), description) as bar:
         base = 0
         for key, epochs in units.items():
-            if key not in done:
-                state = partial[1] if partial is not None and partial[0] == key else None
-                hooks = {"on_epoch": lambda e, f, key=key: ctx.checkpoint(lambda: {"done": done,
-                                                                                   "partial": (key, f())}),
-                         "progress": lambda e, b=base: bar.update(b + e)}
-                done[key] = compute(key, state, hooks, done)
-                ctx.checkpoint(lambda: {"done": done, "partial": None}, force=True)
+            def one(state: Any, save: Callable, key: Hashable = key, base: int = base) -> Any:
+                hooks = {"on_epoch": lambda epoch, state_fn: save(state_fn),
+                         "progress": lambda epoch: bar.update(base + epoch)}
+                return compute(key, state, hooks, store.done)
+
+            store.get(key, one)
             base += epochs
             bar.update(base)
-    return done
+    return {key: store.done[key] for key in units}

@@ -22,9 +22,10 @@ import torch
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
+from attnlab.core.units import Units
 from attnlab.paths import data, figures, kernels, theory
 from attnlab.paths.configs import MarkovConfig
-from attnlab.paths.pipeline import Units, agreement, generator, sample_widths, solve_kw
+from attnlab.paths.pipeline import agreement, generator, sample_widths, solve_kw
 
 STUDY = "paths"
 F64 = torch.float64

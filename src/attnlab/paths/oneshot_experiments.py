@@ -18,9 +18,10 @@ import torch
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
+from attnlab.core.units import Units
 from attnlab.paths import gd, kernels, model, oneshot, oneshot_figures, pruning
 from attnlab.paths.configs import OneShotConfig, Variant
-from attnlab.paths.pipeline import Units, agreement, sample_widths, solve_kw
+from attnlab.paths.pipeline import agreement, sample_widths, solve_kw
 
 STUDY = "paths"
 

@@ -1,9 +1,8 @@
-"""Plumbing shared by the study's experiments: resumable units of work, seeded generators, solver options,
+"""Plumbing shared by the study's experiments: seeded generators, solver options,
 Gibbs runs at the sampled widths and the sampling-vs-theory agreement measures (spec checks B9, B10, C)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,38 +10,13 @@ import torch
 
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
+from attnlab.core.units import Units
 from attnlab.paths import kernels, train
 
 
 def generator(ctx: RunContext, name: str) -> torch.Generator:
     """A generator on the run's device seeded from the named stream's seed (rebuilt identically on resume)."""
     return torch.Generator(device=ctx.device).manual_seed(ctx.seed(name))
-
-
-class Units:
-    """Named units of work with resume: finished units and the partial state of the running one are
-    checkpointed (``ctx.checkpoint``), so a rerun skips what is done and continues what was interrupted."""
-
-    def __init__(self, ctx: RunContext) -> None:
-        self.ctx = ctx
-        st = ctx.resume() or {}
-        self.done: dict = st.get("done", {})
-        self.partial: tuple | None = st.get("partial")
-
-    def get(self, key: str, compute: Callable[[Any, Callable], Any]) -> Any:
-        """``compute(resume_state, save)`` → value; ``save(lambda: state)`` offers a mid-unit checkpoint."""
-        if key in self.done:
-            return self.done[key]
-        start = self.partial[1] if self.partial and self.partial[0] == key else None
-
-        def save(state: Callable[[], Any]) -> None:
-            self.ctx.checkpoint(lambda: {"done": self.done, "partial": (key, state())})
-
-        value = compute(start, save)
-        self.done[key] = value
-        self.partial = None
-        self.ctx.checkpoint(lambda: {"done": self.done, "partial": None}, force=True)
-        return value
 
 
 def solve_kw(config) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from scipy.stats import spearmanr
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
+from attnlab.core.units import Units
 from attnlab.potts import figures, metrics, replica_experiments  # noqa: F401  (registers the Gaussian experiments)
 from attnlab.potts.configs import (
     ConsistencyConfig,
@@ -62,23 +63,14 @@ class Unit:
 
 
 def _units(ctx: RunContext, keys: list, compute: Callable[[Unit], dict], description: str) -> dict:
-    """``compute(unit)`` for every key in order; finished units and the running unit's own state are checkpointed,
-    so an interrupted run resumes inside the unit it was in."""
-    state = ctx.resume() or {"done": {}, "current": None}
-    done = state["done"]
+    """``compute(unit)`` for every key in order through ``core.units.Units``: finished units and the running unit's
+    own state are checkpointed, so an interrupted run resumes inside the unit it was in."""
+    units = Units(ctx)
     with ctx.progress(len(keys), description) as bar:
         for key in keys:
-            if key not in done:
-                inner = state["current"][1] if state["current"] and state["current"][0] == key else None
-
-                def save(fn, key=key):
-                    ctx.checkpoint(lambda: {"done": done, "current": (key, fn())})
-
-                done[key] = compute(Unit(key, inner, save, done))
-                state["current"] = None
-                ctx.checkpoint(lambda: {"done": done, "current": None}, force=True)
+            units.get(key, lambda state, save, key=key: compute(Unit(key, state, save, units.done)))
             bar.advance()
-    return done
+    return units.done
 
 
 def _data(config, ctx: RunContext) -> PottsData:

@@ -15,6 +15,7 @@ import torch
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
+from attnlab.core.units import Units
 from attnlab.signal import corpus as corpus_mod
 from attnlab.signal import data, figures, mlm
 from attnlab.signal.arch import qk_std_from_beta
@@ -54,32 +55,25 @@ experiment(STUDY, "fig1ab", AttentionMapsConfig, ref="Fig. 1a, 1b", figure=figur
            title="Attention at initialisation: nearly uniform (low β) vs sharp (high β)")(attention_maps)
 
 
-def _train(config: MLMConfig, ctx: RunContext, arch, betas, alphas, key: str = "") -> Trajectory:
-    """One batched MLM run over ``betas`` × ``alphas`` × seeds, resumable from the run's checkpoint."""
-    T = arch.T
-    windows, vocab = corpus_tokens(config, T, ctx)
-    if config.corpus == "repeat":
-        ev = data.repeat_task(config.n_eval, T, vocab, torch.Generator().manual_seed(ctx.seed("eval")))
-    else:
-        windows, ev = windows[config.n_eval:], windows[: config.n_eval]
-    state = ctx.resume() or {}
-    if state.get("done", {}).get(key) is not None:
-        return Trajectory.from_arrays(state["done"][key], time_name="step", source="training")
-    resume = state.get("partial") if state.get("key") == key else None
-    done = state.get("done", {})
+def _train(config: MLMConfig, ctx: RunContext, units: Units, arch, betas, alphas, key: str = "") -> Trajectory:
+    """One batched MLM run over ``betas`` × ``alphas`` × seeds: the run's unit ``key``, resumable mid-training."""
 
-    def save(fn):
-        ctx.checkpoint(lambda: {"done": done, "key": key, "partial": fn()})
+    def compute(resume, save) -> dict[str, np.ndarray]:
+        T = arch.T
+        windows, vocab = corpus_tokens(config, T, ctx)
+        if config.corpus == "repeat":
+            ev = data.repeat_task(config.n_eval, T, vocab, torch.Generator().manual_seed(ctx.seed("eval")))
+        else:
+            windows, ev = windows[config.n_eval:], windows[: config.n_eval]
+        slots = list(itertools.product(betas, alphas)) * config.n_seeds
+        with ctx.progress(config.steps, f"MLM {key or 'training'}: {len(slots)} models, L={arch.L}") as bar:
+            tr = mlm.train_mlm(arch, windows, vocab, config.optim(), betas=[s[0] for s in slots],
+                               alphas=[s[1] for s in slots], eval_windows=ev, gen_init=ctx.rng(f"init{key}"),
+                               gen_data=ctx.rng(f"data{key}"), device=ctx.device, emb_std=config.emb_std,
+                               resume=resume, checkpoint=save, progress=bar.update)
+        return tr.to_arrays()
 
-    slots = list(itertools.product(betas, alphas)) * config.n_seeds
-    with ctx.progress(config.steps, f"MLM {key or 'training'}: {len(slots)} models, L={arch.L}") as bar:
-        tr = mlm.train_mlm(arch, windows, vocab, config.optim(), betas=[s[0] for s in slots],
-                           alphas=[s[1] for s in slots], eval_windows=ev, gen_init=ctx.rng(f"init{key}"),
-                           gen_data=ctx.rng(f"data{key}"), device=ctx.device, emb_std=config.emb_std, resume=resume,
-                           checkpoint=save, progress=bar.update)
-    done[key] = tr.to_arrays()
-    ctx.checkpoint(lambda: {"done": done, "key": None, "partial": None}, force=True)
-    return tr
+    return Trajectory.from_arrays(units.get(key, compute), time_name="step", source="training")
 
 
 def _summarise(tr: Trajectory, slots, prefix: str = "") -> tuple[dict, list]:
@@ -99,7 +93,7 @@ def _summarise(tr: Trajectory, slots, prefix: str = "") -> tuple[dict, list]:
 def mlm_betas(config: MLMConfig, ctx: RunContext) -> Result:
     """Figs. 4 / C.2: MLM loss and first-layer attention entropy over training for several β (and α_SA)."""
     arch = config.arch()
-    tr = _train(config, ctx, arch, config.betas, config.alphas)
+    tr = _train(config, ctx, Units(ctx), arch, config.betas, config.alphas)
     slots = [(b, a, s) for s in range(config.n_seeds) for b, a in itertools.product(config.betas, config.alphas)]
     summary, rows = _summarise(tr, slots)
     lo, hi = min(config.betas), max(config.betas)
@@ -139,9 +133,11 @@ experiment(STUDY, "figC2", MLMConfig.with_defaults(
 def deep_mlm(config: DeepMLMConfig, ctx: RunContext) -> Result:
     """Fig. 1f: deep low-β models with α_SA below / above α_c(L) (rank-collapse arm) and shallower models with
     β above / below β_c (entropy-collapse arm), MLM loss over training."""
-    rank = _train(config, ctx, config.arch(L=config.rank_L, beta=config.rank_beta), [config.rank_beta],
+    units = Units(ctx)
+    rank = _train(config, ctx, units, config.arch(L=config.rank_L, beta=config.rank_beta), [config.rank_beta],
                   config.rank_alphas, "rank")
-    ent = _train(config, ctx, config.arch(L=config.entropy_L), config.entropy_betas, [config.entropy_alpha], "entropy")
+    ent = _train(config, ctx, units, config.arch(L=config.entropy_L), config.entropy_betas, [config.entropy_alpha],
+                 "entropy")
     rs = [(config.rank_beta, a, s) for s in range(config.n_seeds) for a in config.rank_alphas]
     es = [(b, config.entropy_alpha, s) for s in range(config.n_seeds) for b in config.entropy_betas]
     s1, r1 = _summarise(rank, rs, "rank_")
