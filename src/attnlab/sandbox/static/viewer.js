@@ -6,6 +6,7 @@
 // measured once, not per redraw (reading them between redraws would force a page layout each time).
 import { api } from "./api.js";
 import { exportRun } from "./export.js";
+import { plotlyReady } from "./plotly.js";
 
 const CHUNK = 16;            // frames per prefetch request
 const WINDOW = 64;           // frames prefetched on each side of the shown one
@@ -266,6 +267,7 @@ export class Viewer {
   }
 
   async draw(index, e, names) {
+    await plotlyReady;
     this.measure(names);
     const jobs = [];
     for (const n of names) {
@@ -370,6 +372,7 @@ export class Viewer {
     const names = this.visible("series");
     if (!names.length) return;
     const res = await api.series(this.runId, this.variant, names);
+    await plotlyReady;
     for (const [n, fig] of Object.entries(res.figures)) {
       const div = this.divs[n];
       this.measure([n]);
