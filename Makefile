@@ -26,7 +26,7 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-# The demo runs every study's headline experiments (about half an hour on 2 cores); `make check` measures every paper claim at quick
+# The demo runs every study's headline experiments (14 min on 2 cores); `make check` measures every paper claim at quick
 # scale (about an hour and a half on 2 cores) into the same store, and the report then shows both.
 demo: $(STAMP)
 	$(BIN)/attnlab reproduce --quick --no-claims --report attnlab-report.html
