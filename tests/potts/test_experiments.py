@@ -96,5 +96,9 @@ def test_interrupted_training_resumes_to_the_same_result(tmp_path, monkeypatch):
     rec = store.run(exp, cfg)
     assert "resumed from checkpoint" in (rec.run_dir / "log.txt").read_text()
     resumed = load_result(rec.run_dir)[1]
-    for key in ("factored/traj_test_loss", "factored/W", "vanilla1/traj_test_loss", "vanilla1/map"):
+    fm, vm = resumed.arrays["factored/maps"], resumed.arrays["vanilla1/maps"]
+    assert fm.shape[0] == 5 and fm.shape[2:] == (6, 6)  # epochs 0..4
+    assert vm.shape == (len(resumed.arrays["vanilla1/traj_time"]), 1, 6, 6)
+    for key in ("factored/traj_test_loss", "factored/W", "vanilla1/traj_test_loss", "vanilla1/map", "factored/maps",
+                "vanilla1/maps"):
         assert np.allclose(resumed.arrays[key], clean.arrays[key], rtol=0, atol=1e-12), key

@@ -1,6 +1,8 @@
 """MLM training (stacked models, their independence, eq. (2)'s a = 0 = factored), the pseudo-likelihood L-BFGS
 fits, and the paired API of the Potts part."""
 
+import io
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +12,7 @@ from attnlab.potts.data import PottsSpec, potts_dataset
 from attnlab.potts.model import potts_representation
 from attnlab.potts.optim import lbfgs
 from attnlab.potts.pseudolikelihood import fit_lbfgs, pl_objective
-from attnlab.potts.train import Optim, simulate, train_stacked
+from attnlab.potts.train import Optim, simulate, train_stacked, train_vanilla
 
 SPEC = PottsSpec(L=6, C=8, n_chains=10, burn_in=30, thin=3, M_train=300, M_test=100, beta=1.5)
 
@@ -66,3 +68,42 @@ def test_paired_api_shares_the_vocabulary(data):
     assert set(sim.names) == set(opt.names)
     assert abs(float(opt["gap"][0, 0])) < 1e-9 and abs(float(opt["corr"][0, 0]) - 1) < 1e-9
     assert (sim["test_loss"] >= opt["test_loss"] - 0.05).all()
+
+
+def _interrupted(train, stop: int):
+    """``train(checkpoint=..., resume=None)`` saved as the run store does (serialised at once) at epoch ``stop``,
+    then ``train(resume=state)``: the resumed fit."""
+    saved = {}
+
+    def checkpoint(state_fn):
+        state = state_fn()
+        if state["epoch"] == stop:
+            buf = io.BytesIO()
+            torch.save(state, buf)
+            saved["state"] = buf.getvalue()
+
+    train(checkpoint=checkpoint, resume=None)
+    return train(checkpoint=None, resume=torch.load(io.BytesIO(saved["state"]), weights_only=False))
+
+
+@pytest.mark.parametrize("model", ["factored", "vanilla"])
+def test_per_epoch_maps_end_at_the_final_map_and_resume_exactly(data, model):
+    L = data.potts.L
+    if model == "factored":
+        def train(**kw):
+            return train_stacked("factored", data, seeds=[3, 4], optim=Optim(epochs=4), **kw)
+        shape = (5, 2, L, L)
+    else:
+        def train(**kw):
+            return train_vanilla(data, n_layers=1, seed=3, d=8, eval_every=2,
+                                 optim=Optim(lr=1e-2, epochs=5, batch=50), **kw)
+        shape = (4, 1, L, L)  # epochs 0, 2, 4, 5
+    clean = train(checkpoint=None, resume=None)
+    E = clean.epoch_maps
+    assert E is not None and tuple(E.shape) == shape and E.dtype == torch.float32
+    assert len(clean.trajectory.time) == shape[0]
+    torch.testing.assert_close(E[-1], clean.maps.float().cpu(), rtol=0, atol=0)  # the last entry is the final map
+    assert (E[0] - E[-1]).abs().max() > 1e-3  # the maps moved: early entries are not the final map
+    resumed = _interrupted(train, stop=2)
+    torch.testing.assert_close(resumed.epoch_maps, E, rtol=0, atol=0)
+    np.testing.assert_array_equal(resumed.trajectory["corr"], clean.trajectory["corr"])

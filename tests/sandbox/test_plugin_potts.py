@@ -134,18 +134,47 @@ def test_fig2_training_curves_plane_and_maps(runs):
     assert "epoch 0<br>" in v0["hovertext"][0] and v0["x"][0] == a["vanilla1/traj_corr"][0, 0]
     assert any(t["name"] == "exact conditionals" for t in plane["data"])
 
-    maps = view.frame(i, 1, ["maps"])["maps"]
-    J, A = a["J"], a["factored/map"][1]
+    J = a["J"]
     off = ~np.eye(len(J), dtype=bool)
+
+    def shown(index, variant):  # the map behind the maps and scatter panels, undone from κ*A
+        figs = view.frame(index, variant, ["maps", "scatter"])
+        return figs["maps"], figs["scatter"]
+
+    assert a["factored/maps"].shape == (6, 2, 8, 8) and a["vanilla1/maps"].shape == (3, 1, 8, 8)
+    np.testing.assert_array_equal(a["factored/maps"][-1], a["factored/map"].astype(np.float32))
+    assert any("at or before the frame's" in n for n in view.notes)
+    for index, variant, A in [(i, 1, a["factored/maps"][4, 1]), (1, 0, a["factored/maps"][1, 0]),
+                              (1, 2, a["vanilla1/maps"][0, 0]), (i, 2, a["vanilla1/maps"][2, 0])]:
+        A = np.asarray(A, float)
+        maps, sc = shown(index, variant)
+        kappa = (A[off] * J[off]).sum() / (A[off] ** 2).sum()
+        left, right = maps["data"]
+        np.testing.assert_array_equal(left["z"][off], J[off])
+        assert np.isnan(np.diag(left["z"])).all() and np.isnan(np.diag(right["z"])).all()  # the sink is blanked
+        np.testing.assert_allclose(right["z"][off], kappa * A[off], rtol=1e-12)
+        corr = np.corrcoef(A[off], J[off])[0, 1]
+        assert f"corr {corr:.3f}" in maps["layout"]["title"]["text"]
+        np.testing.assert_allclose(sc["data"][1]["y"], kappa * A[off], rtol=1e-12)
+    assert "(epoch 4)" in shown(i, 1)[0]["layout"]["title"]["text"]
+    assert "(epoch 0)" in shown(1, 2)[0]["layout"]["title"]["text"]  # vanilla's epoch 0 at frame epoch 1
+    early = np.asarray(a["factored/maps"][1, 1], float)  # an early frame is not the final map
+    final = np.asarray(a["factored/map"][1], float)
+    assert np.abs(early - final)[off].max() > 1e-3
+    right = shown(1, 1)[0]["data"][1]["z"][off]
+    assert not np.allclose(right, final[off] * (final[off] * J[off]).sum() / (final[off] ** 2).sum())
+
+    # a run from before per-epoch maps: the final map at every frame, and a note saying so
+    old = {k: v for k, v in a.items() if not k.endswith("/maps")}
+    view = plugin.plugin_for("potts.fig2").open("potts.fig2", old, s, run.config, live=False)
+    assert any("end of training only" in n for n in view.notes)
+    A = final
     kappa = (A[off] * J[off]).sum() / (A[off] ** 2).sum()
-    left, right = maps["data"]
-    np.testing.assert_array_equal(left["z"][off], J[off])
-    assert np.isnan(np.diag(left["z"])).all() and np.isnan(np.diag(right["z"])).all()  # the sink is blanked
-    np.testing.assert_allclose(right["z"][off], kappa * A[off])
-    corr = np.corrcoef(A[off], J[off])[0, 1]
-    assert f"corr {corr:.3f}" in maps["layout"]["title"]["text"]
-    sc = view.frame(i, 1, ["scatter"])["scatter"]["data"][1]
-    np.testing.assert_allclose(sc["y"], kappa * A[off])
+    for index in (1, i):
+        maps, sc = shown(index, 1)
+        np.testing.assert_allclose(maps["data"][1]["z"][off], kappa * A[off])
+        assert "(final, epoch 5)" in maps["layout"]["title"]["text"]
+        np.testing.assert_allclose(sc["data"][1]["y"], kappa * A[off])
 
 
 def test_fig2d_loss_vs_a_per_epoch(runs):

@@ -118,7 +118,8 @@ def fig2(config: Fig2Config, ctx: RunContext) -> Result:
                                     eval_every=config.eval_every, n_eval=config.n_eval,
                                     progress=lambda e, T: bar.update(e), checkpoint=save, resume=resume)
             extra = {"layer_maps": fit.extra["layer_maps"].numpy(), "final_test": np.array([fit.extra["test_loss"]])}
-        return {**fit.trajectory.to_arrays("traj_"), "map": fit.maps.cpu().numpy(), **extra}
+        maps = {} if fit.epoch_maps is None else {"maps": fit.epoch_maps.cpu().numpy()}  # (E, S, L, L) float32
+        return {**fit.trajectory.to_arrays("traj_"), "map": fit.maps.cpu().numpy(), **maps, **extra}
 
     done = _units(ctx, list(config.models), compute, "architectures")
     arrays, frames = {}, []

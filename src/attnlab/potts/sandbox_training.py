@@ -1,7 +1,9 @@
 """Fig. 2a-c (fig2; frames = epochs, variants = model × seed): test loss vs epoch with the optimal (Bayes) loss of
 the exact conditionals (5), the reconstruction error (J - κ*A)² (log y, Fig. 2c) and corr(A, J) against the optimum's
 1; per frame, every model's path in the (corr(A, J), test - optimal) plane up to the shown epoch, and J beside the
-learned map κ*A (Fig. 2b; the run stores the maps at the end of training only, the panels add the L×L scale fit κ*).
+learned map κ*A (Fig. 2b) at the frame's epoch (the panels add the L×L scale fit κ*). Runs that store per-epoch maps
+(``<model>/maps``, (E, S, L, L) on the trajectory's epochs) are scrubbable; older runs show the final map at every
+frame, with a note.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class TrainingView(MethodView):
     pairs: list[tuple[str, int]] = field(default_factory=list)
     at: dict[str, np.ndarray] = field(default_factory=dict)
     maps: dict[str, np.ndarray] = field(default_factory=dict)  # model → (S, L, L) final maps
+    epoch_maps: dict[str, np.ndarray] = field(default_factory=dict)  # model → (T_m, S, L, L) maps per evaluated epoch
     J: np.ndarray | None = None
     optimum: dict[str, float] = field(default_factory=dict)  # exact conditionals: test_loss, corr, recon_err
     plane_range: tuple[list[float], list[float]] = ([0.0, 1.0], [0.0, 1.0])
@@ -107,23 +110,32 @@ class TrainingView(MethodView):
                        ylabel="test loss - optimal", xaxis={"range": xr}, yaxis={"range": yr})
         return {"data": data, "layout": lay}
 
+    def _map(self, index: int, model: str, seed: int) -> tuple[np.ndarray, str]:
+        """The model's map at the frame's epoch (its last evaluated epoch at or before it) where the run stores
+        per-epoch maps, else the final map; and a label saying which."""
+        if model in self.epoch_maps:
+            k = int(self.at[model][index])
+            maps = self.epoch_maps[model][k]
+            return maps[min(seed, len(maps) - 1)], f"epoch {self.runs[model].time[k]:g}"
+        A = self.maps[model][min(seed, len(self.maps[model]) - 1)]
+        return A, f"final, epoch {self.runs[model].time[-1]:g}"
+
     def _frame_maps(self, index: int, variant: int) -> Figure:
         model, seed = self.pairs[variant]
-        A = self.maps[model][min(seed, len(self.maps[model]) - 1)]
+        A, when = self._map(index, model, seed)
         corr = float(np.corrcoef(_offdiag(A), _offdiag(self.J))[0, 1])
-        last = self.runs[model].time[-1]
-        return _matrix_pair(self.J, A, f"J vs {NAMES.get(model, model)} (final, epoch {last:g}): corr {corr:.3f}",
+        return _matrix_pair(self.J, A, f"J vs {NAMES.get(model, model)} ({when}): corr {corr:.3f}",
                             f"κ*A, seed {seed + 1}")
 
     def _frame_scatter(self, index: int, variant: int) -> Figure:
         model, seed = self.pairs[variant]
-        A = self.maps[model][min(seed, len(self.maps[model]) - 1)]
+        A, when = self._map(index, model, seed)
         j, a = _offdiag(self.J), _kappa(A, self.J) * _offdiag(A)
         lim = [float(min(j.min(), a.min())), float(max(j.max(), a.max()))]
         data = [T.line(lim, lim, color="#999", dash="dot", width=1, hoverinfo="skip"),
                 T.scatter(np.stack([j, a], 1), color=T.rgb(COLOR.get(model, T.COLORS[0])), size=5,
                           name="i ≠ j")]
-        lay = T.layout(f"κ*A_ij vs J_ij, {NAMES.get(model, model)} (final)", xlabel="J_ij", ylabel="κ* A_ij")
+        lay = T.layout(f"κ*A_ij vs J_ij, {NAMES.get(model, model)} ({when})", xlabel="J_ij", ylabel="κ* A_ij")
         return {"data": data, "layout": lay}
 
     def _series_observable(self, variant: int, name: str, title: str, ylabel: str, log: bool = False,
@@ -182,12 +194,24 @@ def open_fig2(experiment: str, arrays: Mapping[str, np.ndarray], summary: Mappin
              pad(float(np.nanmin(gap)), float(np.nanmax(gap))))
     maps = {m: np.asarray(arrays[f"{m}/map"], float).reshape(-1, *np.shape(arrays[f"{m}/map"])[-2:])
             for m in models if f"{m}/map" in arrays}
+    epoch_maps = {}  # per-epoch maps on the model's own epochs (E, S, L, L); a run without them shows final maps
+    for m in models:
+        if f"{m}/maps" in arrays:
+            E = np.asarray(arrays[f"{m}/maps"], float)
+            if E.ndim != 4 or len(E) != len(runs[m].time):
+                raise ConfigError(f"'{m}/maps' has shape {E.shape}: expected (epochs = {len(runs[m].time)}, S, L, L)")
+            epoch_maps[m] = E
     panels = [PanelSpec("plane", "corr(A, J) vs loss gap, per epoch")]
     notes = ["optimum = the exact Potts conditionals (5) (theory, dashed); training runs: lines"]
     if "J" in arrays and len(maps) == len(models):
         panels += [PanelSpec("maps", "J beside the learned map (Fig. 2b)"),
                    PanelSpec("scatter", "κ*A_ij vs J_ij", default=False)]
-        notes.append("attention maps are stored at the end of training only: map panels show the final map")
+        if len(epoch_maps) == len(models):
+            notes.append("map panels show each model's map at its last evaluated epoch at or before the frame's")
+        else:
+            final = ", ".join(NAMES.get(m, m) for m in models if m not in epoch_maps)
+            notes.append(f"attention maps are stored at the end of training only ({final}): "
+                         "map panels show the final map")
     else:
         notes.append("this run stores no attention maps or no J: map panels are off")
     panels += [PanelSpec("loss", "test loss vs epoch (Fig. 2a)", "series"),
@@ -198,6 +222,7 @@ def open_fig2(experiment: str, arrays: Mapping[str, np.ndarray], summary: Mappin
         notes.append("no optimal loss stored with this run")
     J = np.asarray(arrays["J"], float) if "J" in arrays else None
     view = TrainingView(times=times, time_label="epoch", variants=[], panels=panels, notes=notes, runs=runs,
-                        pairs=pairs, at=at, maps=maps, J=J, optimum=optimum, plane_range=plane)
+                        pairs=pairs, at=at, maps=maps, epoch_maps=epoch_maps, J=J, optimum=optimum,
+                        plane_range=plane)
     view.variants = [view._label(m, s) for m, s in pairs]
     return view

@@ -3,6 +3,7 @@ same loss: ``pseudolikelihood.py``).
 
     fit = train_stacked("factored", data, seeds=[0, 1, 2], optim=Optim())     # 3 models in one computation
     fit.trajectory          # Trajectory over epochs: test_loss, train_loss, gap, recon_err, corr, each (T, S)
+    fit.epoch_maps          # (T, S, L, L) float32 attention maps at the same evaluated epochs
     fit = train_vanilla(data, n_layers=1, seed=0, optim=Optim(lr=1e-3, epochs=60))
     sim = simulate(data, "factored", ...)                                     # the paired API (theory.potts_optimum)
 
@@ -94,12 +95,21 @@ def _load_state(state: dict, params: dict[str, Tensor], opt, sched, gens: Sequen
 
 @dataclass(eq=False)
 class Fit:
-    """A trained stack of models: final parameters, the per-epoch trajectory, final attention maps (S, L, L)."""
+    """A trained stack of models: final parameters, the per-epoch trajectory, final attention maps (S, L, L), and
+    the maps at every evaluated epoch (T, S, L, L) float32 (None: resumed from a state that did not record them)."""
 
     params: dict[str, Tensor]
     trajectory: Trajectory
     maps: Tensor
     extra: dict = field(default_factory=dict)
+    epoch_maps: Tensor | None = None
+
+
+def _epoch_maps(rows: list[dict]) -> Tensor | None:
+    """The maps the evaluations recorded in ``rows`` (key "map", kept out of the trajectory's observables)."""
+    if not rows or any("map" not in r for r in rows):
+        return None
+    return torch.stack([r["map"] for r in rows])
 
 
 # -- stacked single-layer models ------------------------------------------------------------------------------------
@@ -190,7 +200,7 @@ def train_stacked(
             test_loss = mlm_loss(stacked_logits(kind, params, test, attn, a), test).double()
             A = attention_maps(kind, params, test, attn, a).double()
         return {"test_loss": test_loss, "gap": test_loss - opt_loss, "recon_err": metrics.recon_error(A, J),
-                "corr": metrics.corr_offdiag(A, J)}
+                "corr": metrics.corr_offdiag(A, J), "map": A.float().cpu()}
 
     rows, epochs, start = [], [], 1
     if resume is not None:
@@ -223,7 +233,7 @@ def train_stacked(
     traj = Trajectory(np.asarray(epochs, float), {k: torch.stack([r[k] for r in rows]) for k in OBSERVABLES},
                       time_name="epoch", source=kind, meta={"optimal_loss": opt_loss, "M": n})
     final = {k: v.detach() for k, v in params.items()}
-    return Fit(final, traj, attention_maps(kind, final, test, attn, a).double())
+    return Fit(final, traj, attention_maps(kind, final, test, attn, a).double(), epoch_maps=_epoch_maps(rows))
 
 
 # -- the vanilla transformer ------------------------------------------------------------------------------------------
@@ -263,7 +273,8 @@ def train_vanilla(
     resume: dict | None = None,
 ) -> Fit:
     """Train the UvA transformer by MLM; evaluate every ``eval_every`` epochs on ``n_eval`` test sequences
-    (``checkpoint`` / ``resume`` as in :func:`train_stacked`)."""
+    (``checkpoint`` / ``resume`` as in :func:`train_stacked`). ``epoch_maps`` holds Fig. 2b's map of each of these
+    evaluations (on the ``n_eval`` sequences), ``maps`` the final one on the whole test set."""
     device = data.train.device
     train = data.train if M is None else data.train[:M]
     test, J, L, C = data.test, data.potts.J, data.potts.L, data.potts.C
@@ -281,7 +292,7 @@ def train_vanilla(
         A = vanilla_map(maps)
         return {"test_loss": torch.tensor([loss], dtype=torch.float64), "gap": torch.tensor([loss - opt_loss]),
                 "recon_err": metrics.recon_error(A, J).reshape(1).cpu(),
-                "corr": metrics.corr_offdiag(A, J).reshape(1).cpu()}
+                "corr": metrics.corr_offdiag(A, J).reshape(1).cpu(), "map": A[None].float().cpu()}
 
     if resume is not None:
         start = _load_state(resume, params, opt, sched, [g_batch]) + 1
@@ -318,7 +329,8 @@ def train_vanilla(
     loss, maps = vanilla_eval(model, test)
     A = vanilla_map(maps)
     extra = {"test_loss": loss, "layer_maps": maps.cpu()}
-    return Fit({k: v.detach() for k, v in model.state_dict().items()}, traj, A[None], extra)
+    return Fit({k: v.detach() for k, v in model.state_dict().items()}, traj, A[None], extra,
+               epoch_maps=_epoch_maps(rows))
 
 
 # -- the paired API ---------------------------------------------------------------------------------------------------
