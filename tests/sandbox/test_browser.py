@@ -48,9 +48,11 @@ def wait_drawn(page, pane: str, panel: str, index: int, timeout: float = 60_000)
 
 
 def plot_pixel(page, div_id: str, x: float, y: float | None = None) -> tuple[float, float]:
-    """Page coordinates of data point (x, y) in a Plotly div (y None: the middle of the plot area)."""
+    """Page coordinates of data point (x, y) in a plot div, drawn by Plotly or by the canvas renderer (y None: the
+    middle of the plot area)."""
     return tuple(page.evaluate("""([id, x, y]) => {
-        const div = document.getElementById(id), r = div.getBoundingClientRect();
+        const div = document.getElementById(id), r = div.getBoundingClientRect(), c = div._canvasplot;
+        if (c) return [r.left + c.xa.d2p(x), r.top + (y === null ? c.box.y + c.box.h / 2 : c.ya.d2p(y))];
         const xa = div._fullLayout.xaxis, ya = div._fullLayout.yaxis;
         return [r.left + xa._offset + xa.l2p(x), r.top + ya._offset + (y === null ? ya._length / 2 : ya.l2p(y))];
     }""", [div_id, x, y]))
@@ -161,7 +163,7 @@ def test_click_hover_toggle_and_seeds(page, server, stored):
     px, py = page.evaluate("(t => [t.x[5], t.y[5]])(document.getElementById('A-xi').data[0])")
     x, y = plot_pixel(page, "A-xi", px, py)
     page.mouse.move(x, y)
-    label = page.locator("#A-xi .hoverlayer .hovertext")
+    label = page.locator("#A-xi .hovertext")
     label.wait_for(timeout=10_000)
     text = label.text_content()
     assert "sentence" in text and "class y =" in text and "p̂(y|x) =" in text
@@ -218,3 +220,41 @@ def test_the_specialization_study_in_the_browser(page, server, stored):
     page.locator(".viewer .slider").fill("3")
     wait_drawn(page, "A", "plane12", 3)
     assert "τ 1.5 " in page.locator(".viewer .step").inner_text()
+
+
+CANVAS_VS_PLOTLY = """async (pane) => {
+    const v = window.sandbox.app.viewers.find((w) => w.pane === pane), out = {};
+    for (const name of v.visible("frame")) {
+        const div = v.divs[name], c = div._canvasplot;
+        if (!c) { out[name] = null; continue; }
+        const [w, h] = [c.canvas.clientWidth, c.canvas.clientHeight];
+        const probe = document.createElement("div");
+        probe.style.cssText = `position: absolute; left: -5000px; top: 0; width: ${w}px; height: ${h}px`;
+        document.body.append(probe);
+        await Plotly.newPlot(probe, c.fig.data, {...c.fig.layout, width: w, height: h});
+        const fx = probe._fullLayout.xaxis, fy = probe._fullLayout.yaxis;
+        out[name] = {canvas: [c.xa.r0, c.xa.r1, c.ya.r0, c.ya.r1, c.box.x, c.box.w, c.box.y, c.box.h],
+                     plotly: [...fx.range.map(fx.r2l), ...fy.range.map(fy.r2l), fx._offset, fx._length, fy._offset,
+                              fy._length]};
+        Plotly.purge(probe);
+        probe.remove();
+    }
+    return out;
+}"""
+
+
+def test_the_canvas_renderer_draws_frame_panels_where_plotly_would(page, server, stored):
+    """Every default frame panel of the clustering and specialization runs is drawn on canvas (the fast path), with
+    Plotly's axis ranges (within 2% of the span) and plot area (within 2 px): Plotly draws the same figure aside."""
+    for run, panel, index in ((stored.big, "xi", 1000), (stored.spec, "plane12", 8)):
+        open_page(page, server, f"?run={run}")
+        wait_drawn(page, "A", panel, index)
+        page.wait_for_function("window.Plotly")
+        both = page.evaluate(CANVAS_VS_PLOTLY, "A")
+        assert both and all(both.values()), f"panels not drawn on canvas: {[n for n, b in both.items() if not b]}"
+        for name, b in both.items():
+            (cx0, cx1, cy0, cy1, *cbox), (px0, px1, py0, py1, *pbox) = b["canvas"], b["plotly"]
+            for (c0, c1), (p0, p1) in (((cx0, cx1), (px0, px1)), ((cy0, cy1), (py0, py1))):
+                span = abs(p1 - p0)
+                assert abs(c0 - p0) < 0.02 * span and abs(c1 - p1) < 0.02 * span, (name, b)
+            assert max(abs(c - p) for c, p in zip(cbox, pbox, strict=True)) < 2, (name, b)

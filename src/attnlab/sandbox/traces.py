@@ -44,8 +44,8 @@ def layout(title: str, *, equal: bool = False, xlabel: str = "", ylabel: str = "
     out: dict[str, Any] = {
         "title": {"text": title, "font": {"size": 13}, "x": 0.02, "xanchor": "left"},
         "margin": {"l": 44, "r": 10, "t": 34, "b": 36}, "showlegend": False, "hovermode": "closest",
-        "xaxis": {"title": {"text": xlabel}, "zeroline": False, "nticks": 6},
-        "yaxis": {"title": {"text": ylabel}, "zeroline": False, "nticks": 6},
+        "xaxis": {"title": {"text": xlabel}, "zeroline": False, "nticks": 6, "ticklabeloverflow": "allow"},
+        "yaxis": {"title": {"text": ylabel}, "zeroline": False, "nticks": 6, "ticklabeloverflow": "allow"},
         "uirevision": "keep", "paper_bgcolor": "white", "plot_bgcolor": "white", "font": {"size": 11},
     }
     if equal:
@@ -113,7 +113,7 @@ def geometry_layout(title: str, frame: dict[str, Any], **more: Any) -> dict[str,
 
 
 def png_uri(rgb: np.ndarray) -> str:
-    """An (H, W, 3) uint8 image, top row first, as a PNG data URI (Plotly ``image`` traces take it as ``source``)."""
+    """An (H, W, 3) uint8 image as a PNG data URI, row 0 first (an ``image`` trace draws row 0 at ``y0``)."""
     from PIL import Image
 
     buf = io.BytesIO()

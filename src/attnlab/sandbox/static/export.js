@@ -1,6 +1,7 @@
-// Exports of a viewer: the current view as one PNG (every shown panel, composed in the browser from Plotly's own
-// images), or a frame range as PNG / GIF / MP4 through the study's offline renderer on the server.
+// Exports of a viewer: the current view as one PNG (every shown panel, composed in the browser from the canvas
+// renderer's and Plotly's own images), or a frame range as PNG / GIF / MP4 through the study's offline renderer on the server.
 import { api } from "./api.js";
+import { toDataURL } from "./canvas_plot.js";
 
 export async function exportRun(viewer) {
   const kind = viewer.exportKind.value;
@@ -33,7 +34,8 @@ async function exportView(viewer) {
   g.fillStyle = "#222";
   g.font = "14px sans-serif";
   g.fillText(`${viewer.title.textContent} · ${viewer.step.textContent}`, 8, 19);
-  const urls = await Promise.all(divs.map((d) => Plotly.toImage(d, { format: "png", width: w, height: h })));
+  const urls = await Promise.all(divs.map((d) => d._canvasplot ? toDataURL(d)
+    : Plotly.toImage(d, { format: "png", width: d.clientWidth, height: d.clientHeight })));
   await Promise.all(urls.map(async (url, i) => {
     const img = new Image();
     img.src = url;

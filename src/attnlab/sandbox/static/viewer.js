@@ -1,17 +1,24 @@
 // One run on screen: its panels, a time slider with play/pause, variant choice, panel toggles, job controls and
 // exports. Frames come from /api/runs/{id}/frames and are cached; the frame under the slider is fetched first,
-// its neighbourhood afterwards, so scrubbing over fetched frames only redraws (Plotly.react). Only panels on
-// screen are redrawn (an IntersectionObserver draws the others when they scroll in); the time cursor of the
-// series panels is an HTML line placed over the plot, so moving it costs no Plotly relayout. Plot sizes are
+// its neighbourhood afterwards, so scrubbing over fetched frames only redraws. Frame panels are drawn by the
+// canvas renderer (canvas_plot.js) when it can draw them, else by Plotly.react; series panels by Plotly. Only
+// panels on screen are redrawn (an IntersectionObserver draws the others when they scroll in); the time cursor of
+// the series panels is an HTML line placed over the plot, so moving it costs no Plotly relayout. Plot sizes are
 // measured once, not per redraw (reading them between redraws would force a page layout each time).
 import { api } from "./api.js";
+import { canDraw, draw as drawCanvas, release } from "./canvas_plot.js";
 import { exportRun } from "./export.js";
 import { plotlyReady } from "./plotly.js";
 
+// ?renderer=plotly draws every panel with Plotly (to compare the two renderers)
+const CANVAS = new URLSearchParams(location.search).get("renderer") !== "plotly";
 const CHUNK = 16;            // frames per prefetch request
 const WINDOW = 64;           // frames prefetched on each side of the shown one
 const CACHE_LIMIT = 2500;    // frames kept per viewer
 const PLOT_CONFIG = { displayModeBar: false, responsive: false, doubleClick: "reset" };
+// Plotly.react deep-copies and compares a config it is given on every call (~1 ms a plot): give it once.
+const plot = (div, fig, width, height) =>
+  Plotly.react(div, fig.data, { ...fig.layout, width, height }, div._fullLayout ? undefined : PLOT_CONFIG);
 
 const el = (tag, attrs = {}, ...children) => {
   const node = document.createElement(tag);
@@ -267,7 +274,6 @@ export class Viewer {
   }
 
   async draw(index, e, names) {
-    await plotlyReady;
     this.measure(names);
     const jobs = [];
     for (const n of names) {
@@ -293,11 +299,19 @@ export class Viewer {
     for (const n of missing) this.sizes.set(n, [this.divs[n].clientWidth, this.divs[n].clientHeight]);
   }
 
-  drawPanel(div, fig, index) {
+  async drawPanel(div, fig, index) {
     const [width, height] = this.sizes.get(div.dataset.panel) || [div.clientWidth, div.clientHeight];
-    div.dataset.index = index;
     delete div.dataset.stale;
-    return Plotly.react(div, fig.data, { ...fig.layout, width, height }, PLOT_CONFIG);
+    if (CANVAS && canDraw(fig)) {
+      await drawCanvas(div, fig, width, height);
+      div.dataset.renderer = "canvas";
+    } else {
+      release(div);
+      await plotlyReady;
+      await plot(div, fig, width, height);
+      div.dataset.renderer = "plotly";
+    }
+    div.dataset.index = index;
   }
 
   resized() {
@@ -377,7 +391,7 @@ export class Viewer {
       const div = this.divs[n];
       this.measure([n]);
       const [width, height] = this.sizes.get(n);
-      await Plotly.react(div, fig.data, { ...fig.layout, width, height }, PLOT_CONFIG);
+      await plot(div, fig, width, height);
       if (!div.dataset.clickable) {
         div.on("plotly_click", (ev) => ev.points.length && this.jumpTo(ev.points[0].x));
         div.on("plotly_relayout", () => this.moveCursor(this.target));

@@ -79,8 +79,10 @@ def normalized(d: Data, ctx: Data) -> Figure:
         th = np.linspace(0, 2 * np.pi, 120)
         data.append(T.line(r * np.cos(th), r * np.sin(th), color="#999", width=0.8, hoverinfo="skip"))
         data.append(T.line([0.0, q[0]], [0.0, q[1]], color=QUERY_COLOR, width=3, hoverinfo="skip"))
-        data.append(T.scatter(q[None], color=QUERY_COLOR, symbol="arrow", size=13, angleref="previous",
-                              hover=[f"query q (‖q‖ = {d['query']['norm']:.3g}, rescaled)"]))
+        head = T.scatter(q[None], color=QUERY_COLOR, symbol="arrow", size=13,
+                         hover=[f"query q (‖q‖ = {d['query']['norm']:.3g}, rescaled)"])
+        head["marker"]["angle"] = float(np.degrees(np.arctan2(q[0], q[1])))  # the arrow head points along q
+        data.append(head)
     else:
         data.append({"type": "scatter3d", "mode": "lines", "x": [0, q[0]], "y": [0, q[1]], "z": [0, q[2]],
                      "line": {"color": QUERY_COLOR, "width": 6}, "hoverinfo": "skip"})
@@ -163,8 +165,9 @@ def levels(d: Data, ctx: Data) -> Figure:
     w = np.clip((probs - 1 / n_cls) / (1 - 1 / n_cls), 0, 1)  # white = undecided, class colour = confident
     img = np.round(255 * np.clip(1 - w @ (1 - cols), 0, 1)).astype(np.uint8)
     dx, dy = xs[1] - xs[0], ys[1] - ys[0]
-    data: list[dict[str, Any]] = [{"type": "image", "source": T.png_uri(img[::-1]), "x0": xs[0] - dx / 2,
-                                   "y0": ys[-1] + dy / 2, "dx": dx, "dy": -dy, "hoverinfo": "skip"}]
+    # pixel (0, 0) centred on (xs[0], ys[0]); rows go up the (not reversed) y axis, as in both renderers
+    data: list[dict[str, Any]] = [{"type": "image", "source": T.png_uri(img), "x0": xs[0], "y0": ys[0], "dx": dx,
+                                   "dy": dy, "hoverinfo": "skip"}]
     dashed = (0.1, 0.9) if n_cls == 2 else (0.9,)
     for v in range(n_cls if n_cls > 2 else 1):
         pv = probs[..., v if n_cls > 2 else 1]
