@@ -28,32 +28,44 @@ const TRACES = {
 const MARKER = keys("size symbol color line opacity angle");
 const SHAPE = keys("type x0 x1 y0 y1 xref yref line fillcolor opacity layer");
 
-const only = (obj, allowed) => !obj || Object.keys(obj).every((k) => allowed.has(k));
 const colors = (c) => c === undefined || typeof c === "string" || (Array.isArray(c) && c.every((v) => typeof v === "string"));
 const arr = (v) => Array.isArray(v) ? v : [v];
 
-// Whether this renderer draws the figure exactly (else Plotly draws it).
-export function canDraw(fig) {
+// Why this renderer cannot draw the figure exactly ("" when it can; Plotly then draws it).
+export function whyNot(fig) {
   const lay = fig.layout || {};
-  if (!only(lay, LAYOUT) || lay.showlegend || !only(lay.xaxis, AXIS) || !only(lay.yaxis, AXIS)) return false;
-  for (const ax of [lay.xaxis || {}, lay.yaxis || {}]) {
-    if (ax.type && !["linear", "log", "-"].includes(ax.type)) return false;
-    if (ax.scaleanchor !== undefined && (ax !== lay.yaxis || ax.scaleanchor !== "x")) return false;
+  const extra = (obj, allowed) => Object.keys(obj || {}).filter((k) => !allowed.has(k)).join(",");
+  const bad = extra(lay, LAYOUT);
+  if (bad) return `layout.${bad}`;
+  if (lay.showlegend) return "legend";
+  for (const [name, ax] of [["xaxis", lay.xaxis || {}], ["yaxis", lay.yaxis || {}]]) {
+    if (extra(ax, AXIS)) return `${name}.${extra(ax, AXIS)}`;
+    if (ax.type && !["linear", "log", "-"].includes(ax.type)) return `${name}.type ${ax.type}`;
+    if (ax.scaleanchor !== undefined && (name !== "yaxis" || ax.scaleanchor !== "x")) return `${name}.scaleanchor`;
   }
-  if (!(lay.shapes || []).every((s) => only(s, SHAPE) && ["line", "rect"].includes(s.type) &&
-      ["x", "paper", undefined].includes(s.xref) && ["y", "paper", undefined].includes(s.yref))) return false;
-  return (fig.data || []).every((t) => {
+  for (const sh of lay.shapes || []) {
+    if (extra(sh, SHAPE) || !["line", "rect"].includes(sh.type) || !["x", "paper", undefined].includes(sh.xref) ||
+        !["y", "paper", undefined].includes(sh.yref)) return `shape ${sh.type} ${extra(sh, SHAPE)}`;
+  }
+  for (const t of fig.data || []) {
     const type = t.type || "scatter";
-    if (!TRACES[type] || !only(t, TRACES[type])) return false;
+    if (!TRACES[type]) return `trace type ${type}`;
+    if (extra(t, TRACES[type])) return `${type}.${extra(t, TRACES[type])}`;
     if (type === "scatter") {
       const m = t.marker || {};
-      return only(m, MARKER) && colors(m.color) && arr(m.symbol ?? "circle").every(knownSymbol) &&
-        only(m.line, keys("width color")) && (!m.line || typeof (m.line.color ?? "") === "string");
-    }
-    if (type === "heatmap") return t.showscale === false && Array.isArray(t.colorscale);
-    return typeof t.source === "string";
-  });
+      if (extra(m, MARKER)) return `marker.${extra(m, MARKER)}`;
+      if (!colors(m.color)) return "marker.color (numbers: a colour scale)";
+      if (!arr(m.symbol ?? "circle").every(knownSymbol)) return `marker.symbol ${m.symbol}`;
+      if (extra(m.line, keys("width color")) || typeof (m.line?.color ?? "") !== "string") return "marker.line";
+    } else if (type === "heatmap") {
+      if (t.showscale !== false) return "heatmap colour bar";
+      if (!Array.isArray(t.colorscale)) return `colorscale ${t.colorscale}`;
+    } else if (typeof t.source !== "string") return "image without source";
+  }
+  return "";
 }
+
+export const canDraw = (fig) => !whyNot(fig);
 
 // Draw `fig` into `div` at width × height CSS pixels; resolves once drawn (image traces are decoded first).
 export async function draw(div, fig, width, height) {
