@@ -25,7 +25,42 @@ class WalkView(View):
         if "boom" in names:
             raise RuntimeError("the boom panel always fails")
         xy = self.path[: index + 1, :2]
-        return {"walk": {"data": [T.line(xy[:, 0], xy[:, 1], mode="lines+markers")], "layout": T.layout("walk")}}
+        return {"walk": {"data": [T.line(xy[:, 0], xy[:, 1], mode="lines+markers")], "layout": T.layout("walk")},
+                "spread": self._spread(xy), "inset": self._inset(xy), "decades": self._decades(index),
+                "digits": self._digits(index)}
+
+    @staticmethod
+    def _decades(index: int) -> Figure:
+        """Log axes: x within one decade (linear steps), y over six (powers of ten with SI prefixes)."""
+        x = np.linspace(0.2, 0.9, 8)
+        y = 10.0 ** np.linspace(-6 - 0.1 * index, -1, 8)
+        return {"data": [T.line(x, y, mode="lines+markers")],
+                "layout": T.layout("decades", xaxis={"type": "log"}, yaxis={"type": "log"})}
+
+    @staticmethod
+    def _digits(index: int) -> Figure:
+        """Log axes over 1.3 decades (every digit labelled) and 2.5 decades (1, 2, 5)."""
+        x = np.geomspace(1, 20, 6)
+        y = np.geomspace(1, 300 + 10 * index, 6)
+        return {"data": [T.scatter(np.stack([x, y], 1), name="digits")],
+                "layout": T.layout("digits", xaxis={"type": "log"}, yaxis={"type": "log"})}
+
+    @staticmethod
+    def _spread(xy: np.ndarray) -> Figure:
+        """Legend outside on the right (Plotly's default place) and vertical error bars."""
+        k = np.arange(len(xy), dtype=float)
+        data = [T.line(k, xy[:, 0], name="x of the walk", mode="lines+markers",
+                       error_y={"type": "data", "array": 0.1 + 0.05 * k, "visible": True, "thickness": 1}),
+                T.line(k, xy[:, 1], name="y", dash="dash")]
+        return {"data": data, "layout": T.layout("spread", xlabel="step", showlegend=True, legend={"font": {"size": 9}})}
+
+    @staticmethod
+    def _inset(xy: np.ndarray) -> Figure:
+        """Legend inside the plot, anchored bottom right, and horizontal error bars."""
+        pts = T.scatter(xy, name="walk", color="#2ca02c", symbol="diamond",
+                        error_x={"type": "constant", "value": 0.2, "visible": True})
+        return {"data": [pts], "layout": T.layout("inset", showlegend=True, legend={
+            "x": 0.98, "y": 0.02, "xanchor": "right", "yanchor": "bottom", "font": {"size": 8}})}
 
     def series(self, variant: int, names: Sequence[str]) -> dict[str, Figure]:
         norm = np.linalg.norm(self.path, axis=1)
@@ -43,7 +78,9 @@ class WalkPlugin(StudyPlugin):
         if path.shape[1] < 2:
             path = np.concatenate([path, np.zeros((len(path), 1))], 1)
         return WalkView(times=np.arange(1, len(path) + 1, dtype=float), time_label="step", variants=["walk"],
-                        panels=[PanelSpec("walk", "walk"), PanelSpec("norm", "norm", "series"),
+                        panels=[PanelSpec("walk", "walk"), PanelSpec("spread", "spread"), PanelSpec("inset", "inset"),
+                                PanelSpec("decades", "decades"), PanelSpec("digits", "digits"),
+                                PanelSpec("norm", "norm", "series"),
                                 PanelSpec("boom", "always fails", default=False)], path=path)
 
 

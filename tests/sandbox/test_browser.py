@@ -233,9 +233,12 @@ CANVAS_VS_PLOTLY = """async (pane) => {
         document.body.append(probe);
         await Plotly.newPlot(probe, c.fig.data, {...c.fig.layout, width: w, height: h});
         const fx = probe._fullLayout.xaxis, fy = probe._fullLayout.yaxis;
+        const mine = (ax) => ax.spec.visible === false ? [] : ax.ticks().map((t) => t.text);
+        const theirs = (ax) => (ax._vals || []).map((t) => t.text.replace(/<[^>]*>/g, ""));
         out[name] = {canvas: [c.xa.r0, c.xa.r1, c.ya.r0, c.ya.r1, c.box.x, c.box.w, c.box.y, c.box.h],
                      plotly: [...fx.range.map(fx.r2l), ...fy.range.map(fy.r2l), fx._offset, fx._length, fy._offset,
-                              fy._length]};
+                              fy._length],
+                     ticks: [mine(c.xa), theirs(fx), mine(c.ya), theirs(fy)]};
         Plotly.purge(probe);
         probe.remove();
     }
@@ -244,9 +247,10 @@ CANVAS_VS_PLOTLY = """async (pane) => {
 
 
 def test_the_canvas_renderer_draws_frame_panels_where_plotly_would(page, server, stored):
-    """Every default frame panel of the clustering and specialization runs is drawn on canvas (the fast path), with
-    Plotly's axis ranges (within 2% of the span) and plot area (within 2 px): Plotly draws the same figure aside."""
-    for run, panel, index in ((stored.big, "xi", 1000), (stored.spec, "plane12", 8)):
+    """Every default frame panel of the clustering, specialization and toy runs (legends inside and outside, error
+    bars, log axes over less than one to six decades) is drawn on canvas (the fast path), with Plotly's axis ranges (within 0.5% of the span), plot area (within
+    1 px) and tick labels: Plotly draws the same figure aside."""
+    for run, panel, index in ((stored.big, "xi", 1000), (stored.spec, "plane12", 8), (stored.walk, "walk", 4)):
         open_page(page, server, f"?run={run}")
         wait_drawn(page, "A", panel, index)
         page.wait_for_function("window.Plotly")
@@ -256,5 +260,7 @@ def test_the_canvas_renderer_draws_frame_panels_where_plotly_would(page, server,
             (cx0, cx1, cy0, cy1, *cbox), (px0, px1, py0, py1, *pbox) = b["canvas"], b["plotly"]
             for (c0, c1), (p0, p1) in (((cx0, cx1), (px0, px1)), ((cy0, cy1), (py0, py1))):
                 span = abs(p1 - p0)
-                assert abs(c0 - p0) < 0.02 * span and abs(c1 - p1) < 0.02 * span, (name, b)
-            assert max(abs(c - p) for c, p in zip(cbox, pbox, strict=True)) < 2, (name, b)
+                assert abs(c0 - p0) < 0.005 * span and abs(c1 - p1) < 0.005 * span, (name, b)
+            mine_x, plotly_x, mine_y, plotly_y = b["ticks"]
+            assert mine_x == plotly_x and mine_y == plotly_y, (name, b["ticks"])
+            assert max(abs(c - p) for c, p in zip(cbox, pbox, strict=True)) < 1, (name, b)

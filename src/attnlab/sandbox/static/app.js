@@ -2,6 +2,7 @@
 // URL parameters ?run=ID&compare=ID open runs directly. window.sandbox exposes state and timings (the browser
 // tests read them; they are also handy in the developer console).
 import { api, subscribe } from "./api.js";
+import { whyNot } from "./canvas_plot.js";
 import { StartForm } from "./form.js";
 import { Viewer } from "./viewer.js";
 
@@ -18,7 +19,7 @@ class App {
     this.linkTime = document.getElementById("link-time");
     this.form = new StartForm(this);
     this.stats = { firstPaint: null, opens: [], redraws: [], ready: false, errors: [] };
-    window.sandbox = { app: this, stats: this.stats };
+    window.sandbox = { app: this, stats: this.stats, whyNot };  // whyNot(fig): why Plotly, not the canvas, draws it
     this.filter.addEventListener("input", () => this.renderRuns());
     let resizeTimer = null;
     window.addEventListener("resize", () => {

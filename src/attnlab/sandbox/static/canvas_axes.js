@@ -13,10 +13,7 @@ export class Axis {
     this.letter = letter;
     this.log = this.spec.type === "log";
     this.reversed = this.spec.autorange === "reversed";
-    this.lo = Infinity;
-    this.hi = -Infinity;
-    this.padded = false;  // Plotly's 5% of the axis length beyond the data (markers, text; y of lines)
-    this.ppad = 0;  // and pixels beyond that (markers' radii)
+    this.extremes = [];  // {lo, hi, padded, ppad}: a group of values, each with the room it needs beyond it
   }
 
   d2l(v) {
@@ -24,19 +21,22 @@ export class Axis {
     return this.log ? (v > 0 ? Math.log10(v) : NaN) : +v;
   }
 
-  // widen the data extent by values given in data units
+  // values (data units) the autorange must show; `padded`: Plotly's 5% of the axis length beyond them (markers,
+  // text, y of lines), `ppad`: pixels beyond that (markers' radii)
   include(values, padded = false, ppad = 0) {
+    let lo = Infinity;
+    let hi = -Infinity;
     for (const v of values) {
       const l = this.d2l(v);
       if (Number.isNaN(l)) continue;
-      if (l < this.lo) this.lo = l;
-      if (l > this.hi) this.hi = l;
+      if (l < lo) lo = l;
+      if (l > hi) hi = l;
     }
-    this.padded ||= padded;
-    this.ppad = Math.max(this.ppad, ppad);
+    if (lo <= hi) this.extremes.push({ lo, hi, padded, ppad });
   }
 
-  // the range in linear units: the layout's own, or the data extent padded as Plotly pads it
+  // the range in linear units: the layout's own, or the autorange: as Plotly, the narrowest range in which every
+  // group's extremes keep their room in pixels (the pair of lowest and highest that needs most units per pixel)
   settle(offset, length) {
     this.offset = offset;
     this.length = length;
@@ -46,19 +46,27 @@ export class Axis {
       [this.r0, this.r1] = [+given[0], +given[1]];  // Plotly gives log ranges in log10 units already
       return;
     }
-    let lo = this.lo;
-    let hi = this.hi;
-    if (!(lo <= hi)) [lo, hi] = this.log ? [0, 1] : [-1, 1];
-    if (hi - lo < 1e-12) {
-      const w = Math.abs(lo) > 0 ? Math.abs(lo) * 0.05 : 1;
-      lo -= w;
-      hi += w;
+    const pad = (e) => e.ppad + (e.padded ? 0.05 * length : 0);
+    const lows = this.extremes.map((e) => ({ v: e.lo, pad: pad(e) }));
+    const highs = this.extremes.map((e) => ({ v: e.hi, pad: pad(e) }));
+    if (!lows.length) {
+      [this.r0, this.r1] = this.log ? [0, 1] : [-1, 1];
+    } else {
+      let best = null;
+      for (const a of lows) {
+        for (const b of highs) {
+          const units = (b.v - a.v) / Math.max(length - a.pad - b.pad, 1);
+          if (!best || units > best.units) best = { a, b, units };
+        }
+      }
+      const { a, b } = best;
+      let units = best.units;
+      if (!(units > 0)) {  // a single value: Plotly shows ±5% of it (or ±1) around it
+        const w = Math.abs(a.v) > 0 ? Math.abs(a.v) * 0.05 : 1;
+        units = 2 * w / Math.max(length - a.pad - b.pad, 1);
+        [this.r0, this.r1] = [a.v - w - units * a.pad, b.v + w + units * b.pad];
+      } else [this.r0, this.r1] = [a.v - units * a.pad, b.v + units * b.pad];
     }
-    const span = hi - lo;
-    const pad = this.ppad + (this.padded ? 0.05 * length : 0);
-    const frac = pad / Math.max(length - 2 * pad, 1);
-    this.r0 = lo - frac * span;
-    this.r1 = hi + frac * span;
     if (this.reversed) [this.r0, this.r1] = [this.r1, this.r0];
   }
 
@@ -82,53 +90,67 @@ export class Axis {
     return this.r0 + f * (this.r1 - this.r0);
   }
 
-  // ticks: [{l, text}] inside the range
+  // ticks: [{l, text, small}] inside the range, chosen by Plotly's autotick rules (nticks, else one per 80 px of
+  // x / 40 px of y, 5 to 10; steps 2, 5, 10 × 10^k; log axes: whole decades, 1-2-5 or every digit, or linear
+  // steps within less than a decade)
   ticks() {
     const lo = Math.min(this.r0, this.r1);
     const hi = Math.max(this.r0, this.r1);
-    const inside = (l) => l >= lo - 1e-9 * (hi - lo) && l <= hi + 1e-9 * (hi - lo);
+    const inside = (t) => t.l >= lo - 1e-9 * (hi - lo) && t.l <= hi + 1e-9 * (hi - lo);
     if (Array.isArray(this.spec.tickvals)) {
       const text = this.spec.ticktext || [];
       return this.spec.tickvals.map((v, i) => ({ l: this.d2l(v), text: i < text.length ? String(text[i]) : fmt(+v) }))
-        .filter((t) => inside(t.l));
+        .filter(inside);
     }
-    const count = this.spec.nticks || Math.max(3, Math.min(10, Math.round(this.length / 70)));
-    if (this.log) return logTicks(lo, hi, count).filter((t) => inside(t.l));
-    const step = this.spec.dtick > 0 ? +this.spec.dtick : niceStep((hi - lo) / count);
-    const out = [];
-    const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
-    for (let k = Math.ceil(lo / step - 1e-9); k * step <= hi + 1e-9 * step; k++) {
-      const l = +(k * step).toFixed(Math.min(decimals + 1, 15));
-      out.push({ l, text: fmt(l, decimals) });
-    }
-    return out;
+    const count = this.spec.nticks || Math.min(Math.max(this.length / (this.letter === "y" ? 40 : 80), 4), 9) + 1;
+    if (this.log) return logTicks(lo, hi, count).filter(inside);
+    return linearTicks(lo, hi, this.spec.dtick > 0 ? +this.spec.dtick : niceStep((hi - lo) / count))
+      .map((t) => ({ l: t.v, text: t.text }));
   }
 }
 
-// the smallest of 1, 2, 5 × 10^k at least `rough`
+// Plotly's roundDTick: 2, 5 or 10 × 10^k, the first above `rough`
 export function niceStep(rough) {
   if (!(rough > 0)) return 1;
   const base = 10 ** Math.floor(Math.log10(rough));
-  return base * NICE.find((m) => m * base >= rough * (1 - 1e-9));
+  return base * NICE.find((m) => m * base > rough * (1 + 1e-9));
 }
 
-function logTicks(lo, hi, count) {
-  const decades = hi - lo;
+function linearTicks(lo, hi, step) {
   const out = [];
-  if (decades > count * 0.6) {  // whole decades only, every `every`-th
-    const every = Math.max(1, Math.ceil(decades / count));
-    for (let k = Math.ceil(lo); k <= hi; k++) if (k % every === 0) out.push({ l: k, text: fmtPow(k) });
-    return out;
-  }
-  const mult = decades > count * 0.3 ? [1] : decades > 1.2 ? [1, 2, 5] : [1, 2, 3, 5];
-  for (let k = Math.floor(lo); k <= Math.ceil(hi); k++) {
-    for (const m of mult) out.push({ l: k + Math.log10(m), text: fmt(m * 10 ** k) });
+  const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  for (let k = Math.ceil(lo / step - 1e-9); k * step <= hi + 1e-9 * step; k++) {
+    const v = +(k * step).toFixed(Math.min(decimals + 1, 15));
+    out.push({ v, text: fmt(v, decimals) });
   }
   return out;
 }
 
+function logTicks(lo, hi, count) {
+  const rough = (hi - lo) / count;
+  const out = [];
+  if (rough > 0.7) {  // powers of ten only, every dtick-th
+    const dtick = Math.ceil(rough);
+    for (let k = Math.ceil(lo); k <= hi; k++) if (k % dtick === 0) out.push({ l: k, text: fmtPow(k) });
+    return out;
+  }
+  if (hi - lo < 1) {  // less than a decade: linear steps, fully labelled
+    const step = niceStep((10 ** hi - 10 ** lo) / (1.5 * count));
+    return linearTicks(10 ** lo, 10 ** hi, step).filter((t) => t.v > 0).map((t) => ({ l: Math.log10(t.v), text: t.text }));
+  }
+  const digits = rough > 0.3 ? [1, 2, 5] : [1, 2, 3, 4, 5, 6, 7, 8, 9];  // Plotly's "D2" and "D1"
+  for (let k = Math.floor(lo); k <= Math.ceil(hi); k++) {
+    for (const m of digits) out.push(m === 1 ? { l: k, text: fmtPow(k) } : { l: k + Math.log10(m), text: String(m), small: true });
+  }
+  return out;
+}
+
+// 10^k as Plotly writes it: plain from 0.001 to 1000, else with an SI prefix ("10μ", "100k", "1B")
+const PREFIX = { "-15": "f", "-12": "p", "-9": "n", "-6": "μ", 3: "k", 6: "M", 9: "B", 12: "T" };
 function fmtPow(k) {
-  return Math.abs(k) <= 4 ? fmt(10 ** k) : `1e${k < 0 ? "−" : ""}${Math.abs(k)}`;
+  if (Math.abs(k) <= 3) return String(+(10 ** k).toPrecision(1));
+  const e3 = 3 * Math.floor(k / 3);
+  return PREFIX[e3] ? `${10 ** (k - e3)}${PREFIX[e3]}` : `1e${k < 0 ? "−" : ""}${Math.abs(k)}`;
 }
 
 // a tick label: fixed decimals when given, else 4 significant digits; Plotly's minus sign and SI suffixes
@@ -136,7 +158,7 @@ export function fmt(v, decimals) {
   const a = Math.abs(v);
   let s;
   if (a >= 1e4 && decimals === undefined || a >= 1e6) {
-    const [div, suffix] = a >= 1e9 ? [1e9, "G"] : a >= 1e6 ? [1e6, "M"] : [1e3, "k"];
+    const [div, suffix] = a >= 1e9 ? [1e9, "B"] : a >= 1e6 ? [1e6, "M"] : [1e3, "k"];
     s = `${+(a / div).toPrecision(3)}${suffix}`;
   } else if (decimals !== undefined) s = String(+a.toFixed(Math.min(decimals, 12)));  // "1", "0.5", as Plotly
   else s = a === 0 ? "0" : a < 1e-4 ? a.toExponential(1) : String(+a.toPrecision(4));

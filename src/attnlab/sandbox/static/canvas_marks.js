@@ -42,7 +42,8 @@ const SHAPES = {
 };
 const LINES = {  // "-thin" symbols are strokes only
   "cross-thin": (g, x, y, r) => {
-    g.moveTo(x - r, y); g.lineTo(x + r, y); g.moveTo(x, y - r); g.lineTo(x, y + r);
+    const a = 1.4 * r;  // Plotly's arms
+    g.moveTo(x - a, y); g.lineTo(x + a, y); g.moveTo(x, y - a); g.lineTo(x, y + a);
   },
   "x-thin": (g, x, y, r) => {
     const a = r / Math.SQRT2 * 1.2;
@@ -92,11 +93,11 @@ export function marker(g, x, y, symbol, size, fill, line, angle) {
   }
 }
 
-// Plotly's dash names, in multiples of the line width
+// Plotly's dash names (Drawing.dashStyle): in units of max(line width, 3) px
 export function dashPattern(dash, width) {
-  const w = Math.max(width || 1, 1);
-  const p = { dash: [3, 1.5], dot: [1, 1.5], dashdot: [3, 1.5, 1, 1.5], longdash: [5, 1.5], longdashdot: [5, 1.5, 1, 1.5] };
-  return (p[dash] || []).map((v) => v * w * 1.5);
+  const u = Math.max(width || 1, 3);
+  const p = { dot: [1, 1], dash: [3, 3], longdash: [5, 5], dashdot: [3, 1, 1, 1], longdashdot: [5, 2, 1, 2] };
+  return (p[dash] || []).map((v) => v * u);
 }
 
 // [[f, colour], ...] → f ∈ [0, 1] → "rgb(...)" (linear interpolation in RGB, as Plotly does)
