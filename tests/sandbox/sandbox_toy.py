@@ -52,7 +52,8 @@ class WalkView(View):
         data = [T.line(k, xy[:, 0], name="x of the walk", mode="lines+markers",
                        error_y={"type": "data", "array": 0.1 + 0.05 * k, "visible": True, "thickness": 1}),
                 T.line(k, xy[:, 1], name="y", dash="dash")]
-        return {"data": data, "layout": T.layout("spread", xlabel="step", showlegend=True, legend={"font": {"size": 9}})}
+        lay = T.layout("spread", xlabel="step", showlegend=True, legend={"font": {"size": 9}})
+        return {"data": data, "layout": lay}
 
     @staticmethod
     def _inset(xy: np.ndarray) -> Figure:
