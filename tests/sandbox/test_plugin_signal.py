@@ -194,6 +194,36 @@ def test_fig1f_arms_are_variants_with_their_layers(runs):
     np.testing.assert_allclose(_named(sweep, "held-out loss, β=0.1")["y"], a["rank_eval_loss"][1, :2])
 
 
+def test_mlm_training_is_published_live_and_opens_as_it_grows(tmp_path, monkeypatch):
+    """Figs. 4 and 1f publish every logged step under the final arrays' names: the sandbox opens each snapshot
+    (Fig. 1f: the arm in training) with the steps so far, and the last one equals the stored arrays."""
+    from attnlab.core.runs import RunContext
+
+    snapshots: list[dict[str, np.ndarray]] = []
+    monkeypatch.setattr(RunContext, "publish", lambda self, arrays, force=False: snapshots.append(arrays()) or True)
+    store = RunStore(tmp_path / "store")
+    for name in ("fig4", "fig1f"):
+        key, values = RUNS[name]
+        snapshots.clear()
+        exp = get(key)
+        run_id = store.run(exp, resolve(exp.config, "quick", values)).run_id
+        config = json.loads(RunReader(store).row(run_id)["config"])
+        with np.load(store.root / "runs" / key / run_id / "arrays.npz") as z:
+            final = {k: z[k] for k in z.files}
+        arms = [""] if name == "fig4" else ["rank_", "entropy_"]
+        assert len(snapshots) == 2 * len(arms)  # steps 5 and 10 of each arm (step 0 is logged before training)
+        for k, snap in enumerate(snapshots):
+            arm = arms[k // 2]
+            assert set(snap) == {f"{arm}{n}" for n in ("time", "loss", "eval_loss", "entropy", "ipr")}
+            view = SP.PLUGIN.open(key, snap, {}, config, live=True)
+            np.testing.assert_array_equal(view.times, [0, 5, 10][: k % 2 + 2])
+            assert view.notes[-1] == f"live: last snapshot at step {view.times[-1]:g}"
+            assert view.series(0, ["loss"])["loss"]["data"]
+            if k % 2:
+                for n, v in snap.items():
+                    np.testing.assert_array_equal(v, final[n])
+
+
 def test_every_panel_is_valid_json(runs):
     for name, r in runs.items():
         view = r.view

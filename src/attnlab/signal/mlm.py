@@ -155,6 +155,10 @@ def train_mlm(arch: Architecture, windows: torch.Tensor, vocab: int, opt: Optim 
                     "hist": hist, "step": step, "running": running, "count": count})
         if progress is not None:
             progress(step)
+    return history(hist, meta={"P": model.P, "vocab": vocab, "lr": opt.lr})
+
+
+def history(hist: dict[str, list], meta: dict[str, Any] | None = None) -> Trajectory:
+    """The logged steps of ``train_mlm`` (its checkpoint's ``hist``) as a trajectory over the step axis."""
     obs = {k: np.stack(hist[k]) for k in ("loss", "eval_loss", "entropy", "ipr")}
-    return Trajectory(np.asarray(hist["step"]), obs, time_name="step", source="training",
-                      meta={"P": model.P, "vocab": vocab, "lr": opt.lr})
+    return Trajectory(np.asarray(hist["step"]), obs, time_name="step", source="training", meta=meta or {})

@@ -7,6 +7,8 @@ checkpoint every ``log_every`` steps, so an interrupted run resumes at its last 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -56,9 +58,15 @@ experiment(STUDY, "fig1ab", AttentionMapsConfig, ref="Fig. 1a, 1b", figure=figur
 
 
 def _train(config: MLMConfig, ctx: RunContext, units: Units, arch, betas, alphas, key: str = "") -> Trajectory:
-    """One batched MLM run over ``betas`` × ``alphas`` × seeds: the run's unit ``key``, resumable mid-training."""
+    """One batched MLM run over ``betas`` × ``alphas`` × seeds: the run's unit ``key``, resumable mid-training.
+    Every logged step is also published (``ctx.publish``) under the arrays' final names (``{key}_time``, …), so the
+    sandbox shows the arm in training live."""
 
     def compute(resume, save) -> dict[str, np.ndarray]:
+        def save_and_publish(state: Callable[[], dict[str, Any]]) -> None:
+            save(state)
+            ctx.publish(lambda: mlm.history(state()["hist"]).to_arrays(f"{key}_" if key else ""))
+
         T = arch.T
         windows, vocab = corpus_tokens(config, T, ctx)
         if config.corpus == "repeat":
@@ -70,7 +78,7 @@ def _train(config: MLMConfig, ctx: RunContext, units: Units, arch, betas, alphas
             tr = mlm.train_mlm(arch, windows, vocab, config.optim(), betas=[s[0] for s in slots],
                                alphas=[s[1] for s in slots], eval_windows=ev, gen_init=ctx.rng(f"init{key}"),
                                gen_data=ctx.rng(f"data{key}"), device=ctx.device, emb_std=config.emb_std,
-                               resume=resume, checkpoint=save, progress=bar.update)
+                               resume=resume, checkpoint=save_and_publish, progress=bar.update)
         return tr.to_arrays()
 
     return Trajectory.from_arrays(units.get(key, compute), time_name="step", source="training")
