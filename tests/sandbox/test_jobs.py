@@ -1,7 +1,8 @@
 """Training jobs started through the API are real ``attnlab run`` processes of the run store: at most --max-jobs at
 once (the rest queued), paused and continued by signals, stopped into resumable "interrupted" runs that resume to
 the result an uninterrupted run gives, failures and crashes recorded, every job stopped (resumable) when the server
-is stopped. The jobs are runs of the test study ``toy.walk`` (a random walk that sleeps per step)."""
+is stopped. The jobs are runs of the test study ``toy.walk`` (a random walk that sleeps per step), and one signal MLM
+training watched live."""
 
 from __future__ import annotations
 
@@ -77,6 +78,30 @@ def test_queue_pause_continue_stop_resume(server, tmp_path):
     assert status == 409 and "only an interrupted or failed run resumes" in body["error"]
     html = report.write(RunStore(server.root), tmp_path / "report.html", [run_dir]).read_text()
     assert w1["run_id"] in html and "toy.walk" in html  # a run of the page is a run of `attnlab report`
+
+
+def test_an_mlm_run_started_from_the_page_is_watched_live_and_stops_resumably(server):
+    """signal.fig4 from its start form: its view grows step by step while it trains, and stop leaves it resumable."""
+    config = {"steps": 3000, "log_every": 20, "d": 32, "T": 16, "betas": "[0.5, 5]", "n_seeds": 1, "seed": 3}
+    status, body = server.call("POST", "api/runs", {"experiment": "signal.fig4",
+                                                    "config": {k: str(v) for k, v in config.items()}})
+    assert status == 202, body
+    run_id = body["run_id"]
+    lengths = set()
+
+    def grown() -> bool:
+        meta = server.get(f"api/runs/{run_id}")
+        assert meta["status"] in ("queued", "running"), meta
+        if meta.get("view"):
+            assert meta["view"]["live"] and meta["view"]["time_label"] == "step"
+            lengths.add(len(meta["view"]["times"]))
+        return len(lengths) >= 3
+
+    wait_for(grown, timeout=120, what="three live snapshots of the MLM run")
+    control(server, run_id, "stop")
+    meta = wait_status(server, run_id, ("interrupted",))
+    assert meta["view"]["live"] and len(meta["view"]["times"]) >= max(lengths)  # its last snapshot stays viewable
+    assert (server.root / "runs" / "signal.fig4" / run_id / "checkpoint.pt").exists()  # it resumes mid-training
 
 
 def test_failures_and_crashes_are_recorded_and_resumable(server):

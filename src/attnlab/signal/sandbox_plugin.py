@@ -18,6 +18,8 @@ from attnlab.signal.sandbox_mlm import open_mlm
 DEPTH = ("fig1d", "fig1e", "depth", "alphac", "figC3", "fig5")
 MLM = ("fig4", "figC2", "fig1f")
 _DEPTH_FORM = ("L", "d", "H", "T", "n_inits", "n_seqs", "sigma_v2", "sigma_w2", "activation", "seed")
+#: Figs. 4 / C.2 train in about a minute at quick scale and publish every logged step: startable and watched live
+_MLM_FORM = ("betas", "alphas", "n_seeds", "steps", "lr", "log_every", "L", "H", "d", "T", "seed")
 
 
 class SignalPlugin(StudyPlugin):
@@ -29,7 +31,8 @@ class SignalPlugin(StudyPlugin):
              "signal.alphac": ("sim_L", "sim_alphas", "sim_eps", "rho0", "beta", "d", "T", "n_inits", "n_seqs",
                                "seed"),
              "signal.figC3": ("L", "table_betas", "rho0", "sigma_w2", "d", "T", "n_inits", "n_seqs", "seed"),
-             "signal.fig5": ("L", "sigma_w2s", "sim_sigma_w2s", "rho0", "d", "T", "n_inits", "n_seqs", "seed")}
+             "signal.fig5": ("L", "sigma_w2s", "sim_sigma_w2s", "rho0", "d", "T", "n_inits", "n_seqs", "seed"),
+             "signal.fig4": _MLM_FORM, "signal.figC2": _MLM_FORM}
 
     def open(self, experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapping[str, Any],
              config: Mapping[str, Any], live: bool) -> View:
