@@ -27,7 +27,17 @@ class WalkView(View):
         xy = self.path[: index + 1, :2]
         return {"walk": {"data": [T.line(xy[:, 0], xy[:, 1], mode="lines+markers")], "layout": T.layout("walk")},
                 "spread": self._spread(xy), "inset": self._inset(xy), "decades": self._decades(index),
-                "digits": self._digits(index)}
+                "digits": self._digits(index), "kinds": self._kinds(xy)}
+
+    @staticmethod
+    def _kinds(xy: np.ndarray) -> Figure:
+        """Category x axes (text coordinates, as signal's observables panel): 8 names, every second labelled."""
+        names = ["ρ", "ρ_mid", "q_sa", "S/log T", "q_SA out", "q_MLP out", "g", "h"]
+        y = np.resize(xy[:, 0], len(names))
+        data = [T.line(names, y, mode="markers", name="simulation",
+                       error_y={"type": "data", "array": np.full(len(names), 0.1), "visible": True}),
+                T.line(names[:4], y[:4] + 0.5, mode="markers", name="theory")]
+        return {"data": data, "layout": T.layout("kinds", ylabel="value")}
 
     @staticmethod
     def _decades(index: int) -> Figure:
@@ -81,6 +91,7 @@ class WalkPlugin(StudyPlugin):
         return WalkView(times=np.arange(1, len(path) + 1, dtype=float), time_label="step", variants=["walk"],
                         panels=[PanelSpec("walk", "walk"), PanelSpec("spread", "spread"), PanelSpec("inset", "inset"),
                                 PanelSpec("decades", "decades"), PanelSpec("digits", "digits"),
+                                PanelSpec("kinds", "kinds"),
                                 PanelSpec("norm", "norm", "series"),
                                 PanelSpec("boom", "always fails", default=False)], path=path)
 

@@ -248,8 +248,9 @@ CANVAS_VS_PLOTLY = """async (pane) => {
 
 def test_the_canvas_renderer_draws_frame_panels_where_plotly_would(page, server, stored):
     """Every default frame panel of the clustering, specialization and toy runs (legends inside and outside, error
-    bars, log axes over less than one to six decades) is drawn on canvas (the fast path), with Plotly's axis ranges
-    (within 0.5% of the span), plot area (within 1 px) and tick labels: Plotly draws the same figure aside."""
+    bars, log axes over less than one to six decades, category axes) is drawn on canvas (the fast path), with
+    Plotly's axis ranges (within 0.5% of the span), plot area (within 1 px) and tick labels: Plotly draws the same
+    figure aside."""
     for run, panel, index in ((stored.big, "xi", 1000), (stored.spec, "plane12", 8), (stored.walk, "walk", 4)):
         open_page(page, server, f"?run={run}")
         wait_drawn(page, "A", panel, index)

@@ -16,7 +16,14 @@ export class Axis {
     this.extremes = [];  // {lo, hi, padded, ppad}: a group of values, each with the room it needs beyond it
   }
 
+  // a category axis: values are placed at the index of their category (Plotly's order: first appearance)
+  setCategories(names) {
+    this.categories = names;
+    this.index = new Map(names.map((n, k) => [n, k]));
+  }
+
   d2l(v) {
+    if (this.index) return v === null || v === undefined ? NaN : this.index.get(String(v)) ?? NaN;
     if (!finite(v)) return NaN;
     return this.log ? (v > 0 ? Math.log10(v) : NaN) : +v;
   }
@@ -101,6 +108,14 @@ export class Axis {
       const text = this.spec.ticktext || [];
       return this.spec.tickvals.map((v, i) => ({ l: this.d2l(v), text: i < text.length ? String(text[i]) : fmt(+v) }))
         .filter(inside);
+    }
+    if (this.categories) {  // every dtick-th category, dtick = ⌈span / nticks⌉ (else one per 15 px)
+      const dtick = Math.ceil(Math.max((hi - lo) / (this.spec.nticks || this.length / 15), 1));
+      const out = [];
+      for (let k = Math.max(0, Math.ceil(lo)); k <= Math.min(hi, this.categories.length - 1); k++) {
+        if (k % dtick === 0) out.push({ l: k, text: this.categories[k] });
+      }
+      return out;
     }
     const count = this.spec.nticks || Math.min(Math.max(this.length / (this.letter === "y" ? 40 : 80), 4), 9) + 1;
     if (this.log) return logTicks(lo, hi, count).filter(inside);

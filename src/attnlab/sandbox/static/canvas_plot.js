@@ -2,7 +2,7 @@
 // millisecond, where Plotly.react takes 8-20 ms a panel (its defaults, axes and SVG are rebuilt on every frame),
 // so scrubbing a run redraws every panel within one animation frame. It draws the figures the sandbox's panels
 // make (2-D scatter with markers, lines, text and error bars; heatmaps; images; line and rect shapes; a vertical
-// legend; linear and log axes, equal aspect), placed by Plotly's own rules (autorange padding, autotick, margins
+// legend; linear, log and category axes, equal aspect), placed by Plotly's own rules (autorange padding, autotick, margins
 // pushed by the legend), and says why not (`whyNot`) to anything else, which Plotly then draws. Hovering a point
 // shows its hover text as Plotly would; `div.data` and `div.layout` hold the drawn figure, as on a Plotly div.
 import { Axis, equalAspect } from "./canvas_axes.js";
@@ -45,7 +45,7 @@ export function whyNot(fig) {
   if (extra(lay.legend, LEGEND)) return `legend.${extra(lay.legend, LEGEND)}`;
   for (const [name, ax] of [["xaxis", lay.xaxis || {}], ["yaxis", lay.yaxis || {}]]) {
     if (extra(ax, AXIS)) return `${name}.${extra(ax, AXIS)}`;
-    if (ax.type && !["linear", "log", "-"].includes(ax.type)) return `${name}.type ${ax.type}`;
+    if (ax.type && !["linear", "log", "category", "-"].includes(ax.type)) return `${name}.type ${ax.type}`;
     if (ax.scaleanchor !== undefined && (name !== "yaxis" || ax.scaleanchor !== "x")) return `${name}.scaleanchor`;
   }
   for (const sh of lay.shapes || []) {
@@ -56,7 +56,7 @@ export function whyNot(fig) {
     const type = t.type || "scatter";
     if (!TRACES[type]) return `trace type ${type}`;
     if (extra(t, TRACES[type])) return `${type}.${extra(t, TRACES[type])}`;
-    if ([t.x, t.y].some(words)) return "category axis (text coordinates)";
+    if (type !== "scatter" && (fig.data || []).some((u) => words(u.x) || words(u.y))) return "category axis with a grid";
     if (type === "scatter") {
       const m = t.marker || {};
       if (extra(m, MARKER)) return `marker.${extra(m, MARKER)}`;
@@ -180,6 +180,12 @@ function axes(fig, images, box) {
   const lay = fig.layout || {};
   const xa = new Axis(lay.xaxis, "x");
   const ya = new Axis(lay.yaxis, "y");
+  for (const [ax, c] of [[xa, "x"], [ya, "y"]]) {  // Plotly's autotype: text coordinates make a category axis
+    const coords = fig.data.filter((t) => (t.type || "scatter") === "scatter").map((t) => t[c]);
+    if (ax.spec.type === "category" || ((ax.spec.type ?? "-") === "-" && coords.some(words))) {
+      ax.setCategories([...new Set(coords.flatMap((v) => (v || []).filter((x) => x !== null).map(String)))]);
+    }
+  }
   fig.data.forEach((t, i) => {
     if (t.type === "heatmap") {
       const [nx, ny] = [(t.z[0] || []).length, t.z.length];
@@ -229,7 +235,7 @@ function grid(g, xa, ya, xt, yt, box) {
     }
     const lo = Math.min(ax.r0, ax.r1);
     const hi = Math.max(ax.r0, ax.r1);
-    if (ax.spec.zeroline !== false && ax.spec.visible !== false && !ax.log && lo < 0 && hi > 0) {
+    if (ax.spec.zeroline !== false && ax.spec.visible !== false && !ax.log && !ax.categories && lo < 0 && hi > 0) {
       const p = Math.round(ax.l2p(0)) + 0.5;
       g.strokeStyle = ax.spec.zerolinecolor || "#444";
       g.beginPath();
