@@ -177,6 +177,35 @@ def test_fig2_training_curves_plane_and_maps(runs):
         np.testing.assert_allclose(sc["data"][1]["y"], kappa * A[off])
 
 
+def test_fig2_training_is_published_live_model_by_model(tmp_path, monkeypatch):
+    """Fig. 2 publishes after every epoch: the finished models' arrays, the model in training so far (its latest
+    map as its map) and J; each snapshot opens in the plug-in with every panel, the last one holds the stored
+    trajectories."""
+    from attnlab.core.runs import RunContext
+
+    snapshots: list[dict[str, np.ndarray]] = []
+    monkeypatch.setattr(RunContext, "publish", lambda self, arrays, force=False: snapshots.append(arrays()) or True)
+    store = RunStore(tmp_path / "store")
+    exp = get("potts.fig2")
+    run_id = store.run(dataclasses.replace(exp, figure=None), resolve(exp.config, "quick", RUNS["fig2"])).run_id
+    d = store.root / "runs" / exp.key / run_id
+    config = json.loads((d / "config.json").read_text())["config"]
+    with np.load(d / "arrays.npz") as z:
+        final = {k: z[k] for k in z.files}
+    assert len(snapshots) == 5 + 3  # factored epochs 1-5, then vanilla epochs 1-3
+    for k, snap in enumerate(snapshots):
+        view = plugin.plugin_for("potts.fig2").open("potts.fig2", snap, {}, config, live=True)
+        running, epoch = ("factored", k + 1) if k < 5 else ("vanilla1", k - 4)
+        assert ("vanilla1/traj_time" in snap) == (running == "vanilla1")
+        evaluated = [e for e in final[f"{running}/traj_time"] if e <= epoch]
+        np.testing.assert_array_equal(snap[f"{running}/traj_time"], evaluated)
+        np.testing.assert_array_equal(snap[f"{running}/map"], snap[f"{running}/maps"][-1])
+        assert [p.name for p in view.panels][:3] == ["plane", "maps", "scatter"]
+        assert view.frame(len(view.times) - 1, 0, ["plane", "maps"])
+    for key in ("factored/traj_test_loss", "vanilla1/traj_corr", "factored/maps"):
+        np.testing.assert_allclose(snapshots[-1][key], final[key])
+
+
 def test_fig2d_loss_vs_a_per_epoch(runs):
     run = runs["fig2d"]
     view, a, s = run.view, run.arrays, run.summary

@@ -41,7 +41,7 @@ from attnlab.potts.model import attention, factored_logits, mlm_loss, potts_repr
 from attnlab.potts.pseudolikelihood import fit_lbfgs
 from attnlab.potts.sampler import gibbs, tune_beta
 from attnlab.potts.theory import potts_optimum
-from attnlab.potts.train import Optim, train_stacked, train_vanilla
+from attnlab.potts.train import Optim, progress_arrays, train_stacked, train_vanilla
 
 STUDY = "potts"
 
@@ -103,7 +103,14 @@ def fig2(config: Fig2Config, ctx: RunContext) -> Result:
     J = data.potts.J
 
     def compute(u: Unit) -> dict[str, np.ndarray]:
-        model, resume, save = u.key, u.resume, u.save
+        model, resume = u.key, u.resume
+
+        def save(state: Callable[[], Any]) -> None:  # checkpoint, and show the models so far to live viewers
+            u.save(state)
+            ctx.publish(lambda: {**{f"{m}/{k}": v for m, a in u.done.items() for k, v in a.items()},
+                                 **{f"{model}/{k}": v for k, v in progress_arrays(state()).items()},
+                                 "J": J.cpu().numpy(), "optimum/test_loss": np.array([data.optimal_loss])})
+
         if model == "factored":
             with ctx.progress(config.epochs, "factored attention") as bar:
                 fit = train_stacked("factored", data, seeds=_seeds(ctx, "init", config.seeds), optim=config.optim(),

@@ -105,6 +105,17 @@ class Fit:
     epoch_maps: Tensor | None = None
 
 
+def progress_arrays(state: dict) -> dict[str, np.ndarray]:
+    """A training's checkpoint state as the arrays its finished unit stores, so far: the trajectory of the evaluated
+    epochs (``traj_*``), their maps (``maps``, E × S × L × L) and the latest one as ``map`` (for live viewers)."""
+    rows, epochs = state["rows"], state["epochs"]
+    traj = Trajectory(np.asarray(epochs, float), {k: torch.stack([r[k].double().cpu() for r in rows])
+                                                  for k in OBSERVABLES}, time_name="epoch")
+    maps = _epoch_maps(rows)
+    return {**traj.to_arrays("traj_"), **({} if maps is None else {"maps": maps.cpu().numpy(),
+                                                                     "map": maps[-1].double().cpu().numpy()})}
+
+
 def _epoch_maps(rows: list[dict]) -> Tensor | None:
     """The maps the evaluations recorded in ``rows`` (key "map", kept out of the trajectory's observables)."""
     if not rows or any("map" not in r for r in rows):
