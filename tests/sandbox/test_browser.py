@@ -167,6 +167,11 @@ def test_click_hover_toggle_and_seeds(page, server, stored):
     label.wait_for(timeout=10_000)
     text = label.text_content()
     assert "sentence" in text and "class y =" in text and "p̂(y|x) =" in text
+    x, y = plot_pixel(page, "A-attention", 2.0, 1.0)  # a heatmap cell: its hovertemplate with the sentence
+    page.mouse.move(x, y)
+    page.wait_for_function("(document.querySelector('#A-attention .hovertext') || {}).textContent?.includes('a = ')")
+    cell = page.locator("#A-attention .hovertext").inner_text()
+    assert cell.startswith("sentence ") and "position t = 2" in cell, cell
 
     page.click(".viewer .panel-toggles summary")
     page.uncheck(".viewer .toggle input[name=attention]")

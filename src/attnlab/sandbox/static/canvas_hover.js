@@ -45,7 +45,7 @@ function findCell(edges, p) {
 
 // the hover text of point `point` of trace t (null: a heatmap cell, whose values are all in `vals`)
 function label(t, vals, point) {
-  const pick = (v) => point === null ? undefined : Array.isArray(v) ? v[point] : v;
+  const pick = (v) => Array.isArray(v) ? (point === null ? undefined : v[point]) : v;  // a cell: scalars only
   if (t.hovertemplate) {
     const all = { text: pick(t.text), hovertext: pick(t.hovertext), customdata: pick(t.customdata), ...vals };
     const tpl = pick(t.hovertemplate) ?? "";

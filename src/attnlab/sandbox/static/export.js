@@ -1,5 +1,6 @@
 // Exports of a viewer: the current view as one PNG (every shown panel, composed in the browser from the canvas
-// renderer's and Plotly's own images), or a frame range as PNG / GIF / MP4 through the study's offline renderer on the server.
+// renderer's and Plotly's own images), or a frame range as PNG / GIF / MP4 through the study's offline renderer on
+// the server.
 import { api } from "./api.js";
 import { toDataURL } from "./canvas_plot.js";
 
