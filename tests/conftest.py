@@ -20,6 +20,16 @@ import torch  # noqa: E402
 torch.set_num_threads(1)
 
 
+def pytest_collection_modifyitems(config, items):
+    """``@pytest.mark.cuda`` tests run only where torch sees a CUDA device; elsewhere they skip and say why."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason=f"needs a CUDA GPU; torch {torch.__version__} sees none on this machine")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture
 def store(tmp_path):
     from attnlab.core.runs import RunStore
