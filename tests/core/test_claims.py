@@ -50,3 +50,21 @@ def test_a_claim_that_raises_is_an_error_not_a_crash(store):
         from attnlab.core import claims as mod
 
         mod._CLAIMS.pop("toy.broken")
+
+
+def test_a_measure_may_return_its_detail_and_an_event_that_never_happened_fails_with_it(store):
+    from attnlab.core import claims as mod
+    from attnlab.core.claims import Claim, Measured, check, register
+
+    register(Claim(id="toy.detail_ok", ref="-", statement="s", how="h",
+                   measure=lambda ctx: Measured(0.5, "0.5 at quick scale"), expected=0.5, tolerance=0.01))
+    register(Claim(id="toy.detail_missing", ref="-", statement="s", how="h",
+                   measure=lambda ctx: Measured(float("nan"), "split not reached by τ = 30"), expected=1.0))
+    try:
+        got = {r.claim: r for r in check("toy", "quick", store, only=["toy.detail_ok", "toy.detail_missing"])}
+    finally:
+        mod._CLAIMS.pop("toy.detail_ok")
+        mod._CLAIMS.pop("toy.detail_missing")
+    assert (got["toy.detail_ok"].verdict, got["toy.detail_ok"].detail) == ("pass", "0.5 at quick scale")
+    assert (got["toy.detail_missing"].verdict, got["toy.detail_missing"].detail) == (
+        "fail", "split not reached by τ = 30")

@@ -9,8 +9,11 @@ A study registers its claims in ``<study>/claims.py``::
         measure=lambda ctx: ..., expected=0.0, relation="approx", tolerance=0.01,
     ))
 
-``measure(ctx)`` returns the measured number; it usually calls ``ctx.run("fig5", H=4)`` so that the
-experiment runs once into the run store and claims reuse it. Relations:
+``measure(ctx)`` returns the measured number, or a :class:`Measured` (number + a one- or two-sentence
+``detail`` with numbers: what was measured, at which scale, and, for a reported claim or an event that never
+happened, why it differs from the paper); it usually calls ``ctx.run("fig5", H=4)`` so that the experiment
+runs once into the run store and claims reuse it. An event that never happens (a split not reached, no
+spike) is ``Measured(nan, "…")``: a failed verdict that says why, never an exception. Relations:
 
 * ``approx``  |measured − expected| ≤ tolerance
 * ``le`` / ``ge``  measured ≤ expected + tolerance / measured ≥ expected − tolerance
@@ -33,6 +36,14 @@ from attnlab.core.experiment import Result, check_study, get, load_studies
 from attnlab.core.runs import RunRecord, RunStore, atomic_write_json, load_result
 
 Relation = Literal["approx", "le", "ge", "in", "report"]
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A claim's measured value with the sentence that explains it (shown beside the verdict)."""
+
+    value: float
+    detail: str = ""
 
 
 @dataclass
@@ -59,7 +70,7 @@ class Claim:
     ref: str
     statement: str
     how: str
-    measure: Callable[[ClaimContext], float]
+    measure: Callable[[ClaimContext], float | Measured]
     expected: float | tuple[float, float] | None = None
     relation: Relation = "approx"
     tolerance: float = 0.0
@@ -150,8 +161,9 @@ def check(study: str | None, scale: str, store: RunStore, only: list[str] | None
         ctx = ClaimContext(scale, store)
         t0 = time.perf_counter()
         try:
-            measured = float(claim.measure(ctx))
-            verdict, detail = claim.verdict(measured), ""
+            out = claim.measure(ctx)
+            measured, detail = (float(out.value), out.detail) if isinstance(out, Measured) else (float(out), "")
+            verdict = claim.verdict(measured)
         except Exception as exc:  # a claim that cannot be measured fails, with the reason shown
             measured, verdict = None, "error"
             detail = "".join(traceback.format_exception_only(exc)).strip()
