@@ -24,6 +24,7 @@ class WalkConfig(Config):
     drift: float = Field(0.0, description="mean step")
     sleep: float = Field(0.0, ge=0, description="seconds to sleep per step (to be killed mid-run)")
     fail_at: int = Field(-1, description="raise at this step (-1: never)")
+    need_gib: float = Field(0.0, ge=0, description="peak memory its memory model declares (tests of 'would not fit')")
     scales = {"quick": {"steps": 40}, "paper": {"steps": 400}}
 
 
@@ -34,7 +35,12 @@ def walk_figure(result: Result, config: WalkConfig):
     return fig
 
 
-@experiment("toy", "walk", WalkConfig, ref="—", figure=walk_figure, headline=True)
+def walk_memory(config: WalkConfig) -> tuple[int, str]:
+    """The toy's memory model: what ``need_gib`` says (the walk itself needs a few bytes)."""
+    return int(config.need_gib * 2**30), "lower need_gib"
+
+
+@experiment("toy", "walk", WalkConfig, ref="—", figure=walk_figure, headline=True, memory=walk_memory)
 def walk(config: WalkConfig, ctx) -> Result:
     """A seeded random walk with a checkpoint after every step."""
     state = ctx.resume() or {"step": 0, "x": torch.zeros(config.dim, dtype=torch.float64), "path": []}

@@ -72,6 +72,7 @@ class Experiment:
     figure: FigureFn | None = None
     sweep_figure: SweepFigureFn | None = None
     headline: bool = False
+    memory: Callable[[Any], int | tuple[int, str]] | None = None
 
     @property
     def key(self) -> str:
@@ -91,13 +92,18 @@ def experiment(
     figure: FigureFn | None = None,
     sweep_figure: SweepFigureFn | None = None,
     headline: bool = False,
+    memory: Callable[[Any], int | tuple[int, str]] | None = None,
 ) -> Callable[[Callable[[Any, RunContext], Result]], Callable[[Any, RunContext], Result]]:
-    """Decorator registering an experiment function under ``study.name``."""
+    """Decorator registering an experiment function under ``study.name``.
+
+    ``memory(config)``: the run's peak bytes on its device (or ``(bytes, "what to reduce")``), checked against
+    the device's free memory before the run starts (:mod:`attnlab.core.memory`).
+    """
 
     def register(fn: Callable[[Any, RunContext], Result]) -> Callable[[Any, RunContext], Result]:
         doc = (fn.__doc__ or "").strip().splitlines()
         _REGISTRY[f"{study}.{name}"] = Experiment(
-            study, name, config, fn, ref, title or (doc[0] if doc else name), figure, sweep_figure, headline
+            study, name, config, fn, ref, title or (doc[0] if doc else name), figure, sweep_figure, headline, memory
         )
         return fn
 

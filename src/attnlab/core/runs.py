@@ -244,13 +244,18 @@ class RunStore:
     def run(self, exp: Experiment, config: Config, *, force: bool = False) -> RunRecord:
         """Run ``exp`` with ``config``, or reuse the finished run with the same config hash.
 
-        A failing experiment is recorded as "failed" (with its traceback in the index and in
-        ``log.txt``) and re-raised as :class:`RunFailed`; an interrupt leaves it "interrupted" with
-        its checkpoint in place.
+        A run whose experiment's memory model does not fit the device's free memory raises
+        :class:`~attnlab.core.memory.WouldNotFit` before anything is written (a finished run is still reused).
+        A failing experiment is recorded as "failed" (with its traceback in the index and in ``log.txt``) and
+        re-raised as :class:`RunFailed`; an interrupt leaves it "interrupted" with its checkpoint in place.
         """
         device = resolve_device(config.device)
         run_id = config.hash(exp.key)
         run_dir = self.run_dir(exp, run_id)
+        if exp.memory is not None and (force or not (run_dir / "summary.json").exists()):
+            from attnlab.core.memory import check_model
+
+            check_model(exp.memory, config, device, f"{exp.key} ({config.device})")
         run_dir.mkdir(parents=True, exist_ok=True)
         self.index.ensure(run_id, exp.key, run_dir, config.model_dump(mode="json"), "queued")
         with _locked(run_dir / ".lock"):
