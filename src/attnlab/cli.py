@@ -38,6 +38,7 @@ SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override a para
 StoreOpt = Annotated[Path | None, typer.Option("--out", help="run store directory [env ATTNLAB_HOME, ./attnlab-runs]")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")]
+DeviceOpt = Annotated[str | None, typer.Option("--device", help="cpu, cuda or cuda:N [default: the config's, cpu]")]
 
 
 def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -67,6 +68,15 @@ def _store(out: Path | None):
     from attnlab.core.runs import RunStore
 
     return RunStore(out if out is not None else default_root())
+
+
+def _device(name: str | None) -> str | None:
+    """Check ``--device`` before any work: a bad name, no CUDA, or a GPU index out of range is one line, exit 2."""
+    from attnlab.core.device import resolve_device
+
+    if name is not None:
+        resolve_device(name)
+    return name
 
 
 def _overrides(sets: list[str] | None, config_file: Path | None) -> dict[str, Any]:
@@ -117,7 +127,7 @@ def run(
     set_: SetOpt = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="YAML file of KEY: VALUE overrides")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="base seed of the run's named streams")] = None,
-    device: Annotated[str | None, typer.Option("--device", help="cpu or cuda")] = None,
+    device: DeviceOpt = None,
     out: StoreOpt = None,
     force: Annotated[bool, typer.Option("--force", help="recompute even if a finished run exists")] = False,
     json_: JsonOpt = False,
@@ -129,7 +139,7 @@ def run(
 
     progress.set_quiet(quiet or json_)
     exp = get(experiment)
-    config = resolve(exp.config, scale, _overrides(set_, config_file), seed=seed, device=device)
+    config = resolve(exp.config, scale, _overrides(set_, config_file), seed=seed, device=_device(device))
     resolve_device(config.device)
     record = _store(out).run(exp, config, force=force)
     if json_:
@@ -149,7 +159,7 @@ def sweep(
     scale: ScaleOpt = "quick",
     set_: SetOpt = None,
     seed: Annotated[int | None, typer.Option("--seed")] = None,
-    device: Annotated[str | None, typer.Option("--device")] = None,
+    device: DeviceOpt = None,
     executor: Annotated[str, typer.Option("--executor", help="local (process pool) or dask")] = "local",
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="dask scheduler, e.g. tcp://host:8786")] = None,
     workers: Annotated[int | None, typer.Option("--workers", help="processes (local) or LocalCluster workers")] = None,
@@ -163,7 +173,8 @@ def sweep(
     progress.set_quiet(quiet or json_)
     result = run_sweep(
         experiment, parse_grid(grid), store=_store(out), scale=scale, base=parse_sets(set_ or []), seed=seed,
-        device=device, executor=executor, scheduler=scheduler, workers=workers,
+        device=_device(device) if executor != "dask" or not scheduler else device, executor=executor,
+        scheduler=scheduler, workers=workers,
     )
     if json_:
         print(json.dumps(result.to_json()))
@@ -183,6 +194,7 @@ def check(
     study: Annotated[str | None, typer.Argument(help="one study (default: all)")] = None,
     scale: ScaleOpt = "quick",
     only: Annotated[list[str] | None, typer.Option("--only", help="only this claim id (repeatable)")] = None,
+    device: DeviceOpt = None,
     out: StoreOpt = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -194,7 +206,7 @@ def check(
 
     check_study(study)
     progress.set_quiet(quiet or json_)
-    results = run_checks(study, scale, _store(out), only)
+    results = run_checks(study, scale, _store(out), only, device=_device(device))
     if json_:
         print(json.dumps([r.to_json() for r in results], indent=2))
     else:
@@ -245,7 +257,7 @@ def reproduce(
     quick: Annotated[bool, typer.Option("--quick", help="quick scale (default)")] = False,
     paper: Annotated[bool, typer.Option("--paper", help="the paper's sizes (long; CUDA advised)")] = False,
     claims_: Annotated[bool, typer.Option("--claims/--no-claims", help="also run the claims")] = True,
-    device: Annotated[str | None, typer.Option("--device")] = None,
+    device: DeviceOpt = None,
     out: StoreOpt = None,
     report_out: Annotated[Path, typer.Option("--report", help="HTML report to write")] = Path("attnlab-report.html"),
     quiet: QuietOpt = False,
@@ -261,6 +273,7 @@ def reproduce(
     scale = "paper" if paper else "quick"
     for s in studies or []:
         check_study(s)
+    _device(device)
     progress.set_quiet(quiet)
     store = _store(out)
     chosen = studies or list(STUDIES)
@@ -273,7 +286,7 @@ def reproduce(
             record = store.run(exp, config)
             targets.append(record.run_dir)
         if claims_:
-            results = run_checks(study, scale, store)
+            results = run_checks(study, scale, store, device=device)
             _print_claims(results)
             bad += len(failed(results))
     path = rep.write(store, report_out, None, title=f"attnlab reproduce ({scale}): {', '.join(chosen)}")
@@ -328,12 +341,18 @@ def sandbox(
 def bench(
     study: Annotated[str | None, typer.Argument(help="one study (default: all)")] = None,
     out: Annotated[Path, typer.Option("--out", help="directory for the JSON results")] = Path("benchmarks/results"),
+    device: DeviceOpt = None,
+    record: Annotated[bool, typer.Option("--record", help="also write results/benchmarks/<study>-<device>.json "
+                                         "(committed: device, date, commit, versions, rows)")] = False,
 ) -> None:
     """Run the benchmark scripts of benchmarks/ (from a source checkout); each writes JSON.
 
     Through runpy, not ``python benchmarks/<study>.py``: run directly, a script's folder goes first on sys.path
     and benchmarks/signal.py would shadow the standard library's ``signal``."""
+    from attnlab.core import bench as bench_mod
+
     root = _bench_dir()
+    os.environ["ATTNLAB_BENCH_DEVICE"] = _device(device) or "cpu"
     chosen = [study] if study else list(STUDIES)
     for s in chosen:
         script = root / f"{s}.py"
@@ -346,7 +365,13 @@ def bench(
         for s in chosen:
             out_console.print(f"[bold]benchmark {s}[/bold]")
             sys.argv = [str(root / f"{s}.py")]  # the script sees no arguments: all its parts run
+            bench_mod._ASKED.clear()
             runpy.run_path(sys.argv[0], run_name="__main__")
+            if record:
+                result = json.loads((out / f"{s}.json").read_text())
+                path = bench_mod.record(s, result, os.environ["ATTNLAB_BENCH_DEVICE"], root.parent / "results" /
+                                        "benchmarks")
+                out_console.print(f"record → {path}")
     finally:
         sys.argv = argv
 

@@ -39,3 +39,38 @@ def test_timed_and_threads(monkeypatch):
     calls = []
     seconds, out = bench.timed(lambda: calls.append(1) or len(calls), repeat=3)
     assert out == 3 and seconds >= 0 and len(calls) == 3
+
+
+SCRIPT = '''
+from attnlab.core import bench
+DEV = bench.device() if {asks} else None
+bench.main("toy", {{"step": lambda: {{"workload": "one step", "seconds": 0.5, "ratio_vs_limit": 0.7}}}})
+'''
+
+
+@pytest.mark.parametrize("asks", [True, False])
+def test_bench_record_is_committed_format(tmp_path, monkeypatch, asks):
+    """`attnlab bench STUDY --record` wraps the script's JSON into results/benchmarks/<study>-<device>.json."""
+    from typer.testing import CliRunner
+
+    from attnlab.cli import app
+
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "toy.py").write_text(SCRIPT.format(asks=asks))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ATTNLAB_BENCH_DEVICE", raising=False)
+    res = CliRunner().invoke(app, ["bench", "toy", "--device", "cpu", "--record", "--out", str(tmp_path / "scratch")])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "results" / "benchmarks" / "toy-cpu.json").read_text())
+    assert doc["study"] == "toy" and doc["device"] == "cpu" and doc["device_details"]["type"] == "cpu"
+    assert doc["torch"] and doc["date"] and "commit" in doc and doc["note"] == ""
+    assert doc["rows"] == [{"part": "step", "workload": "one step", "seconds": 0.5, "ratio_vs_limit": 0.7}]
+    assert (tmp_path / "scratch" / "toy.json").exists()
+
+
+def test_record_says_when_a_script_ignored_the_requested_gpu(tmp_path):
+    bench._ASKED.clear()
+    path = bench.record("toy", {"machine": {}, "a": 1.0}, "cuda", tmp_path)
+    doc = json.loads(path.read_text())
+    assert path.name == "toy-cpu.json" and doc["device"] == "cpu" and doc["requested_device"] == "cuda"
+    assert "no device option" in doc["note"] and doc["rows"] == [{"part": "a", "value": 1.0}]

@@ -48,17 +48,20 @@ class Measured:
 
 @dataclass
 class ClaimContext:
-    """What a claim's ``measure`` sees: the scale, and a way to (re)use experiment runs."""
+    """What a claim's ``measure`` sees: the scale, the device its experiments run on (``None``: each config's
+    default, the CPU), and a way to (re)use experiment runs."""
 
     scale: str
     store: RunStore
     seed: int = 0
     records: list[RunRecord] = field(default_factory=list)
+    device: str | None = None
 
     def run(self, experiment: str, **overrides: Any) -> Result:
-        """Run (or reuse) ``study.experiment`` at this scale with ``overrides``; return its result."""
+        """Run (or reuse) ``study.experiment`` at this scale and device with ``overrides``; return its result."""
         exp = get(experiment)
-        config = resolve(exp.config, self.scale, overrides, seed=overrides.pop("seed", self.seed))
+        device = overrides.pop("device", self.device)
+        config = resolve(exp.config, self.scale, overrides, seed=overrides.pop("seed", self.seed), device=device)
         record = self.store.run(exp, config)
         self.records.append(record)
         return load_result(record.run_dir)[1]
@@ -148,8 +151,9 @@ def claims(study: str | None = None, scale: str | None = None) -> list[Claim]:
     ]
 
 
-def check(study: str | None, scale: str, store: RunStore, only: list[str] | None = None) -> list[ClaimResult]:
-    """Measure every claim of ``study`` (all studies if None) that holds at ``scale``.
+def check(study: str | None, scale: str, store: RunStore, only: list[str] | None = None,
+          device: str | None = None) -> list[ClaimResult]:
+    """Measure every claim of ``study`` (all studies if None) that holds at ``scale``, its experiments on ``device``.
 
     Results are also written to ``<store>/claims/<study>-<scale>.json`` for the report.
     """
@@ -158,7 +162,7 @@ def check(study: str | None, scale: str, store: RunStore, only: list[str] | None
     todo = [c for c in claims(study, scale) if not only or c.id in only or c.id.split(".", 1)[1] in only]
     results = []
     for claim in progress.track(todo, f"claims ({scale})"):
-        ctx = ClaimContext(scale, store)
+        ctx = ClaimContext(scale, store, device=device)
         t0 = time.perf_counter()
         try:
             out = claim.measure(ctx)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 from pydantic.fields import FieldInfo
 
 SCALES: tuple[str, ...] = ("quick", "paper")
@@ -36,9 +37,16 @@ class Config(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
     seed: int = Field(0, ge=0, description="base seed; named streams derive from it (core.rng)")
-    device: Literal["cpu", "cuda"] = Field("cpu", description="torch device the run computes on")
+    device: str = Field("cpu", description="torch device the run computes on: cpu, cuda or cuda:N")
 
     scales: ClassVar[dict[str, dict[str, Any]]] = {"quick": {}, "paper": {}}
+
+    @field_validator("device")
+    @classmethod
+    def _device_name(cls, v: str) -> str:
+        if not re.match(r"^(cpu|cuda(:\d+)?)$", v):
+            raise ValueError("allowed: cpu, cuda, cuda:N")
+        return v
 
     def hash(self, experiment: str) -> str:
         """Run id: 16 hex digits of the SHA-256 of the experiment name and resolved config."""

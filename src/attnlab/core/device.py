@@ -1,29 +1,112 @@
-"""Device choice and thread pinning."""
+"""Device choice (``cpu``, ``cuda``, ``cuda:N``), what the run's ``config.json`` records about it, thread pinning.
+
+Only APIs present in torch 2.11 are used, so the same code runs on the GPU machines' torch 2.11 and the CPU
+wheel 2.13.
+"""
 
 from __future__ import annotations
 
 import os
+import platform
+import re
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+from typing import Any
 
 import torch
 
 from attnlab.core.config import ConfigError
 
+DEVICE_PATTERN = re.compile(r"^(cpu|cuda(:\d+)?)$")
+ALLOWED = "cpu, cuda, cuda:N"
+
+
+def check_name(name: str) -> str:
+    """The device name if it is spelled ``cpu``, ``cuda`` or ``cuda:N``; else a one-line :class:`ConfigError`."""
+    if not isinstance(name, str) or not DEVICE_PATTERN.match(name):
+        raise ConfigError(f"key 'device' = {name!r}: allowed: {ALLOWED}")
+    return name
+
 
 def resolve_device(name: str) -> torch.device:
-    """``"cpu"`` or ``"cuda"`` (``"cuda:N"``); asking for CUDA where there is none is a config error."""
+    """``"cpu"``, ``"cuda"`` or ``"cuda:N"`` as a torch device; CUDA where there is none, or a GPU index out of
+    range, is a one-line :class:`ConfigError` (exit 2 on the command line)."""
+    check_name(name)
     if name == "cpu":
         return torch.device("cpu")
-    if name.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise ConfigError(f"key 'device' = {name!r}: CUDA is not available on this machine; use --device cpu")
-        return torch.device(name)
-    raise ConfigError(f"key 'device' = {name!r}: allowed: cpu, cuda")
+    if not torch.cuda.is_available():
+        raise ConfigError(f"key 'device' = {name!r}: CUDA is not available on this machine "
+                          f"(torch {torch.__version__}, built with CUDA {torch.version.cuda}); use --device cpu")
+    device = torch.device(name)
+    count = torch.cuda.device_count()
+    if device.index is not None and device.index >= count:
+        raise ConfigError(f"key 'device' = {name!r}: this machine has {count} CUDA device(s): "
+                          f"{', '.join(f'cuda:{i}' for i in range(count))}")
+    return device
 
 
 def describe(device: torch.device) -> str:
     if device.type == "cuda":
         return f"cuda ({torch.cuda.get_device_name(device)})"
     return f"cpu ({torch.get_num_threads()} threads)"
+
+
+def details(device: torch.device) -> dict[str, Any]:
+    """What a result may depend on: on CUDA the GPU's name, memory, compute capability, driver, CUDA and cuDNN;
+    on the CPU its model and threads. Always torch's version."""
+    out: dict[str, Any] = {"type": device.type, "torch": torch.__version__}
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+        cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+        out.update(index=index, name=props.name, total_memory_bytes=int(props.total_memory),
+                   total_memory_gib=round(props.total_memory / 2**30, 2),
+                   compute_capability=f"{props.major}.{props.minor}", multiprocessors=props.multi_processor_count,
+                   driver=driver_version(), cuda=torch.version.cuda, cudnn=cudnn,
+                   visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"))
+    else:
+        out.update(cpu=cpu_model(), threads=torch.get_num_threads(), cores=os.cpu_count())
+    return out
+
+
+@cache
+def driver_version() -> str:
+    """The NVIDIA driver's version from nvidia-smi, else NVML (``nvidia-ml-py``), else ``"unknown"``."""
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            res = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
+                                 text=True, timeout=10)
+            first = res.stdout.strip().splitlines()[:1]
+            if res.returncode == 0 and first and first[0].strip():
+                return first[0].strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            version = pynvml.nvmlSystemGetDriverVersion()
+        finally:
+            pynvml.nvmlShutdown()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except Exception:  # not installed, or no driver to talk to
+        return "unknown"
+
+
+@cache
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux, else the platform's)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
 
 
 def pin_threads(n: int | None = None) -> int:

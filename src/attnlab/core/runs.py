@@ -49,7 +49,7 @@ import torch
 from attnlab import __version__
 from attnlab.core import progress
 from attnlab.core.config import Config
-from attnlab.core.device import describe, resolve_device
+from attnlab.core.device import describe, details, resolve_device
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.index import Index
 from attnlab.core.rng import Streams, stream_seed
@@ -312,6 +312,7 @@ class RunStore:
             "python": platform.python_version(),
             "host": socket.gethostname(),
             "device": describe(device),
+            "device_details": details(device),
             "seeds": {"base": config.seed, "streams": {}},
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }

@@ -1,0 +1,109 @@
+"""``--device cpu|cuda|cuda:N``: validated before any work, threaded through every command, recorded per run."""
+
+import json
+import sys
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from attnlab.cli import app
+from attnlab.core import device as dev
+from attnlab.core.claims import ClaimContext
+from attnlab.core.config import Config, ConfigError, resolve
+from attnlab.core.runs import RunStore
+
+runner = CliRunner()
+NO_CUDA = not torch.cuda.is_available()
+
+
+def test_config_device_accepts_cuda_n_and_rejects_anything_else():
+    assert resolve(Config, "quick", {}, device="cuda:3").device == "cuda:3"
+    for bad in ("gpu", "cuda:", "cuda:-1", "CPU", "cuda:0:1"):
+        with pytest.raises(ConfigError, match=r"key 'device' = .*allowed: cpu, cuda, cuda:N"):
+            resolve(Config, "quick", {}, device=bad)
+
+
+@pytest.mark.skipif(not NO_CUDA, reason="this machine has CUDA")
+def test_resolve_device_without_cuda_is_one_line():
+    assert dev.resolve_device("cpu") == torch.device("cpu")
+    with pytest.raises(ConfigError, match=r"CUDA is not available on this machine .*use --device cpu"):
+        dev.resolve_device("cuda:0")
+
+
+def test_resolve_device_index_out_of_range(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert dev.resolve_device("cuda:1") == torch.device("cuda:1")
+    with pytest.raises(ConfigError, match=r"'cuda:2': this machine has 2 CUDA device\(s\): cuda:0, cuda:1"):
+        dev.resolve_device("cuda:2")
+
+
+def test_cpu_details_and_run_config_json(store):
+    d = dev.details(torch.device("cpu"))
+    assert d["type"] == "cpu" and d["threads"] == torch.get_num_threads() and d["torch"] == torch.__version__
+    assert d["cpu"] and d["cpu"] != "unknown"
+    from attnlab.core.experiment import get
+
+    exp = get("toy.walk")
+    rec = store.run(exp, resolve(exp.config, "quick", {"steps": 2}))
+    meta = json.loads((rec.run_dir / "config.json").read_text())
+    assert meta["device_details"] == {**d, "cores": meta["device_details"]["cores"]}
+
+
+def test_driver_version_falls_back_to_unknown(monkeypatch):
+    dev.driver_version.cache_clear()
+    monkeypatch.setattr(dev.shutil, "which", lambda name: None)
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
+    try:
+        assert dev.driver_version() == "unknown"
+    finally:
+        dev.driver_version.cache_clear()
+
+
+def test_cuda_details_read_properties(monkeypatch):
+    """The CUDA branch of details() with torch's CUDA calls stubbed: the fields a GPU run records."""
+
+    class Props:
+        name, total_memory, major, minor, multi_processor_count = "NVIDIA H100 80GB HBM3", 85 * 2**30, 9, 0, 132
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: Props())
+    monkeypatch.setattr(torch.backends.cudnn, "is_available", lambda: True)
+    monkeypatch.setattr(torch.backends.cudnn, "version", lambda: 91002)
+    monkeypatch.setattr(dev, "driver_version", lambda: "580.65")
+    d = dev.details(torch.device("cuda:0"))
+    assert d["name"] == "NVIDIA H100 80GB HBM3" and d["compute_capability"] == "9.0" and d["driver"] == "580.65"
+    assert d["total_memory_gib"] == 85.0 and d["cudnn"] == 91002 and d["cuda"] == torch.version.cuda
+
+
+@pytest.mark.skipif(not NO_CUDA, reason="this machine has CUDA")
+@pytest.mark.parametrize("args", [
+    ["run", "toy.walk"], ["sweep", "toy.walk", "--grid", "steps=2,3"], ["check", "toy"], ["reproduce", "toy"],
+    ["bench", "specialization"],
+])
+@pytest.mark.parametrize("name", ["cuda", "cuda:1", "tpu"])
+def test_every_command_refuses_a_device_it_cannot_use(tmp_path, args, name):
+    store = tmp_path / "s"
+    res = runner.invoke(app, [*args, "--device", name, *([] if args[0] == "bench" else ["--out", str(store)])])
+    assert res.exit_code == 2, res.output
+    line = res.stderr.strip()
+    assert "\n" not in line and line.startswith("error: key 'device' = ")
+    assert ("allowed: cpu, cuda, cuda:N" if name == "tpu" else "CUDA is not available") in line
+    assert not store.exists()
+
+
+@pytest.mark.skipif(not NO_CUDA, reason="this machine has CUDA")
+def test_claims_run_their_experiments_on_the_claim_contexts_device(tmp_path):
+    ctx = ClaimContext("quick", RunStore(tmp_path), device="cuda")
+    with pytest.raises(ConfigError, match="CUDA is not available"):
+        ctx.run("toy.walk", steps=2)
+    cpu = ClaimContext("quick", RunStore(tmp_path), device="cpu")
+    assert cpu.run("toy.walk", steps=2).summary and cpu.records[0].status == "done"
+
+
+def test_check_on_cpu_records_the_device(tmp_path):
+    res = runner.invoke(app, ["check", "toy", "--device", "cpu", "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    metas = [json.loads(p.read_text()) for p in tmp_path.glob("runs/toy.walk/*/config.json")]
+    assert len(metas) == 4 and all(m["config"]["device"] == "cpu" and m["device_details"]["type"] == "cpu"
+                                   for m in metas)
