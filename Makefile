@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.attnlab-installed
 test test-slow lint: export OMP_NUM_THREADS = 1
 test test-slow lint: export MKL_NUM_THREADS = 1
 
-.PHONY: demo check test test-slow lint bench clean chromium
+.PHONY: demo check check-paper readme test test-slow lint bench clean chromium
 
 # The sandbox's browser tests drive Debian's Chromium through Playwright (Playwright's own browser download
 # cannot work here). As root with apt (CI), a missing one is installed; otherwise those tests say why they skip.
@@ -32,9 +32,17 @@ demo: $(STAMP)
 	$(BIN)/attnlab reproduce --quick --no-claims --report attnlab-report.html
 	@echo "report: $(CURDIR)/attnlab-report.html"
 
-check: $(STAMP)
-	$(BIN)/attnlab check --scale quick; status=$$?; \
+# Both write the committed record results/claims/<scale>/<study>.json and regenerate the README's tables from it.
+# DEVICE=cuda (or cuda:N) runs the claims' experiments on a GPU.
+DEVICE ?= cpu
+check check-paper: SCALE = $(if $(filter check-paper,$@),paper,quick)
+check check-paper: $(STAMP)
+	$(BIN)/attnlab check --scale $(SCALE) --device $(DEVICE) --record results/claims; status=$$?; \
+	$(BIN)/python -m attnlab.core.record README.md; \
 	$(BIN)/attnlab report --all --out attnlab-report.html; exit $$status
+
+readme: $(STAMP)
+	$(BIN)/python -m attnlab.core.record README.md
 
 test: $(STAMP) lint chromium
 	$(BIN)/python -m pytest -q

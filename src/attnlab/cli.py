@@ -195,23 +195,38 @@ def check(
     scale: ScaleOpt = "quick",
     only: Annotated[list[str] | None, typer.Option("--only", help="only this claim id (repeatable)")] = None,
     device: DeviceOpt = None,
+    record: Annotated[Path | None, typer.Option("--record", help="write DIR/<scale>/<study>.json, the committed "
+                                                "record (e.g. results/claims)")] = None,
+    since: Annotated[Path | None, typer.Option("--since", help="a record file or directory: print what changed "
+                                               "verdict or value (exit 1 if a pass became a fail)")] = None,
     out: StoreOpt = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Measure the papers' claims and compare them with what the papers say (exit 1 if any fails)."""
+    from attnlab.core import record as rec
     from attnlab.core.claims import check as run_checks
     from attnlab.core.claims import failed
     from attnlab.core.experiment import check_study
 
     check_study(study)
+    before = rec.load(since, scale) if since is not None else None
     progress.set_quiet(quiet or json_)
     results = run_checks(study, scale, _store(out), only, device=_device(device))
+    changes = rec.compare(before, results, device) if before is not None else []
     if json_:
         print(json.dumps([r.to_json() for r in results], indent=2))
     else:
         _print_claims(results)
-    if failed(results):
+    if record is not None:
+        for path in rec.write(results, record, scale, device, merge=bool(only)):
+            err_console.print(f"record → {path}", highlight=False)
+    if before is not None:
+        err_console.print(f"since {since}: " + (f"{len(changes)} claim(s) changed" if changes else "nothing changed"),
+                          highlight=False)
+        for change in changes:
+            err_console.print(f"  {escape(change.line())}", highlight=False, soft_wrap=True)
+    if failed(results) or any(c.regression for c in changes):
         raise typer.Exit(1)
 
 

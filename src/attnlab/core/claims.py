@@ -126,6 +126,8 @@ class ClaimResult:
     scale: str
     seconds: float
     detail: str = ""
+    runs_computed: int = 0  # experiment runs this measurement computed …
+    runs_reused: int = 0  # … and found finished in the store (its seconds then exclude them)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -175,6 +177,7 @@ def check(study: str | None, scale: str, store: RunStore, only: list[str] | None
             ClaimResult(
                 claim.id, claim.ref, claim.statement, claim.how, measured, claim.expected_text(),
                 claim.tolerance, verdict, scale, time.perf_counter() - t0, detail,
+                sum(not r.reused for r in ctx.records), sum(r.reused for r in ctx.records),
             )
         )
     for name in sorted({r.claim.split(".", 1)[0] for r in results}):

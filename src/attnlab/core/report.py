@@ -100,8 +100,34 @@ def claims_section(path: Path) -> str:
             f"{len(rows) - n_pass - n_bad} reported</span></h3><table>{head}{body}</table>")
 
 
-def build(store: RunStore, targets: list[Path] | None = None, title: str = "attnlab report") -> str:
-    """HTML for ``targets`` (run or sweep directories), or for everything in the store if None."""
+def record_section(root: Path) -> str:
+    """The committed claims record (``results/claims``): per study and scale the counts, then every verdict."""
+    from attnlab.core.record import load
+
+    docs = sorted(load(root), key=lambda d: (d["scale"] != "quick", d["study"], d.get("device", "cpu")))
+    if not docs:
+        return ""
+    parts = ["<h2>Committed claims record</h2><p class='muted'>the last verdicts committed under "
+             f"{_e(root)}: what holds at which scale, without running anything</p>"]
+    for d in docs:
+        hw = d["hardware"]
+        where = hw["gpu"]["name"] if "gpu" in hw else f"{hw['cpu']['cpu']}, {hw['cpu']['threads']} threads"
+        c = d["counts"]
+        rows = "".join(f"<tr><td title='{_e(r.get('statement', ''))}'>{_e(r['claim'])}</td><td>{_e(r.get('ref', ''))}"
+                       f"</td><td>{_e(_fmt(r['measured']))}</td><td>{_e(r.get('expected', ''))}</td><td class='"
+                       f"{_e(r['verdict'])}'>{_e(r['verdict'])}</td><td>{_e(r.get('detail') or '')}</td></tr>"
+                       for r in d["claims"])
+        parts.append(f"<h3>{_e(d['study'])} · {_e(d['scale'])} <span class='muted'>{c['pass']} pass, {c['fail']} "
+                     f"fail, {c['reported']} reported, {c['error']} error · {_e(where)} · {d['wall_seconds']:.0f} s · "
+                     f"{_e(d['date'])} · {_e(d['commit'])}</span></h3><table><tr><th>claim</th><th>paper</th>"
+                     f"<th>measured</th><th>expected</th><th>verdict</th><th>detail</th></tr>{rows}</table>")
+    return "".join(parts)
+
+
+def build(store: RunStore, targets: list[Path] | None = None, title: str = "attnlab report",
+          records: Path | None = None) -> str:
+    """HTML for ``targets`` (run or sweep directories), or for everything in the store if None; with the committed
+    claims record under ``records`` (default: the checkout's ``results/claims``) when reporting everything."""
     runs: list[Path] = []
     sweeps: list[Path] = []
     if targets is None:
@@ -121,6 +147,12 @@ def build(store: RunStore, targets: list[Path] | None = None, title: str = "attn
             f"{time.strftime('%Y-%m-%d %H:%M:%S')} · store {_e(store.root.resolve())}</p>"]
     if claim_files:
         body.append("<h2>Claims</h2>" + "".join(claims_section(p) for p in claim_files))
+    if targets is None:
+        from attnlab.core.record import default_root
+
+        root = records if records is not None else default_root()
+        if root is not None and root.is_dir() and (section := record_section(root)):
+            body.append(section)
     by_study: dict[str, list[Path]] = {}
     for r in runs:
         by_study.setdefault(r.parent.name.split(".")[0], []).append(r)
@@ -134,6 +166,7 @@ def build(store: RunStore, targets: list[Path] | None = None, title: str = "attn
             f"</head><body>{''.join(body)}</body></html>")
 
 
-def write(store: RunStore, out: Path, targets: list[Path] | None = None, title: str = "attnlab report") -> Path:
-    atomic_write_text(out, build(store, targets, title))
+def write(store: RunStore, out: Path, targets: list[Path] | None = None, title: str = "attnlab report",
+          records: Path | None = None) -> Path:
+    atomic_write_text(out, build(store, targets, title, records))
     return out

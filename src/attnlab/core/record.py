@@ -1,0 +1,232 @@
+"""The committed claims record: what holds at which scale, readable without running anything.
+
+``attnlab check STUDY --scale S --record results/claims`` writes ``results/claims/<S>/<study>.json`` (a run on a
+GPU: ``<study>-cuda.json``): date, commit, hardware (CPU model, cores, threads, torch; the GPU's details), wall
+time, and per claim its verdict, measured and expected values, detail and seconds. A run restricted by ``--only``
+updates those claims in the existing record and keeps the others (each claim carries its own date and commit).
+``attnlab check --since PATH`` compares a new run with a record (:func:`compare`); the README's tables are
+generated from the records (``python -m attnlab.core.record README.md``, run by ``make check``), so they never
+drift from them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from attnlab.core.claims import ClaimResult
+from attnlab.core.device import details, resolve_device
+from attnlab.core.runs import atomic_write_json, atomic_write_text, git_revision
+
+VERDICTS = ("pass", "fail", "reported", "error")
+ENTRY_KEYS = ("claim", "ref", "statement", "verdict", "measured", "expected", "tolerance", "detail", "seconds",
+              "runs_computed", "runs_reused")
+
+
+def hardware(device: str | None) -> dict[str, Any]:
+    """The machine a record was measured on: the CPU always (model, cores, threads, torch), the GPU if used."""
+    out = {"cpu": details(torch.device("cpu")), "python": sys.version.split()[0]}
+    dev = resolve_device(device or "cpu")
+    if dev.type == "cuda":
+        out["gpu"] = details(dev)
+    return out
+
+
+def default_root() -> Path | None:
+    """``results/claims`` of the source checkout (the working directory's, else the package's), if there is one."""
+    for base in (Path.cwd(), Path(__file__).resolve().parents[3]):
+        if (base / "results" / "claims").is_dir():
+            return base / "results" / "claims"
+    return None
+
+
+def path_for(root: Path, scale: str, study: str, device: str | None) -> Path:
+    suffix = "-cuda" if (device or "cpu").startswith("cuda") else ""
+    return Path(root) / scale / f"{study}{suffix}.json"
+
+
+def write(results: list[ClaimResult], root: Path, scale: str, device: str | None,
+          merge: bool = False) -> list[Path]:
+    """One record per study in ``results`` under ``root/<scale>/``; ``merge`` keeps the record's other claims."""
+    now, commit, hw = time.strftime("%Y-%m-%dT%H:%M:%S%z"), git_revision(), hardware(device)
+    paths = []
+    for study in sorted({r.claim.split(".", 1)[0] for r in results}):
+        path = path_for(root, scale, study, device)
+        entries: dict[str, dict[str, Any]] = {}
+        if merge and path.exists():
+            entries = {e["claim"]: e for e in json.loads(path.read_text())["claims"]}
+        for r in results:
+            if r.claim.startswith(study + "."):
+                entries[r.claim] = {**_entry(r.to_json()), "date": now, "commit": commit}
+        rows = list(entries.values())
+        doc = {"study": study, "scale": scale, "device": device or "cpu", "date": now, "commit": commit,
+               "hardware": hw, "wall_seconds": round(sum(e["seconds"] for e in rows), 1),
+               "runs_reused": sum(e.get("runs_reused", 0) for e in rows), "counts": counts(rows),
+               "command": f"attnlab check {study} --scale {scale}" + (f" --device {device}" if device else ""),
+               "claims": rows}
+        atomic_write_json(path, doc)
+        paths.append(path)
+    return paths
+
+
+def _entry(row: dict[str, Any]) -> dict[str, Any]:
+    e = {k: row.get(k) for k in ENTRY_KEYS}
+    if isinstance(e["measured"], float) and not math.isfinite(e["measured"]):
+        e["measured"] = None  # "never happened" (NaN) is null: the record stays strict JSON
+    e["seconds"] = round(float(e["seconds"] or 0.0), 2)
+    return e
+
+
+def counts(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
+    rows = list(rows)
+    return {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+
+
+def load(path: Path, scale: str | None = None) -> list[dict[str, Any]]:
+    """The records in a file, or under a directory (recursively), of ``scale`` if given."""
+    path = Path(path)
+    if not path.exists():
+        from attnlab.core.config import ConfigError
+
+        raise ConfigError(f"--since {str(path)!r} does not exist (a record file or a results/claims directory)")
+    files = [path] if path.is_file() else sorted(path.rglob("*.json"))
+    docs = [json.loads(f.read_text()) | {"path": str(f)} for f in files]
+    return [d for d in docs if "claims" in d and (scale is None or d.get("scale") == scale)]
+
+
+@dataclass(frozen=True)
+class Change:
+    claim: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+    @property
+    def regression(self) -> bool:
+        """A claim that passed in the record and now fails (or errors)."""
+        return bool(self.before and self.after and self.before["verdict"] == "pass"
+                    and self.after["verdict"] in ("fail", "error"))
+
+    def line(self) -> str:
+        if self.before is None:
+            return f"{self.claim}: new — {self.after['verdict']}, measured {_num(self.after['measured'])}"
+        if self.after is None:
+            return f"{self.claim}: in the record ({self.before['verdict']}) but not measured now"
+        b, a = self.before, self.after
+        verdict = f"{b['verdict']} → {a['verdict']}" if b["verdict"] != a["verdict"] else a["verdict"]
+        return f"{self.claim}: {verdict}, measured {_num(b['measured'])} → {_num(a['measured'])}" + (
+            " (REGRESSION)" if self.regression else "")
+
+
+def compare(records: list[dict[str, Any]], results: list[ClaimResult], device: str | None = None,
+            rel: float = 1e-6) -> list[Change]:
+    """The claims of ``results`` whose verdict or value (relative change > ``rel``) differs from the records, or
+    that the records lack. Where a study has a CPU and a CUDA record, the one of ``device``'s kind is used."""
+    want = "cuda" if (device or "cpu").startswith("cuda") else "cpu"
+    ordered = sorted(records, key=lambda d: (d.get("device", "cpu").startswith("cuda")) == (want == "cuda"))
+    before = {e["claim"]: e for d in ordered for e in d["claims"]}  # the matching device's record wins
+    now = {r.claim: _entry(r.to_json()) for r in results}
+    return [Change(c, before.get(c), e) for c, e in now.items() if c not in before or _differs(before[c], e, rel)]
+
+
+def _differs(b: dict[str, Any], a: dict[str, Any], rel: float) -> bool:
+    if b["verdict"] != a["verdict"]:
+        return True
+    x, y = b["measured"], a["measured"]
+    if x is None or y is None:
+        return (x is None) != (y is None)
+    return abs(x - y) > rel * max(abs(x), abs(y), 1e-300)
+
+
+def _num(x: Any) -> str:
+    return "—" if x is None else f"{x:.4g}"
+
+
+# -- the README's tables, generated from the records -------------------------------------------------------------
+
+BLOCKS = {"claims-record": "claims record", "gpu-table": "paper scale on one GPU"}
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def _rel(path: str, base: Path) -> str:
+    return os.path.relpath(Path(path).resolve(), Path(base).resolve())
+
+
+def claims_table(records: list[dict[str, Any]], base: Path) -> str:
+    """Markdown: one row per record (study, scale, device, pass/fail/reported/error, wall time, date, link)."""
+    if not records:
+        return ("No committed record yet: `make check` writes `results/claims/quick/`, `make check-paper` "
+                "`results/claims/paper/`.\n")
+    lines = ["| study | scale | device | pass | fail | reported | error | wall time | measured | record |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for d in sorted(records, key=lambda d: (d["scale"] != "quick", d["study"], d.get("device", "cpu"))):
+        c, hw = d["counts"], d["hardware"]
+        where = hw["gpu"]["name"] if "gpu" in hw else f"CPU, {hw['cpu']['threads']} threads"
+        reused = f" ({d['runs_reused']} runs reused)" if d.get("runs_reused") else ""
+        lines.append(f"| {d['study']} | {d['scale']} | {where} | {c['pass']} | {c['fail']} | {c['reported']} | "
+                     f"{c['error']} | {_hours(d['wall_seconds'])}{reused} | {d['date'][:10]}, "
+                     f"{(d['commit'] or 'unknown')[:10]} | [{Path(d['path']).name}]({_rel(d['path'], base)}) |")
+    return "\n".join(lines) + "\n"
+
+
+def gpu_table(records: list[dict[str, Any]], studies: Iterable[str]) -> str:
+    """Markdown: per study the paper-scale check time on a GPU and on the CPU, and the claims passing there."""
+    paper = {(d["study"], "gpu" in d["hardware"]): d for d in records if d["scale"] == "paper"}
+    lines = ["| study | paper-scale check on one GPU | on the CPU | claims passing at paper scale |",
+             "|---|---|---|---|"]
+    for study in studies:
+        gpu, cpu = paper.get((study, True)), paper.get((study, False))
+        g = f"{_hours(gpu['wall_seconds'])} ({gpu['hardware']['gpu']['name']})" if gpu else \
+            "not measured (no GPU lent yet)"
+        c = f"{_hours(cpu['wall_seconds'])} ({cpu['hardware']['cpu']['cores']} cores)" if cpu else "not measured yet"
+        best = gpu or cpu
+        n = f"{best['counts']['pass']} of {len(best['claims'])}" if best else "not measured yet"
+        lines.append(f"| {study} | {g} | {c} | {n} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_readme(text: str, records_root: Path, base: Path) -> str:
+    """``text`` with each ``<!-- NAME:start -->…<!-- NAME:end -->`` block regenerated from the records."""
+    from attnlab import STUDIES
+
+    records = load(records_root) if Path(records_root).is_dir() else []
+    blocks = {"claims-record": claims_table(records, base), "gpu-table": gpu_table(records, STUDIES)}
+    for name, body in blocks.items():
+        start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+        if start not in text or end not in text:
+            continue
+        head, rest = text.split(start, 1)
+        _, tail = rest.split(end, 1)
+        text = (f"{head}{start}\n<!-- generated from results/claims by `python -m attnlab.core.record README.md`; "
+                f"do not edit -->\n{body}{end}{tail}")
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m attnlab.core.record README.md [RESULTS_CLAIMS_DIR]``: regenerate the README's tables."""
+    args = sys.argv[1:] if argv is None else argv
+    readme = Path(args[0] if args else "README.md")
+    root = Path(args[1]) if len(args) > 1 else readme.parent / "results" / "claims"
+    text = readme.read_text()
+    new = render_readme(text, root, readme.parent)
+    if new != text:
+        atomic_write_text(readme, new)
+        print(f"updated {readme}")
+    else:
+        print(f"{readme} is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

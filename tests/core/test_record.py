@@ -1,0 +1,129 @@
+"""The committed claims record: `check --record`, `check --since`, the README's generated tables, the report."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from attnlab.cli import app
+from attnlab.core import claims as claims_mod
+from attnlab.core import record, report
+from attnlab.core.runs import RunStore
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def flip():
+    """A second toy claim whose measured value the test sets (to make it pass or fail)."""
+    box = {"value": 0.0}
+    claims_mod.register(claims_mod.Claim("toy.flip", "—", "flips", "box", lambda ctx: box["value"], 0.0, "approx",
+                                         0.1))
+    yield box
+    claims_mod._CLAIMS.pop("toy.flip")
+
+
+def _check(tmp_path, *args):
+    return runner.invoke(app, ["check", "toy", "--out", str(tmp_path / "store"), *args])
+
+
+def test_record_holds_date_commit_hardware_and_every_verdict(tmp_path, flip):
+    res = _check(tmp_path, "--record", str(tmp_path / "claims"))
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "claims" / "quick" / "toy.json").read_text())
+    assert (doc["study"], doc["scale"], doc["device"]) == ("toy", "quick", "cpu")
+    assert doc["date"][:2] == "20" and "commit" in doc and doc["hardware"]["cpu"]["threads"] >= 1
+    assert doc["hardware"]["cpu"]["torch"] and "gpu" not in doc["hardware"]
+    assert doc["counts"] == {"pass": 2, "fail": 0, "reported": 0, "error": 0}
+    entry = {e["claim"]: e for e in doc["claims"]}["toy.diffusion"]
+    assert set(record.ENTRY_KEYS) <= set(entry) and entry["verdict"] == "pass" and entry["runs_computed"] == 4
+    assert doc["wall_seconds"] == pytest.approx(sum(e["seconds"] for e in doc["claims"]), abs=0.2)
+
+
+def test_since_prints_changes_and_fails_on_a_regression(tmp_path, flip):
+    claims_dir = tmp_path / "claims"
+    assert _check(tmp_path, "--record", str(claims_dir)).exit_code == 0
+    same = _check(tmp_path, "--since", str(claims_dir))
+    assert same.exit_code == 0 and "nothing changed" in same.stderr, same.output
+
+    flip["value"] = 0.05  # still a pass, another value
+    moved = _check(tmp_path, "--since", str(claims_dir / "quick" / "toy.json"))
+    assert moved.exit_code == 0 and "toy.flip: pass, measured 0 → 0.05" in moved.stderr, moved.output
+
+    flip["value"] = 1.0  # a pass became a fail
+    worse = _check(tmp_path, "--since", str(claims_dir), "--json")
+    assert worse.exit_code == 1 and "toy.flip: pass → fail, measured 0 → 1 (REGRESSION)" in worse.stderr
+    assert "toy.diffusion" not in worse.stderr  # unchanged: the reused runs measure the same
+
+    missing = _check(tmp_path, "--since", str(tmp_path / "nothing"))
+    assert missing.exit_code == 2 and "does not exist" in missing.stderr
+
+
+def test_only_updates_its_claims_and_keeps_the_others(tmp_path, flip):
+    claims_dir = tmp_path / "claims"
+    _check(tmp_path, "--record", str(claims_dir))
+    flip["value"] = 1.0
+    assert _check(tmp_path, "--only", "flip", "--record", str(claims_dir)).exit_code == 1
+    doc = json.loads((claims_dir / "quick" / "toy.json").read_text())
+    assert {e["claim"]: e["verdict"] for e in doc["claims"]} == {"toy.diffusion": "pass", "toy.flip": "fail"}
+    assert doc["counts"]["fail"] == 1 and doc["counts"]["pass"] == 1
+
+
+def test_compare_prefers_the_record_of_the_same_device_kind(tmp_path):
+    res = claims_mod.ClaimResult("toy.a", "—", "s", "h", 1.0, "= 1", 0.1, "pass", "quick", 0.1)
+    cpu = {"device": "cpu", "claims": [{**record._entry(res.to_json()), "measured": 2.0}]}
+    gpu = {"device": "cuda", "claims": [record._entry(res.to_json())]}
+    assert [c.claim for c in record.compare([gpu, cpu], [res], "cpu")] == ["toy.a"]
+    assert record.compare([cpu, gpu], [res], "cuda") == []
+    nan = claims_mod.ClaimResult("toy.a", "—", "s", "h", float("nan"), "= 1", 0.1, "fail", "quick", 0.1)
+    assert record._entry(nan.to_json())["measured"] is None
+
+
+def _fake_record(root: Path, study: str, scale: str, gpu: bool, n_pass: int, wall: float) -> None:
+    hw = {"cpu": {"cpu": "Some CPU", "threads": 2, "cores": 2, "torch": "2.13.0"}}
+    if gpu:
+        hw["gpu"] = {"name": "NVIDIA H100 80GB HBM3"}
+    rows = [{"claim": f"{study}.c{i}", "verdict": "pass" if i < n_pass else "reported", "measured": 1.0}
+            for i in range(3)]
+    doc = {"study": study, "scale": scale, "device": "cuda" if gpu else "cpu", "date": "2026-01-02T03:04:05",
+           "commit": "abcdef0123456789", "hardware": hw, "wall_seconds": wall, "runs_reused": 0,
+           "counts": record.counts(rows), "claims": rows}
+    path = record.path_for(root, scale, study, "cuda" if gpu else None)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+
+
+def test_readme_blocks_are_generated_from_the_records(tmp_path):
+    text = ("# x\n<!-- claims-record:start -->\nstale\n<!-- claims-record:end -->\nmiddle\n"
+            "<!-- gpu-table:start -->\n<!-- gpu-table:end -->\nend\n")
+    root = tmp_path / "results" / "claims"
+    empty = record.render_readme(text, root, tmp_path)
+    assert "No committed record yet" in empty and "stale" not in empty and empty.endswith("end\n")
+    assert "| potts | not measured (no GPU lent yet) | not measured yet | not measured yet |" in empty
+    _fake_record(root, "potts", "quick", False, 2, 360.0)
+    _fake_record(root, "potts", "paper", False, 1, 7200.0)
+    _fake_record(root, "signal", "paper", True, 3, 600.0)
+    out = record.render_readme(empty, root, tmp_path)
+    assert record.render_readme(out, root, tmp_path) == out  # idempotent
+    assert ("| potts | quick | CPU, 2 threads | 2 | 0 | 1 | 0 | 6 min | 2026-01-02, abcdef0123 | "
+            "[potts.json](results/claims/quick/potts.json) |") in out
+    assert "| potts | not measured (no GPU lent yet) | 2.0 h (2 cores) | 1 of 3 |" in out
+    assert "| signal | 10 min (NVIDIA H100 80GB HBM3) | not measured yet | 3 of 3 |" in out
+    assert out.count("middle") == 1
+
+
+def test_the_readme_matches_the_committed_records():
+    """The README's generated tables are what `python -m attnlab.core.record README.md` writes (never drift)."""
+    text = (ROOT / "README.md").read_text()
+    assert "<!-- claims-record:start -->" in text and "<!-- gpu-table:start -->" in text
+    assert record.render_readme(text, ROOT / "results" / "claims", ROOT) == text, \
+        "README tables are stale: run `python -m attnlab.core.record README.md`"
+
+
+def test_report_shows_the_committed_record(tmp_path):
+    root = tmp_path / "claims"
+    _fake_record(root, "paths", "quick", False, 2, 60.0)
+    html = report.build(RunStore(tmp_path / "store"), None, records=root)
+    assert "Committed claims record" in html and "paths.c0" in html and "2 pass, 0 fail, 1 reported" in html
