@@ -97,3 +97,32 @@ def test_trainable_model_matches_the_fixed_attention_network():
     U = model.order_parameter(net.weights())
     assert U.shape == (1, 6, 6) and torch.allclose(U, U.mT)
     assert math.isclose(float(U[0].trace()), float((model.effective_weights(net.weights())[0] ** 2).sum() / 5))
+
+
+@pytest.mark.parametrize("nonlinearity", ["softmax", "hardmax"])
+@pytest.mark.parametrize("readout", ["mean", 0, 3, -1])
+def test_readout_attention_is_the_readout_column(nonlinearity, readout):
+    """The last layer's Ω r computed from the readout column alone equals the full Ω times r; a zero head
+    (uniform attention under softmax, the first key under hardmax) takes the GEMM-free path and agrees too."""
+    g = torch.Generator().manual_seed(3)
+    X = torch.randn(4, 6, 7, generator=g, dtype=F64)
+    A = torch.cat([torch.randn(2, 7, 7, generator=g, dtype=F64), torch.zeros(1, 7, 7, dtype=F64)])
+    om = model.attention(X, A, nonlinearity)
+    full = om @ model.readout_vector(6, readout)
+    assert float((model.readout_attention(X, A, readout, nonlinearity) - full).abs().max()) < 1e-14
+    logits = torch.einsum("psd,hde,pte->phst", X, A, X)
+    want = torch.softmax(logits, dim=-2) if nonlinearity == "softmax" else torch.nn.functional.one_hot(
+        logits.argmax(dim=-2), 6).transpose(-1, -2).to(F64)
+    assert float((om - want).abs().max()) < 1e-13
+
+
+def test_hardmax_is_the_large_beta_limit():
+    """Hardmax attention is softmax at β → ∞ (distinct logits): path features at β = 1e4 agree with hardmax."""
+    g = torch.Generator().manual_seed(4)
+    X = torch.randn(3, 5, 6, generator=g, dtype=F64)
+    heads = _heads([2, 2], 6, g, scale=3.0)
+    hard = model.path_features(X, heads, -1, nonlinearity="hardmax")
+    soft = model.path_features(X, [1e4 * A for A in heads], -1)
+    assert float((hard - soft).abs().max()) < 1e-8
+    with pytest.raises(ValueError, match="key 'attention' = 'relu'"):
+        model.attention(X, heads[0], "relu")

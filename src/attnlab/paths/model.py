@@ -54,25 +54,71 @@ def readout_vector(T: int, readout: str | int, dtype=torch.float64, device=None)
     raise ValueError(f"key 'readout' = {readout!r}: 'mean' or a token index in [-{T}, {T - 1}]")
 
 
-def attention(X: Tensor, A: Tensor) -> Tensor:
-    """Ω (P, H, T, T) with Ω[p, h, s, t] = softmax over keys s of x_sᵀ A_h x_t (columns sum to 1)."""
+NONLINEARITIES = ("softmax", "hardmax")
+
+
+def _normalise(logits: Tensor, nonlinearity: str) -> Tensor:
+    """Softmax over the keys (dim −2 of [.., s, t]) or hardmax: weight 1 on the first largest logit (β → ∞)."""
+    if nonlinearity == "softmax":
+        return torch.softmax(logits, dim=-2)
+    if nonlinearity == "hardmax":
+        return torch.zeros_like(logits).scatter_(-2, logits.argmax(dim=-2, keepdim=True), 1.0)
+    raise ValueError(f"key 'attention' = {nonlinearity!r}: allowed: {', '.join(NONLINEARITIES)}")
+
+
+def _zero_heads(A: Tensor) -> Tensor:
+    """(H,) bool: heads whose logit matrix is exactly zero (uniform attention, no GEMM needed)."""
+    return ~A.reshape(A.shape[0], -1).ne(0).any(dim=1)
+
+
+def attention(X: Tensor, A: Tensor, nonlinearity: str = "softmax") -> Tensor:
+    """Ω (P, H, T, T) with Ω[p, h, s, t] = softmax over keys s of x_sᵀ A_h x_t (columns sum to 1).
+
+    One GEMM (P·T, D) × (D, H·D) for every head at once, then a batched (T·H, D) × (D, T) per example; a head
+    whose matrix is zero skips both (its logits are 0). ``nonlinearity="hardmax"`` puts weight 1 on the first
+    largest logit of each column (the public code's hardmax).
+    """
     if X.shape[-1] != A.shape[-1]:
         raise ValueError(f"inputs have width {X.shape[-1]} but the heads expect width D = {A.shape[-1]}")
-    logits = (X[:, None] @ A.to(X.dtype)) @ X[:, None].mT  # (P, H, T, T), [s, t] = x_s A x_t
-    return torch.softmax(logits, dim=-2)
+    P, T, D = X.shape
+    A = A.to(X.dtype)
+    zero = _zero_heads(A)
+    logits = torch.zeros(P, A.shape[0], T, T, dtype=X.dtype, device=X.device)
+    live = (~zero).nonzero().flatten().tolist()
+    if live:
+        H = len(live)
+        XA = X.reshape(P * T, D) @ A[live].permute(1, 0, 2).reshape(D, H * D)  # [p·s, (h, e)] = (x_s A_h)_e
+        lg = (XA.view(P, T * H, D) @ X.mT).view(P, T, H, T).transpose(1, 2)  # [p, h, s, t]
+        logits[:, live] = lg
+    return _normalise(logits, nonlinearity)
 
 
-def attentions(X: Tensor, heads: Sequence[Tensor]) -> list[Tensor]:
+def readout_attention(X: Tensor, A: Tensor, readout: str | int, nonlinearity: str = "softmax") -> Tensor:
+    """Ω r (P, H, T) of the last layer: for a token readout t* only the column t* is computed (logits
+    X A x_{t*}: P·D² work instead of P·T·D²); for the mean readout the full Ω averaged over queries."""
+    r = readout_vector(X.shape[1], readout, X.dtype, X.device)
+    if readout == "mean":
+        return attention(X, A, nonlinearity) @ r
+    if X.shape[-1] != A.shape[-1]:
+        raise ValueError(f"inputs have width {X.shape[-1]} but the heads expect width D = {A.shape[-1]}")
+    A = A.to(X.dtype)
+    q = torch.einsum("pe,hde->phd", X[:, int(readout)], A)  # A_h x_{t*}
+    logits = q @ X.mT  # (P, H, T): [p, h, s] = x_sᵀ A_h x_{t*}
+    return _normalise(logits[..., None], nonlinearity)[..., 0]
+
+
+def attentions(X: Tensor, heads: Sequence[Tensor], nonlinearity: str = "softmax") -> list[Tensor]:
     """Ω of every layer: a list of (P, H_ℓ, T, T)."""
-    return [attention(X, A) for A in heads]
+    return [attention(X, A, nonlinearity) for A in heads]
 
 
 def path_features(X: Tensor, heads: Sequence[Tensor], readout: str | int, omegas: Sequence[Tensor] | None = None,
-                  chunk: int = 4096) -> Tensor:
+                  chunk: int = 4096, nonlinearity: str = "softmax") -> Tensor:
     """Ξ (P, n, D): the attentioned inputs ξ^π of Eq. 7 for every example and path (h_1 most significant).
 
-    Right-to-left tree: a^(L) = Ω^L r, a^(ℓ)_{(h, π_{ℓ+1})} = Ω^{ℓh} a^(ℓ+1)_{π_{ℓ+1}}, then ξ = Xᵀ a^(1).
-    Examples are processed in chunks so that memory stays bounded for large P.
+    Right-to-left tree: a^(L) = Ω^L r, a^(ℓ)_{(h, π_{ℓ+1})} = Ω^{ℓh} a^(ℓ+1)_{π_{ℓ+1}}, then ξ = Xᵀ a^(1). Only
+    the readout column of the last layer's Ω is computed (:func:`readout_attention`). Examples are processed
+    in chunks so that memory stays bounded for large P.
     """
     D = X.shape[-1]
     check_heads(heads, D)
@@ -81,10 +127,13 @@ def path_features(X: Tensor, heads: Sequence[Tensor], readout: str | int, omegas
     out = []
     for i in range(0, X.shape[0], chunk):
         Xc = X[i:i + chunk]
-        Om = [o[i:i + chunk] for o in omegas] if omegas is not None else attentions(Xc, heads)
-        r = readout_vector(Xc.shape[1], readout, Xc.dtype, Xc.device)
-        a = Om[-1] @ r  # (P, H_L, T)
-        for om in reversed(Om[:-1]):
+        if omegas is not None:
+            Om = [o[i:i + chunk] for o in omegas]
+            a = Om[-1] @ readout_vector(Xc.shape[1], readout, Xc.dtype, Xc.device)  # (P, H_L, T)
+        else:
+            Om = [attention(Xc, A, nonlinearity) for A in heads[:-1]]
+            a = readout_attention(Xc, heads[-1], readout, nonlinearity)
+        for om in reversed(Om[:-1] if omegas is not None else Om):
             a = (om[:, :, None] @ a[:, None, :, :, None]).squeeze(-1)  # (P, H_ℓ, n_{ℓ+1}, T)
             a = a.reshape(a.shape[0], -1, a.shape[-1])
         out.append(a @ Xc)
