@@ -31,7 +31,10 @@ def _start(args, log: Path) -> subprocess.Popen:
 
 
 @pytest.fixture
-def cluster(tmp_path):
+def cluster(tmp_path, request):
+    """A scheduler and two workers w1, w2; ``request.param`` (indirect parametrisation) gives each worker's extra
+    arguments, e.g. ``[["--resources", "GPU=1"], []]``."""
+    extra = getattr(request, "param", [[], []])
     if DASK is None:
         pytest.skip("dask CLI not installed (pip install 'attnlab[dask]')")
     sched_file = tmp_path / "scheduler.json"
@@ -41,9 +44,9 @@ def cluster(tmp_path):
     while not sched_file.exists() and time.time() < deadline:
         time.sleep(0.2)
     address = json.loads(sched_file.read_text())["address"]
-    for name in ("w1", "w2"):
+    for name, args in zip(("w1", "w2"), extra, strict=True):
         procs.append(_start([DASK, "worker", address, "--name", name, "--nthreads", "1", "--no-nanny",
-                             "--no-dashboard", "--host", "127.0.0.1"], tmp_path / f"{name}.log"))
+                             "--no-dashboard", "--host", "127.0.0.1", *args], tmp_path / f"{name}.log"))
     from distributed import Client
 
     with Client(address, timeout=30) as client:
@@ -97,3 +100,32 @@ def test_dask_sweep_survives_a_killed_worker(tmp_path, cluster):
 
     again = run_sweep("toy.walk", grid, store=store, executor="dask", scheduler=address)
     assert (again.ran, again.reused) == (0, 4)
+
+
+@pytest.mark.parametrize("cluster", [[["--resources", "GPU=1"], []]], indirect=True)
+def test_gpu_tasks_run_only_on_the_worker_with_the_gpu_resource(tmp_path, cluster):
+    """Tasks claiming GPU=1 (the toy's ``gpu`` flag stands in for ``--device cuda``) all land on w1, the worker
+    started with ``--resources GPU=1``; the others may run anywhere and some run on w2."""
+    address, procs = cluster
+    store = RunStore(tmp_path / "gpu-store")
+    grid = {"gpu": [True, False], "seed": [0, 1, 2, 3], "steps": [3], "sleep": [0.1]}
+    res = run_sweep("toy.walk", grid, store=store, executor="dask", scheduler=address)
+    assert res.failed == 0 and len(res.table) == 8
+    pids = {r["id"]: r["pid"] for r in store.rows("toy.walk")}
+    where = res.table.assign(pid=res.table["run_id"].map(pids))
+    assert set(where[where["gpu"]]["pid"]) == {procs[1].pid}
+    assert procs[2].pid in set(where[~where["gpu"]]["pid"])
+
+
+def test_local_gpu_cluster_has_one_worker_per_gpu_each_seeing_its_own():
+    """The cluster `--executor dask` starts on a GPU machine (here with two "GPUs" that are only names): each worker
+    has GPU=1 and CUDA_VISIBLE_DEVICES set to its own index."""
+    from distributed import Client
+
+    from attnlab.core.sweep import gpu_cluster
+
+    with gpu_cluster(2) as local, Client(local) as client:
+        client.wait_for_workers(2, timeout=60)
+        seen = client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES"))
+        resources = [w["resources"] for w in client.scheduler_info()["workers"].values()]
+    assert sorted(seen.values()) == ["0", "1"] and resources == [{"GPU": 1}, {"GPU": 1}]

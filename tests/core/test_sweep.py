@@ -47,3 +47,28 @@ def test_failing_task_is_recorded_and_does_not_stop_the_sweep(tmp_path):
     assert by.loc[1, "status"] == "failed" and "asked to fail" in by.loc[1, "error"]
     assert by.loc[-1, "status"] == "done" and by.loc[5, "status"] == "done"
     assert store.status(by.loc[1, "run_id"])["status"] == "failed"
+
+
+def test_task_resources_claim_a_gpu_for_cuda_and_the_experiments_own():
+    from attnlab.core.config import resolve
+    from attnlab.core.experiment import get
+    from attnlab.core.sweep import task_resources
+
+    exp = get("toy.walk")
+    assert task_resources(exp, resolve(exp.config, "quick", {})) == {}
+    assert task_resources(exp, resolve(exp.config, "quick", {"gpu": True})) == {"GPU": 1}
+    assert task_resources(exp, resolve(exp.config, "quick", {}, device="cuda")) == {"GPU": 1}
+
+
+def test_sweep_checks_every_points_memory_and_dask_device_before_any_work(tmp_path):
+    from typer.testing import CliRunner
+
+    from attnlab.cli import app
+
+    store = tmp_path / "s"
+    res = CliRunner().invoke(app, ["sweep", "toy.walk", "--grid", "need_gib=0,1e6", "--out", str(store)])
+    assert res.exit_code == 2 and "toy.walk (cpu) needs 1e+06 GiB" in res.stderr, res.output
+    assert not (store / "runs").exists()
+    res = CliRunner().invoke(app, ["sweep", "toy.walk", "--grid", "steps=2,3", "--executor", "dask", "--device",
+                                   "cuda:1", "--scheduler", "tcp://127.0.0.1:1", "--out", str(store)])
+    assert res.exit_code == 2 and "give --device cuda, not cuda:N" in res.stderr, res.output

@@ -25,6 +25,7 @@ class WalkConfig(Config):
     sleep: float = Field(0.0, ge=0, description="seconds to sleep per step (to be killed mid-run)")
     fail_at: int = Field(-1, description="raise at this step (-1: never)")
     need_gib: float = Field(0.0, ge=0, description="peak memory its memory model declares (tests of 'would not fit')")
+    gpu: bool = Field(False, description="claim the dask resource GPU=1 (tests of GPU placement; computes on the CPU)")
     scales = {"quick": {"steps": 40}, "paper": {"steps": 400}}
 
 
@@ -40,7 +41,8 @@ def walk_memory(config: WalkConfig) -> tuple[int, str]:
     return int(config.need_gib * 2**30), "lower need_gib"
 
 
-@experiment("toy", "walk", WalkConfig, ref="—", figure=walk_figure, headline=True, memory=walk_memory)
+@experiment("toy", "walk", WalkConfig, ref="—", figure=walk_figure, headline=True, memory=walk_memory,
+            resources=lambda config: {"GPU": 1} if config.gpu else {})
 def walk(config: WalkConfig, ctx) -> Result:
     """A seeded random walk with a checkpoint after every step."""
     state = ctx.resume() or {"step": 0, "x": torch.zeros(config.dim, dtype=torch.float64), "path": []}

@@ -73,6 +73,7 @@ class Experiment:
     sweep_figure: SweepFigureFn | None = None
     headline: bool = False
     memory: Callable[[Any], int | tuple[int, str]] | None = None
+    resources: Callable[[Any], dict[str, float]] | None = None
 
     @property
     def key(self) -> str:
@@ -93,17 +94,21 @@ def experiment(
     sweep_figure: SweepFigureFn | None = None,
     headline: bool = False,
     memory: Callable[[Any], int | tuple[int, str]] | None = None,
+    resources: Callable[[Any], dict[str, float]] | None = None,
 ) -> Callable[[Callable[[Any, RunContext], Result]], Callable[[Any, RunContext], Result]]:
     """Decorator registering an experiment function under ``study.name``.
 
     ``memory(config)``: the run's peak bytes on its device (or ``(bytes, "what to reduce")``), checked against
-    the device's free memory before the run starts (:mod:`attnlab.core.memory`).
+    the device's free memory before the run starts (:mod:`attnlab.core.memory`). ``resources(config)``: dask
+    worker resources a sweep task of this config claims, added to ``{"GPU": 1}`` for a CUDA device
+    (:func:`attnlab.core.sweep.task_resources`).
     """
 
     def register(fn: Callable[[Any, RunContext], Result]) -> Callable[[Any, RunContext], Result]:
         doc = (fn.__doc__ or "").strip().splitlines()
         _REGISTRY[f"{study}.{name}"] = Experiment(
-            study, name, config, fn, ref, title or (doc[0] if doc else name), figure, sweep_figure, headline, memory
+            study, name, config, fn, ref, title or (doc[0] if doc else name), figure, sweep_figure, headline, memory,
+            resources,
         )
         return fn
 

@@ -10,6 +10,15 @@ Executors:
   ``scheduler_address`` you pass here). Workers must see the same store directory (a shared
   filesystem) and have attnlab installed.
 
+GPU tasks (``--device cuda``) claim the dask resource ``GPU: 1`` (:func:`task_resources`), so they run only on
+workers started with ``--resources GPU=1``, one task per GPU at a time. Start one such worker per GPU, each seeing
+its own GPU (``CUDA_VISIBLE_DEVICES=i dask worker tcp://head:8786 --nthreads 1 --resources GPU=1``); the
+``LocalCluster`` that attnlab starts itself on a GPU machine does exactly that (:func:`gpu_cluster`). Each worker
+sees its GPU as ``cuda:0``, so a dask sweep takes ``--device cuda``, not ``cuda:N``.
+
+Before any work, every point's memory model (``experiment(..., memory=)``) is checked against this machine's
+device (not for a remote ``--scheduler``, whose workers check their own when a task starts).
+
 Every task is keyed by its run id: the run store makes a run idempotent (a finished run is reused,
 an interrupted one resumes from its checkpoint, concurrent attempts serialise on the run's lock), so
 a task that dask re-schedules after a worker died completes exactly once. A failing task is recorded
@@ -21,7 +30,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import logging
 import os
+import re
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -30,10 +41,13 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import torch
 
 from attnlab.core import progress
 from attnlab.core.config import Config, ConfigError, parse_value, resolve
+from attnlab.core.device import resolve_device
 from attnlab.core.experiment import Experiment, get, load_studies
+from attnlab.core.memory import check_model
 from attnlab.core.runs import RunFailed, RunStore, atomic_write, atomic_write_json
 
 
@@ -79,6 +93,15 @@ class Task:
     config: dict[str, Any]
     root: str
     run_id: str
+    resources: dict[str, float] | None = None
+
+
+def task_resources(exp: Experiment, config: Config) -> dict[str, float]:
+    """Dask worker resources a task claims: ``{"GPU": 1}`` on a CUDA device, plus the experiment's own."""
+    out: dict[str, float] = {"GPU": 1} if config.device.startswith("cuda") else {}
+    if exp.resources is not None:
+        out.update(exp.resources(config))
+    return out
 
 
 def execute(task: Task) -> dict[str, Any]:
@@ -152,7 +175,14 @@ def run_sweep(
     if workers is not None and workers < 1:
         raise ConfigError(f"workers = {workers}: must be ≥ 1")
     points = plan(exp, grid, scale, base or {}, seed, device)
-    tasks = [Task(exp.key, cfg.model_dump(mode="json"), str(store.root), cfg.hash(exp.key)) for _, cfg in points]
+    if executor == "dask" and any(re.match(r"cuda:[1-9]", cfg.device) for _, cfg in points):
+        raise ConfigError("--executor dask places each task on a GPU worker that sees its GPU as cuda:0: "
+                          "give --device cuda, not cuda:N")
+    if exp.memory is not None and not scheduler:
+        for _, cfg in points:
+            check_model(exp.memory, cfg, resolve_device(cfg.device), f"{exp.key} ({cfg.device})")
+    tasks = [Task(exp.key, cfg.model_dump(mode="json"), str(store.root), cfg.hash(exp.key), task_resources(exp, cfg))
+             for _, cfg in points]
     sweep_id = hashlib.sha256(json.dumps([exp.key, [t.run_id for t in tasks]]).encode()).hexdigest()[:16]
     sweep_dir = store.root / "sweeps" / exp.key / sweep_id
     atomic_write_json(
@@ -257,11 +287,13 @@ def _run_dask(tasks: list[Task], workers: int | None, scheduler: str | None) -> 
     if scheduler:
         client = Client(scheduler, timeout=30)
     else:
-        cluster = LocalCluster(n_workers=workers or (os.cpu_count() or 1), threads_per_worker=1,
-                               processes=True, dashboard_address=None)
+        gpus = torch.cuda.device_count() if any(t.resources and "GPU" in t.resources for t in tasks) else 0
+        cluster = gpu_cluster(min(workers or gpus, gpus)) if gpus else LocalCluster(
+            n_workers=workers or (os.cpu_count() or 1), threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
     try:
-        futures = {client.submit(execute, t, key=f"attnlab-run-{t.run_id}", pure=False): t for t in tasks}
+        futures = {client.submit(execute, t, key=f"attnlab-run-{t.run_id}", pure=False,
+                                 resources=t.resources or None): t for t in tasks}
         with progress.bar(len(tasks), "sweep (dask)") as bar:
             for fut in dask_completed(list(futures)):
                 bar.advance()
@@ -270,3 +302,23 @@ def _run_dask(tasks: list[Task], workers: int | None, scheduler: str | None) -> 
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def gpu_workers(n_gpus: int) -> dict[str, dict[str, Any]]:
+    """Worker specs of a local GPU cluster: one single-threaded worker per GPU, each with the resource ``GPU: 1``
+    and ``CUDA_VISIBLE_DEVICES`` set to its own GPU (so that it computes on ``cuda:0``, its GPU)."""
+    from distributed import Nanny
+
+    return {f"gpu{i}": {"cls": Nanny, "options": {
+        "nthreads": 1, "resources": {"GPU": 1}, "host": "127.0.0.1", "dashboard": False,
+        "env": {"CUDA_VISIBLE_DEVICES": str(i), "ATTNLAB_THREADS": "1", "ATTNLAB_QUIET": "1"}}}
+        for i in range(n_gpus)}
+
+
+def gpu_cluster(n_gpus: int) -> Any:
+    """A local dask cluster of :func:`gpu_workers` (what ``--executor dask`` starts for a CUDA sweep)."""
+    from distributed import Scheduler, SpecCluster
+
+    scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard": False}}
+    return SpecCluster(workers=gpu_workers(n_gpus), scheduler=scheduler, name="attnlab-gpu",
+                       silence_logs=logging.WARNING)
