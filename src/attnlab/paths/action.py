@@ -7,6 +7,13 @@ scalar u = U^(L+1), and the convention U^(L+2) = 1, H_{L+1} = 1, the action (32)
     ℰ(U) = (1/P) [ln det(K(U) + τI) + Yᵀ(K(U) + τI)⁻¹Y],      α = P/N                           (12)/(34)
 
 where U^(ℓ)_[h,h] is the h-th diagonal block (paths ordered with h_ℓ most significant, U_ext = I ⊗ U).
+
+Per-layer widths and prior variances (the public code's generalisation of the paper's single N and σ²): with
+N_ℓ the width of x^(ℓ) (N_{L+1} = N_a, the readout's) and σ_0², σ_ℓ², σ_a² the variances of V⁰, V^(ℓ), a, the
+level-ℓ order parameter is a Wishart matrix with N_ℓ degrees of freedom around σ_ℓ² I ⊗ U^(ℓ+1), so level ℓ
+of the entropy is weighted by N_ℓ/N̄ and uses σ_ℓ⁻² (σ_a⁻² at ℓ = L+1), the energy by α = P/N̄ with
+N̄ = max_ℓ N_ℓ (any N̄ gives the same U*), and σ_0² multiplies the kernel (:class:`PathKernels`). Equal widths
+and variances give the paper's action above.
 Its gradient (spec §2.4, re-derived and checked by finite differences in the tests):
 
     ∂S/∂U^(ℓ) = σ⁻² I_{H_ℓ} ⊗ (U^(ℓ+1))⁻¹ − (U^(ℓ))⁻¹
@@ -42,10 +49,27 @@ def level_sizes(Hs: Sequence[int]) -> list[int]:
     return sizes
 
 
-def gp_levels(Hs: Sequence[int], sigma2: float = 1.0, device=None) -> list[Tensor]:
-    """The GP-limit (α = 0) saddle point U^(ℓ) = σ^{2(L+2−ℓ)} I for ℓ = 1..L+1 (spec §2.3, check A4)."""
+def prior_variances(Hs: Sequence[int], sigma2: float = 1.0, variances: Sequence[float] | None = None) -> tuple:
+    """(σ_0², σ_1², ..., σ_L², σ_a²): ``variances`` checked (L+2 entries > 0), or σ² for every weight."""
     L = len(Hs)
-    return [sigma2 ** (L + 1 - i) * torch.eye(m, dtype=F64, device=device) for i, m in enumerate(level_sizes(Hs))]
+    if variances is None:
+        return (float(sigma2),) * (L + 2)
+    if len(variances) != L + 2 or min(variances) <= 0:
+        raise ValueError(f"key 'variances' = {list(variances)}: {L + 2} positive entries (σ_0², σ_1..σ_{L}², σ_a²) "
+                         f"for L = {L} layers")
+    return tuple(float(v) for v in variances)
+
+
+def gp_levels(Hs: Sequence[int], sigma2: float = 1.0, device=None,
+              variances: Sequence[float] | None = None) -> list[Tensor]:
+    """The GP-limit (α = 0) saddle point U^(ℓ) = σ_a² Π_{k≥ℓ} σ_k² I for ℓ = 1..L+1 (σ^{2(L+2−ℓ)} I for one σ²;
+    spec §2.3, check A4)."""
+    var = prior_variances(Hs, sigma2, variances)
+    out, v = [], var[-1]
+    for ell in range(len(Hs), -1, -1):  # ℓ = L+1 (u) down to 1
+        out.insert(0, v * torch.eye(level_sizes(Hs)[ell], dtype=F64, device=device))
+        v *= var[ell]
+    return out
 
 
 # -- action and gradient ----------------------------------------------------------------------------
@@ -57,19 +81,32 @@ class ActionValue:
     entropy: Tensor  # −Σ ℒ: the entropy part of S
     energy: Tensor  # ℰ(U^(1))
     grads: list[Tensor]  # ∂S/∂U^(ℓ), ℓ = 1..L+1 (symmetric)
+    energy_grad: Tensor | None = None  # α ∂ℰ/∂U^(1) (symmetric); the entropy's gradient is grads − this
+
+
+def widths_of(N: float | Sequence[float], L: int) -> tuple[float, ...]:
+    """(N_1, ..., N_L, N_a) from one width or L+1 of them, checked (> 0)."""
+    ws = (float(N),) * (L + 1) if not isinstance(N, Sequence) else tuple(float(n) for n in N)
+    if len(ws) != L + 1 or min(ws) <= 0:
+        raise ValueError(f"key 'N' = {N}: the width must be > 0 (one width, or {L + 1} per-layer widths "
+                         f"N_1..N_{L}, N_a)")
+    return ws
 
 
 class Action:
     """S({U^(ℓ)}) of one (data set, N, τ) and its analytic gradient; U's are passed by Cholesky factors."""
 
-    def __init__(self, kern: PathKernels, y: Tensor, tau: float, N: float, Hs: Sequence[int],
-                 sigma2: float = 1.0) -> None:
+    def __init__(self, kern: PathKernels, y: Tensor, tau: float, N: float | Sequence[float], Hs: Sequence[int],
+                 sigma2: float = 1.0, variances: Sequence[float] | None = None) -> None:
         if tau <= 0:
             raise ValueError(f"key 'tau' = {tau}: the temperature must be > 0 for the saddle point")
-        if N <= 0:
-            raise ValueError(f"key 'N' = {N}: the width must be > 0")
-        self.kern, self.y, self.tau, self.N = kern, y.to(F64), float(tau), float(N)
+        self.widths = widths_of(N, len(Hs))
+        self.kern, self.y, self.tau, self.N = kern, y.to(F64), float(tau), max(self.widths)
         self.Hs, self.sigma2 = tuple(Hs), float(sigma2)
+        self.variances = prior_variances(Hs, sigma2, variances)
+        if abs(self.variances[0] - kern.sigma2) > 1e-12 * kern.sigma2:
+            raise ValueError(f"key 'variances' = {list(self.variances)}: σ_0² must be the kernels' σ² = {kern.sigma2}")
+        self.level_weights = [n / self.N for n in self.widths] if float("inf") > self.N else [1.0] * len(self.widths)
         self.P = kern.P
         self.alpha = self.P / self.N
         self.sizes = level_sizes(Hs)
@@ -84,10 +121,10 @@ class Action:
         if not grad:
             return E, None
         M = torch.cholesky_inverse(Lc) - torch.outer(w, w)
-        return E, self.kern.contract(M) * (self.sigma2 / (self.kern.n * self.P))
+        return E, self.kern.contract(M) * (self.kern.sigma2 / (self.kern.n * self.P))
 
     def __call__(self, As: Sequence[Tensor], grad: bool = True) -> ActionValue:
-        s2, Hx = self.sigma2, [*self.Hs, 1]
+        Hx = [*self.Hs, 1]
         logdets = [2 * torch.log(torch.diagonal(A)).sum() for A in As]
         Us = [A @ A.T for A in As]
         invs = [torch.cholesky_inverse(A) for A in As]
@@ -97,19 +134,22 @@ class Action:
             top = ell == len(Us) - 1
             m = 1 if top else Us[ell + 1].shape[0]
             Winv = torch.ones(1, 1, dtype=F64, device=U.device) if top else invs[ell + 1]
+            s2, wl = self.variances[ell + 1], self.level_weights[ell]  # σ_ℓ² (σ_a² at the top), N_ℓ/N̄
             diag_sum = U.reshape(H, m, H, m).diagonal(dim1=0, dim2=2).sum(-1)  # Σ_h U_[h,h]
-            ent = ent + (Winv * diag_sum).sum() / s2 - logdets[ell] + (0.0 if top else H * logdets[ell + 1])
+            ent = ent + wl * ((Winv * diag_sum).sum() / s2 - logdets[ell] + (0.0 if top else H * logdets[ell + 1]))
             if grad:
                 eye = torch.eye(H, dtype=F64, device=U.device)
-                grads[ell] = grads[ell] + torch.kron(eye, Winv.contiguous()) / s2 - invs[ell]
+                grads[ell] = grads[ell] + wl * (torch.kron(eye, Winv.contiguous()) / s2 - invs[ell])
                 if not top:
                     Wi = invs[ell + 1]
-                    grads[ell + 1] = grads[ell + 1] + H * Wi - Wi @ diag_sum @ Wi / s2
+                    grads[ell + 1] = grads[ell + 1] + wl * (H * Wi - Wi @ diag_sum @ Wi / s2)
         E, B = self.energy(Us[0], grad)
+        eg = None
         if grad:
-            grads[0] = grads[0] + self.alpha * B
+            eg = self.alpha * 0.5 * (B + B.T)
             grads = [0.5 * (g + g.T) for g in grads]
-        return ActionValue(ent + self.alpha * E, ent, E, grads)
+            grads[0] = grads[0] + eg
+        return ActionValue(ent + self.alpha * E, ent, E, grads, eg)
 
     def at(self, Us: Sequence[Tensor]) -> ActionValue:
         """S and ∂S/∂U at explicit matrices (e.g. sampled or Adam iterates); they must be PD."""

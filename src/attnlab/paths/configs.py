@@ -52,10 +52,101 @@ class SamplingConfig(TheoryNumerics):
         return _positive("sample_widths", v)
 
 
+HEAD_ALIASES = {"good": "same_token", "same": "same_token", "different": "different_token"}
+HEAD_KINDS = ("same_token", "different_token", "uniform", "random")
+
+
+class HeadSpec(BaseModel):
+    """One fixed head of the Markov network (App. G.2; the public code's head styles): ``same_token`` (the
+    paper's good head, alias ``good``), ``different_token``, ``uniform``, ``random`` (App. G.2.2 Gaussian);
+    ``shift``: the key the token heads look at relative to the query (−1: the previous token); ``beta``: its
+    softmax hardness (None: the config's β); ``perturbation``: strength of a Gaussian head added on top (for
+    ``random`` the head's strength, None: the config's ``random_strength``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: Literal["same_token", "different_token", "uniform", "random"]
+    shift: int = -1
+    beta: float | None = Field(None, gt=0)
+    perturbation: float | None = Field(None, ge=0)
+
+
+def _head_specs(v):
+    """``[[good, random], [uniform, random]]`` or mappings ``{kind: ..., shift: ...}`` per head → HeadSpec."""
+    bad = f"key 'heads' = {v!r}: a list per layer of head names ({', '.join(HEAD_KINDS)}, good) or mappings " \
+          "{kind, shift, beta, perturbation}, at least one head per layer"
+    if v is None:
+        return None
+    if not isinstance(v, list | tuple) or not v or any(not isinstance(lay, list | tuple) or not lay for lay in v):
+        raise ValueError(bad)
+    out = []
+    for lay in v:
+        row = []
+        for h in lay:
+            if isinstance(h, HeadSpec):
+                row.append(h)
+                continue
+            d = {"kind": h} if isinstance(h, str) else h
+            if not isinstance(d, dict) or "kind" not in d:
+                raise ValueError(bad)
+            d = {**d, "kind": HEAD_ALIASES.get(d["kind"], d["kind"])}
+            if d["kind"] not in HEAD_KINDS:
+                raise ValueError(f"key 'heads' = {v!r}: head kind {h!r} is not allowed; allowed: "
+                                 f"{', '.join(HEAD_KINDS)}, good")
+            extra = set(d) - set(HeadSpec.model_fields)
+            if extra:
+                raise ValueError(f"key 'heads' = {v!r}: unknown head option {sorted(extra)[0]!r}; allowed: "
+                                 f"{', '.join(HeadSpec.model_fields)}")
+            row.append(HeadSpec(**d))
+        out.append(tuple(row))
+    return tuple(out)
+
+
 class MarkovConfig(SamplingConfig):
-    """The hidden-Markov-chain task through fixed heads (Sec. 4.1, App. G): theory over N, GP lines, sampling."""
+    """The hidden-Markov-chain task through fixed heads (Sec. 4.1, App. G): theory over N, GP lines, sampling.
+
+    The defaults are the paper's (Sec. 4.1, App. G): readout from the first token after the bos (t* = 1,
+    Sec. 4.1.1 and App. G.2 say so in words), L = 2 layers of H = 2 heads (good + random, uniform + random),
+    β = 10, σ∥ = σ⊥ = 1, P = 100, P* = 1000, τ = 0.01, σ² = 1. The public code (attention-paths-interplay)
+    differs in one choice: it reads out from the last token (``readout=-1``); its heads, noise and chain are
+    these laws (its own random streams aside). With the public code's tokens and heads attnlab reproduces its
+    U (see benchmarks/paths.py).
+    """
 
     layout: Layout = Field("all", description="heads: all (4 paths), good, good_denoising, good_uniform, random")
+    heads: tuple[tuple[HeadSpec, ...], ...] | None = Field(
+        None, description="head list per layer, e.g. [[good, random], [uniform, random]] (overrides layout)")
+    attention: Literal["softmax", "hardmax"] = Field("softmax", description="hardmax: weight 1 on the largest logit")
+    sigma_diff: float | None = Field(None, ge=0, description="noise along v+ − v− (None: σ∥)")
+    sigma_sum: float | None = Field(None, ge=0, description="noise along v+ + v− (None: σ∥)")
+    switch_plus: tuple[float, float] | None = Field(None, description="class +1: P(switch) leaving + and leaving −")
+    switch_minus: tuple[float, float] | None = Field(None, description="class −1: P(switch) leaving + and leaving −")
+    layer_widths: tuple[float, ...] | None = Field(
+        None, description="per-layer widths N_ℓ = N·r_ℓ: (r_1, ..., r_L, r_a); None: all N")
+    variances: tuple[float, ...] | None = Field(None, description="(σ_0², σ_1², ..., σ_L², σ_a²); None: all σ²")
+    init: Literal["gp", "perturbed", "good_vs_bad"] = Field("gp", description="start of the widest solve")
+    init_strength: float = Field(0.0, ge=0, description="perturbed start: Marchenko-Pastur strength ε")
+    init_scale: float = Field(1.0, gt=0, description="perturbed / good_vs_bad start: overall scale c")
+    init_good: int = Field(1, ge=0, description="good_vs_bad start: the first k paths are 'good'")
+    init_bad_factor: float = Field(0.1, gt=0, description="good_vs_bad start: the other paths at f·c")
+    precision: Literal["float64", "float32"] = Field("float64", description="attention and path features")
+    history_every: int = Field(0, ge=0, description="record U and the gradients every k solver steps (0: off)")
+    hessian: bool = Field(True, description="Hessian eigenvalues of S at every solution")
+
+    @field_validator("heads", mode="before")
+    @classmethod
+    def _heads_ok(cls, v):
+        return _head_specs(v)
+
+    @field_validator("switch_plus", "switch_minus")
+    @classmethod
+    def _probabilities(cls, v, info):
+        if v is not None and not all(0.0 <= p <= 1.0 for p in v):
+            raise ValueError(f"key {info.field_name!r} = {list(v)}: two probabilities in [0, 1]")
+        return v
+
+    @property
+    def L(self) -> int:
+        return len(self.heads) if self.heads is not None else 2
     gp_layouts: tuple[Layout, ...] = Field(("all", "good", "good_denoising"), description="GP reference lines")
     T: int = Field(30, ge=2, le=1000, description="tokens per chain (bos not counted)")
     N0: int = Field(200, ge=2, description="feature width (even: v± live on the two halves)")
@@ -82,6 +173,13 @@ class MarkovConfig(SamplingConfig):
             raise ValueError(f"key 'N0' = {self.N0}: must be even (v+ and v− live on the two halves)")
         if isinstance(self.readout, int) and not -(self.T + 1) <= self.readout <= self.T:
             raise ValueError(f"key 'readout' = {self.readout}: a token index in [-{self.T + 1}, {self.T}] or 'mean'")
+        for key, n in (("layer_widths", self.L + 1), ("variances", self.L + 2)):
+            v = getattr(self, key)
+            if v is not None and (len(v) != n or min(v) <= 0):
+                raise ValueError(f"key {key!r} = {list(v)}: {n} positive entries for L = {self.L} layers")
+            if v is not None and self.sample_widths:
+                raise ValueError(f"key {key!r} = {list(v)}: the Gibbs sampler draws equal widths and one σ²; "
+                                 "set sample_widths=[] for theory only")
         return self
 
 

@@ -1,14 +1,16 @@
 """The hidden-Markov-chain classification task and its hand-built attention heads (Sec. 4.1, App. G).
 
 A sequence is a hidden two-state chain c_1..c_T (T = 30) whose switching probability p is 0.3 for class
-y = +1 and 0.7 for y = −1. Token t is x_t = v_{c_t} + n_t with orthogonal state vectors v± ∈ R^{N0}
-(v+ = √2 on the first half, v− = √2 on the second) and Gaussian noise of variance σ∥² in span{v+, v−} and
-σ⊥² out of that plane. A zero bos token is prepended and a one-hot position of size T+1 is appended to every
-token, so a sequence is an array (T+1, D) with D = N0 + T + 1 (= 231).
+y = +1 and 0.7 for y = −1 (optionally depending on the state it leaves, the public code's p_{a±}, p_{b±}).
+Token t is x_t = v_{c_t} + n_t with orthogonal state vectors v± ∈ R^{N0} (v+ = √2 on the first half, v− = √2
+on the second) and Gaussian noise of variance σ∥² in span{v+, v−} and σ⊥² out of that plane (App. G.1); the
+two in-plane directions may get their own strengths (the public code's "perpendicular" v+ − v−, which
+blurs the state, and "parallel" v+ + v−). A zero bos token is prepended and a one-hot position of size T+1
+is appended to every token, so a sequence is an array (T+1, D) with D = N0 + T + 1 (= 231).
 
 Heads are bilinear logit matrices W (D×D, key on the left, query on the right): logits_st = β x_sᵀ W x_t,
-softmax over the key s. The good layer-1 head follows the public code's "same_token" construction (spec §8.3
-asks to prefer it over the spec's own constants): W_ff = (v+−v−)(v+−v−)ᵀ/N0² (noise-free logit/β +1 same
+softmax over the key s. The good layer-1 head follows the public code's "same_token" construction (App. G.2.1's
+constants are garbled in the text we have): W_ff = (v+−v−)(v+−v−)ᵀ/N0² (noise-free logit/β +1 same
 state, −1 opposite), W_pp = δ_{s,t−1} + 1.5 δ_{s,0} for queries t ≥ 1. Random heads are Gaussian with the
 per-subspace normalisation of App. G.2.2.
 """
@@ -33,6 +35,10 @@ class MarkovTask:
     p_minus: float = 0.7  # switching probability of class y = −1
     sigma_par: float = 1.0  # σ∥: noise inside span{v+, v−}
     sigma_perp: float = 1.0  # σ⊥: noise out of that plane
+    sigma_diff: float | None = None  # noise along v+ − v− (None: σ∥)
+    sigma_sum: float | None = None  # noise along v+ + v− (None: σ∥)
+    switch_plus: tuple[float, float] | None = None  # class +1: switching probability out of state + and out of −
+    switch_minus: tuple[float, float] | None = None  # class −1: the same (None: p_plus / p_minus from both states)
 
     def __post_init__(self) -> None:
         if self.T < 2:
@@ -42,9 +48,22 @@ class MarkovTask:
         for key in ("p_plus", "p_minus"):
             if not 0.0 <= getattr(self, key) <= 1.0:
                 raise ValueError(f"key {key!r} = {getattr(self, key)}: a probability in [0, 1]")
-        for key in ("sigma_par", "sigma_perp"):
-            if getattr(self, key) < 0:
+        for key in ("sigma_par", "sigma_perp", "sigma_diff", "sigma_sum"):
+            if getattr(self, key) is not None and getattr(self, key) < 0:
                 raise ValueError(f"key {key!r} = {getattr(self, key)}: a noise strength ≥ 0")
+        for key in ("switch_plus", "switch_minus"):
+            v = getattr(self, key)
+            if v is not None and (len(v) != 2 or not all(0.0 <= p <= 1.0 for p in v)):
+                raise ValueError(f"key {key!r} = {v}: two probabilities in [0, 1] (leaving state +, leaving state −)")
+
+    def switching(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """((p leaving +, p leaving −) of class +1, the same of class −1)."""
+        return (tuple(self.switch_plus or (self.p_plus,) * 2), tuple(self.switch_minus or (self.p_minus,) * 2))
+
+    def in_plane(self) -> tuple[float, float]:
+        """Noise strengths along (v+ − v−)/|·| and (v+ + v−)/|·|."""
+        return (self.sigma_par if self.sigma_diff is None else self.sigma_diff,
+                self.sigma_par if self.sigma_sum is None else self.sigma_sum)
 
     @property
     def D(self) -> int:
@@ -73,13 +92,21 @@ class MarkovData:
 
 
 def sample_chains(task: MarkovTask, y: Tensor, generator: torch.Generator) -> Tensor:
-    """Hidden states (P, T) ∈ {+1, −1}: uniform initial state, switch with p(y) at every step."""
+    """Hidden states (P, T) ∈ {+1, −1}: uniform initial state, then at every step a switch with probability
+    p(y, c_{t−1}) (one uniform draw per step, compared with the probability of the state being left)."""
     P, dev = y.shape[0], y.device
-    p = torch.where(y > 0, task.p_plus, task.p_minus).to(F64)
+    (pp, pm), (mp, mm) = task.switching()
     first = torch.where(torch.rand(P, 1, generator=generator, device=dev, dtype=F64) < 0.5, 1.0, -1.0)
-    flips = torch.rand(P, task.T - 1, generator=generator, device=dev, dtype=F64) < p[:, None]
-    steps = torch.where(flips, -1.0, 1.0).to(F64)
-    return torch.cat([first, first * torch.cumprod(steps, dim=1)], dim=1)
+    u = torch.rand(P, task.T - 1, generator=generator, device=dev, dtype=F64)
+    if pp == pm and mp == mm:  # state-independent: all steps at once
+        flips = u < torch.where(y > 0, pp, mp).to(F64)[:, None]
+        return torch.cat([first, first * torch.cumprod(torch.where(flips, -1.0, 1.0).to(F64), dim=1)], dim=1)
+    p_from = torch.stack([torch.where(y > 0, pp, mp), torch.where(y > 0, pm, mm)]).to(F64)  # (2, P): leaving +, −
+    states = [first[:, 0]]
+    for t in range(task.T - 1):
+        c = states[-1]
+        states.append(torch.where(u[:, t] < torch.where(c > 0, p_from[0], p_from[1]), -c, c))
+    return torch.stack(states, dim=1)
 
 
 def sample(task: MarkovTask, P: int, generator: torch.Generator, balanced: bool = True) -> MarkovData:
@@ -100,9 +127,10 @@ def sample(task: MarkovTask, P: int, generator: torch.Generator, balanced: bool 
     vp, vm = task.state_vectors(dev)
     feats = torch.where(states[..., None] > 0, vp, vm)  # (P, T, N0)
     g = torch.randn(P, task.T, task.N0, generator=generator, device=dev, dtype=F64)
-    e = torch.stack([vp, vm]) / vp.norm()  # orthonormal basis of the plane (2, N0)
-    g_par = (g @ e.T) @ e
-    feats = feats + task.sigma_par * g_par + task.sigma_perp * (g - g_par)
+    e = torch.stack([vp - vm, vp + vm]) / (vp - vm).norm()  # orthonormal basis of the plane (2, N0)
+    coef = g @ e.T  # (P, T, 2)
+    s_diff, s_sum = task.in_plane()
+    feats = feats + (coef * torch.tensor([s_diff, s_sum], dtype=F64, device=dev)) @ e + task.sigma_perp * (g - coef @ e)
     bos = torch.zeros(P, 1, task.N0, dtype=F64, device=dev)
     pos = torch.eye(task.T + 1, dtype=F64, device=dev).expand(P, -1, -1)
     X = torch.cat([torch.cat([bos, feats], dim=1), pos], dim=2)
@@ -112,22 +140,36 @@ def sample(task: MarkovTask, P: int, generator: torch.Generator, balanced: bool 
 # -- fixed attention heads (App. G.2) ---------------------------------------------------------------
 
 
-def good_head(task: MarkovTask, beta: float = 10.0, bos_strength: float = 1.5, device=None) -> Tensor:
-    """Layer-1 "same-state" head: attend to the previous token if it is in the same state, else to the bos.
+def token_head(task: MarkovTask, kind: str = "same_token", beta: float = 10.0, shift: int = -1,
+               bos_strength: float = 1.5, device=None) -> Tensor:
+    """The public code's hand-built layer-1 heads (App. G.2.1): attend to the token at ``shift`` from the query
+    if its state is the same (``same_token``, the paper's good head) or the opposite (``different_token``),
+    else to the bos.
 
-    Noise-free logit/β by key: previous token, same state 2; bos 1.5; other same-state tokens 1; previous
-    token, opposite state 0; other opposite-state tokens −1.
+    W_ff = ±(v+−v−)(v+−v−)ᵀ/N0² (noise-free logit/β ±1 same state, ∓1 opposite), W_pp = δ_{s,t+shift} for keys
+    s ≥ 1 plus ``bos_strength`` on the bos for every query t ≥ 1, W_fp = W_pf = 0. For the same-token head,
+    noise-free logit/β by key: the token at ``shift``, same state 2; bos 1.5; other same-state tokens 1; the
+    token at ``shift``, opposite state 0; other opposite-state tokens −1.
     """
+    if kind not in ("same_token", "different_token"):
+        raise ValueError(f"head kind {kind!r}: allowed: same_token, different_token")
     D, N0, T = task.D, task.N0, task.T
     vp, vm = task.state_vectors(device)
     w = vp - vm
     W = torch.zeros(D, D, dtype=F64, device=device)
-    W[:N0, :N0] = torch.outer(w, w) / N0**2
+    W[:N0, :N0] = (1.0 if kind == "same_token" else -1.0) * torch.outer(w, w) / N0**2
     pos = W[N0:, N0:]
-    idx = torch.arange(1, T, device=device)
-    pos[idx, idx + 1] = 1.0  # key s = t − 1 for queries t ≥ 2
+    q = torch.arange(1, T + 1, device=device)
+    ok = (q + shift >= 1) & (q + shift <= T)
+    pos[q[ok] + shift, q[ok]] = 1.0  # key s = t + shift
     pos[0, 1:] = bos_strength  # every query t ≥ 1 may attend to the bos
     return beta * W
+
+
+def good_head(task: MarkovTask, beta: float = 10.0, bos_strength: float = 1.5, device=None) -> Tensor:
+    """Layer-1 "same-state" head (:func:`token_head` with ``same_token``, shift −1): attend to the previous
+    token if it is in the same state, else to the bos."""
+    return token_head(task, "same_token", beta, -1, bos_strength, device)
 
 
 def uniform_head(task: MarkovTask, device=None) -> Tensor:
@@ -178,21 +220,54 @@ def markov_heads(task: MarkovTask, layout: str, generator: torch.Generator, beta
     return [torch.stack(heads) for heads in layers]
 
 
+HEAD_KINDS = ("same_token", "different_token", "uniform", "random")
+
+
+def build_heads(task: MarkovTask, specs, generator: torch.Generator, beta: float = 10.0,
+                random_strength: float = 1.0) -> list[Tensor]:
+    """Per-layer head stacks from head specs (objects with ``kind``, ``shift``, ``beta``, ``perturbation``; see
+    ``configs.HeadSpec``): a hand-built head plus, where ``perturbation`` > 0, a Gaussian head of that strength
+    (App. G.2.2 normalisation; a ``random`` head is nothing but that, at ``random_strength`` unless given).
+    Random draws are taken from ``generator`` in the order the heads are listed (layer 1 first)."""
+    dev = generator.device
+    layers = []
+    for layer in specs:
+        heads = []
+        for h in layer:
+            b = beta if h.beta is None else h.beta
+            if h.kind == "random":
+                heads.append(random_head(task, generator, b, random_strength if h.perturbation is None
+                                         else h.perturbation))
+                continue
+            A = uniform_head(task, dev) if h.kind == "uniform" else token_head(task, h.kind, b, h.shift, device=dev)
+            if h.perturbation:
+                A = A + random_head(task, generator, b, h.perturbation)
+            heads.append(A)
+        layers.append(torch.stack(heads))
+    return layers
+
+
 PATH_NAMES = {(0, 0): "good", (1, 0): "denoising", (0, 1): "adversarial (1,2)", (1, 1): "adversarial (2,2)"}
 
 
-def markov_problem(task: MarkovTask, layout: str, P: int, P_test: int, *, data: torch.Generator,
+def markov_problem(task: MarkovTask, layout, P: int, P_test: int, *, data: torch.Generator,
                    test: torch.Generator, heads: torch.Generator, readout: str | int = 1, beta: float = 10.0,
-                   random_strength: float = 1.0):
+                   random_strength: float = 1.0, attention: str = "softmax", dtype=F64):
     """The Markov task seen through a network's fixed heads: a :class:`kernels.Problem` (path features, labels).
 
+    ``layout``: a name of :func:`markov_heads` or a list of head specs per layer (:func:`build_heads`).
     ``readout`` is the token t* (1: the first token after the bos, the paper's choice; −1: the last, the public
-    code's) or ``"mean"``. Train, test and head randomness come from three separate generators.
+    code's) or ``"mean"``. Train, test and head randomness come from three separate generators. ``dtype``: the
+    precision of the attention and path features (float32 halves their cost; the theory is float64 after).
     """
     from attnlab.paths.kernels import Problem
     from attnlab.paths.model import path_features
 
     tr, te = sample(task, P, data), sample(task, P_test, test)
-    hs = markov_heads(task, layout, heads, beta, random_strength)
-    return Problem(path_features(tr.X, hs, readout), tr.y, path_features(te.X, hs, readout), te.y,
-                   tuple(h.shape[0] for h in hs))
+    hs = markov_heads(task, layout, heads, beta, random_strength) if isinstance(layout, str) else build_heads(
+        task, layout, heads, beta, random_strength)
+
+    def feats(X: Tensor) -> Tensor:
+        return path_features(X.to(dtype), [h.to(dtype) for h in hs], readout, nonlinearity=attention).to(F64)
+
+    return Problem(feats(tr.X), tr.y, feats(te.X), te.y, tuple(h.shape[0] for h in hs))

@@ -23,7 +23,7 @@ from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Units
-from attnlab.paths import data, figures, kernels, theory
+from attnlab.paths import data, diagnostics, figures, kernels, theory
 from attnlab.paths.configs import MarkovConfig
 from attnlab.paths.pipeline import agreement, generator, sample_widths, solve_kw
 
@@ -32,11 +32,37 @@ F64 = torch.float64
 
 
 def markov_problem(config: MarkovConfig, ctx: RunContext, layout: str | None = None) -> kernels.Problem:
-    task = data.MarkovTask(config.T, config.N0, sigma_par=config.sigma_par, sigma_perp=config.sigma_perp)
-    pb = data.markov_problem(task, layout or config.layout, config.P, config.P_test, data=generator(ctx, "data"),
+    """The configured network (``heads`` or ``layout``), or the named ``layout`` (a GP reference line)."""
+    task = data.MarkovTask(config.T, config.N0, sigma_par=config.sigma_par, sigma_perp=config.sigma_perp,
+                           sigma_diff=config.sigma_diff, sigma_sum=config.sigma_sum, switch_plus=config.switch_plus,
+                           switch_minus=config.switch_minus)
+    net = layout or (config.heads if config.heads is not None else config.layout)
+    pb = data.markov_problem(task, net, config.P, config.P_test, data=generator(ctx, "data"),
                              test=generator(ctx, "eval"), heads=generator(ctx, "teacher"), readout=config.readout,
-                             beta=config.beta, random_strength=config.random_strength)
-    return kernels.Problem(pb.Xi, pb.y, pb.Xi_test, pb.y_test, pb.Hs, config.sigma2)
+                             beta=config.beta, random_strength=config.random_strength, attention=config.attention,
+                             dtype=getattr(torch, config.precision))
+    var = config.variances if len(pb.Hs) == config.L else None  # a named 2-layer reference beside L listed layers
+    return kernels.Problem(pb.Xi, pb.y, pb.Xi_test, pb.y_test, pb.Hs, config.sigma2, var)
+
+
+def solve_markov(config: MarkovConfig, ctx: RunContext, pb: kernels.Problem, kern: kernels.PathKernels,
+                 widths, tau: float) -> Trajectory:
+    """theory.predict over ``widths`` with the config's per-layer widths, start, history and Hessian."""
+    act = theory.action(pb, kern, tau, max(widths), config.layer_widths)
+    init = diagnostics.start(act, config.init, strength=config.init_strength, scale=config.init_scale,
+                             good=config.init_good, bad_factor=config.init_bad_factor, generator=generator(ctx, "init"))
+    return theory.predict(pb, widths, tau, kern=kern, ratios=config.layer_widths, hessian=config.hessian,
+                          init=init, history=config.history_every, **solve_kw(config))
+
+
+def solver_record(th: Trajectory, summary: dict, arrays: dict) -> None:
+    """Hessian eigenvalues per width (summary: the smallest) and the recorded optimiser histories (arrays)."""
+    if "hessian_min_eig" in th.observables:
+        for N, e in zip(th.time, th["hessian_min_eig"], strict=True):
+            summary[f"hessian_min_eig_N{N:g}"] = float(e)
+    for N, h in th.meta.get("history", {}).items():
+        arrays.update({f"history_N{N:g}_{k}": v for k, v in h.items()})
+        summary[f"history_steps_N{N:g}"] = int(h["step"][-1])
 
 
 def _solver_summary(th: Trajectory) -> dict[str, float]:
@@ -52,24 +78,28 @@ def markov_sweep(config: MarkovConfig, ctx: RunContext) -> Result:
     """Theory over N, GP reference lines per sub-network, Gibbs samples at the sampled widths."""
     units = Units(ctx)
     pb = markov_problem(config, ctx)
-    kern = kernels.PathKernels(pb.Xi, pb.sigma2, config.kernel_mode)
+    kern = kernels.PathKernels(pb.Xi, pb.sigma0, config.kernel_mode)
     widths = sorted(set(config.widths) | {float(n) for n in config.sample_widths})
-    th = units.get("theory", lambda s, save: theory.predict(pb, widths, config.tau, kern=kern, **solve_kw(config)))
+    th = units.get("theory", lambda s, save: solve_markov(config, ctx, pb, kern, widths, config.tau))
     arrays = th.to_arrays("theory_")
     summary: dict[str, Any] = {"n_paths": pb.n, **_solver_summary(th)}
+    solver_record(th, summary, arrays)
     for i, N in enumerate(th.time):
         summary[f"acc_theory_N{N:g}"] = float(th["accuracy"][i])
         summary[f"gen_error_theory_N{N:g}"] = float(th["gen_error"][i])
     frames = [th.select(["accuracy", "gen_error", "U"]).to_frame()]
+    gp = theory.predict_gp(pb, config.tau, kern)
+    summary["acc_gp"], summary["gen_error_gp"] = gp.accuracy(pb.y_test), gp.gen_error(pb.y_test)
     for layout in config.gp_layouts:
-        sub = pb if layout == config.layout else markov_problem(config, ctx, layout)
+        sub = pb if layout == config.layout and config.heads is None else markov_problem(config, ctx, layout)
         gp = theory.predict_gp(sub, config.tau)
         summary[f"acc_gp_{layout}"] = gp.accuracy(sub.y_test)
         summary[f"gen_error_gp_{layout}"] = gp.gen_error(sub.y_test)
         frames.append(pd.DataFrame({"source": "gp", "name": ["accuracy", "gen_error"], "layout": layout,
                                     "value": [summary[f"acc_gp_{layout}"], summary[f"gen_error_gp_{layout}"]]}))
     for a in range(pb.n):  # every path alone (Hs = [1, ..., 1]): GP accuracy of its same-path kernel
-        one = kernels.Problem(pb.Xi[:, a:a + 1], pb.y, pb.Xi_test[:, a:a + 1], pb.y_test, (1,) * pb.L, pb.sigma2)
+        one = kernels.Problem(pb.Xi[:, a:a + 1], pb.y, pb.Xi_test[:, a:a + 1], pb.y_test, (1,) * pb.L, pb.sigma2,
+                              pb.variances)
         summary[f"acc_gp_path{a}"] = theory.predict_gp(one, config.tau).accuracy(one.y_test)
     sim = sample_widths(pb, config, ctx, units, {N: config.tau for N in config.sample_widths}, kern)
     if sim is not None:
@@ -125,8 +155,9 @@ def _class_order(y: torch.Tensor) -> torch.Tensor:
 def fig2d(config: MarkovConfig, ctx: RunContext) -> Result:
     """Cosine overlap of the training kernel's PCs with Y: finite width (N = 10) vs the GP limit."""
     pb = markov_problem(config, ctx)
-    kern = kernels.PathKernels(pb.Xi, pb.sigma2, config.kernel_mode)
-    sp = theory.sweep(pb, [config.alignment_width], config.tau, kern=kern, **solve_kw(config))[0]
+    kern = kernels.PathKernels(pb.Xi, pb.sigma0, config.kernel_mode)
+    sp = theory.sweep(pb, [config.alignment_width], config.tau, kern=kern, ratios=config.layer_widths,
+                      **solve_kw(config))[0]
     fw, gp = kernels.alignment(kern.K(sp.U), pb.y), kernels.alignment(kern.K(pb.U_gp()), pb.y)
     k = min(config.n_pcs, pb.P)
     arrays = {"overlap_fw": fw["overlaps"][:k].cpu().numpy(), "overlap_gp": gp["overlaps"][:k].cpu().numpy(),
@@ -155,8 +186,9 @@ def class_contrast(K: np.ndarray, y: np.ndarray) -> float:
 def fig5b(config: MarkovConfig, ctx: RunContext) -> Result:
     """Same-path kernels C_ππ, total GP kernel and total renormalised kernel (N = 10), sorted by class."""
     pb = markov_problem(config, ctx)
-    kern = kernels.PathKernels(pb.Xi, pb.sigma2, config.kernel_mode)
-    sp = theory.sweep(pb, [config.alignment_width], config.tau, kern=kern, **solve_kw(config))[0]
+    kern = kernels.PathKernels(pb.Xi, pb.sigma0, config.kernel_mode)
+    sp = theory.sweep(pb, [config.alignment_width], config.tau, kern=kern, ratios=config.layer_widths,
+                      **solve_kw(config))[0]
     order = _class_order(pb.y)
     y = pb.y[order].cpu().numpy()
     arrays: dict[str, np.ndarray] = {"y_sorted": y}

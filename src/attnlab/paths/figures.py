@@ -56,7 +56,7 @@ def markov_sweep(result: Result, config) -> object:
         ax.set_xlabel("width N")
         ax.set_ylabel(label)
     axes[0].legend(fontsize=7)
-    labels = path_labels(_hs(th["U"].shape[-1], config), config.layout)
+    labels = _labels(th["U"].shape[-1], config)
     ax = axes[2]
     tab = plt.get_cmap("tab10")
     for k, (i, j) in enumerate(_U_entries(th["U"])):
@@ -69,8 +69,17 @@ def markov_sweep(result: Result, config) -> object:
     ax.set_xlabel("width N")
     ax.set_title("U (lines: theory, dots: samples)")
     ax.legend(fontsize=6, ncol=2)
-    fig.suptitle(f"{config.layout} paths, σ⊥ = {config.sigma_perp:g}, τ = {config.tau:g}, P = {config.P}")
+    net = "listed heads" if getattr(config, "heads", None) else config.layout
+    fig.suptitle(f"{net} paths, σ⊥ = {config.sigma_perp:g}, τ = {config.tau:g}, P = {config.P}")
     return fig
+
+
+def _labels(n: int, config) -> list[str]:
+    """Path names: the Markov names of a named layout, else (h_1, ..., h_L) of the listed heads."""
+    heads = getattr(config, "heads", None)
+    if heads:
+        return path_labels(tuple(len(layer) for layer in heads))
+    return path_labels(_hs(n, config), config.layout)
 
 
 def _hs(n: int, config) -> tuple[int, ...]:
@@ -98,7 +107,7 @@ def fig5b(result: Result, config) -> object:
     """Fig. 5b: the same-path kernels, the total GP kernel and the total renormalised kernel, sorted by class."""
     a = result.arrays
     n = len([k for k in a if k.startswith("C") and k[1:].isdigit()])
-    names = path_labels(_hs(n, config), config.layout)
+    names = _labels(n, config)
     panels = [(f"C{i}", f"path: {names[i]}") for i in range(n)] + [("K_gp", "total, GP"),
                                                                    ("K_fw", f"total, N = {config.alignment_width:g}")]
     ncols = 3

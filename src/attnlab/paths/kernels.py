@@ -25,7 +25,8 @@ class Problem:
     """A network's fixed attention applied to a data set: path features and labels, train and test.
 
     ``Xi`` (P, n, D) and ``Xi_test`` (P*, n, D) come from :func:`model.path_features`; ``Hs`` are the heads
-    per layer (n = Π Hs); ``sigma2`` is the prior variance σ².
+    per layer (n = Π Hs); ``sigma2`` is the prior variance σ² of every weight, unless ``variances`` gives one per
+    weight (σ_0², σ_1², ..., σ_L², σ_a²: V⁰, the value layers, the readout).
     """
 
     Xi: Tensor
@@ -34,6 +35,7 @@ class Problem:
     y_test: Tensor
     Hs: tuple[int, ...]
     sigma2: float = 1.0
+    variances: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         n = 1
@@ -52,6 +54,20 @@ class Problem:
             raise ValueError("labels must be vectors with one entry per example")
         if self.sigma2 <= 0:
             raise ValueError(f"key 'sigma2' = {self.sigma2}: the prior variance must be > 0")
+        if self.variances is not None:
+            from attnlab.paths.action import prior_variances
+
+            prior_variances(self.Hs, self.sigma2, self.variances)
+
+    @property
+    def var(self) -> tuple[float, ...]:
+        """(σ_0², σ_1², ..., σ_L², σ_a²)."""
+        return self.variances if self.variances is not None else (self.sigma2,) * (self.L + 2)
+
+    @property
+    def sigma0(self) -> float:
+        """σ_0², the variance of V⁰ that multiplies the kernel (Eq. 10)."""
+        return self.var[0]
 
     @property
     def P(self) -> int:
@@ -70,12 +86,15 @@ class Problem:
         return len(self.Hs)
 
     def U_gp(self) -> Tensor:
-        """U in the GP limit α → 0: σ^{2(L+1)} I (Sec. 3, App. B)."""
-        return self.sigma2 ** (self.L + 1) * torch.eye(self.n, dtype=F64, device=self.Xi.device)
+        """U in the GP limit α → 0: σ_a² Π_ℓ σ_ℓ² I = σ^{2(L+1)} I for one σ² (Sec. 3, App. B)."""
+        v = 1.0
+        for s2 in self.var[1:]:
+            v *= s2
+        return v * torch.eye(self.n, dtype=F64, device=self.Xi.device)
 
     def to(self, device) -> Problem:
         return Problem(self.Xi.to(device, F64), self.y.to(device, F64), self.Xi_test.to(device, F64),
-                       self.y_test.to(device, F64), self.Hs, self.sigma2)
+                       self.y_test.to(device, F64), self.Hs, self.sigma2, self.variances)
 
 
 class PathKernels:

@@ -174,17 +174,23 @@ class Weights:
 
     @staticmethod
     def prior(C: int, N: int, D: int, Hs: Sequence[int], generator: torch.Generator, sigma2: float = 1.0,
-              dtype=torch.float64) -> Weights:
-        """C independent draws from the Gaussian prior N(0, σ²) of every entry."""
-        s, dev = math.sqrt(sigma2), generator.device
+              dtype=torch.float64, widths: Sequence[int] | None = None,
+              variances: Sequence[float] | None = None) -> Weights:
+        """C independent draws from the Gaussian prior N(0, σ²) of every entry; ``widths`` (N_1, ..., N_L, N_a)
+        and ``variances`` (σ_0², ..., σ_L², σ_a²) per layer: V⁰ (N_1, D), V^ℓ (H_ℓ, N_{ℓ+1}, N_ℓ), a (N_a)."""
+        L, dev = len(Hs), generator.device
+        ns = list(widths) if widths is not None else [N] * (L + 1)
+        var = list(variances) if variances is not None else [sigma2] * (L + 2)
 
-        def g(*shape):
-            return s * torch.randn(*shape, generator=generator, device=dev, dtype=dtype)
+        def g(v, *shape):
+            return math.sqrt(v) * torch.randn(*shape, generator=generator, device=dev, dtype=dtype)
 
-        return Weights(g(C, N, D), [g(C, H, N, N) for H in Hs], g(C, N))
+        return Weights(g(var[0], C, ns[0], D), [g(var[ell + 1], C, H, ns[ell + 1], ns[ell]) for ell, H in
+                                                 enumerate(Hs)], g(var[-1], C, ns[-1]))
 
 
-def forward(X: Tensor, heads: Sequence[Tensor], w: Weights, readout: str | int, cache: dict | None = None) -> Tensor:
+def forward(X: Tensor, heads: Sequence[Tensor], w: Weights, readout: str | int, cache: dict | None = None,
+            nonlinearity: str = "softmax") -> Tensor:
     """f (C, P) by the layer recursion, Eqs. (1)-(4). ``cache`` (a dict) receives named activations
     ``x1`` (C,P,T,N), ``attn{ℓ}`` (P,H,T,T), ``x{ℓ+1}``, ``readout`` (C,P,N)."""
     Hs = check_heads(heads, X.shape[-1], w.Hs)
@@ -193,9 +199,9 @@ def forward(X: Tensor, heads: Sequence[Tensor], w: Weights, readout: str | int, 
     if cache is not None:
         cache["x1"] = x
     for ell, (A, V) in enumerate(zip(heads, w.V, strict=True), 1):
-        om = attention(X, A)
-        # x^(ℓ+1)_t = Σ_h Σ_s Ω_st V^h x_s: (Ωᵀ X) Vᵀ summed over heads
-        x = torch.einsum("phst,cpsn,chmn->cptm", om, x, V) / math.sqrt(N * Hs[ell - 1])
+        om = attention(X, A, nonlinearity)
+        # x^(ℓ+1)_t = Σ_h Σ_s Ω_st V^h x_s: (Ωᵀ X) Vᵀ summed over heads, over √(N_ℓ H_ℓ) (N_ℓ: fan-in)
+        x = torch.einsum("phst,cpsn,chmn->cptm", om, x, V) / math.sqrt(V.shape[-1] * Hs[ell - 1])
         if cache is not None:
             cache[f"attn{ell}"], cache[f"x{ell + 1}"] = om, x
     r = readout_vector(X.shape[1], readout, X.dtype, X.device)
@@ -206,17 +212,17 @@ def forward(X: Tensor, heads: Sequence[Tensor], w: Weights, readout: str | int, 
 
 
 def effective_weights(w: Weights) -> Tensor:
-    """V_eff^π = N^{-L/2} a V^{L h_L} ··· V^{1 h_1} for every path (Eq. 6): (C, n, N), h_1 most significant."""
-    N = w.N
-    b = w.a[:, None, :]  # (C, 1, N): partial products over π_{ℓ+1}
+    """V_eff^π = N^{-L/2} a V^{L h_L} ··· V^{1 h_1} for every path (Eq. 6): (C, n, N_1), h_1 most significant
+    (per-layer widths: each product over the summed width N_{ℓ+1})."""
+    b = w.a[:, None, :]  # (C, 1, N_{L+1}): partial products over π_{ℓ+1}
     for V in reversed(w.V):
-        b = torch.einsum("cqi,chij->chqj", b, V).reshape(b.shape[0], -1, N) / math.sqrt(N)
+        b = torch.einsum("cqi,chij->chqj", b, V).reshape(b.shape[0], -1, V.shape[-1]) / math.sqrt(V.shape[-2])
     return b
 
 
 def forward_paths(Xi: Tensor, w: Weights) -> Tensor:
-    """f (C, P) from the path features, Eq. (5): (n N D)^{-1/2} Σ_π V_eff^π V⁰ ξ^π."""
-    n, D, N = Xi.shape[1], Xi.shape[2], w.N
+    """f (C, P) from the path features, Eq. (5): (n N_1 D)^{-1/2} Σ_π V_eff^π V⁰ ξ^π."""
+    n, D, N = Xi.shape[1], Xi.shape[2], w.V0.shape[-2]
     veff = effective_weights(w)
     if veff.shape[1] != n:
         raise ValueError(f"path features have {n} paths but the weights have {veff.shape[1]} (Hs = {list(w.Hs)})")
@@ -225,9 +231,9 @@ def forward_paths(Xi: Tensor, w: Weights) -> Tensor:
 
 
 def order_parameter(w: Weights) -> Tensor:
-    """Empirical U^{ππ'} = N^{-1} V_eff^π · V_eff^{π'} (Eq. 13) of each weight draw: (C, n, n)."""
+    """Empirical U^{ππ'} = N_1^{-1} V_eff^π · V_eff^{π'} (Eq. 13) of each weight draw: (C, n, n)."""
     veff = effective_weights(w)
-    return veff @ veff.mT / w.N
+    return veff @ veff.mT / w.V0.shape[-2]
 
 
 # -- the gradient-descent model of the one-shot task (App. H.1) -------------------------------------------

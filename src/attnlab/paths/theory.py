@@ -24,6 +24,7 @@ import torch
 
 from attnlab.core.trajectory import Trajectory
 from attnlab.paths.action import Action, ActionValue, CholeskyParams, SolveError, gp_levels, level_sizes
+from attnlab.paths.diagnostics import History, hessian_eigenvalues
 from attnlab.paths.kernels import PathKernels, Prediction, Problem
 from attnlab.paths.kernels import predict as kernel_predict
 
@@ -57,6 +58,7 @@ class SaddlePoint:
     seconds: float = 0.0
     message: str = ""
     min_eig: float = field(default=float("nan"))
+    history: dict = field(default_factory=dict)  # diagnostics.History.arrays() when recorded
 
     @property
     def U(self) -> Tensor:
@@ -78,42 +80,48 @@ def pinned_threads(P: int, small: int = 1024) -> Iterator[None]:
 
 
 def solve(action: Action, init: Sequence[Tensor] | None = None, *, method: str = "lbfgs", tol: float = 1e-8,
-          max_iter: int = 20_000, strict: bool = True, lr: float = 0.1) -> SaddlePoint:
+          max_iter: int = 20_000, strict: bool = True, lr: float = 0.1, history: int = 0) -> SaddlePoint:
     """Minimise S from ``init`` (default: the GP solution) until max|∂S/∂U| ≤ ``tol``.
 
     ``method``: ``lbfgs`` (Cholesky parameters, scipy L-BFGS, Newton polish) or ``adam`` (App. E: full
     symmetrised matrices, learning rate ``lr``). ``strict``: raise :class:`SolveError` when not converged.
+    ``history`` = k > 0 records the optimiser every k steps (:class:`diagnostics.History`, in ``.history``).
     Small CPU problems run on one thread (:func:`pinned_threads`).
     """
     with pinned_threads(action.P if action.kern.Xi.device.type == "cpu" else 10**9):
-        return _solve(action, init, method=method, tol=tol, max_iter=max_iter, strict=strict, lr=lr)
+        return _solve(action, init, method=method, tol=tol, max_iter=max_iter, strict=strict, lr=lr,
+                      record=History(action, history))
 
 
 def _solve(action: Action, init: Sequence[Tensor] | None, *, method: str, tol: float, max_iter: int, strict: bool,
-           lr: float) -> SaddlePoint:
+           lr: float, record: History) -> SaddlePoint:
     t0 = time.perf_counter()
     dev = action.kern.Xi.device
-    Us0 = [u.to(dev, F64) for u in init] if init is not None else gp_levels(action.Hs, action.sigma2, dev)
+    Us0 = [u.to(dev, F64) for u in init] if init is not None else gp_levels(action.Hs, device=dev,
+                                                                              variances=action.variances)
+    record(0, Us0)
     if method == "lbfgs":
-        Us, info = _lbfgs(action, Us0, tol, max_iter)
+        Us, info = _lbfgs(action, Us0, tol, max_iter, record)
     elif method == "adam":
-        Us, info = _adam(action, Us0, tol, max_iter, lr)
+        Us, info = _adam(action, Us0, tol, max_iter, lr, record)
     else:
         raise ValueError(f"key 'solver' = {method!r}: allowed: lbfgs, adam")
+    record(info["iter"], Us, final=True)
     val = action.at(Us)
     max_grad = max(float(g.abs().max()) for g in val.grads)
     min_eig = min(float(torch.linalg.eigvalsh(U).min()) for U in Us)
     sp = SaddlePoint(Us, float(val.S), float(val.entropy), float(val.energy), max_grad,
                      action.residuals(Us, val.grads), max_grad <= tol and min_eig > 0, action.N, action.tau,
                      action.alpha, method, info["iter"], info["eval"], time.perf_counter() - t0, info["message"],
-                     min_eig)
+                     min_eig, record.arrays())
     if strict and not sp.converged:
         raise SolveError(f"saddle point not converged at N = {action.N:g}, τ = {action.tau:g} ({method}): "
                          f"max|∂S/∂U| = {max_grad:.2e} > tol {tol:.0e}, min eig U = {min_eig:.2e}; {sp.message}")
     return sp
 
 
-def _lbfgs(action: Action, Us0: list[Tensor], tol: float, max_iter: int) -> tuple[list[Tensor], dict]:
+def _lbfgs(action: Action, Us0: list[Tensor], tol: float, max_iter: int,
+           record: History) -> tuple[list[Tensor], dict]:
     from scipy.optimize import minimize
 
     par = CholeskyParams(action.sizes, Us0[0].device)
@@ -131,7 +139,15 @@ def _lbfgs(action: Action, Us0: list[Tensor], tol: float, max_iter: int) -> tupl
         return float(val.S), par.grad(As, val.grads).cpu().numpy()
 
     x0 = par.pack(Us0).cpu().numpy()
-    res = minimize(fun, x0, jac=True, method="L-BFGS-B",
+    n_it = 0
+
+    def callback(xk: np.ndarray) -> None:
+        nonlocal n_it
+        n_it += 1
+        if record.every and n_it % record.every == 0:
+            record(n_it, [A @ A.T for A in par.unpack(torch.as_tensor(xk, dtype=F64, device=dev))])
+
+    res = minimize(fun, x0, jac=True, method="L-BFGS-B", callback=callback,
                    options={"maxcor": 50, "ftol": 1e-16, "gtol": tol * 1e-2, "maxiter": max_iter,
                             "maxfun": 2 * max_iter})
     theta = torch.as_tensor(res.x, dtype=F64, device=dev)
@@ -209,7 +225,8 @@ def _cg(hvp, b: Tensor, iters: int, rtol: float) -> Tensor:
     return x
 
 
-def _adam(action: Action, Us0: list[Tensor], tol: float, max_iter: int, lr: float) -> tuple[list[Tensor], dict]:
+def _adam(action: Action, Us0: list[Tensor], tol: float, max_iter: int, lr: float,
+          record: History) -> tuple[list[Tensor], dict]:
     """App. E: Adam on full matrices, symmetrised on use, no PD constraint (stops if it leaves the cone)."""
     Ms = [u.clone() for u in Us0]
     m1 = [torch.zeros_like(u) for u in Ms]
@@ -222,6 +239,7 @@ def _adam(action: Action, Us0: list[Tensor], tol: float, max_iter: int, lr: floa
             return Ms, {"iter": k, "eval": k, "message": f"Adam left the PD cone: {exc}"}
         if max(float(g.abs().max()) for g in val.grads) <= tol:
             return Ms, {"iter": k - 1, "eval": k, "message": "Adam converged"}
+        record(k - 1, Ms)
         for i, g in enumerate(val.grads):
             m1[i] = b1 * m1[i] + (1 - b1) * g
             m2[i] = b2 * m2[i] + (1 - b2) * g * g
@@ -233,16 +251,29 @@ def _adam(action: Action, Us0: list[Tensor], tol: float, max_iter: int, lr: floa
 # -- sweeps and the paired API ---------------------------------------------------------------------------
 
 
+def layer_widths(N: float, ratios: Sequence[float] | None) -> float | tuple[float, ...]:
+    """Per-layer widths N·(r_1, ..., r_L, r_a) of a swept width N, or N itself (equal widths)."""
+    return N if ratios is None else tuple(N * r for r in ratios)
+
+
+def action(problem: Problem, kern: PathKernels, tau: float, N: float,
+           ratios: Sequence[float] | None = None) -> Action:
+    """The action of ``problem`` at width N (per-layer widths N·``ratios``) with the problem's prior variances."""
+    return Action(kern, problem.y, tau, layer_widths(N, ratios), problem.Hs, problem.sigma2, problem.variances)
+
+
 def sweep(problem: Problem, Ns: Sequence[float], tau: float, *, kern: PathKernels | None = None,
-          init: Sequence[Tensor] | None = None, **solve_kw) -> list[SaddlePoint]:
+          init: Sequence[Tensor] | None = None, ratios: Sequence[float] | None = None,
+          **solve_kw) -> list[SaddlePoint]:
     """Saddle points for every width in ``Ns`` (returned in that order), solved from the widest to the narrowest,
-    each warm-started from the previous one (the widest from ``init`` or the GP solution)."""
-    kern = kern or PathKernels(problem.Xi, problem.sigma2)
+    each warm-started from the previous one (the widest from ``init`` or the GP solution). ``ratios``: per-layer
+    widths N_ℓ = N·r_ℓ (ℓ = 1..L, then the readout's)."""
+    kern = kern or PathKernels(problem.Xi, problem.sigma0)
     order = sorted(range(len(Ns)), key=lambda i: -Ns[i])
     out: dict[int, SaddlePoint] = {}
     prev = list(init) if init is not None else None
     for i in order:
-        sp = solve(Action(kern, problem.y, tau, Ns[i], problem.Hs, problem.sigma2), prev, **solve_kw)
+        sp = solve(action(problem, kern, tau, Ns[i], ratios), prev, **solve_kw)
         out[i] = sp
         prev = sp.Us
     return [out[i] for i in range(len(Ns))]
@@ -250,31 +281,42 @@ def sweep(problem: Problem, Ns: Sequence[float], tau: float, *, kern: PathKernel
 
 def predict_gp(problem: Problem, tau: float, kern: PathKernels | None = None) -> Prediction:
     """The GP limit (N → ∞): U = σ^{2(L+1)} I, i.e. K_GP = (σ^{2(L+2)}/n) Σ_π C_ππ."""
-    kern = kern or PathKernels(problem.Xi, problem.sigma2)
+    kern = kern or PathKernels(problem.Xi, problem.sigma0)
     return kernel_predict(kern, problem.U_gp(), problem.y, tau, problem.Xi_test)
 
 
 def predict(problem: Problem, Ns: Sequence[float], tau: float | Sequence[float], *,
-            kern: PathKernels | None = None, **solve_kw) -> Trajectory:
+            kern: PathKernels | None = None, ratios: Sequence[float] | None = None, hessian: bool = False,
+            **solve_kw) -> Trajectory:
     """The theory's answer at every width N (the paired API's ``theory.predict``).
 
     Returns a :class:`Trajectory` over ``N`` with ``U`` (n, n), ``accuracy``, ``gen_error``, ``f_mean`` (P*),
     ``f_var`` (P*) — the names :func:`attnlab.paths.train.simulate` uses — and the solver's ``S``, ``energy``,
     ``max_grad``, ``residual`` (max over levels), ``tau``. ``tau`` may be one value per width (τ tuned per N).
+    ``ratios``: per-layer widths N·r_ℓ; ``hessian``: also ``hessian_eigs`` and ``hessian_min_eig`` at U*
+    (:func:`diagnostics.hessian_eigenvalues`); recorded optimiser histories (``history=k``) go to
+    ``meta["history"][N]``.
     """
-    kern = kern or PathKernels(problem.Xi, problem.sigma2)
+    kern = kern or PathKernels(problem.Xi, problem.sigma0)
     taus = [float(tau)] * len(Ns) if np.isscalar(tau) else [float(t) for t in tau]
     if len(taus) != len(Ns):
         raise ValueError(f"got {len(taus)} temperatures for {len(Ns)} widths")
     sps: list[SaddlePoint | None] = [None] * len(Ns)
     for t in sorted(set(taus)):
         idx = [i for i in range(len(Ns)) if taus[i] == t]
-        for i, sp in zip(idx, sweep(problem, [Ns[i] for i in idx], t, kern=kern, **solve_kw), strict=True):
+        for i, sp in zip(idx, sweep(problem, [Ns[i] for i in idx], t, kern=kern, ratios=ratios, **solve_kw),
+                         strict=True):
             sps[i] = sp
     obs: dict[str, list] = {k: [] for k in ("U", "accuracy", "gen_error", "f_mean", "f_var", "S", "energy",
                                             "max_grad", "residual", "tau", "converged")}
-    for sp in sps:
+    if hessian:
+        obs.update(hessian_eigs=[], hessian_min_eig=[])
+    for N, sp in zip(Ns, sps, strict=True):
         assert sp is not None
+        if hessian:
+            eigs = hessian_eigenvalues(action(problem, kern, sp.tau, N, ratios), sp.Us)
+            obs["hessian_eigs"].append(eigs)
+            obs["hessian_min_eig"].append(float(eigs.min()))
         pr = kernel_predict(kern, sp.U, problem.y, sp.tau, problem.Xi_test)
         obs["U"].append(sp.U.cpu().numpy())
         obs["accuracy"].append(pr.accuracy(problem.y_test))
@@ -286,7 +328,8 @@ def predict(problem: Problem, Ns: Sequence[float], tau: float | Sequence[float],
         obs["residual"].append(max(sp.residuals))
         obs["converged"].append(float(sp.converged))
     meta = {"P": problem.P, "n_paths": problem.n, "n_iter": int(sum(sp.n_iter for sp in sps if sp)),
-            "seconds": float(sum(sp.seconds for sp in sps if sp))}
+            "seconds": float(sum(sp.seconds for sp in sps if sp)),
+            "history": {float(N): sp.history for N, sp in zip(Ns, sps, strict=True) if sp and sp.history}}
     return Trajectory(np.asarray(Ns, dtype=float), {k: np.asarray(v) for k, v in obs.items()}, time_name="N",
                       source="theory", meta=meta)
 
@@ -301,7 +344,7 @@ def scalar_entropy_solution(problem: Problem, N: float, tau: float, kern: PathKe
 
     if problem.n != 1:
         raise ValueError("the scalar reduction holds for one head per layer (n = 1)")
-    kern = kern or PathKernels(problem.Xi, problem.sigma2)
+    kern = kern or PathKernels(problem.Xi, problem.sigma0)
     act = Action(kern, problem.y, tau, N, problem.Hs, problem.sigma2)
     L, s2 = problem.L, problem.sigma2
 
