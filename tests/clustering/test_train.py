@@ -82,7 +82,7 @@ def test_transfer_mechanics():
     before = pre.final(torch.float32)
     cfg3 = TrainConfig(p=3, epochs=5, n_seeds=2, **SMALL)
     steps = {}
-    h = transfer(before, pre.spec, cfg3, on_epoch=lambda e, f: steps.setdefault(e, f()["opt"]["state"][0]["step"]))
+    h = transfer(before, pre.spec, cfg3, on_epoch=lambda e, f: steps.setdefault(e, f()["opt"]["t"]))
     first = h.params_at(0, dtype=torch.float32)
     assert first["E"].shape == (2, 3, 2) and h.spec.p == 3 and h.task.p == 3
     assert torch.equal(first["E"][:, :2], before["E"])

@@ -19,7 +19,7 @@ import torch
 
 from attnlab.clustering.data import Task, encode
 from attnlab.clustering.dynamics import spearman  # noqa: F401  (re-exported: D6 sparsity vs accuracy)
-from attnlab.clustering.model import ModelSpec, Params, forward, normalize, softmax_last, token_table
+from attnlab.clustering.model import ModelSpec, Params, activation, forward, normalize, softmax_last, token_table
 
 F64 = torch.float64
 
@@ -171,14 +171,14 @@ def head_metrics(params: Params, spec: ModelSpec, task: Task, probe: Probe = Non
     return {k: torch.cat(v) for k, v in out.items()}
 
 
-def grid_pass(params: Params, spec: ModelSpec, task: Task, probe: Probe = None
-              ) -> tuple[Grid, torch.Tensor, torch.Tensor, torch.Tensor]:
+def grid_pass(params: Params, spec: ModelSpec, task: Task, probe: Probe = None, logits: bool = True
+              ) -> tuple[Grid, torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """The pass of ``head_metrics`` over all seeds at once and differentiable: the grid, ξ (S, B, d), the
-    attention mass on I (S,) and the logits (S, B, n_emb) of every probe sentence (training's evaluation on
-    the whole space reads its losses, gradients and head metrics from this one pass)."""
+    attention mass on I (S,) and (unless ``logits=False``) the logits (S, B, n_emb) of every probe sentence
+    (training's evaluation on the whole space reads its losses, gradients and head metrics from this one pass)."""
     g = grid(task, probe, params["E"].device)
     xi, mass = _pass(params, spec, task, g)
-    return g, xi, mass, _logits_from_xi(params, spec, xi)
+    return g, xi, mass, _logits_from_xi(params, spec, xi) if logits else None
 
 
 def pass_metrics(g: Grid, xi: torch.Tensor, mass: torch.Tensor,
@@ -244,7 +244,7 @@ def _logits_from_xi(params: Params, spec: ModelSpec, xi: torch.Tensor) -> torch.
     pre = params["W"] @ xn
     if "bW" in params:
         pre = pre + params["bW"][:, :, None]
-    mlp = params["U"] @ torch.nn.functional.gelu(pre)
+    mlp = params["U"] @ activation(spec.activation)(pre)
     if "bU" in params:
         mlp = mlp + params["bU"][:, :, None]
     return (params["E"] @ (xi.transpose(1, 2) + mlp)).transpose(1, 2).contiguous()

@@ -1,9 +1,12 @@
 """Configs of the clustering study: the paper's defaults (spec §1–2, §2.4, Appendix A of the spec) and scales.
 
 ``TrainConfig`` is one training run of S seeds trained together (seeds ``seed .. seed+n_seeds-1``). The
-``pal`` preset switches to the public code the paper's figures came from (facebookresearch/pal, described
-behaviour): gain-free RMSNorm with eps, MLP biases, MLP width 32, a 3-row token table, Adam 3e-3, batch 32;
-explicitly given keys still win over the preset.
+``pal`` preset is the model and training of the public code the paper's figures came from (facebookresearch/pal,
+``projects/visualization/train.py``, its ``grid`` defaults; described behaviour, no code): gain-free RMSNorm
+x/(sqrt(mean x²) + 1e-5) before the attention and before the MLP, q ~ U(±1/sqrt(d)) (an nn.Linear(d, 1)), MLP
+width 32 with biases and the nested per-neuron initialisation, a 3-row token table (so 3 logits), Adam 3e-3,
+batch 32, and pal's random streams (seed s = pal's ``--seed s``, ``streams.py``); explicitly given keys still win
+over the preset.
 """
 
 from __future__ import annotations
@@ -14,13 +17,14 @@ import torch
 from pydantic import Field, model_validator
 
 from attnlab.clustering.data import Task, TestMode
-from attnlab.clustering.model import ModelSpec, Norm
+from attnlab.clustering.model import MLP_ACTIVATIONS, ModelSpec, Norm
 from attnlab.core.config import Config
 
 PRESETS: dict[str, dict[str, Any]] = {
     "paper": {},
-    "pal": {"norm": "rmsnorm", "norm_gain": False, "norm_eps": 1e-5, "mlp_bias": True, "h": 32, "n_emb": 3,
-            "lr": 3e-3, "batch_size": 32},
+    "pal": {"norm": "rmsnorm", "norm_gain": False, "norm_eps": 1e-5, "rms_eps": "outside", "mlp_bias": True,
+            "h": 32, "n_emb": 3, "q_init": "uniform", "mlp_init": "nested", "activation": "gelu", "mlp_dropout": 0.0,
+            "lr": 3e-3, "batch_size": 32, "streams": "pal"},
 }
 
 
@@ -44,7 +48,15 @@ class TrainConfig(Config):
     norm_eps: float = Field(1e-5, ge=0, description="eps of rmsnorm")
     norm_gain: bool = Field(False, description="learnable rmsnorm gains")
     mlp_bias: bool = Field(False, description="biases in the MLP (pal preset)")
+    rms_eps: Literal["inside", "outside"] = Field("inside", description="rmsnorm's eps inside the root "
+                                                  "(x/sqrt(mean x² + eps), torch) or outside (x/(rms + eps), pal)")
     q_init: Literal["normal", "uniform", "zeros"] = Field("normal", description="initial query law")
+    activation: str = Field("gelu", description=f"MLP non-linearity: {' | '.join(MLP_ACTIVATIONS)}")
+    mlp_dropout: float = Field(0.0, ge=0, lt=1, description="dropout on the MLP's output in training (pal's place)")
+    mlp_init: Literal["independent", "nested"] = Field("independent", description="MLP init: one stream per tensor, "
+                                                       "or one row per neuron so neuron i does not depend on h (pal)")
+    streams: Literal["attnlab", "pal"] = Field("attnlab", description="random streams: attnlab's named per-seed "
+                                               "streams, or pal's (seed s = pal's --seed s)")
     # optimisation (spec §2.4)
     lr: float = Field(3e-3, gt=0, le=10, description="Adam learning rate of E, P, q, V")
     mlp_lr_factor: float = Field(1.0, gt=0, le=100, description="γ_mlp: the MLP (W, U) learns at lr·γ_mlp")
@@ -78,6 +90,13 @@ class TrainConfig(Config):
         self.spec()
         if self.batch_size > self.n_train:
             raise ValueError(f"key 'batch_size' = {self.batch_size}: larger than n_train = {self.n_train}")
+        if self.streams == "pal":
+            need = {"q_init": "uniform", "mlp_init": "nested", "norm_gain": False, "test_mode": "iid"}
+            bad = {k: v for k, v in need.items() if getattr(self, k) != v}
+            if bad:
+                k = next(iter(bad))
+                raise ValueError(f"key '{k}' = {getattr(self, k)!r}: streams 'pal' draws pal's tensors, which need "
+                                 f"{k} = {bad[k]!r}")
         return self
 
     def task(self) -> Task:
@@ -86,7 +105,8 @@ class TrainConfig(Config):
     def spec(self) -> ModelSpec:
         return ModelSpec(p=self.p, N=self.N, d=self.d, h=self.h, n_emb=self.n_emb, norm=self.norm,
                          norm_eps=self.norm_eps, norm_gain=self.norm_gain, mlp_bias=self.mlp_bias,
-                         q_init=self.q_init)
+                         q_init=self.q_init, rms_eps=self.rms_eps, activation=self.activation,
+                         mlp_dropout=self.mlp_dropout, mlp_init=self.mlp_init)
 
     def seeds(self) -> list[int]:
         return list(range(self.seed, self.seed + self.n_seeds))

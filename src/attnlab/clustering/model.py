@@ -11,8 +11,10 @@ vectorised computation (spec §9): every operation is batched over S and nothing
 Shapes: E (S, n_emb, d), P (S, N, d), q (S, d), V (S, d, d), W (S, h, d), U (S, d, h) — W, U, V in torch
 ``Linear.weight`` layout, which is the paper's layout. No biases in the paper's model (m = d(1+d+2h) for
 (q, V, W, U)); the ``pal`` preset of the public code adds MLP biases ``bW`` (S, h), ``bU`` (S, d), a gain-free
-RMSNorm with eps and a token table of ``n_emb`` ≥ p rows. ``norm="rmsnorm"`` with ``norm_gain`` adds learnable
-gains ``g_attn``, ``g_mlp`` (S, d).
+RMSNorm with eps added to the root mean square (``rms_eps="outside"``) and a token table of ``n_emb`` ≥ p rows.
+``norm="rmsnorm"`` with ``norm_gain`` adds learnable gains ``g_attn``, ``g_mlp`` (S, d). The MLP's σ is any
+element-wise activation of ``MLP_ACTIVATIONS`` (GeLU in the paper), its output optionally dropped out in training
+(``mlp_dropout``, as the public code does, on U σ(·) before the residual).
 
 ``forward`` returns the named activations (TransformerLens style) and applies optional ``hooks``
 {name: fn(tensor) -> tensor} right after each one is computed, so analysis code can read or patch them.
@@ -34,8 +36,12 @@ from attnlab.core.rng import stream_seed
 Norm = Literal["sphere", "rmsnorm", "smooth", "smooth_inf"]
 Params = dict[str, torch.Tensor]
 ACTIVATIONS = ("e", "z", "scores", "attn", "pooled", "xi", "xi_n", "pre", "hidden", "mlp_out", "psi", "logits")
+MLP_ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "leaky_relu", "relu6", "elu", "selu", "celu", "silu", "mish",
+                   "softplus", "tanh", "sigmoid", "hardtanh", "hardswish", "hardsigmoid", "softsign", "tanhshrink",
+                   "logsigmoid", "identity")
 GROUPS = ("E", "P", "q", "V", "W", "U")  # the paper's parameter groups (per-layer gradient norms, §4.3)
 MLP_PARAMS = ("W", "U", "bW", "bU")
+PARAM_ORDER = ("E", "P", "q", "V", "W", "U", "bW", "bU", "g_attn", "g_mlp")
 
 
 @dataclass(frozen=True)
@@ -52,8 +58,16 @@ class ModelSpec:
     norm_gain: bool = False
     mlp_bias: bool = False
     q_init: Literal["normal", "uniform", "zeros"] = "normal"
+    rms_eps: Literal["inside", "outside"] = "inside"
+    activation: str = "gelu"
+    mlp_dropout: float = 0.0
+    mlp_init: Literal["independent", "nested"] = "independent"
 
     def __post_init__(self) -> None:
+        if self.activation not in MLP_ACTIVATIONS:
+            raise ConfigError(f"key 'activation' = {self.activation!r}: allowed: {', '.join(MLP_ACTIVATIONS)}")
+        if not 0 <= self.mlp_dropout < 1:
+            raise ConfigError(f"key 'mlp_dropout' = {self.mlp_dropout}: must be in [0, 1)")
         if self.d < 1:
             raise ConfigError(f"key 'd' = {self.d}: the embedding dimension must be ≥ 1")
         if self.p < 2:
@@ -81,10 +95,12 @@ class ModelSpec:
 
 # ----------------------------------------------------------------------------------------------- normalisers
 def normalize(x: torch.Tensor, spec: ModelSpec, gain: torch.Tensor | None = None) -> torch.Tensor:
-    """Projection onto the sphere x/||x|| (paper), RMSNorm x/sqrt(mean x² + eps)·g, or the smoothed
-    f(x) = s(||x||)·x/||x|| of §4.4 with s(r) = 3r² − 2r³ (C¹) or the C^∞ bump s = g(r)/(g(r)+g(1−r))."""
+    """Projection onto the sphere x/||x|| (paper); RMSNorm x/sqrt(mean x² + eps)·g (``rms_eps="inside"``, torch's)
+    or x/(sqrt(mean x²) + eps)·g (``"outside"``, the public code's); or the smoothed f(x) = s(||x||)·x/||x|| of
+    §4.4 with s(r) = 3r² − 2r³ (C¹) or the C^∞ bump s = g(r)/(g(r)+g(1−r))."""
     if spec.norm == "rmsnorm":
-        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + spec.norm_eps)
+        ms = x.pow(2).mean(-1, keepdim=True)
+        y = x * torch.rsqrt(ms + spec.norm_eps) if spec.rms_eps == "inside" else x / (ms.sqrt() + spec.norm_eps)
         return y if gain is None else y * gain
     r = x.norm(dim=-1, keepdim=True)
     if spec.norm == "sphere":
@@ -104,12 +120,25 @@ def smooth_scale(r: torch.Tensor, kind: str = "smooth") -> torch.Tensor:
     return torch.where(inside, s_over_r, 1 / r.clamp_min(1e-12))
 
 
+def activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The MLP's σ by name: torch.nn.functional's function of that name (the public code looks it up the same
+    way), ``gelu`` the exact erf form (the paper's), ``gelu_tanh`` its tanh approximation, ``identity`` none."""
+    if name not in MLP_ACTIVATIONS:
+        raise ConfigError(f"key 'activation' = {name!r}: allowed: {', '.join(MLP_ACTIVATIONS)}")
+    if name == "gelu_tanh":
+        return lambda x: F.gelu(x, approximate="tanh")
+    if name == "identity":
+        return lambda x: x
+    return getattr(F, name)
+
+
 # ----------------------------------------------------------------------------------------------- init
 def init_params(spec: ModelSpec, seeds: list[int] | tuple[int, ...], *, dtype: torch.dtype = torch.float32,
                 device: torch.device | str = "cpu") -> Params:
     """PyTorch-default initialisation (App. A), one independent generator per (seed, parameter) so that
     changing h leaves E, P, q, V bitwise identical (spec §2.3): E, P ~ N(0,1) (nn.Embedding); V, W ~
-    U(±1/sqrt(d)), U ~ U(±1/sqrt(h)) (nn.Linear); q ~ N(0,1) | U(±1/sqrt(d)) | 0; biases as nn.Linear."""
+    U(±1/sqrt(d)), U ~ U(±1/sqrt(h)) (nn.Linear); q ~ N(0,1) | U(±1/sqrt(d)) | 0; biases as nn.Linear.
+    ``mlp_init="nested"`` draws the MLP as :func:`nested_mlp` from one stream per seed instead."""
     d, h = spec.d, spec.h
     shapes: dict[str, tuple[tuple[int, ...], str, float]] = {
         "E": ((spec.n_emb, d), "normal", 1.0), "P": ((spec.N, d), "normal", 1.0),
@@ -121,13 +150,35 @@ def init_params(spec: ModelSpec, seeds: list[int] | tuple[int, ...], *, dtype: t
     if spec.mlp_bias:
         shapes["bW"] = ((h,), "uniform", 1 / math.sqrt(d))
         shapes["bU"] = ((d,), "uniform", 1 / math.sqrt(h))
+    if spec.mlp_init == "nested":
+        shapes = {k: v for k, v in shapes.items() if k not in MLP_PARAMS}
     if spec.norm == "rmsnorm" and spec.norm_gain:
         shapes["g_attn"] = ((d,), "ones", 1.0)
         shapes["g_mlp"] = ((d,), "ones", 1.0)
     out: Params = {}
     for name, (shape, law, scale) in shapes.items():
         out[name] = torch.stack([draw(shape, law, scale, stream_seed(s, "init:" + name)) for s in seeds])
-    return {k: v.to(device=device, dtype=dtype) for k, v in out.items()}
+    if spec.mlp_init == "nested":
+        tables = [draw((max(h, d), 2 * d + 2), "uniform", 1.0, stream_seed(s, "init:mlp")) for s in seeds]
+        mlps = [nested_mlp(t, spec) for t in tables]
+        out.update({k: torch.stack([m[k] for m in mlps]) for k in mlps[0]})
+    return {k: out[k].to(device=device, dtype=dtype) for k in PARAM_ORDER if k in out}
+
+
+def nested_mlp(table: torch.Tensor, spec: ModelSpec) -> Params:
+    """The MLP from a table of U(−1, 1) draws, one row of 2d + 2 numbers per neuron (the public code's scheme):
+    neuron i's receptor w_i = row[:d]/sqrt(d), assembler u_i = row[d:2d]/sqrt(h), bias bW_i = row[2d]/sqrt(d);
+    bU = the first d entries of the last column /sqrt(h). The same laws as nn.Linear's defaults, but neuron i's
+    draws do not depend on the width h, so widening the MLP keeps the first neurons (Fig. 16's width sweep)."""
+    d, h = spec.d, spec.h
+    t = table[:h] if table.shape[0] >= h else None
+    if t is None:
+        raise ConfigError(f"key 'h' = {h}: the MLP table has only {table.shape[0]} rows")
+    out = {"W": t[:, :d] * (1 / math.sqrt(d)), "U": t[:, d:2 * d].T * (1 / math.sqrt(h))}
+    if spec.mlp_bias:
+        out["bW"] = t[:, 2 * d] * (1 / math.sqrt(d))
+        out["bU"] = table[:d, 2 * d + 1] * (1 / math.sqrt(h))
+    return out
 
 
 def draw(shape: tuple[int, ...], law: str, scale: float, seed: int) -> torch.Tensor:
@@ -179,14 +230,15 @@ def token_table(params: Params, spec: ModelSpec) -> torch.Tensor:
 
 
 def forward(params: Params, x: torch.Tensor, spec: ModelSpec, hooks: Hooks | None = None,
-            tokens: bool = True) -> dict[str, torch.Tensor]:
+            tokens: bool = True, mlp_keep: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
     """All named activations for inputs x (B, N) or (S, B, N): e, z (S,B,N,d); scores, attn (S,B,N);
     pooled = Σ_t a_t z_t and ξ = V·pooled (S,B,d); xi_n = Norm(ξ); pre = Wξ̄ (+bW), hidden = σ(pre) (S,B,h);
     mlp_out = U·hidden (+bU), ψ = ξ + mlp_out (S,B,d); logits ζ = E ψ (S,B,n_emb).
 
     ``tokens=False`` (the training path) skips the per-token e and z: scores are read from the normalised
     (v, t) table and ξ pools table rows, the same numbers with far fewer small kernels. Hooks on e or z force
-    the per-token path.
+    the per-token path. ``mlp_keep`` (S, B, d), the dropout mask already divided by the keep probability,
+    multiplies the MLP's output (training with ``mlp_dropout``; evaluation passes none).
     """
     acts: dict[str, torch.Tensor] = {}
 
@@ -220,10 +272,12 @@ def forward(params: Params, x: torch.Tensor, spec: ModelSpec, hooks: Hooks | Non
     if "bW" in params:
         pre = pre + params["bW"][:, None]
     pre = put("pre", pre)
-    hidden = put("hidden", F.gelu(pre))
+    hidden = put("hidden", activation(spec.activation)(pre))
     mlp_out = hidden @ params["U"].transpose(-1, -2)
     if "bU" in params:
         mlp_out = mlp_out + params["bU"][:, None]
+    if mlp_keep is not None:
+        mlp_out = mlp_out * mlp_keep
     mlp_out = put("mlp_out", mlp_out)
     psi = put("psi", xi + mlp_out)
     put("logits", psi @ params["E"].transpose(-1, -2))

@@ -81,9 +81,9 @@ def _interpolation_coefficients(p: int, K: int) -> torch.Tensor:
 # ----------------------------------------------------------------------------------------------- gradients
 def _check(params: Params, spec: ModelSpec) -> None:
     extra = sorted(set(params) - {"E", "P", "q", "V", "W", "U"})
-    if spec.norm != "sphere" or extra:
-        raise ConfigError(f"key 'norm' = {spec.norm!r} (extra tensors {extra}): the theory covers only the paper's "
-                          f"model (norm 'sphere', no biases, no gains)")
+    if spec.norm != "sphere" or extra or spec.activation != "gelu":
+        raise ConfigError(f"key 'norm' = {spec.norm!r} (activation {spec.activation!r}, extra tensors {extra}): the "
+                          f"theory covers only the paper's model (norm 'sphere', GeLU, no biases, no gains)")
     if params["E"].shape[0] != 1:
         raise ConfigError(f"key 'params' has S = {params['E'].shape[0]} seeds: theory functions take one model "
                           f"(use model.select(params, i))")

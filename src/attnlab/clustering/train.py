@@ -1,10 +1,12 @@
 """Adam on sparse modular addition, many seeds in one vectorised computation (paper 4 App. A; spec §2.4, §9).
 
-The loop reads top to bottom like a plain PyTorch training script; the only twist is the leading seed axis S
-on every parameter. The objective is Σ_s L_s, so seed s's gradient is exactly ∂L_s/∂θ_s, and Adam is
-element-wise: training S seeds together gives each seed the run it would have alone (up to the summation
-order of batched kernels). Each seed draws its training set, test set, initialisation and batch order from its
-own named streams (``stream_seed(seed, name)``), so a seed's run does not depend on which seeds train with it.
+The loop reads top to bottom like a plain PyTorch training script; the twists are the leading seed axis S on
+every parameter and the step itself: ``step.loss_and_grads`` (the backward pass written out) and a packed Adam,
+the same numbers as autograd and torch.optim.Adam in a tenth of the kernels. Seed s's gradient is exactly
+∂L_s/∂θ_s and Adam is element-wise, so training S seeds together gives each seed the run it would have alone (up
+to the summation order of batched kernels). Each seed draws its training set, test set, initialisation, batch
+order and dropout masks from its own streams (``streams.py``: attnlab's named ones, or pal's), so a seed's run
+does not depend on which seeds train with it.
 
 Recorded (``History``): every ``step_log_every`` steps the mini-batch loss and per-parameter gradient norms;
 every ``log_every`` epochs the full-batch train loss/accuracy, 𝓔 = E[1 − p̂(y|x)], test and unseen accuracy,
@@ -14,7 +16,6 @@ and the clustering-head monitors; every ``snapshot_every`` epochs all parameters
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,11 +24,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from attnlab.clustering import analysis
+from attnlab.clustering import analysis, streams
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.data import Task, encode
 from attnlab.clustering.history import History
-from attnlab.clustering.model import MLP_PARAMS, ModelSpec, Params, forward, grow_vocab, init_params
+from attnlab.clustering.model import ModelSpec, Params, forward, grow_vocab
+from attnlab.clustering.step import Adam, Flat, chunked_tail, loss_and_grads, one_hot
 from attnlab.core.config import ConfigError
 from attnlab.core.rng import stream_seed
 
@@ -61,10 +63,13 @@ def make_data(task: Task, cfg: TrainConfig, seeds: list[int], device: torch.devi
     (at most n_test, the same count for every seed), all from each seed's own streams."""
     xs, tests, unseen = [], [], []
     for s in seeds:
-        x = task.sample(cfg.n_train, torch.Generator().manual_seed(stream_seed(s, "data")))
-        g_test = torch.Generator().manual_seed(stream_seed(s, "test"))
+        if cfg.streams == "pal":
+            x, x_test = streams.pal_data(task, cfg.n_train, cfg.n_test, s)
+        else:
+            x = task.sample(cfg.n_train, torch.Generator().manual_seed(stream_seed(s, "data")))
+            x_test = task.test_set(cfg.test_mode, cfg.n_test, x, torch.Generator().manual_seed(stream_seed(s, "test")))
         xs.append(x)
-        tests.append(task.test_set(cfg.test_mode, cfg.n_test, x, g_test))
+        tests.append(x_test)
         u = task.unseen(x, cfg.n_test, torch.Generator().manual_seed(stream_seed(s, "unseen")))
         g_perm = torch.Generator().manual_seed(stream_seed(s, "unseen:order"))
         unseen.append(u[torch.randperm(len(u), generator=g_perm)])
@@ -84,22 +89,24 @@ def make_data(task: Task, cfg: TrainConfig, seeds: list[int], device: torch.devi
                 space)
 
 
-def make_optimizer(leaves: Params, cfg: TrainConfig) -> torch.optim.Adam:
-    """Adam(β1, β2, eps) with two groups: {E, P, q, V, gains} at lr and the MLP {W, U, biases} at lr·γ_mlp
-    (the "MLP learning-rate discount factor" of Fig. 16).
-
-    Not ``fused=True``: torch 2.13's fused CPU Adam reads a non-contiguous gradient (autograd.grad returns some,
-    e.g. for E through the tied unembedding) as if it were contiguous, which silently scrambled the updates."""
-    attn = [v for k, v in leaves.items() if k not in MLP_PARAMS]
-    mlp = [v for k, v in leaves.items() if k in MLP_PARAMS]
-    return torch.optim.Adam([{"params": attn, "lr": cfg.lr}, {"params": mlp, "lr": cfg.lr * cfg.mlp_lr_factor}],
-                            betas=(cfg.beta1, cfg.beta2), eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
-
-
 def grad_norms(grads: list[torch.Tensor]) -> torch.Tensor:
     """Per-seed L2 norm of each gradient and of all together: (S, G + 1)."""
     norms = torch.stack([g.flatten(1).norm(dim=1) for g in grads], dim=1)
     return torch.cat([norms, norms.norm(dim=1, keepdim=True)], dim=1)
+
+
+def packed_norms(grad: torch.Tensor, group: torch.Tensor, n_groups: int) -> torch.Tensor:
+    """``grad_norms`` of a packed (S, P) gradient whose column j belongs to tensor ``group[j]``: (S, G + 1)."""
+    sq = grad.new_zeros(grad.shape[0], n_groups).index_add_(1, group, grad * grad)
+    return torch.cat([sq, sq.sum(1, keepdim=True)], 1).sqrt()
+
+
+def dropout_masks(gens: list[torch.Generator], p: float, d: int, n: int, like: torch.Tensor) -> torch.Tensor | None:
+    """One epoch of MLP dropout masks (S, d, n) from each seed's stream, kept entries scaled by 1/(1 − p)."""
+    if not gens:
+        return None
+    u = torch.stack([torch.rand(d, n, generator=g) for g in gens]).to(like)
+    return (u >= p).to(like) * (1 / (1 - p))
 
 
 def ce_per_seed(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -134,25 +141,37 @@ def evaluate(leaves: Params, data: Data, spec: ModelSpec, task: Task, head_metri
 
 def _evaluate_on_space(leaves: Params, data: Data, space: SpaceIndex, spec: ModelSpec, task: Task,
                        head_metrics: bool) -> dict[str, torch.Tensor]:
-    """``evaluate`` when the probe grid enumerates the whole space (p = 2, N = 12): one differentiable pass of
-    the head metrics' product form gives every sentence's ξ and logits; the train loss (and its gradient) is
-    the multiplicity-weighted mean over the space, test and unseen metrics are lookups. The same numbers up to
-    rounding as forward passes over the train, test and probe sets, at about a third of their cost."""
-    g, xi, mass, logits = analysis.grid_pass(leaves, spec, task, data.probe_grid)
-    y = g.y.expand(logits.shape[:2])
-    ce = F.cross_entropy(logits.transpose(1, 2), y, reduction="none")                  # (S, p^N)
-    weight = space.train_counts / data.x_train.shape[1]
-    loss = (ce * weight).sum(1)
-    grads = torch.autograd.grad(loss.sum(), list(leaves.values()))
+    """``evaluate`` when the probe grid enumerates the whole space (p = 2, N = 12): one pass of the head metrics'
+    product form gives every sentence's ξ (differentiable), the closed-form tail (``step.tail_loss_and_grads``)
+    its log-probabilities and the gradient of the train loss, the multiplicity-weighted mean over the space;
+    test and unseen metrics are lookups. The same numbers up to rounding as forward passes over the train, test
+    and probe sets and autograd, at a fraction of their cost."""
+    g, xi, mass, _ = analysis.grid_pass(leaves, spec, task, data.probe_grid, logits=False)
+    params = {k: v.detach() for k, v in leaves.items()}
+    weight = space.train_counts.to(xi.dtype) / data.x_train.shape[1]
+    tail = chunked_tail(params, xi.detach().transpose(1, 2), one_hot(g.y[None], spec.n_emb, xi.dtype), spec, weight)
+    head = torch.autograd.grad(xi, list(leaves.values()), tail.g_xi.transpose(1, 2), allow_unused=True)
+    grads = [tail.grads[k] + h if k in tail.grads and h is not None else tail.grads[k] if h is None else h
+             for k, h in zip(leaves, head, strict=True)]
     with torch.no_grad():
-        ce, logits = ce.detach(), logits.detach()
-        correct = (logits.argmax(-1) == y).to(ce.dtype)
-        out = {"train_loss": loss.detach(), "train_acc": (correct * weight).sum(1),
+        logp = tail.logp                                                                # (S, n_emb, p^N)
+        ce = -logp.gather(1, g.y.expand(logp.shape[0], 1, -1)).squeeze(1)
+        correct = (_argmax1(logp) == g.y).to(ce.dtype)
+        out = {"train_loss": tail.loss, "train_acc": (correct * weight).sum(1),
                "tv_error": 1 - (torch.exp(-ce) * weight).sum(1)}
         for name, codes in (("test", space.test), ("unseen", space.unseen)):
             out[f"{name}_loss"], out[f"{name}_acc"] = ce.gather(1, codes).mean(1), correct.gather(1, codes).mean(1)
-        head = analysis.pass_metrics(g, xi.detach(), mass.detach(), logits)
+        head = analysis.pass_metrics(g, xi.detach(), mass.detach(), logp.transpose(1, 2))
     return _with_norms_and_monitors(out, leaves, grads, head, task, head_metrics)
+
+
+def _argmax1(x: torch.Tensor) -> torch.Tensor:
+    """x.argmax(1) (the first maximum) for a short axis 1: a loop over it, 5-10× faster on CPU than argmax."""
+    best, idx = x[:, 0], torch.zeros_like(x[:, 0], dtype=torch.long)
+    for v in range(1, x.shape[1]):
+        better = x[:, v] > best
+        best, idx = torch.where(better, x[:, v], best), torch.where(better, v, idx)
+    return idx
 
 
 def _with_norms_and_monitors(out: dict[str, torch.Tensor], leaves: Params, grads: tuple[torch.Tensor, ...],
@@ -223,6 +242,11 @@ class Recorder:
             setattr(self, k, v)
 
 
+def _leaves(flat: Flat) -> Params:
+    """The packed parameters as autograd leaves (no copy) for the per-epoch record's full-batch gradients."""
+    return {k: v.detach().requires_grad_(True) for k, v in flat.views.items()}
+
+
 def _due(epoch: int, every: int, last: int) -> bool:
     return epoch == 0 or epoch == last or (every > 0 and epoch % every == 0)
 
@@ -244,53 +268,52 @@ def train(cfg: TrainConfig, *, device: torch.device | str = "cpu", params: Param
     seeds = cfg.seeds()
     S, dtype = len(seeds), cfg.torch_dtype
     data = make_data(task, cfg, seeds, device)
-    init = params if params is not None else init_params(spec, seeds, dtype=dtype, device=device)
-    leaves = {k: v.detach().to(device=device, dtype=dtype).clone().requires_grad_(True) for k, v in init.items()}
-    opt = make_optimizer(leaves, cfg)
-    batch_gens = [torch.Generator().manual_seed(stream_seed(s, "batch")) for s in seeds]
-    rec = Recorder(cfg, list(leaves), S, device, 0)
+    init, batch_gens = streams.initial(cfg.streams, spec, seeds, dtype, device)
+    init = params if params is not None else init
+    flat = Flat({k: v.detach().to(device=device, dtype=dtype) for k, v in init.items()})
+    adam = Adam(flat, cfg.lr, cfg.mlp_lr_factor, (cfg.beta1, cfg.beta2), cfg.adam_eps, cfg.weight_decay)
+    group = torch.cat([torch.full((n,), i, device=device) for i, n in enumerate(flat.sizes)])
+    drop_gens = [torch.Generator().manual_seed(stream_seed(s, "dropout")) for s in seeds] if spec.mlp_dropout else []
+    rec = Recorder(cfg, flat.names, S, device, 0)
     n, bs, spe = cfg.n_train, cfg.batch_size, cfg.steps_per_epoch
     start = 0
     if state is not None:
-        with torch.no_grad():
-            for k, v in state["params"].items():
-                leaves[k].copy_(v)
-        opt.load_state_dict(state["opt"])
-        for g, s in zip(batch_gens, state["batch_gens"], strict=True):
+        flat.data.copy_(flat.pack(state["params"]))
+        adam.load_state_dict(state["opt"], flat)
+        for g, s in zip([*batch_gens, *drop_gens], [*state["batch_gens"], *state.get("dropout_gens", [])], strict=True):
             g.set_state(s)
         rec.load(state["recorder"])
         start = state["epoch"]
     else:
-        rec.epoch(0, evaluate(leaves, data, spec, task, cfg.head_metrics))
-        rec.snapshot(0, leaves)
+        rec.epoch(0, evaluate(_leaves(flat), data, spec, task, cfg.head_metrics))
+        rec.snapshot(0, flat.views)
     seed_ix = torch.arange(S, device=device)[:, None]
 
     for epoch in range(start, cfg.epochs):
-        order = torch.stack([torch.randperm(n, generator=g) for g in batch_gens]).to(device)  # (S, n)
-        xs, ys = data.x_train[seed_ix, order], data.y_train[seed_ix, order]
+        order = torch.stack([streams.epoch_order(cfg.streams, g, n) for g in batch_gens]).to(device)  # (S, n)
+        xs = one_hot(data.x_train[seed_ix, order].transpose(1, 2), task.p, dtype)                    # (S, p, N, n)
+        ys = one_hot(data.y_train[seed_ix, order], spec.n_emb, dtype)                                  # (S, n_emb, n)
+        keep = dropout_masks(drop_gens, spec.mlp_dropout, spec.d, n, flat.data)
         for i in range(spe):
-            xb, yb = xs[:, i * bs:(i + 1) * bs], ys[:, i * bs:(i + 1) * bs]
-            loss = ce_per_seed(forward(leaves, xb, spec, tokens=False)["logits"], yb)
-            grads = torch.autograd.grad(loss.sum(), list(leaves.values()))
-            norms = grad_norms(list(grads))
+            xb, yb, kb = (None if t is None else t[..., i * bs:(i + 1) * bs].contiguous() for t in (xs, ys, keep))
+            loss, grads = loss_and_grads(flat.views, xb, yb, spec, kb)
+            grad = flat.pack(grads)
+            norms = packed_norms(grad, group, len(flat.names))
             if cfg.grad_clip is not None:
-                scale = (cfg.grad_clip / (norms[:, -1] + 1e-6)).clamp(max=1.0)
-                grads = [g * scale.view(-1, *([1] * (g.dim() - 1))) for g in grads]
-            for leaf, g in zip(leaves.values(), grads, strict=True):
-                leaf.grad = g
-            opt.step()
-            rec.step(epoch * spe + i, loss.detach(), norms)
+                grad = grad * (cfg.grad_clip / (norms[:, -1:] + 1e-6)).clamp(max=1.0)
+            adam.step(flat.data, grad)
+            rec.step(epoch * spe + i, loss, norms)
         done = epoch + 1
         if _due(done, cfg.log_every, cfg.epochs):
-            rec.epoch(done, evaluate(leaves, data, spec, task, cfg.head_metrics))
+            rec.epoch(done, evaluate(_leaves(flat), data, spec, task, cfg.head_metrics))
         if _due(done, cfg.snapshot_every, cfg.epochs):
-            rec.snapshot(done, leaves)
+            rec.snapshot(done, flat.views)
         if progress is not None:
             progress(done)
         if on_epoch is not None:
             on_epoch(done, lambda done=done: {
-                "epoch": done, "params": {k: v.detach().clone() for k, v in leaves.items()},
-                "opt": copy.deepcopy(opt.state_dict()), "batch_gens": [g.get_state() for g in batch_gens],
+                "epoch": done, "params": {k: v.clone() for k, v in flat.views.items()}, "opt": adam.state_dict(),
+                "batch_gens": [g.get_state() for g in batch_gens], "dropout_gens": [g.get_state() for g in drop_gens],
                 "recorder": rec.state()})
     return rec.history(spec, task, seeds)
 

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from attnlab.clustering.data import Task
-from attnlab.clustering.model import ModelSpec, forward, normalize
+from attnlab.clustering.model import ModelSpec, activation, forward, normalize
 from attnlab.clustering.sandbox.geometry import Frame, group_annotations, square_box
 
 Data = dict[str, Any]
@@ -98,7 +98,7 @@ def head_probs(m: dict[str, torch.Tensor], spec: ModelSpec, xi: np.ndarray) -> n
         pre = normalize(x, spec, None if g is None else g[:, None]) @ m["W"].transpose(-1, -2)
         if "bW" in m:
             pre = pre + m["bW"][:, None]
-        out = torch.nn.functional.gelu(pre) @ m["U"].transpose(-1, -2)
+        out = activation(spec.activation)(pre) @ m["U"].transpose(-1, -2)
         if "bU" in m:
             out = out + m["bU"][:, None]
         return torch.softmax((x + out) @ m["E"].transpose(-1, -2), -1)[0].numpy()

@@ -1,0 +1,78 @@
+"""Where a run's random numbers come from: attnlab's named per-seed streams, or the public code's (``streams="pal"``).
+
+``attnlab`` (default): every seed draws its initialisation (one generator per parameter), training set, test
+set, batch order and dropout masks from its own named stream ``stream_seed(seed, name)`` (spec §2.3).
+
+``pal``: seed s draws what facebookresearch/pal's training script draws under ``--seed s`` (behaviour read off
+the public code and checked against its saved weights, not its code): one torch generator seeded with s gives,
+in this order, a table of max(2048, h) × (2d + 2) U(−1, 1) numbers (the nested MLP, ``model.nested_mlp``), then
+E ~ N(0, 1), P ~ N(0, 1), q ~ U(±1/sqrt(d)), V ~ U(±1/sqrt(d)), then the default draws of the MLP's and the
+output layer's nn.Linear, which the script overwrites; every epoch then takes two 64-bit integers from the same
+generator (DataLoader's shuffle), the second seeding a fresh generator whose permutation of the training set is
+the epoch's batch order. The data are numpy ``default_rng(s)``: the training set's integers first, the test
+set's next. So ``preset="pal", seed=s`` starts from pal's weights, data and batch order for seed s, bit for bit
+in float32, and with ``mlp_dropout = 0`` (pal's dropout draws from the same generator) follows its run up to the
+rounding of batched kernels. Unseen-sentence samples and dropout masks always come from attnlab's streams.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from attnlab.clustering.data import Task
+from attnlab.clustering.model import ModelSpec, Params, init_params, nested_mlp
+from attnlab.core.rng import stream_seed
+
+PAL_TABLE_ROWS = 2048  # the public code's MAX_FFN_DIM: its MLP table has this many rows (more if h is larger)
+
+
+def initial(kind: str, spec: ModelSpec, seeds: list[int], dtype: torch.dtype,
+            device: torch.device | str) -> tuple[Params, list[torch.Generator]]:
+    """Initial parameters (S, ...) and each seed's batch-order generator, positioned after the init draws."""
+    if kind == "pal":
+        draws = [pal_init(spec, s) for s in seeds]
+        params = {k: torch.stack([p[k] for p, _ in draws]).to(device=device, dtype=dtype) for k in draws[0][0]}
+        return params, [g for _, g in draws]
+    gens = [torch.Generator().manual_seed(stream_seed(s, "batch")) for s in seeds]
+    return init_params(spec, seeds, dtype=dtype, device=device), gens
+
+
+def pal_init(spec: ModelSpec, seed: int) -> tuple[Params, torch.Generator]:
+    """One seed's float32 parameters as the public code draws them, and its generator after those draws."""
+    d, h, g = spec.d, spec.h, torch.Generator().manual_seed(int(seed))
+    table = torch.rand(max(PAL_TABLE_ROWS, h, d), 2 * d + 2, generator=g) * 2 - 1
+
+    def uniform(shape: tuple[int, ...], fan_in: int) -> torch.Tensor:
+        gain = math.sqrt(2.0 / (1 + math.sqrt(5) ** 2))     # nn.Linear's kaiming_uniform(a=√5): 1/sqrt(fan_in)
+        bound = math.sqrt(3.0) * (gain / math.sqrt(fan_in))
+        return torch.empty(shape).uniform_(-bound, bound, generator=g)
+
+    out = {"E": torch.empty(spec.n_emb, d).normal_(generator=g), "P": torch.empty(spec.N, d).normal_(generator=g),
+           "q": uniform((1, d), d)[0], "V": uniform((d, d), d)}
+    linear = [((h, d), d), ((h,), d), ((d, h), h), ((d,), h)]
+    for shape, fan_in in linear if spec.mlp_bias else linear[::2]:
+        uniform(shape, fan_in)                                      # nn.Linear's own draws, overwritten
+    uniform((spec.n_emb, d), d)                                     # the tied output layer's, overwritten
+    out.update(nested_mlp(table, spec))
+    return out, g
+
+
+def pal_data(task: Task, n_train: int, n_test: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Training and test sentences of seed s: numpy ``default_rng(s)``, train integers first, test next."""
+    rng = np.random.default_rng(int(seed))
+    x = rng.integers(0, task.p, (n_train, task.N))
+    xt = rng.integers(0, task.p, (n_test, task.N))
+    return torch.from_numpy(x).long(), torch.from_numpy(xt).long()
+
+
+def epoch_order(kind: str, g: torch.Generator, n: int) -> torch.Tensor:
+    """One epoch's batch order: a permutation of the n training points from the seed's generator (pal: the
+    DataLoader's draws, a throw-away integer then the seed of the permutation's generator)."""
+    if kind == "pal":
+        torch.empty((), dtype=torch.int64).random_(generator=g)
+        inner = int(torch.empty((), dtype=torch.int64).random_(generator=g).item())
+        return torch.randperm(n, generator=torch.Generator().manual_seed(inner))
+    return torch.randperm(n, generator=g)
