@@ -44,21 +44,23 @@ def walk_memory(config: WalkConfig) -> tuple[int, str]:
 @experiment("toy", "walk", WalkConfig, ref="—", figure=walk_figure, headline=True, memory=walk_memory,
             resources=lambda config: {"GPU": 1} if config.gpu else {})
 def walk(config: WalkConfig, ctx) -> Result:
-    """A seeded random walk with a checkpoint after every step."""
-    state = ctx.resume() or {"step": 0, "x": torch.zeros(config.dim, dtype=torch.float64), "path": []}
+    """A seeded random walk with a checkpoint after every step, on the run's device."""
+    state = ctx.resume() or {"step": 0, "x": torch.zeros(config.dim, dtype=torch.float64, device=ctx.device),
+                             "path": []}
     g = ctx.rng("data")
     with ctx.progress(config.steps, "walk") as bar:
         while state["step"] < config.steps:
             if state["step"] == config.fail_at:
                 raise ValueError(f"asked to fail at step {config.fail_at}")
-            state["x"] = state["x"] + config.drift + torch.randn(config.dim, generator=g, dtype=torch.float64)
+            state["x"] = state["x"] + config.drift + torch.randn(config.dim, generator=g, dtype=torch.float64,
+                                                                                device=ctx.device)
             state["path"].append(state["x"].clone())
             state["step"] += 1
             ctx.checkpoint(lambda: state)
             bar.advance()
             if config.sleep:
                 time.sleep(config.sleep)
-    path = torch.stack(state["path"]).numpy()
+    path = torch.stack(state["path"]).cpu().numpy()
     metrics = pd.DataFrame({"step": np.arange(1, config.steps + 1), "name": "norm",
                             "value": np.linalg.norm(path, axis=1)})
     return Result(metrics, {"path": path}, {"final_norm": float(np.linalg.norm(path[-1])),

@@ -115,8 +115,24 @@ def experiment(
     return register
 
 
+MemoryFn = Callable[[Any], "int | tuple[int, str]"]
+
+
+def memory_model(*keys: str) -> Callable[[MemoryFn], MemoryFn]:
+    """Decorator attaching ``fn(config) -> peak bytes`` as the memory model of the registered experiments ``keys``
+    (what ``experiment(..., memory=fn)`` does), for a study's ``memory.py`` kept apart from its experiments."""
+    import dataclasses
+
+    def attach(fn: MemoryFn) -> MemoryFn:
+        for key in keys:
+            _REGISTRY[key] = dataclasses.replace(_REGISTRY[key], memory=fn)
+        return fn
+
+    return attach
+
+
 def load_studies(studies: list[str] | tuple[str, ...] | None = None) -> None:
-    """Import each study's ``experiments`` and ``claims`` modules so they register themselves.
+    """Import each study's ``experiments``, ``claims`` and ``memory`` modules so they register themselves.
 
     Modules named in ``$ATTNLAB_PLUGINS`` (comma-separated) are imported too: a plug-in study that
     lives outside the package registers its experiments the same way.
@@ -131,7 +147,7 @@ def load_studies(studies: list[str] | tuple[str, ...] | None = None) -> None:
     for study in studies or STUDIES:
         if study not in STUDIES:
             raise ConfigError(f"unknown study {study!r}; allowed: {', '.join(STUDIES)}")
-        for room in ("experiments", "claims"):
+        for room in ("experiments", "claims", "memory"):
             module = f"attnlab.{study}.{room}"
             try:
                 importlib.import_module(module)

@@ -1,0 +1,60 @@
+"""Peak-memory models of signal's heavy experiments (checked before a run starts: :mod:`attnlab.core.memory`).
+
+Two computations dominate: the random-init propagation (``train.simulate``, float32, slots of inits processed in
+chunks) and the finite-T Monte Carlo of the score field (``rem.mc_overlaps``, float64, grid points in chunks of
+``2**25`` floats of attention matrices). The chunk sizes below are read from the functions' defaults, so a model
+follows a change of them.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from attnlab.core.experiment import memory_model
+from attnlab.signal import rem, train
+
+F32, F64 = 4, 8
+OVERLAP_GRID = 57 * 41  # rem.OverlapTable's default (β, ρ) grid: 41 + 16 β values × 41 ρ values
+MC_ARRAYS = 8  # A, A∘A, log A, A·Aᵀ, its off-diagonal copy, C, the cosine and its off-diagonal copy
+
+
+def _default(fn, name: str) -> float:
+    return float(inspect.signature(fn).parameters[name].default)
+
+
+def block_slots(n: int, d: int, f: int, H: int, T: int, B: int, vocab: int = 0) -> int:
+    """Bytes of n slots of one block at once (float32): the weights W_Q, W_K, W_V, W_1, W_2 (3d² + 2df), and per
+    sequence x, q, k, v, the attention output and the residual (6·T·d), the scores, A and the three temporaries of
+    its IPR and entropy (5·H·T²), the MLP's hidden layer and activation (2·T·f); a corpus run also holds each
+    slot's random embedding table (vocab·d)."""
+    return F32 * n * (3 * d * d + 2 * d * f + B * T * (6 * d + 5 * H * T + 2 * f) + vocab * d)
+
+
+def mc_chunk(points: int, T: int, n_rep: int) -> int:
+    """Bytes of one chunk of :func:`rem.mc_overlaps`: ``MC_ARRAYS`` float64 arrays of (points, n_rep, T, T), at
+    most ``chunk`` floats each."""
+    per = max(1, int(_default(rem.mc_overlaps, "chunk")) // (n_rep * T * T))
+    return F64 * MC_ARRAYS * min(points, per) * n_rep * T * T
+
+
+@memory_model("signal.fig1d", "signal.fig1e", "signal.depth")
+def depth(config) -> tuple[int, str]:
+    """One (β, α_SA) configuration at a time (n_inits slots, chunked as ``train.simulate`` does), then the
+    finite-T table's Monte Carlo: the larger of the two."""
+    a = config.arch()
+    per_slot = config.n_seqs * a.T * (a.d + 2 * a.T * a.H + a.ff)
+    n = min(config.n_inits, max(1, int(_default(train.simulate, "max_floats") // per_slot)))
+    vocab = config.vocab_size if config.inputs == "corpus" else 0
+    sim = block_slots(n, a.d, a.ff, a.H, a.T, config.n_seqs, vocab)
+    mc = mc_chunk(OVERLAP_GRID, a.T, 4) if config.finite_T else 0
+    return max(sim, mc), "lower T, d, n_seqs or n_inits (or finite_T=false)"
+
+
+@memory_model("signal.fig3")
+def sa_layer(config) -> tuple[int, str]:
+    """The last chunk of SA-layer slots (chunks of 2·10⁷ // (T(T + 3d)) slots, one sequence each) is still held
+    when the Monte Carlo over the (β, ρ) grid runs: the sum of the two."""
+    a = config.arch(H=1)
+    points = len(config.betas) * len(config.rhos)
+    n = min(points * config.n_inits, max(1, int(2e7 // (a.T * (a.T + 3 * a.d)))))
+    return block_slots(n, a.d, a.ff, 1, a.T, 1) + mc_chunk(points, a.T, config.n_rep), "lower T, d or n_rep"
