@@ -14,14 +14,34 @@ Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/paths.json`` (defa
    this machine's float64 torch.matmul throughput measured in the same run (fraction of the limit).
 3. The full width sweep N ∈ {10, 20, 50, ..., 10⁴} (10 widths, warm-started) of the Markov task, timed.
 4. Gibbs sweeps per second at N = 10 and N = 50 (2 chains batched, P = 100, P* = 1000).
+5. ``anchor``: against the paper's public code (tiberilor/attention-paths-interplay), run for real beside attnlab
+   by :mod:`benchmarks.paths_anchor` (its doc says exactly how: the repository's own 4-path Markov script,
+   unmodified, with its LOOP_RUN flags, float64, one thread). Located by ``$ATTNLAB_PATHS_ANCHOR`` (the
+   repository's root) and ``$ATTNLAB_PATHS_ANCHOR_PYTHON`` (an interpreter with its requirements: torch, einops,
+   numpy, jax, numpyro, arviz); the part is skipped, saying so, when they are absent. Cases: P = 100 and P = 400
+   at N = 10, τ = 0.01 (the paper's setting, the public code's last-token readout), and P = 100 with per-layer
+   widths (10, 20, 15) and variances (1.2, 0.8, 1.5, 0.9). Per case, on the public code's own tokens and heads:
+   attnlab's tokens → U (path features, kernel blocks, L-BFGS to max|∂S/∂U| ≤ 1e-8, the public code stopping
+   at 1e-5), best of 3, against the public code's script time (whole, and less its data generation); the
+   machine's limit is the float64 GEMM the features cannot avoid (the layer-1 random head, P·T × D × D), timed
+   in the same run. Agreement: features, the action at the public code's U, U, test accuracy and predictor,
+   the Hessian's eigenvalues. It also states U1[0,0] of attnlab's paper preset (readout t* = 1) on its own
+   streams beside the public code's (last token) — the two defaults differ in the readout only.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
 import torch
 
 from attnlab.core import bench
-from attnlab.paths import data, kernels, theory, train
+from attnlab.paths import data, diagnostics, kernels, model, theory, train
 
 THREADS = bench.threads()
 F64 = torch.float64
@@ -123,6 +143,85 @@ def gibbs() -> dict:
     return out
 
 
+ANCHOR_CASES = ((100, (10, 10, 10), (1.0, 1.0, 1.0, 1.0)), (400, (10, 10, 10), (1.0, 1.0, 1.0, 1.0)),
+                (100, (10, 20, 15), (1.2, 0.8, 1.5, 0.9)))
+
+
+def run_anchor(repo: str, python: str, P: int, widths, variances, tau: float = 0.01, P_test: int = 1000) -> dict:
+    """The public code's run of one case (benchmarks/paths_anchor.py in its own interpreter), as arrays."""
+    out = Path(tempfile.mkdtemp()) / "anchor.npz"
+    env = {**os.environ, "OMP_NUM_THREADS": str(THREADS), "MKL_NUM_THREADS": str(THREADS)}
+    subprocess.run([python, "-P", str(Path(__file__).with_name("paths_anchor.py")), repo, str(out), str(P),
+                    " ".join(map(str, widths)), str(tau), " ".join(map(str, variances)), str(P_test)],
+                   check=True, env=env, capture_output=True)
+    return dict(np.load(out))
+
+
+def against_anchor(z: dict) -> dict:
+    """attnlab on the public code's tokens and heads: time from tokens to U, and agreement."""
+    F = torch.float64
+    X, y = torch.as_tensor(z["X_train"], dtype=F), torch.as_tensor(z["y_train"], dtype=F)
+    Xt, yt = torch.as_tensor(z["X_test"], dtype=F), torch.as_tensor(z["y_test"], dtype=F)
+    heads = [torch.as_tensor(z["heads1"], dtype=F), torch.as_tensor(z["heads2"], dtype=F)]
+    widths, var, tau, Hs = tuple(z["widths"].tolist()), tuple(z["variances"].tolist()), float(z["tau"]), (2, 2)
+
+    def tokens_to_U():
+        Xi = model.path_features(X, heads, -1)
+        kern = kernels.PathKernels(Xi, var[0])
+        return Xi, kern, theory.solve(theory.Action(kern, y, tau, widths, Hs, variances=var), tol=1e-8)
+
+    tokens_to_U()
+    t_ours = min(bench.timed(tokens_to_U)[0] for _ in range(3))
+    t_feat = min(bench.timed(lambda: model.path_features(X, heads, -1))[0] for _ in range(3))
+    Xi, kern, sp = tokens_to_U()
+    act = theory.Action(kern, y, tau, widths, Hs, variances=var)
+    U_anchor = [torch.as_tensor(z["U1"]), torch.as_tensor(z["U2"]), torch.tensor([[float(z["u"])]], dtype=F)]
+    at_anchor = act.at(U_anchor)
+    pr = kernels.predict(kern, sp.U, y, tau, model.path_features(Xt, heads, -1))
+    eig = diagnostics.hessian_eigenvalues(act, sp.Us)
+    P, T, D = X.shape
+    a, b = torch.randn(P * T, D, dtype=F), torch.randn(D, D, dtype=F)
+    t_gemm = min(bench.timed(lambda: a @ b, repeat=5)[0] for _ in range(3))
+    anchor_s, anchor_data_s = float(z["seconds"]), float(z["data_seconds"])
+    return {"workload": f"Markov task, public code's tokens and heads, P={P}, widths {list(widths)}, σ² {list(var)}, "
+                        f"τ={tau}, last-token readout, tokens → U (ours to max|∂S/∂U| ≤ 1e-8)",
+            "anchor_s": anchor_s, "anchor_adam_steps": int(z["adam_steps"]), "anchor_data_s": anchor_data_s,
+            "ours_s": t_ours, "ours_features_s": t_feat, "ours_solver_evaluations": sp.n_eval,
+            "ratio": anchor_s / t_ours, "ratio_tokens_to_U": (anchor_s - anchor_data_s) / t_ours,
+            "features_gemm_limit_s": t_gemm, "features_over_limit": t_feat / t_gemm,
+            "agree_features_max_abs": float((Xi - torch.as_tensor(z["features"])).abs().max()),
+            "agree_action_at_anchor_U": abs(float(at_anchor.S) - float(z["S"])),
+            "our_max_grad_at_anchor_U": max(float(g.abs().max()) for g in at_anchor.grads),
+            "agree_U_rel": float((sp.U - U_anchor[0]).abs().max() / U_anchor[0].abs().max()),
+            "agree_U_abs": float((sp.U - U_anchor[0]).abs().max()), "U11_anchor": float(z["U1"][0, 0]),
+            "U11_ours": float(sp.U[0, 0]), "accuracy_anchor": float(z["accuracy"]), "accuracy_ours": pr.accuracy(yt),
+            "agree_test_mean_max_abs": float((pr.mean - torch.as_tensor(z["test_mean"])).abs().max()),
+            "agree_hessian_eigs_rel": float(np.abs(np.sort(eig) - np.sort(z["hessian_eigs"])).max()
+                                            / np.abs(z["hessian_eigs"]).max()),
+            "hessian_min_eig": float(eig.min())}
+
+
+def anchor() -> dict:
+    repo, python = os.environ.get("ATTNLAB_PATHS_ANCHOR"), os.environ.get("ATTNLAB_PATHS_ANCHOR_PYTHON")
+    if not repo or not Path(repo, "hidden_markov_chain_classification").is_dir() or not python:
+        return {"skipped": "set ATTNLAB_PATHS_ANCHOR (attention-paths-interplay's root) and "
+                           "ATTNLAB_PATHS_ANCHOR_PYTHON (a Python with its requirements) to run the public code"}
+    out = {}
+    for P, widths, var in ANCHOR_CASES:
+        key = f"P{P}" + ("" if len(set(widths)) == 1 and set(var) == {1.0} else "_widths_variances")
+        out[key] = against_anchor(run_anchor(repo, python, P, widths, var))
+        print(key, out[key], file=sys.stderr, flush=True)
+    pb = markov(100)
+    pb_last = data.markov_problem(data.MarkovTask(), "all", 100, 10, data=torch.Generator().manual_seed(0),
+                                  test=torch.Generator().manual_seed(1000), heads=torch.Generator().manual_seed(1),
+                                  readout=-1)
+    out["defaults"] = {"workload": "U1[0,0] at N = 10, P = 100: attnlab's paper preset (readout t* = 1, its own "
+                                   "streams, seed 0) and the same streams read at the last token",
+                       "paper_preset": float(theory.sweep(pb, [10.0], 0.01)[0].U[0, 0]),
+                       "last_token": float(theory.sweep(pb_last, [10.0], 0.01)[0].U[0, 0])}
+    return out
+
+
 if __name__ == "__main__":
-    bench.main("paths", {"saddle": saddle_point, "p1600": iteration_at_1600, "sweep": width_sweep, "gibbs": gibbs},
-               THREADS)
+    bench.main("paths", {"saddle": saddle_point, "p1600": iteration_at_1600, "sweep": width_sweep, "gibbs": gibbs,
+                         "anchor": anchor}, THREADS)
