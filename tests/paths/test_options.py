@@ -264,3 +264,15 @@ def test_options_through_the_run_store(store):
     assert a["history_N1000_U1"].shape[1:] == (4, 4) and a["history_N10_max_energy_grad"].shape[1] == 4
     assert {"acc_gp", "acc_gp_good", "history_steps_N10"} <= set(s)
     assert (rec.run_dir / "figures" / "fig2c.png").exists()
+
+
+def test_a_claim_whose_width_was_not_sampled_says_why():
+    """A sampling claim on a run without that width returns Measured(nan, why), never a KeyError."""
+    import types
+
+    from attnlab.core.claims import Measured, claims
+
+    c = next(c for c in claims("paths") if c.id == "paths.sampling_matches_theory_U_N50")
+    ctx = types.SimpleNamespace(run=lambda *a, **k: types.SimpleNamespace(summary={"acc_theory_N10": 0.9}))
+    m = c.measure(ctx)
+    assert isinstance(m, Measured) and math.isnan(m.value) and "not sampled" in m.detail

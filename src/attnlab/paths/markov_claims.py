@@ -12,7 +12,7 @@ import math
 import numpy as np
 import torch
 
-from attnlab.core.claims import ClaimContext
+from attnlab.core.claims import ClaimContext, Measured
 from attnlab.core.experiment import Result
 from attnlab.paths import data, model
 from attnlab.paths.claims import SEEDS, _claim
@@ -93,9 +93,14 @@ _claim("good_head_attention", "App. G.2.1 (spec B2)",
 
 # -- B3-B5: GP lines, finite width, U -------------------------------------------------------------------
 
-def _range(ctx: ClaimContext, key: str, lo: float, hi: float, **kw) -> float:
-    vals = [fig2c(ctx, s, **kw).summary[key] for s in SEEDS]
-    return min(vals) if (lo - min(vals)) > (max(vals) - hi) else max(vals)
+def _range(ctx: ClaimContext, key: str, lo: float, hi: float, **kw) -> Measured:
+    """The seed furthest outside [lo, hi], with every seed's value in the detail."""
+    runs = [fig2c(ctx, s, **kw) for s in SEEDS]
+    vals = [r.summary[key] for r in runs]
+    v = min(vals) if (lo - min(vals)) > (max(vals) - hi) else max(vals)
+    n = runs[0].arrays["y_test"].shape[0]
+    return Measured(v, f"{key} on seeds 0-3: " + ", ".join(f"{x:.3f}" for x in vals)
+                    + f" (P* = {n}: one seed's standard error ≈ {(0.94 * 0.06 / n) ** 0.5:.3f})")
 
 
 def _other_paths(ctx: ClaimContext, **kw) -> float:
@@ -197,7 +202,14 @@ _claim("uniform_denoising_head", "Fig. 5c (spec B8)", "with the random denoising
 
 
 def _s(key: str):
-    return lambda ctx: ctx.run("paths.fig2c").summary[key]
+    """fig2c's summary value, or NaN with the reason when the run did not sample that width."""
+    def measure(ctx: ClaimContext) -> float | Measured:
+        summ = ctx.run("paths.fig2c").summary
+        if key not in summ:
+            return Measured(float("nan"), f"fig2c has no {key}: that width was not sampled at this scale")
+        return summ[key]
+
+    return measure
 
 
 for _key, _what, _exp, _rel in (
