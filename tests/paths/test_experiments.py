@@ -10,7 +10,8 @@ from attnlab.core.runs import RunStore, load_result
 
 SMALL_MARKOV = {"P": 40, "P_test": 100, "widths": (10, 100, 1000), "sample_widths": (10,), "chains": 2,
                 "burn_in": 60, "samples": 30, "thin": 2}
-TINY_ONESHOT = {"image_size": 8, "channels": 1, "patch": 4, "glyph_classes": 40, "N_gd": 16, "G": 4, "gd_steps": 40,
+TINY_ONESHOT = {"dataset": "glyphs", "ood": ("glyphs_blocks",), "image_size": 8, "channels": 1, "patch": 4,
+                "glyph_classes": 40, "N_gd": 16, "G": 4, "gd_steps": 40,
                 "gd_lr": 3e-3, "eval_every": 10, "P": 30, "P_val": 40, "P_test": 40, "widths": (10, 1000),
                 "taus": (0.1, 0.5), "chains": 1, "burn_in": 20, "samples": 10, "thin": 1}
 
@@ -31,6 +32,10 @@ def _run(store, name, **overrides):
     ("fig3", {"variants": [{"L": 2, "Hs": [4, 4, 4]}]}, "'Hs' = \\[4, 4, 4\\].*L = 2"),
     ("fig3", {"patch": 5}, "'patch' = 5"),
     ("fig3", {"dataset": "omniglot"}, "'data_root' = None"),
+    ("fig3", {"ood": ["fashion_mnist"]}, "'data_root' = None"),
+    ("fig3", {"dataset": "digits"}, "'ood' = \\['digits'\\]: the in-distribution set"),
+    ("fig3", {"class_split": [8, 1, 1]}, "'class_split' = \\[8, 1, 1\\]"),
+    ("fig3", {"class_split": [6, 3, 3]}, "at most the 10 classes of 'mnist_5k'"),
     ("fig3", {"data_root": "/no/such/dir"}, "no such directory"),
     ("fig3", {"taus": [0.1, 0.0]}, "'taus'"),
     ("fig3ef", {"bogus": 1}, "unknown key 'bogus'"),
@@ -97,13 +102,13 @@ def test_oneshot_pipeline_tiny(store):
     assert (rec.run_dir / "figures" / "fig3.png").exists()
 
 
-def test_pruning_tiny(store):
-    rec, res = _run(store, "fig3ef", **TINY_ONESHOT)
+def test_pruning_tiny(store):  # on the bundled real data (MNIST in distribution, scikit-learn's digits OOD)
+    rec, res = _run(store, "fig3ef", **{k: v for k, v in TINY_ONESHOT.items() if k not in ("dataset", "ood")})
     s, v = res.summary, "L2_H4-4"
     assert abs(s[f"{v}/scores_max"] - 1) < 1e-12 and s[f"{v}/scores_min"] >= 0
     assert len(res.arrays[f"{v}/curve_id"]) == 7  # 0..6 pruned: every layer keeps a head
     assert np.isfinite(res.arrays[f"{v}/curve_id"]).all()
-    assert -1 <= s[f"{v}/spearman_score_drop_id"] <= 1
+    assert -1 <= s[f"{v}/spearman_score_drop_id"] <= 1 and 0 <= s[f"{v}/acc_full_digits"] <= 1
     assert (rec.run_dir / "figures" / "fig3ef.png").exists()
 
 

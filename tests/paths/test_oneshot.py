@@ -60,6 +60,36 @@ def test_omniglot_reader(tmp_path):
         images.load_omniglot(tmp_path / "nowhere")
 
 
+@pytest.mark.parametrize(("name", "shape", "counts", "digest"), [
+    ("digits", (1797, 8, 8), [178, 182, 177, 183, 181, 182, 181, 179, 174, 180], "0b7e9c3202d7bcd2"),
+    ("mnist_5k", (5000, 28, 28), [500] * 10, "1f75c140503b3082"),
+])
+def test_bundled_real_digits(name, shape, counts, digest):
+    raw, labels = images.bundled_arrays(name)
+    assert raw.shape == shape and raw.dtype == np.uint8 and int(raw.max()) == 255
+    assert np.bincount(labels).tolist() == counts and images.checksum(raw, labels) == digest
+    s = images.load_bundled(name, size=16, channels=3)
+    assert s.images.shape == (shape[0], 3, 16, 16) and 0 <= float(s.images.min()) <= float(s.images.max()) <= 1
+    assert torch.equal(s.images[:, 0], s.images[:, 2]) and torch.equal(s.labels, torch.from_numpy(labels))
+    native = images.load_bundled(name, size=shape[1], channels=1)  # no resize: the pixels / 255
+    assert torch.allclose(native.images[:, 0], torch.from_numpy(raw / 255.0).float())
+    train, val, test = s.split(images.DIGIT_SPLIT)
+    assert [c.classes.tolist() for c in (train, val, test)] == [[0, 1, 2, 3, 4], [5, 6], [7, 8, 9]]
+    with pytest.raises(ValueError, match="allowed: digits, mnist_5k"):
+        images.bundled_arrays("emnist")
+
+
+def test_rotated_classes_and_standardised_pixels():
+    imgs = torch.arange(2 * 1 * 3 * 3, dtype=torch.float32).reshape(2, 1, 3, 3)
+    s = images.ImageSet(imgs, torch.tensor([0, 1]), "t")
+    r = s.with_rotations()
+    assert r.labels.tolist() == [0, 4, 1, 5, 2, 6, 3, 7] and len(r.classes) == 8
+    assert torch.equal(r.images[2, 0], torch.rot90(imgs[0, 0], 1)) and torch.equal(r.images[4, 0], imgs[0, 0].flip(
+        0).flip(1))  # 90° and 180°
+    z = s.standardized()
+    assert abs(float(z.images.mean())) < 1e-6 and abs(float(z.images.std()) - 1) < 1e-6
+
+
 def test_synthetic_glyphs_are_shifted_noisy_templates():
     g = torch.Generator().manual_seed(0)
     s = images.synthetic_glyphs(5, 20, 16, 1, "strokes", flip=0.0, shift=0, generator=g)

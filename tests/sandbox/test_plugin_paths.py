@@ -20,7 +20,8 @@ from attnlab.sandbox.store import RunReader
 
 MARKOV = {"T": 8, "N0": 20, "P": 30, "P_test": 100, "widths": [10, 30, 100, 1000], "sample_widths": [10, 100],
           "chains": 2, "burn_in": 100, "samples": 50, "thin": 2, "gp_layouts": ["all", "good"]}
-ONESHOT = {"image_size": 8, "gd_steps": 30, "gd_batch": 32, "eval_every": 10, "P": 30, "P_val": 40, "P_test": 40,
+ONESHOT = {"dataset": "glyphs", "ood": ["glyphs_blocks"], "image_size": 8, "gd_steps": 30, "gd_batch": 32,
+           "eval_every": 10, "P": 30, "P_val": 40, "P_test": 40,
            "widths": [10, 100, 1000], "taus": [0.1, 1.0], "chains": 2, "burn_in": 50, "samples": 30, "thin": 2,
            "glyph_classes": 30}
 PRUNING = {**ONESHOT, "widths": [10], "sample_widths": []}

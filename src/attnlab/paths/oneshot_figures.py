@@ -9,7 +9,7 @@ from attnlab.core.plotting import COLORS, figure
 from attnlab.paths.figures import BLUE, ORANGE, RED
 
 SET_NAME = {"id": "in-distribution", "glyphs_blocks": "OOD (block glyphs)", "mnist": "OOD (MNIST)",
-            "fashion_mnist": "OOD (FashionMNIST)"}
+            "fashion_mnist": "OOD (FashionMNIST)", "digits": "OOD (8×8 digits)", "mnist_5k": "OOD (MNIST 5k)"}
 
 
 def _sets(config) -> list[str]:
