@@ -98,7 +98,10 @@ def _on(exp: str, value: Callable[[dict, str], float], say: Callable[[dict, str,
             return Measured(math.nan, f"{exp} has no {e.args[0]!r}: {why} ({where})")
         if not math.isfinite(v):
             return Measured(math.nan, f"not measurable: {why} ({where})")
-        return Measured(v, (say(s, cfg.ood[0], v) + "; " if say else "") + where)
+        try:
+            return Measured(v, (say(s, cfg.ood[0], v) + "; " if say else "") + where)
+        except KeyError:  # a run stored before the detail's numbers were recorded
+            return Measured(v, where)
 
     return measure
 
