@@ -263,6 +263,10 @@ def test_options_through_the_run_store(store):
     assert s["hessian_min_eig_N10"] > 0 and a["theory_hessian_eigs"].shape == (2, 10 + 3 + 1)
     assert a["history_N1000_U1"].shape[1:] == (4, 4) and a["history_N10_max_energy_grad"].shape[1] == 4
     assert {"acc_gp", "acc_gp_good", "history_steps_N10"} <= set(s)
+    m = res.metrics
+    hist = m[m["source"] == "history"]
+    assert set(hist["name"]) >= {"S", "max_energy_grad"} and set(hist["N"]) == {10.0, 1000.0}
+    assert (m[m["name"] == "hessian_min_eig"]["value"] > 0).all()
     assert (rec.run_dir / "figures" / "fig2c.png").exists()
 
 

@@ -55,14 +55,20 @@ def solve_markov(config: MarkovConfig, ctx: RunContext, pb: kernels.Problem, ker
                           init=init, history=config.history_every, **solve_kw(config))
 
 
-def solver_record(th: Trajectory, summary: dict, arrays: dict) -> None:
-    """Hessian eigenvalues per width (summary: the smallest) and the recorded optimiser histories (arrays)."""
+def solver_record(th: Trajectory, summary: dict, arrays: dict) -> pd.DataFrame:
+    """Hessian eigenvalues per width (summary: the smallest) and the recorded optimiser histories (arrays, and
+    metrics rows: S, energy, entropy and the largest energy / entropy gradient per step)."""
     if "hessian_min_eig" in th.observables:
         for N, e in zip(th.time, th["hessian_min_eig"], strict=True):
             summary[f"hessian_min_eig_N{N:g}"] = float(e)
+    rows = []
     for N, h in th.meta.get("history", {}).items():
         arrays.update({f"history_N{N:g}_{k}": v for k, v in h.items()})
         summary[f"history_steps_N{N:g}"] = int(h["step"][-1])
+        for k in ("S", "energy", "entropy", "max_grad", "max_energy_grad", "max_entropy_grad"):
+            v = h[k] if h[k].ndim == 1 else h[k].max(axis=1)
+            rows.append(pd.DataFrame({"source": "history", "N": N, "step": h["step"], "name": k, "value": v}))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
 
 
 def _solver_summary(th: Trajectory) -> dict[str, float]:
@@ -83,11 +89,12 @@ def markov_sweep(config: MarkovConfig, ctx: RunContext) -> Result:
     th = units.get("theory", lambda s, save: solve_markov(config, ctx, pb, kern, widths, config.tau))
     arrays = th.to_arrays("theory_")
     summary: dict[str, Any] = {"n_paths": pb.n, **_solver_summary(th)}
-    solver_record(th, summary, arrays)
+    history = solver_record(th, summary, arrays)
     for i, N in enumerate(th.time):
         summary[f"acc_theory_N{N:g}"] = float(th["accuracy"][i])
         summary[f"gen_error_theory_N{N:g}"] = float(th["gen_error"][i])
-    frames = [th.select(["accuracy", "gen_error", "U"]).to_frame()]
+    frames = [th.select([k for k in ("accuracy", "gen_error", "U", "hessian_min_eig") if k in th.observables])
+              .to_frame(), history]
     gp = theory.predict_gp(pb, config.tau, kern)
     summary["acc_gp"], summary["gen_error_gp"] = gp.accuracy(pb.y_test), gp.gen_error(pb.y_test)
     for layout in config.gp_layouts:
