@@ -120,6 +120,10 @@ def _solve(action: Action, init: Sequence[Tensor] | None, *, method: str, tol: f
     return sp
 
 
+class _Stalled(Exception):
+    """L-BFGS's line search spends evaluations without progress near the optimum."""
+
+
 def _lbfgs(action: Action, Us0: list[Tensor], tol: float, max_iter: int,
            record: History) -> tuple[list[Tensor], dict]:
     from scipy.optimize import minimize
@@ -127,6 +131,8 @@ def _lbfgs(action: Action, Us0: list[Tensor], tol: float, max_iter: int,
     par = CholeskyParams(action.sizes, Us0[0].device)
     dev = Us0[0].device
     n_eval = 0
+    last: list = [None, float("inf")]  # the last evaluated θ and its max|∂S/∂U|
+    best: list = [None, float("inf"), 0]  # the θ of the smallest max|∂S/∂U|, it, evaluations in this iteration
 
     def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
         nonlocal n_eval
@@ -136,22 +142,36 @@ def _lbfgs(action: Action, Us0: list[Tensor], tol: float, max_iter: int,
             val = action(As)
         except FloatingPointError:
             return float("inf"), np.zeros_like(x)
+        last[:] = [x.copy(), max(float(g.abs().max()) for g in val.grads)]
+        if last[1] < best[1]:
+            best[:2] = last
+        best[2] += 1
+        if best[2] > 8 and best[1] <= 1e-6:  # the line search has run out of digits in S: Newton finishes
+            raise _Stalled
         return float(val.S), par.grad(As, val.grads).cpu().numpy()
 
     x0 = par.pack(Us0).cpu().numpy()
     n_it = 0
 
     def callback(xk: np.ndarray) -> None:
+        """Stop at the tolerance in U (the line search would otherwise spend dozens of evaluations on the last
+        digits of S); record the history."""
         nonlocal n_it
         n_it += 1
         if record.every and n_it % record.every == 0:
             record(n_it, [A @ A.T for A in par.unpack(torch.as_tensor(xk, dtype=F64, device=dev))])
+        best[2] = 0
+        if last[1] <= tol and np.array_equal(last[0], xk):
+            raise StopIteration
 
-    res = minimize(fun, x0, jac=True, method="L-BFGS-B", callback=callback,
-                   options={"maxcor": 50, "ftol": 1e-16, "gtol": tol * 1e-2, "maxiter": max_iter,
-                            "maxfun": 2 * max_iter})
-    theta = torch.as_tensor(res.x, dtype=F64, device=dev)
-    message, n_iter = str(res.message), int(res.nit)
+    try:
+        res = minimize(fun, x0, jac=True, method="L-BFGS-B", callback=callback,
+                       options={"maxcor": 50, "ftol": 1e-16, "gtol": tol * 1e-2, "maxiter": max_iter,
+                                "maxfun": 2 * max_iter})
+        x, message, n_iter = res.x, str(res.message), int(res.nit)
+    except _Stalled:
+        x, message, n_iter = best[0], "L-BFGS line search stalled", n_it
+    theta = torch.as_tensor(x, dtype=F64, device=dev)
     As = par.unpack(theta)
     lbfgs_grad = max(float(g.abs().max()) for g in action(As).grads)
     if lbfgs_grad > tol:
