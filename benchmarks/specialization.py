@@ -11,6 +11,11 @@ benchmarks/results):
        step (a full Euler run would take hours).
 2. Simulation: tokens/s of the SGD step (D = 1000, N_b = D, L = 4, H = 2) as a fraction of this machine's
    torch.randn throughput for the same number of floats, measured in the same run.
+4. The data stream: one SGD step's sequences (N_b = D, L = 10) drawn by the counter-based stream
+   (``SGDStream``, chunk-independent; its two noise methods: mt19937 groups, the CPU default, and SplitMix64
+   words + Box-Muller in torch ops, the GPU default) against the generator it replaced (``iter_sequences``:
+   torch.randn from one mt19937 generator for the whole run, chunk-dependent), best of interleaved repeats
+   (the machine is shared).
 3. The whole Fig. 5 sweep at quick scale (3 activations × 2 laws × 8 H × 5 seeds + the ν panel), timed.
 """
 
@@ -101,5 +106,48 @@ def fig5_quick() -> dict:
                         f"τ={cfg.tau_max}", "seconds": t, "limit_s": 1800}
 
 
+def _best(fns, repeat: int) -> list[float]:
+    """Best time of each function over ``repeat`` interleaved rounds (a shared machine's load hits both)."""
+    times = [[] for _ in fns]
+    for _ in range(repeat):
+        for ts, fn in zip(times, fns, strict=True):
+            ts.append(bench.timed(fn)[0])
+    return [min(ts) for ts in times]
+
+
+def _stream_row(D: int, L: int) -> dict:
+    from attnlab.specialization.data import SGDStream, iter_sequences, sample_spikes
+
+    law = make_law("flip", 2, nu1=2.0, nu2=2.0)
+    n = D
+    K_star = sample_spikes(2, D, generator=torch.Generator().manual_seed(0))
+    buf = torch.empty(1, n, L, D)
+    g = torch.Generator().manual_seed(1)
+    counters = {m: SGDStream(law, [1], n, L, D, method=m) for m in ("mt19937", "splitmix64")}
+
+    def old():
+        for _ in iter_sequences(law, K_star, n, L=L, generator=g, chunk=n, out=buf[0]):
+            pass
+
+    def new(method, step=[0]):  # noqa: B006  (a counter across calls: every call draws a new step)
+        step[0] += 1
+        eps, theta = counters[method].labels(step[0])
+        counters[method].tokens(buf, step[0], 0, eps, theta, K_star[None])
+
+    t_old, t_mt, t_sm = _best([old, lambda: new("mt19937"), lambda: new("splitmix64")], repeat=5)
+    floats = n * L * D
+    return {"workload": f"one step's sequences, N_b = D = {D}, L = {L} ({floats:.3g} floats), 1 seed, float32, "
+                        f"{THREADS} thread(s)",
+            "old_chunk_dependent_randn_s": t_old, "counter_mt19937_groups_s": t_mt, "counter_splitmix64_s": t_sm,
+            "cost_ratio_mt19937_over_old": t_mt / t_old, "cost_ratio_splitmix64_over_old": t_sm / t_old,
+            "ns_per_float": {"old": t_old / floats * 1e9, "mt19937": t_mt / floats * 1e9,
+                             "splitmix64": t_sm / floats * 1e9}}
+
+
+def stream() -> dict:
+    return {"rows": [_stream_row(D, L) for D, L in ((500, 10), (2000, 10))]}
+
+
 if __name__ == "__main__":
-    bench.main("specialization", {"theory": theory_point, "simulation": simulation, "fig5": fig5_quick}, THREADS)
+    bench.main("specialization", {"theory": theory_point, "simulation": simulation, "fig5": fig5_quick,
+                                  "stream": stream}, THREADS)

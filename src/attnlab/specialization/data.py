@@ -11,6 +11,8 @@ Stable public API (imported by ``theory.py``, ``bayes.py``, ``train.py``)::
     values, probs = law.support()                        # discrete laws only: (S, F), (S,) float64
     batch = sample_sequences(law, K_star, n, L=L, generator=g)    # SequenceBatch(X, eps, theta, y)
     for batch in iter_sequences(law, K_star, n, L=L, generator=g, chunk=c): ...   # ≤ c sequences at once
+    stream = SGDStream(law, seeds, N_b, L, D)            # the SGD's data: a function of (seed, step, sequence)
+    eps, theta = stream.labels(t); X = stream.tokens(buf, t, first, eps, theta, K_star)
 
 The laws of θ (``make_law``, ``ThetaLaw`` and its subclasses, ``symsqrt``) live in ``laws.py`` and are
 re-exported here. Randomness always comes from an explicit ``torch.Generator``; samples are drawn on the
@@ -25,6 +27,7 @@ from typing import NamedTuple
 
 import torch
 
+from attnlab.specialization import noise
 from attnlab.specialization.laws import (  # noqa: F401  (the data model's public API)
     DiscreteLaw,
     FlipSpike,
@@ -78,7 +81,11 @@ class SequenceBatch(NamedTuple):
 
 def plant(X: Tensor, eps: Tensor, theta: Tensor, K_star: Tensor) -> Tensor:
     """In place: X[μ, eps_μ] += θ_μ K* (the spike k̂ = K*ᵀθ of eq. (2)). Works with extra leading dims."""
-    spike = (theta.to(K_star.dtype) @ K_star).to(X.dtype)  # (..., n, D)
+    theta = theta.to(K_star.dtype)
+    spike = theta[..., 0:1] * K_star[..., None, 0, :]  # (..., n, D): Σ_f θ_f k*_f term by term (not a GEMM, whose
+    for f in range(1, K_star.shape[-2]):  # rounding may depend on n), so a sequence's tokens never depend on n
+        spike = spike + theta[..., f : f + 1] * K_star[..., None, f, :]
+    spike = spike.to(X.dtype)
     L, D = X.shape[-2:]
     if X.is_contiguous():  # add the n spike rows to the flat (…·n·L, D) view: touches n·D floats only
         rows = torch.arange(eps.numel(), device=eps.device) * L + eps.reshape(-1)
@@ -135,3 +142,37 @@ def sample_sequences(
 ) -> SequenceBatch:
     """n iid sequences of eq. (2) in one batch (X holds n·L·D floats; use :func:`iter_sequences` for more)."""
     return next(iter_sequences(law, K_star, n, L=L, generator=generator, chunk=n, dtype=dtype))
+
+
+class SGDStream:
+    """The SGD's data (spec §5.2), chunk-independent: step t's labels ε (S, N_b) and θ (S, N_b, F) of every seed
+    come from a torch generator seeded by (seed, t) (:func:`noise.step_seed`), the tokens of sequence i from the
+    counter-based noise at (seed, t, i) (:mod:`attnlab.specialization.noise`; ``method``: its default for the
+    device). So any chunking of the batch, any resume point and any set of seeds trained beside a seed give that
+    seed the same sequences."""
+
+    def __init__(self, law: ThetaLaw, seeds, batch: int, L: int, D: int, device: torch.device | str = "cpu",
+                 dtype: torch.dtype = torch.float32, method: str | None = None) -> None:
+        self.law, self.batch, self.L, self.dtype = law, int(batch), int(L), dtype
+        self.method = method or noise.default_method(device)
+        if self.method not in noise.METHODS:
+            raise ValueError(f"noise method {self.method!r} is not allowed; use one of {', '.join(noise.METHODS)}")
+        self.keys = [noise.seed_key(s, 1) for s in seeds]
+        self.W = noise.words(L, D)
+        self.gens = [torch.Generator(device=torch.device(device)) for _ in seeds]
+
+    def labels(self, step: int) -> tuple[Tensor, Tensor]:
+        """ε (S, N_b) int64 and θ (S, N_b, F) of step ``step``."""
+        eps, theta = [], []
+        for g, key in zip(self.gens, self.keys, strict=True):
+            g.manual_seed(noise.step_seed(key, step))
+            eps.append(torch.randint(self.L, (self.batch,), generator=g, device=g.device))
+            theta.append(self.law.sample(self.batch, generator=g, device=g.device, dtype=self.dtype))
+        return torch.stack(eps), torch.stack(theta)
+
+    def tokens(self, out: Tensor, step: int, first: int, eps: Tensor, theta: Tensor, K_star: Tensor) -> Tensor:
+        """Sequences ``first … first + n − 1`` of step ``step`` into ``out`` (S, n, L, D): noise, then the spike
+        θ_μ K* planted at ε_μ (eq. (2))."""
+        n = out.shape[1]
+        noise.fill_gaussian(out, noise.step_keys(self.keys, step, self.batch, self.W), first, self.batch, self.method)
+        return plant(out, eps[:, first : first + n], theta[:, first : first + n], K_star)

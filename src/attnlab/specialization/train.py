@@ -4,10 +4,13 @@
     res.trajectory["m"]       # (T, S, H, F) at τ = γ t;  also q, p, rr, b, v, loss
     res.K, res.b, res.v, res.K_star
 
-Many seeds train together as one batched tensor program (stacked parameters (S, H, D), ...); each seed has
-its own generators derived from its integer seed, so a seed's result does not depend on the other seeds
-trained beside it. Each step's batch of N_b sequences is streamed in chunks of ``chunk`` sequences per seed
-and the gradient accumulated, so N_b·L·D is never held at once. The gradient is analytic in the big
+Many seeds train together as one batched tensor program (stacked parameters (S, H, D), ...). The data are a
+function of (seed, step, sequence) only (:class:`attnlab.specialization.data.SGDStream`: counter-based noise),
+so a seed's result does not depend on the seeds trained beside it, on where a run was resumed, nor on the chunk:
+each step's batch of N_b sequences is streamed in chunks of ``chunk`` sequences per seed (as many as the
+device's free memory allows: :func:`attnlab.specialization.budget.sgd_chunk`) and the gradient accumulated.
+Different chunks give the same data bit for bit and the same trajectory up to float round-off (the sums over
+the batch are added in another order). The gradient is analytic in the big
 contractions (autograd only through the activation on the small (S, n, H, L) scores): it measured as fast
 as or faster than full autograd (see ``batch_loss_and_grad(method=...)``).
 """
@@ -23,18 +26,13 @@ import torch
 
 from ..core.trajectory import Trajectory
 from .activations import get_activation
-from .data import ThetaLaw, iter_sequences, sample_spikes
+from .budget import sgd_chunk
+from .data import SGDStream, ThetaLaw, sample_spikes
 from .model import attend, init_keys, order_parameters
 
 Tensor = torch.Tensor
-#: default memory budget for one chunk of one seed: chunk·L·D ≤ this many elements (32 MB in float32)
-CHUNK_ELEMENTS = 2**23
 OBSERVABLES = ("m", "q", "p", "rr", "b", "v", "loss")
-
-
-def default_chunk(batch: int, L: int, D: int, max_elements: int = CHUNK_ELEMENTS) -> int:
-    """Sequences per chunk so that one seed's chunk holds at most ``max_elements`` floats."""
-    return max(1, min(batch, max_elements // (L * D)))
+STREAM = "counter-v1"  # the data stream's version: a state from another stream (or noise method) is refused
 
 
 def seed_generator(seed: int, stream: int, device: torch.device | str = "cpu") -> torch.Generator:
@@ -193,6 +191,7 @@ def simulate_sgd(
     record_every: float | None = None,
     chunk: int | None = None,
     orthonormal_spikes: bool = False,
+    noise_method: str | None = None,
     state: dict[str, Tensor] | None = None,
     on_step: Callable[[int, Callable[[], dict[str, Tensor]]], None] | None = None,
     checkpoint_every: int = 100,
@@ -201,11 +200,13 @@ def simulate_sgd(
     """Online SGD (5) on the mini-batch loss (6), N_b = ``batch`` (default D) fresh sequences per step.
 
     Runs t = 0..T-1 updates, T = round(tau_max/γ), for all ``seeds`` at once. Per seed: K* and K(0) (§2.3,
-    scale ``eta``) from ``seed_generator(seed, 0)``, data from ``seed_generator(seed, 1)``; b = 0, v = 1.
+    scale ``eta``) from ``seed_generator(seed, 0)``, data from :class:`SGDStream` (stream 1); b = 0, v = 1.
     Records at the steps of :func:`record_steps` (default every Δτ = 1) the order parameters and ``loss`` =
     the loss (6) of the mini-batch drawn at that step, with the parameters before its update: an unbiased
     estimate of the population loss (7) (at t = T one more batch is drawn for it).
-    ``chunk``: sequences per seed per chunk (default :func:`default_chunk`; the data stream depends on it).
+    ``chunk``: sequences per seed per chunk (default :func:`attnlab.specialization.budget.sgd_chunk`: what fits);
+    the data do not depend on it. ``noise_method``: the noise's generator (:mod:`~attnlab.specialization.noise`;
+    default: mt19937 groups on the CPU, splitmix64 words on a GPU).
     ``state``: resume from a state given by ``on_step`` or ``SGDResult.state`` (bit-identical results).
     ``on_step(step, state_fn)`` is called after every ``checkpoint_every``-th update; ``progress(done, T)``
     after every update.
@@ -218,13 +219,15 @@ def simulate_sgd(
         )
     F, S, N_b = law.F, len(seeds), D if batch is None else int(batch)
     T = round(tau_max / gamma)
-    chunk = default_chunk(N_b, L, D) if chunk is None else max(1, min(int(chunk), N_b))
-    rec = record_steps(tau_max, gamma, record_taus, record_every)
     device = torch.device(device)
-    fp = _fingerprint(
-        law, H, L, D, activation, gamma, eta, N_b, list(seeds), str(dtype), chunk, orthonormal_spikes
-    )
-    gens = [seed_generator(s, 1, device) for s in seeds]
+    data = SGDStream(law, seeds, N_b, L, D, device, dtype, noise_method)
+    chunk = (sgd_chunk(S, N_b, L, D, H, F, dtype, device, method=data.method) if chunk is None
+             else max(1, min(int(chunk), N_b)))
+    rec = record_steps(tau_max, gamma, record_taus, record_every)
+    fp = _fingerprint(STREAM, data.method, law, H, L, D, activation, gamma, eta, N_b, list(seeds), str(dtype),
+                      orthonormal_spikes)
+    if (T + 1) * N_b * data.W >= 2**63:
+        raise ValueError(f"simulate_sgd: (T+1)·N_b·⌈L·D/2⌉ = {(T + 1) * N_b * data.W:.3g} exceeds the 2^63 counters")
 
     if state is None:
         init = [seed_generator(s, 0, device) for s in seeds]
@@ -239,26 +242,15 @@ def simulate_sgd(
         if int(state["fingerprint"]) != int(fp):
             raise ValueError(
                 "simulate_sgd: state comes from a run with other settings (law, H, L, D, activation, "
-                "gamma, eta, batch, seeds, dtype, chunk or orthonormal_spikes differ)"
+                "gamma, eta, batch, seeds, dtype, orthonormal_spikes or the data stream's version differ)"
             )
         K_star, K0, K, b, v = (state[k].to(device).clone() for k in ("K_star", "K0", "K", "b", "v"))
-        for g, st in zip(gens, state["gen_data"], strict=True):
-            g.set_state(st.cpu().clone())
         start = int(state["step"])
         keep = state["rec_step"] < start
         records = {name: list(state[f"rec_{name}"][keep].unbind(0)) for name in ("step", *OBSERVABLES)}
 
     def state_fn() -> dict[str, Tensor]:
-        out = {
-            "step": torch.tensor(t),
-            "fingerprint": fp,
-            "K_star": K_star,
-            "K0": K0,
-            "K": K,
-            "b": b,
-            "v": v,
-            "gen_data": torch.stack([g.get_state() for g in gens]),
-        }
+        out = {"step": torch.tensor(t), "fingerprint": fp, "K_star": K_star, "K0": K0, "K": K, "b": b, "v": v}
         out = {k: x.detach().clone() for k, x in out.items()}
         for name, rows in records.items():
             out[f"rec_{name}"] = torch.stack(rows) if rows else torch.empty(0)
@@ -271,16 +263,12 @@ def simulate_sgd(
             final_state = state_fn()
             if t not in rec:
                 break
-        # one step: stream the batch of every seed in chunks, accumulate loss and gradient sums
-        streams = [
-            iter_sequences(law, K_star[i], N_b, L=L, generator=g, chunk=chunk, dtype=dtype, out=X_buf[i])
-            for i, g in enumerate(gens)
-        ]
+        # one step: the batch of every seed in chunks (the data depend on (seed, t, sequence) only), sums
+        eps, theta = data.labels(t)
         sums = None
-        for parts in zip(*streams, strict=True):
-            X = X_buf[:, : parts[0].X.shape[0]]  # every seed's chunk was drawn into its row of the buffer
-            eps = torch.stack([p.eps for p in parts])
-            part = _chunk_sums_gram(X, eps, K, b, v, activation)
+        for lo in range(0, N_b, chunk):
+            X = data.tokens(X_buf[:, : min(chunk, N_b - lo)], t, lo, eps, theta, K_star)
+            part = _chunk_sums_gram(X, eps[:, lo : lo + chunk], K, b, v, activation)
             sums = (
                 part
                 if sums is None
@@ -327,6 +315,7 @@ def simulate_sgd(
         "n_seeds": S,
         "seeds": tuple(int(s) for s in seeds),
         "chunk": chunk,
+        "noise": data.method,
     }
     traj = Trajectory(steps * gamma, obs, time_name="tau", source="simulation", meta=meta)
     return SGDResult(traj, K.detach(), b.detach(), v.detach(), K_star, K0, final_state)
