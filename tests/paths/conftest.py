@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
+import struct
+
+import numpy as np
 import pytest
 import torch
 
@@ -44,3 +48,19 @@ def random_problem():
 @pytest.fixture(scope="session")
 def markov_all():
     return _markov("all")
+
+
+def _write_idx(path, arr: np.ndarray, gz: bool = False) -> None:
+    """An IDX file (MNIST's format: magic 0 0 0x08 ndim, big-endian int32 dims, uint8 data), gzipped or not."""
+    header = bytes([0, 0, 0x08, arr.ndim]) + struct.pack(f">{arr.ndim}i", *arr.shape)
+    raw = header + arr.astype(np.uint8).tobytes()
+    if gz:
+        with gzip.open(str(path) + ".gz", "wb") as f:
+            f.write(raw)
+    else:
+        path.write_bytes(raw)
+
+
+@pytest.fixture(scope="session")
+def write_idx():
+    return _write_idx

@@ -112,6 +112,21 @@ def test_pruning_tiny(store):  # on the bundled real data (MNIST in distribution
     assert (rec.run_dir / "figures" / "fig3ef.png").exists()
 
 
+def test_oneshot_from_the_users_files(store, tmp_path, write_idx):
+    """MNIST's training files in distribution, FashionMNIST's test files out of it, in torchvision's layout."""
+    rng = np.random.default_rng(3)
+    for name, split in (("MNIST", "train"), ("FashionMNIST", "t10k")):
+        raw = tmp_path / name / "raw"
+        raw.mkdir(parents=True)
+        write_idx(raw / f"{split}-images-idx3-ubyte", rng.integers(0, 256, (60, 28, 28)), gz=True)
+        write_idx(raw / f"{split}-labels-idx1-ubyte", np.arange(60) % 10)
+    over = {**TINY_ONESHOT, "dataset": "mnist", "ood": ("fashion_mnist",), "data_root": str(tmp_path),
+            "widths": (10,)}
+    _, res = _run(store, "fig3ef", **over)
+    s, v = res.summary, "L2_H4-4"
+    assert 0 <= s[f"{v}/acc_full_fashion_mnist"] <= 1 and 0 <= s[f"{v}/acc_full_id"] <= 1
+
+
 def test_two_variants_tiny(store):
     variants = [{"L": 2, "Hs": [2, 2]}, {"L": 3, "Hs": [2, 1, 2]}]
     _, res = _run(store, "fig6", **{**TINY_ONESHOT, "variants": variants, "sample_widths": ()})

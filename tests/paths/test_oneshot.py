@@ -1,9 +1,6 @@
 """One-shot pieces: the real-data readers on tiny files in the standard formats, synthetic glyphs, episodes,
 GD training with best-validation checkpointing, head scores and pruning."""
 
-import gzip
-import struct
-
 import numpy as np
 import pytest
 import torch
@@ -11,24 +8,14 @@ import torch
 from attnlab.paths import episodes, gd, images, model, pruning
 
 
-def _write_idx(path, arr: np.ndarray, gz: bool):
-    header = bytes([0, 0, 0x08, arr.ndim]) + struct.pack(f">{arr.ndim}i", *arr.shape)
-    raw = header + arr.astype(np.uint8).tobytes()
-    if gz:
-        with gzip.open(str(path) + ".gz", "wb") as f:
-            f.write(raw)
-    else:
-        path.write_bytes(raw)
-
-
 @pytest.mark.parametrize("gz", [False, True])
-def test_idx_reader_and_mnist_layout(tmp_path, gz):
+def test_idx_reader_and_mnist_layout(tmp_path, gz, write_idx):
     raw = tmp_path / "FashionMNIST" / "raw"
     raw.mkdir(parents=True)
     imgs = np.random.default_rng(0).integers(0, 256, (7, 28, 28))
     labels = np.arange(7) % 3
-    _write_idx(raw / "t10k-images-idx3-ubyte", imgs, gz)
-    _write_idx(raw / "t10k-labels-idx1-ubyte", labels, gz)
+    write_idx(raw / "t10k-images-idx3-ubyte", imgs, gz)
+    write_idx(raw / "t10k-labels-idx1-ubyte", labels, gz)
     s = images.load_idx_dataset(tmp_path, "fashion_mnist", "t10k", size=28, channels=3)
     assert s.images.shape == (7, 3, 28, 28) and s.labels.tolist() == labels.tolist()
     assert torch.allclose(s.images[:, 0], torch.from_numpy(imgs / 255.0).float())
