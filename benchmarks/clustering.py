@@ -2,18 +2,33 @@
 
 Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/clustering.json`` (default benchmarks/results):
 
-1. Seeds: the default run (p=2, N=12, k=5, d=2, h=8, 2048 points, batch 32, Adam 3e-3; 1000 epochs = 64 000
-   Adam steps) for 100 seeds, vectorised in one computation, with the study's default record (mini-batch loss
-   and gradient norms every step; full-batch losses, accuracies, gradient norms, clustering-head monitors and a
-   parameter snapshot every epoch), against the anchor's
-   design: a plain one-seed-at-a-time PyTorch loop (nn.Module, DataLoader with shuffling, torch.optim.Adam,
-   test accuracy every epoch) for 5 seeds. Both are timed over ``BENCH_EPOCHS`` epochs (default 20) and scaled
-   to 1000 epochs (``--full`` runs all 1000); the target is ratio ≥ 1 (100 of ours in at most the time of 5).
-2. Machine limit: this workload is bound by per-kernel dispatch, not FLOPs (66 parameters). The floor is the
-   number of aten kernels one vectorised step launches (counted by the profiler) times the latency of one tiny
-   kernel on this machine; the ratio floor / step time says how close the step is to it.
-3. Fig. 14 at paper scale: time per epoch of 250 seeds at p = 3 and p = 10 (the cheapest and dearest bars),
-   extrapolated to the 17 bars × 250 runs × (1000 or 2000) epochs of the figure.
+1. ``vs_pal`` — against the paper's public code itself. Baseline: facebookresearch/pal's own training script
+   (``projects/visualization/train.py``, ``run_from_config``, the configuration of its ``grid`` command: d = 2,
+   MLP width 32 with biases, 3 token rows, Adam 3e-3, batch 32, 2048 training and 2048 test sentences, its
+   per-epoch record of train and test loss and accuracy), run unmodified from an external checkout in a
+   subprocess: ``$ATTNLAB_PAL`` = the checkout's path (skipped, with the reason, when unset), interpreted by
+   ``$ATTNLAB_PAL_PYTHON`` (default this Python; it needs torch, numpy and tqdm), on the CPU with the same torch
+   thread count as attnlab. pal trains 5 seeds one after another (seeds 0-4), ``BENCH_EPOCHS`` epochs (default
+   400). attnlab trains ``preset="pal"`` for 100 seeds (0-99) in one vectorised run, with its default record
+   (mini-batch loss and 9 gradient norms every step; full-batch losses, accuracies, gradient norms, head
+   monitors and a parameter snapshot every epoch) and with a record like pal's (per-epoch losses, accuracies
+   and gradient norms only). Target: 100 attnlab seeds in at most the time of pal's 5 (ratio ≥ 1). Wall and CPU
+   seconds are both reported: on a shared machine CPU time is the fairer clock. Agreement: ``preset="pal"``
+   uses pal's random streams, so seeds 0-4 are the same runs: initial weights, data and batch order equal bit
+   for bit; the per-epoch train losses and final test accuracies are compared.
+2. ``success`` — the runs' outcome against pal's: the fraction of seeds whose final test accuracy reaches 0.98
+   after ``BENCH_EPOCHS`` epochs, pal's script for ``BENCH_PAL_SEEDS`` seeds (default 20) against attnlab's 100
+   (Boschloo's and Fisher's exact two-sample tests; on the seeds both ran, which start from the same draws, the
+   paired verdicts and McNemar's exact test).
+3. ``in_house`` — the earlier baseline, kept as a second row and named as such: a plain one-seed-at-a-time
+   PyTorch loop written here (nn.Module of the paper's model, DataLoader, torch.optim.Adam, test accuracy every
+   epoch) for 5 seeds against attnlab's paper preset for 100 seeds; it is not the public code.
+4. ``dispatch_floor`` — the machine's limit for this workload, which is bound by kernel dispatch, not FLOPs:
+   the operators one vectorised Adam step dispatches (top-level aten calls that are not views, counted by the
+   profiler) times the CPU time of one tiny kernel measured in the same run; floor / step time says how close
+   the step is to it.
+5. ``fig14`` — Fig. 14 at paper scale: time per epoch of 250 seeds at p = 3 and p = 10, extrapolated to the 17
+   bars × 250 runs × (1000 or 2000) epochs of the figure.
 """
 
 from __future__ import annotations
@@ -21,11 +36,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -36,12 +52,136 @@ from attnlab.clustering.train import train
 from attnlab.core import bench
 
 THREADS = bench.threads()
-FULL = "--full" in sys.argv
-EPOCHS = 1000 if FULL else int(os.environ.get("BENCH_EPOCHS", "20"))
+EPOCHS = int(os.environ.get("BENCH_EPOCHS", "400"))
+
+# Runs the public code's own script in a fresh interpreter: imports its modules from the checkout, points its
+# save directory at a temporary folder and its device at the CPU, and trains the given seeds one after another.
+PAL_DRIVER = r"""
+import json, pickle, sys, tempfile, time
+from pathlib import Path
+args = json.loads(sys.argv[1])
+root = Path(args["pal"])
+sys.path[:0] = [str(root / "src"), str(root / "projects" / "visualization")]
+import torch
+torch.set_num_threads(args["threads"])
+import train as pal_train
+pal_train.SAVE_DIR = Path(tempfile.mkdtemp(prefix="pal-bench-"))
+pal_train.DEVICE = torch.device("cpu")
+rows = []
+for seed in args["seeds"]:
+    cfg = pal_train.ExperimentConfig(**args["config"], nb_epochs=args["epochs"], seed=seed, interactive=False,
+                                     id=f"seed{seed}")
+    t0, c0 = time.perf_counter(), time.process_time()
+    pal_train.run_from_config(cfg)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    load = lambda name: pickle.load(open(pal_train.SAVE_DIR / f"seed{seed}" / name, "rb")).tolist()
+    rows.append({"seed": seed, "wall_s": wall, "cpu_s": cpu, "test_acc": load("test_accs.pkl"),
+                 "train_loss": load("losses.pkl")})
+print("PAL-RESULT " + json.dumps(rows))
+"""
+PAL_GRID = {"vocab_size": 2, "seq_length": 12, "sparsity_index": 5, "nb_data": 2048, "batch_size": 32, "lr": 3e-3,
+            "mlp_lr_discount": None, "emb_dim": 2, "nb_emb": 3, "ffn_dim": 32, "ffn_bias": True, "ffn_dropout": 0,
+            "activation": "gelu"}
 
 
-class AnchorNet(nn.Module):
-    """The paper's model written the usual way, one model per process/loop (the anchor's design)."""
+def run_pal(seeds: list[int], epochs: int) -> list[dict]:
+    """The public code's training script for ``seeds`` (one process, one seed after another)."""
+    args = {"pal": os.environ["ATTNLAB_PAL"], "seeds": seeds, "epochs": epochs, "threads": THREADS,
+            "config": PAL_GRID}
+    python = os.environ.get("ATTNLAB_PAL_PYTHON", sys.executable)
+    env = {**os.environ, "OMP_NUM_THREADS": str(THREADS), "MKL_NUM_THREADS": str(THREADS)}
+    out = subprocess.run([python, "-c", PAL_DRIVER, json.dumps(args)], capture_output=True, text=True, env=env,
+                         check=True).stdout
+    return json.loads(next(line for line in out.splitlines() if line.startswith("PAL-RESULT "))[11:])
+
+
+def _timed_train(cfg: TrainConfig):
+    t0, c0 = time.perf_counter(), time.process_time()
+    hist = train(cfg)
+    return time.perf_counter() - t0, time.process_time() - c0, hist
+
+
+def vs_pal() -> dict:
+    pal_root = os.environ.get("ATTNLAB_PAL")
+    if not pal_root or not (Path(pal_root) / "projects" / "visualization" / "train.py").exists():
+        return {"skipped": "set ATTNLAB_PAL to a facebookresearch/pal checkout (and ATTNLAB_PAL_PYTHON to an "
+                           "interpreter with its dependencies) to time the public code"}
+    run_pal([0], 1)                                                   # warm-up of both sides
+    train(TrainConfig(preset="pal", n_seeds=100, epochs=1))
+    load0 = os.getloadavg()[0]
+    pal = run_pal(list(range(5)), EPOCHS)
+    full = TrainConfig(preset="pal", n_seeds=100, epochs=EPOCHS)      # the study's default record
+    lean = full.model_copy(update={"step_log_every": 0, "head_metrics": False, "snapshot_every": 0})
+    w_full, c_full, hist = _timed_train(full)
+    w_lean, c_lean, _ = _timed_train(lean)
+    pal_wall, pal_cpu = sum(r["wall_s"] for r in pal), sum(r["cpu_s"] for r in pal)
+    steps = EPOCHS * full.steps_per_epoch
+    ours_acc = hist.epoch_metrics["test_acc"][-1]
+    pal_acc = np.array([r["test_acc"][-1] for r in pal])
+    dloss = np.array([np.abs(np.array(r["train_loss"]) - hist.epoch_metrics["train_loss"][1:, r["seed"]]).max()
+                      for r in pal], dtype=float)
+    ours_acc = ours_acc.astype(float)
+    return {
+        "workload": f"pal's grid configuration (d=2, h=32, 3 token rows, batch 32, Adam 3e-3), {EPOCHS} epochs "
+                    f"= {steps} Adam steps per seed; pal: 5 seeds one after another with its own script and record; "
+                    f"attnlab: preset='pal', 100 seeds in one run; {THREADS} torch thread(s) each",
+        "load_avg_before_after": [load0, os.getloadavg()[0]],
+        "pal_5_seeds_wall_s": pal_wall, "pal_5_seeds_cpu_s": pal_cpu,
+        "pal_ms_per_seed_step_wall": pal_wall / (5 * steps) * 1e3,
+        "pal_ms_per_seed_step_cpu": pal_cpu / (5 * steps) * 1e3,
+        "ours_100_seeds_default_record_wall_s": w_full, "ours_100_seeds_default_record_cpu_s": c_full,
+        "ours_100_seeds_pal_like_record_wall_s": w_lean, "ours_100_seeds_pal_like_record_cpu_s": c_lean,
+        "ratio_pal5_over_ours100_default_record_wall": pal_wall / w_full,
+        "ratio_pal5_over_ours100_default_record_cpu": pal_cpu / c_full,
+        "ratio_pal5_over_ours100_pal_like_record_wall": pal_wall / w_lean,
+        "ratio_pal5_over_ours100_pal_like_record_cpu": pal_cpu / c_lean,
+        "per_seed_speedup_cpu_default_record": (pal_cpu / 5) / (c_full / 100),
+        "agreement_seeds": [r["seed"] for r in pal],
+        "agreement_final_test_acc_pal": pal_acc.tolist(), "agreement_final_test_acc_ours": ours_acc[:5].tolist(),
+        "agreement_same_final_test_acc": int((pal_acc == ours_acc[:5]).sum()),
+        "agreement_max_abs_train_loss_diff_per_seed": dloss.tolist(),
+        "agreement_first_epoch_train_loss_diff": [float(abs(r["train_loss"][0] - hist.epoch_metrics["train_loss"][1,
+                                                                                                          r["seed"]]))
+                                                  for r in pal],
+        "success_ge_0.98_pal_5": int((pal_acc >= 0.98).sum()),
+        "success_ge_0.98_ours_100": int((ours_acc >= 0.98).sum()),
+    }
+
+
+def success_stats(pal_acc: np.ndarray, ours_acc: np.ndarray, threshold: float = 0.98) -> dict:
+    """Success (final test accuracy ≥ threshold) of pal's seeds 0..n-1 against attnlab's seeds 0..m-1: Boschloo's
+    and Fisher's exact two-sample tests, and on the seeds both ran (the same streams) the paired agreement with
+    McNemar's exact test on the discordant seeds."""
+    from scipy import stats
+
+    a, b = pal_acc >= threshold, ours_acc >= threshold
+    table = [[int(a.sum()), int((~a).sum())], [int(b.sum()), int((~b).sum())]]
+    k = min(len(a), len(b))
+    only_pal, only_ours = int((a[:k] & ~b[:k]).sum()), int((~a[:k] & b[:k]).sum())
+    mcnemar = stats.binomtest(only_pal, only_pal + only_ours, 0.5).pvalue if only_pal + only_ours else 1.0
+    return {"threshold": threshold, "pal": f"{table[0][0]}/{len(a)}", "ours": f"{table[1][0]}/{len(b)}",
+            "boschloo_p_two_sided": float(stats.boschloo_exact(table).pvalue),
+            "fisher_p_two_sided": float(stats.fisher_exact(table)[1]),
+            "paired_seeds": k, "paired_same_verdict": int((a[:k] == b[:k]).sum()), "paired_pal_only": only_pal,
+            "paired_ours_only": only_ours, "mcnemar_exact_p": float(mcnemar)}
+
+
+def success() -> dict:
+    """Success at ``BENCH_EPOCHS`` (default 400) epochs: pal's own script for ``BENCH_PAL_SEEDS`` seeds (default 20)
+    against ``preset="pal"`` for 100 seeds (the pal-like record)."""
+    if not os.environ.get("ATTNLAB_PAL"):
+        return {"skipped": "set ATTNLAB_PAL to a facebookresearch/pal checkout"}
+    n = int(os.environ.get("BENCH_PAL_SEEDS", "20"))
+    pal = run_pal(list(range(n)), EPOCHS)
+    hist = train(TrainConfig(preset="pal", n_seeds=100, epochs=EPOCHS, step_log_every=0, head_metrics=False,
+                             snapshot_every=0))
+    return {"workload": f"pal's grid configuration, {EPOCHS} epochs; pal seeds 0-{n - 1}, attnlab seeds 0-99",
+            **success_stats(np.array([r["test_acc"][-1] for r in pal]), hist.epoch_metrics["test_acc"][-1])}
+
+
+# ----------------------------------------------------------------------------------------------- in-house loop
+class InHouseNet(nn.Module):
+    """The paper's model written the usual way, one model per loop (an in-house baseline, not the public code)."""
 
     def __init__(self, p: int = 2, N: int = 12, d: int = 2, h: int = 8) -> None:
         super().__init__()
@@ -57,15 +197,15 @@ class AnchorNet(nn.Module):
         return (xi + self.U(F.gelu(self.W(xi / xi.norm(dim=-1, keepdim=True))))) @ self.E.weight.T
 
 
-def anchor_seed(seed: int, epochs: int) -> tuple[float, float]:
+def in_house_seed(seed: int, epochs: int) -> tuple[float, float]:
     g = torch.Generator().manual_seed(seed)
     x, xt = torch.randint(0, 2, (2048, 12), generator=g), torch.randint(0, 2, (2048, 12), generator=g)
     y, yt = x[:, :5].sum(1) % 2, xt[:, :5].sum(1) % 2
     torch.manual_seed(seed)
-    model = AnchorNet()
+    model = InHouseNet()
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)
-    t0 = time.perf_counter()
+    c0 = time.process_time()
     for _ in range(epochs):
         for xb, yb in loader:
             loss = F.cross_entropy(model(xb), yb)
@@ -74,66 +214,65 @@ def anchor_seed(seed: int, epochs: int) -> tuple[float, float]:
             opt.step()
         with torch.no_grad():
             acc = (model(xt).argmax(-1) == yt).float().mean().item()
-    return time.perf_counter() - t0, acc
+    return time.process_time() - c0, acc
 
 
-def seeds_vs_anchor() -> dict:
-    anchor_seed(0, 1)  # warm-up of both sides (first-call costs would otherwise be scaled ×1000/EPOCHS)
+def in_house() -> dict:
+    epochs = int(os.environ.get("BENCH_INHOUSE_EPOCHS", "20"))
+    in_house_seed(0, 1)
     train(TrainConfig(n_seeds=100, epochs=1))
-    anchor = [anchor_seed(s, EPOCHS) for s in range(5)]
-    t_anchor = sum(t for t, _ in anchor)
-    cfg = TrainConfig(n_seeds=100, epochs=EPOCHS)  # the default record: every step, every epoch, every snapshot
-    t0 = time.perf_counter()
-    hist = train(cfg)
-    t_ours = time.perf_counter() - t0
-    lean = TrainConfig(n_seeds=100, epochs=EPOCHS, step_log_every=64, log_every=10, head_metrics=False)
-    t1 = time.perf_counter()
-    train(lean)
-    t_lean = time.perf_counter() - t1
-    scale = 1000 / EPOCHS
-    return {
-        "workload": f"default run, 64 steps/epoch, timed over {EPOCHS} epochs, scaled to 1000 epochs",
-        "anchor_5_seeds_s": t_anchor * scale, "anchor_ms_per_step": t_anchor / (5 * EPOCHS * 64) * 1e3,
-        "ours_100_seeds_full_record_s": t_ours * scale,
-        "ours_100_seeds_lean_record_s": t_lean * scale,
-        "ratio_anchor5_over_ours100": t_anchor / t_ours,
-        "ratio_anchor5_over_ours100_lean": t_anchor / t_lean,
-        "per_seed_speedup": (t_anchor / 5) / (t_ours / 100),
-        "final_train_loss_ours_first5": hist.epoch_metrics["train_loss"][-1, :5].tolist(),
-        "final_test_acc_anchor": [a for _, a in anchor],
-    }
+    t_loop = sum(in_house_seed(s, epochs)[0] for s in range(5))
+    c0 = time.process_time()
+    train(TrainConfig(n_seeds=100, epochs=epochs))
+    t_ours = time.process_time() - c0
+    return {"workload": f"IN-HOUSE baseline (a plain loop written in benchmarks/clustering.py, not pal): the paper "
+                        f"preset (h = 8, 2 token rows), {epochs} epochs, CPU seconds scaled to 1000 epochs",
+            "in_house_loop_5_seeds_cpu_s": t_loop * 1000 / epochs, "ours_100_seeds_cpu_s": t_ours * 1000 / epochs,
+            "ratio_loop5_over_ours100": t_loop / t_ours, "per_seed_speedup": (t_loop / 5) / (t_ours / 100)}
 
 
+# ----------------------------------------------------------------------------------------------- machine limit
 def dispatch_floor() -> dict:
     from torch.profiler import profile
 
-    cfg = TrainConfig(n_seeds=100, epochs=1, step_log_every=0, log_every=1, head_metrics=False)
-    t_epoch = _epoch_time(cfg)
+    from attnlab.clustering import streams
+    from attnlab.clustering.runner import Stepper
+    from attnlab.clustering.step import Adam, Flat, one_hot
+
+    cfg = TrainConfig(preset="pal", n_seeds=100)
+    spec = cfg.spec()
+    params, _ = streams.initial("pal", spec, cfg.seeds(), torch.float32, "cpu")
+    flat = Flat(params)
+    stepper = Stepper(flat, Adam(flat, 3e-3, 1.0, (0.9, 0.999), 1e-8, 0.0), spec, None)
+    g = torch.Generator().manual_seed(0)
+    xb = one_hot(torch.randint(0, 2, (100, 12, 32), generator=g), 2, torch.float32)
+    yb = one_hot(torch.randint(0, 2, (100, 32), generator=g), 3, torch.float32)
+    for _ in range(20):
+        stepper(xb, yb, None)
+    c0 = time.process_time()
+    for _ in range(200):
+        stepper(xb, yb, None)
+    step_s = (time.process_time() - c0) / 200
     with profile() as prof:
-        train(TrainConfig(n_seeds=100, epochs=1, step_log_every=0, head_metrics=False, snapshot_every=0))
-    n_ops = sum(e.count for e in prof.key_averages() if e.key.startswith("aten::") and "empty" not in e.key)
+        stepper(xb, yb, None)
+    meta = {"view", "transpose", "unsqueeze", "squeeze", "slice", "select", "expand", "t", "permute", "detach",
+            "alias", "as_strided"}                                    # metadata only: no kernel of their own
+    kernels = sum(1 for e in prof.events() if e.name.startswith("aten::") and e.name[6:] not in meta
+                  and (e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::")))
     a, b = torch.zeros(1), torch.zeros(1)
     for _ in range(1000):
         torch.add(a, b)
-    t0 = time.perf_counter()
+    c0 = time.process_time()
     for _ in range(100_000):
         torch.add(a, b)
-    latency = (time.perf_counter() - t0) / 100_000
-    per_step_ops = n_ops / 64
-    step_s = t_epoch / 64
-    return {"aten_ops_per_step_approx": per_step_ops, "tiny_kernel_latency_us": latency * 1e6,
-            "floor_ms_per_step": per_step_ops * latency * 1e3, "ours_ms_per_step_S100": step_s * 1e3,
-            "floor_over_ours": per_step_ops * latency / step_s}
+    latency = (time.process_time() - c0) / 100_000
+    return {"workload": "one Adam step of 100 seeds, pal preset (closed-form step, packed Adam, gradient norms)",
+            "kernels_per_step": kernels, "tiny_kernel_latency_us": latency * 1e6,
+            "floor_ms_per_step": kernels * latency * 1e3, "ours_ms_per_step_cpu": step_s * 1e3,
+            "floor_over_ours": kernels * latency / step_s}
 
 
-def _epoch_time(cfg: TrainConfig, epochs: int = 3) -> float:
-    train(cfg.model_copy(update={"epochs": 1}))
-    t0 = time.perf_counter()
-    train(cfg.model_copy(update={"epochs": epochs}))
-    return (time.perf_counter() - t0) / epochs
-
-
-def fig14_feasibility() -> dict:
+def fig14() -> dict:
     """Per-epoch cost of one Fig. 14 bar (250 seeds, the figure's record: full-batch metrics every 50 epochs):
     the training epoch from the difference of a 5- and a 1-epoch run (same setup and evaluations), plus 1/50 of
     one evaluation."""
@@ -162,15 +301,6 @@ def fig14_feasibility() -> dict:
     return out
 
 
-def main() -> None:
-    out_dir = Path(os.environ.get("ATTNLAB_BENCH_OUT", "benchmarks/results"))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    res = {"machine": {"platform": platform.platform(), "threads": THREADS, "torch": torch.__version__},
-           "seeds_vs_anchor": seeds_vs_anchor(), "dispatch_floor": dispatch_floor(),
-           "fig14": fig14_feasibility()}
-    (out_dir / "clustering.json").write_text(json.dumps(res, indent=2))
-    print(json.dumps(res, indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    bench.main("clustering", {"vs_pal": vs_pal, "success": success, "in_house": in_house,
+                              "dispatch_floor": dispatch_floor, "fig14": fig14}, threads=THREADS)

@@ -128,10 +128,11 @@ def test_init_params_dtype_independent():
         assert torch.equal(a[k], b[k].float())
 
 
-def test_training_matches_a_plain_pytorch_loop():
+@pytest.mark.parametrize("n_train", [256, 240])
+def test_training_matches_a_plain_pytorch_loop(n_train):
     """One seed of the vectorised trainer follows, step by step, the textbook loop: the model of eqs. (1)-(4)
     written out, torch.optim.Adam, the same data and batch order (this caught fused CPU Adam misreading
-    non-contiguous gradients)."""
+    non-contiguous gradients); with 240 points the last batch of each epoch has 16."""
     import math
 
     import torch.nn.functional as F
@@ -140,7 +141,7 @@ def test_training_matches_a_plain_pytorch_loop():
     from attnlab.clustering.train import make_data
     from attnlab.core.rng import stream_seed
 
-    cfg = TrainConfig(d=4, k=3, n_train=256, n_test=64, epochs=2, head_metrics=False, snapshot_every=0,
+    cfg = TrainConfig(d=4, k=3, n_train=n_train, n_test=64, epochs=2, head_metrics=False, snapshot_every=0,
                       mlp_lr_factor=0.5, dtype="float64")
     ours = train(cfg).final()
     spec = cfg.spec()
@@ -187,3 +188,45 @@ def test_evaluation_on_the_enumerated_space_equals_forward_passes(preset):
     for k in slow:
         torch.testing.assert_close(fast[k].double(), slow[k].double(), rtol=1e-9, atol=1e-10, msg=k)
     assert (fast["train_acc"] < 1).all() and (fast["grad_total"] > 0).all()  # a model still learning: not trivial
+
+
+def test_sparse_step_record_keeps_every_kth_step():
+    """step_log_every = 3 keeps steps 3, 6, 9, ... of the every-step record, across epochs and partial batches."""
+    cfg = TrainConfig(n_train=100, n_test=64, epochs=3, head_metrics=False, snapshot_every=0, n_seeds=2)
+    every = train(cfg)
+    third = train(cfg.model_copy(update={"step_log_every": 3}))
+    assert every.step_metrics["loss"].shape == (12, 2)
+    np.testing.assert_array_equal(third.step_metrics["loss"], every.step_metrics["loss"][2::3])
+    np.testing.assert_array_equal(third.step_metrics["grad_total"], every.step_metrics["grad_total"][2::3])
+    assert list(third.steps) == [3, 6, 9, 12]
+
+
+def test_capturable_adam_equals_eager_adam():
+    """The graph path's Adam (step count kept as a tensor) makes the same updates as the eager one."""
+    from attnlab.clustering.step import Adam, Flat
+
+    params = init_params(TrainConfig(preset="pal").spec(), [0, 1], dtype=torch.float64)
+    a, b = Flat(params), Flat(params)
+    ea, ca = Adam(a, 3e-3, 0.5, (0.9, 0.999), 1e-8, 0.0), Adam(b, 3e-3, 0.5, (0.9, 0.999), 1e-8, 0.0)
+    ca.capturable()
+    g = torch.Generator().manual_seed(0)
+    for _ in range(4):
+        grad = torch.randn(a.data.shape, generator=g, dtype=torch.float64)
+        ea.step(a.data, grad)
+        ca.step(b.data, grad)
+    torch.testing.assert_close(b.data, a.data, rtol=1e-13, atol=1e-16)
+    assert int(ca.t_dev) == ea.t == 4
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("preset", ["paper", "pal"])
+def test_cuda_graph_epochs_equal_eager_epochs(preset):
+    """On CUDA the captured epoch replays the eager steps' kernels: the same parameters and records."""
+    cfg = TrainConfig(preset=preset, n_seeds=8, epochs=3, n_train=256, n_test=128, head_metrics=False)
+    graph = train(cfg, device="cuda")
+    eager = train(cfg.model_copy(update={"cuda_graph": False}), device="cuda")
+    cpu = train(cfg)
+    for k in graph.snapshots:
+        np.testing.assert_allclose(graph.snapshots[k], eager.snapshots[k], rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(graph.snapshots[k], cpu.snapshots[k], rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(graph.step_metrics["loss"], eager.step_metrics["loss"], rtol=1e-6, atol=1e-7)

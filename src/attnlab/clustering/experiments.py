@@ -23,6 +23,7 @@ from attnlab.clustering import analysis, dynamics, figures, theory
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.data import Task
 from attnlab.clustering.history import History
+from attnlab.clustering.memory import train_bytes
 from attnlab.clustering.model import ModelSpec, forward
 from attnlab.clustering.train import train, transfer
 from attnlab.clustering.units import Unit, epoch_frame, train_units
@@ -443,7 +444,7 @@ TrainRunConfig = TrainConfig.with_defaults(
         "each snapshot. Quick: k = 3, 300 epochs; paper: the paper's k = 5, 1000 epochs.")
 
 
-@experiment(STUDY, "train", TrainRunConfig, ref="§4.1 (visual sandbox)", figure=figures.train_run,
+@experiment(STUDY, "train", TrainRunConfig, ref="§4.1 (visual sandbox)", figure=figures.train_run, memory=train_bytes,
             title="Train any configuration and keep its snapshots (open it in `attnlab render` or the sandbox)")
 def train_run(config: TrainConfig, ctx: RunContext) -> Result:
     """Train ``n_seeds`` models with snapshots; per-seed circuit metrics and head types at the end. While it trains,

@@ -64,7 +64,7 @@ def _norm_backward(gy: torch.Tensor, saved: tuple) -> tuple[torch.Tensor, torch.
 
 
 # ----------------------------------------------------------------------------------------------- activations
-_BACKWARD: dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]] = {
+ACT_BACKWARD: dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "gelu": lambda g, pre, out: torch.ops.aten.gelu_backward(g, pre),
     "gelu_tanh": lambda g, pre, out: torch.ops.aten.gelu_backward(g, pre, approximate="tanh"),
     "relu": lambda g, pre, out: torch.ops.aten.threshold_backward(g, out, 0),
@@ -76,7 +76,7 @@ _BACKWARD: dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.
 
 
 def _act_forward(pre: torch.Tensor, name: str) -> tuple[torch.Tensor, tuple]:
-    if name in _BACKWARD:
+    if name in ACT_BACKWARD:
         out = activation(name)(pre)
         return out, (name, pre, out)
     with torch.enable_grad():
@@ -89,7 +89,7 @@ def _act_backward(g: torch.Tensor, saved: tuple) -> torch.Tensor:
     name, pre, out = saved
     if name == "autograd":
         return torch.autograd.grad(out, pre, g)[0]
-    return _BACKWARD[name](g, pre, out)
+    return ACT_BACKWARD[name](g, pre, out)
 
 
 def _batch_sum(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -197,7 +197,7 @@ def tail_loss_and_grads(params: Params, xiT: torch.Tensor, y_hot: torch.Tensor, 
 
 
 def chunked_tail(params: Params, xiT: torch.Tensor, y_hot: torch.Tensor, spec: ModelSpec, weight: torch.Tensor,
-                 elements: int = 2**20) -> Tail:
+                 elements: int = 2**19) -> Tail:
     """``tail_loss_and_grads`` over many sentences (the per-epoch record's 4096), in chunks of about ``elements``
     hidden activations: a (S, h, B) pass that stays in cache is 3× faster on a CPU whose memory bandwidth is shared."""
     S, h, B = xiT.shape[0], params["W"].shape[1], xiT.shape[2]
@@ -250,6 +250,7 @@ class Adam:
                  weight_decay: float) -> None:
         self.lr, self.betas, self.eps, self.wd = lr, betas, eps, weight_decay
         self.m, self.v, self.t = torch.zeros_like(flat.data), torch.zeros_like(flat.data), 0
+        self.t_dev: torch.Tensor | None = None
         self.lr_cols = None
         if mlp_factor != 1:
             cols = [torch.full((n,), lr * (mlp_factor if k in MLP_PARAMS else 1.0), dtype=flat.data.dtype,
@@ -258,17 +259,29 @@ class Adam:
 
     def step(self, param: torch.Tensor, grad: torch.Tensor) -> None:
         b1, b2 = self.betas
-        self.t += 1
         if self.wd:
             grad = grad.add(param, alpha=self.wd)
         self.m.lerp_(grad, 1 - b1)
         self.v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
-        bc1, bc2_sqrt = 1 - b1**self.t, math.sqrt(1 - b2**self.t)
-        denom = (self.v.sqrt() / bc2_sqrt).add_(self.eps)
-        if self.lr_cols is None:
-            param.addcdiv_(self.m, denom, value=-self.lr / bc1)
-        else:
-            param.addcdiv_(self.m * self.lr_cols, denom, value=-1 / bc1)
+        if self.t_dev is None:
+            self.t += 1
+            bc1, bc2_sqrt = 1 - b1**self.t, math.sqrt(1 - b2**self.t)
+            denom = (self.v.sqrt() / bc2_sqrt).add_(self.eps)
+            if self.lr_cols is None:
+                param.addcdiv_(self.m, denom, value=-self.lr / bc1)
+            else:
+                param.addcdiv_(self.m * self.lr_cols, denom, value=-1 / bc1)
+            return
+        self.t_dev += 1                              # capturable: no host scalar depends on the step count
+        bc1 = 1 - torch.pow(b1, self.t_dev)
+        denom = (self.v.sqrt() / (1 - torch.pow(b2, self.t_dev)).sqrt()).add_(self.eps)
+        lr = self.lr if self.lr_cols is None else self.lr_cols
+        param.addcdiv_(self.m * (lr * (-1 / bc1)), denom)
+
+    def capturable(self) -> None:
+        """Keep the step count on the device (a CUDA graph replays the update with the count it reads there);
+        the caller advances ``t`` by the number of replayed steps."""
+        self.t_dev = torch.tensor(float(self.t), dtype=torch.float64, device=self.m.device)
 
     def state_dict(self) -> dict:
         return {"t": self.t, "m": self.m.clone(), "v": self.v.clone()}
@@ -283,6 +296,8 @@ class Adam:
         self.t = int(state["t"])
         self.m.copy_(state["m"])
         self.v.copy_(state["v"])
+        if self.t_dev is not None:
+            self.t_dev.fill_(float(self.t))
 
 
 def cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -29,7 +29,8 @@ from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.data import Task, encode
 from attnlab.clustering.history import History
 from attnlab.clustering.model import ModelSpec, Params, forward, grow_vocab
-from attnlab.clustering.step import Adam, Flat, chunked_tail, loss_and_grads, one_hot
+from attnlab.clustering.runner import EpochRunner, Stepper, graph_supported
+from attnlab.clustering.step import Adam, Flat, chunked_tail, one_hot
 from attnlab.core.config import ConfigError
 from attnlab.core.rng import stream_seed
 
@@ -93,12 +94,6 @@ def grad_norms(grads: list[torch.Tensor]) -> torch.Tensor:
     """Per-seed L2 norm of each gradient and of all together: (S, G + 1)."""
     norms = torch.stack([g.flatten(1).norm(dim=1) for g in grads], dim=1)
     return torch.cat([norms, norms.norm(dim=1, keepdim=True)], dim=1)
-
-
-def packed_norms(grad: torch.Tensor, group: torch.Tensor, n_groups: int) -> torch.Tensor:
-    """``grad_norms`` of a packed (S, P) gradient whose column j belongs to tensor ``group[j]``: (S, G + 1)."""
-    sq = grad.new_zeros(grad.shape[0], n_groups).index_add_(1, group, grad * grad)
-    return torch.cat([sq, sq.sum(1, keepdim=True)], 1).sqrt()
 
 
 def dropout_masks(gens: list[torch.Generator], p: float, d: int, n: int, like: torch.Tensor) -> torch.Tensor | None:
@@ -203,12 +198,18 @@ class Recorder:
         self.snap_epochs: list[int] = []
         self.snaps: list[Params] = []
 
-    def step(self, t: int, loss: torch.Tensor, norms: torch.Tensor) -> None:
+    def steps(self, t0: int, loss: torch.Tensor, norms: torch.Tensor) -> None:
+        """Record steps t0, t0 + 1, ... (losses (T, S), norms (T, S, G + 1)): every ``step_log_every``-th one."""
         every = self.cfg.step_log_every
-        if every and (t + 1) % every == 0:
-            i = (t + 1) // every - 1
-            self.step_loss[i] = loss
-            self.step_grad[i] = norms
+        if not every:
+            return
+        t = torch.arange(t0 + 1, t0 + 1 + len(loss))
+        rows = (t % every == 0).nonzero().squeeze(1)
+        if len(rows):
+            at = (t[rows] // every - 1).to(self.step_loss.device)
+            rows = rows.to(loss.device)
+            self.step_loss.index_copy_(0, at, loss.index_select(0, rows).to(self.step_loss))
+            self.step_grad.index_copy_(0, at, norms.index_select(0, rows).to(self.step_grad))
 
     def epoch(self, epoch: int, metrics: dict[str, torch.Tensor]) -> None:
         self.epochs.append(epoch)
@@ -272,10 +273,11 @@ def train(cfg: TrainConfig, *, device: torch.device | str = "cpu", params: Param
     init = params if params is not None else init
     flat = Flat({k: v.detach().to(device=device, dtype=dtype) for k, v in init.items()})
     adam = Adam(flat, cfg.lr, cfg.mlp_lr_factor, (cfg.beta1, cfg.beta2), cfg.adam_eps, cfg.weight_decay)
-    group = torch.cat([torch.full((n,), i, device=device) for i, n in enumerate(flat.sizes)])
+    stepper = Stepper(flat, adam, spec, cfg.grad_clip)
+    n, bs, spe = cfg.n_train, cfg.batch_size, cfg.steps_per_epoch
+    runner = EpochRunner(stepper, n // bs, bs, cfg.cuda_graph and graph_supported(spec, device))
     drop_gens = [torch.Generator().manual_seed(stream_seed(s, "dropout")) for s in seeds] if spec.mlp_dropout else []
     rec = Recorder(cfg, flat.names, S, device, 0)
-    n, bs, spe = cfg.n_train, cfg.batch_size, cfg.steps_per_epoch
     start = 0
     if state is not None:
         flat.data.copy_(flat.pack(state["params"]))
@@ -294,15 +296,11 @@ def train(cfg: TrainConfig, *, device: torch.device | str = "cpu", params: Param
         xs = one_hot(data.x_train[seed_ix, order].transpose(1, 2), task.p, dtype)                    # (S, p, N, n)
         ys = one_hot(data.y_train[seed_ix, order], spec.n_emb, dtype)                                  # (S, n_emb, n)
         keep = dropout_masks(drop_gens, spec.mlp_dropout, spec.d, n, flat.data)
-        for i in range(spe):
-            xb, yb, kb = (None if t is None else t[..., i * bs:(i + 1) * bs].contiguous() for t in (xs, ys, keep))
-            loss, grads = loss_and_grads(flat.views, xb, yb, spec, kb)
-            grad = flat.pack(grads)
-            norms = packed_norms(grad, group, len(flat.names))
-            if cfg.grad_clip is not None:
-                grad = grad * (cfg.grad_clip / (norms[:, -1:] + 1e-6)).clamp(max=1.0)
-            adam.step(flat.data, grad)
-            rec.step(epoch * spe + i, loss, norms)
+        rec.steps(epoch * spe, *runner.run(xs, ys, keep))
+        if n % bs:                                                   # the last, partial batch (kept, App. A)
+            tail = slice((n // bs) * bs, n)
+            rec.steps(epoch * spe + n // bs, *(t[None] for t in stepper(
+                xs[..., tail].contiguous(), ys[..., tail].contiguous(), None if keep is None else keep[..., tail])))
         done = epoch + 1
         if _due(done, cfg.log_every, cfg.epochs):
             rec.epoch(done, evaluate(_leaves(flat), data, spec, task, cfg.head_metrics))
