@@ -100,8 +100,16 @@ def dropout_masks(gens: list[torch.Generator], p: float, d: int, n: int, like: t
     """One epoch of MLP dropout masks (S, d, n) from each seed's stream, kept entries scaled by 1/(1 − p)."""
     if not gens:
         return None
-    u = torch.stack([torch.rand(d, n, generator=g) for g in gens]).to(like)
-    return (u >= p).to(like) * (1 / (1 - p))
+    u = torch.stack([torch.rand(d, n, generator=g) for g in gens])
+    return (u >= p).to(like.dtype) * (1 / (1 - p))
+
+
+def epoch_draws(cfg: TrainConfig, batch_gens: list[torch.Generator], drop_gens: list[torch.Generator],
+                spec: ModelSpec) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One epoch's batch order (S, n) and dropout masks, drawn on the CPU from every seed's generators."""
+    order = torch.stack([streams.epoch_order(cfg.streams, g, cfg.n_train) for g in batch_gens])
+    like = torch.zeros((), dtype=cfg.torch_dtype)
+    return order, dropout_masks(drop_gens, spec.mlp_dropout, spec.d, cfg.n_train, like)
 
 
 def ce_per_seed(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -203,13 +211,12 @@ class Recorder:
         every = self.cfg.step_log_every
         if not every:
             return
-        t = torch.arange(t0 + 1, t0 + 1 + len(loss))
-        rows = (t % every == 0).nonzero().squeeze(1)
-        if len(rows):
-            at = (t[rows] // every - 1).to(self.step_loss.device)
-            rows = rows.to(loss.device)
-            self.step_loss.index_copy_(0, at, loss.index_select(0, rows).to(self.step_loss))
-            self.step_grad.index_copy_(0, at, norms.index_select(0, rows).to(self.step_grad))
+        first = (-(t0 + 1)) % every                          # rows first, first + every, ...: steps t ≡ −1 mod every
+        if first < len(loss):                               # slices, not index tensors: no host-device sync
+            at = (t0 + first + 1) // every - 1
+            m = len(range(first, len(loss), every))
+            self.step_loss[at:at + m] = loss[first::every]
+            self.step_grad[at:at + m] = norms[first::every]
 
     def epoch(self, epoch: int, metrics: dict[str, torch.Tensor]) -> None:
         self.epochs.append(epoch)
@@ -255,13 +262,14 @@ def _due(epoch: int, every: int, last: int) -> bool:
 def train(cfg: TrainConfig, *, device: torch.device | str = "cpu", params: Params | None = None,
           spec: ModelSpec | None = None, task: Task | None = None, state: dict[str, Any] | None = None,
           on_epoch: Callable[[int, Callable[[], dict[str, Any]]], None] | None = None,
-          progress: Callable[[int], None] | None = None) -> History:
+          progress: Callable[[int], None] | None = None, prefetch: bool | None = None) -> History:
     """Train ``cfg.n_seeds`` models of ``cfg`` together and return their ``History``.
 
     ``params``/``spec``/``task`` override the config's initialisation, architecture and task (transfer,
     training from a construction). ``on_epoch(epoch, state_fn)`` runs after every epoch (checkpointing:
     ``state_fn()`` is a resumable state); ``state`` resumes from one, bit-identically on CPU.
-    ``progress(epochs_done)`` is called after each epoch.
+    ``progress(epochs_done)`` is called after each epoch. ``prefetch`` (default: on CUDA) draws the next epoch's
+    batch order while the device still runs the current one; the same numbers either way.
     """
     device = torch.device(device)
     task = task or cfg.task()
@@ -278,30 +286,33 @@ def train(cfg: TrainConfig, *, device: torch.device | str = "cpu", params: Param
     runner = EpochRunner(stepper, n // bs, bs, cfg.cuda_graph and graph_supported(spec, device))
     drop_gens = [torch.Generator().manual_seed(stream_seed(s, "dropout")) for s in seeds] if spec.mlp_dropout else []
     rec = Recorder(cfg, flat.names, S, device, 0)
-    start = 0
+    start, pending = 0, None
     if state is not None:
         flat.data.copy_(flat.pack(state["params"]))
         adam.load_state_dict(state["opt"], flat)
         for g, s in zip([*batch_gens, *drop_gens], [*state["batch_gens"], *state.get("dropout_gens", [])], strict=True):
             g.set_state(s)
         rec.load(state["recorder"])
-        start = state["epoch"]
+        start, pending = state["epoch"], state.get("pending")
     else:
         rec.epoch(0, evaluate(_leaves(flat), data, spec, task, cfg.head_metrics))
         rec.snapshot(0, flat.views)
     seed_ix = torch.arange(S, device=device)[:, None]
+    prefetch = device.type == "cuda" if prefetch is None else prefetch
 
     for epoch in range(start, cfg.epochs):
-        order = torch.stack([streams.epoch_order(cfg.streams, g, n) for g in batch_gens]).to(device)  # (S, n)
+        order, keep = pending if pending is not None else epoch_draws(cfg, batch_gens, drop_gens, spec)
+        order, keep = order.to(device), None if keep is None else keep.to(device)
         xs = one_hot(data.x_train[seed_ix, order].transpose(1, 2), task.p, dtype)                    # (S, p, N, n)
         ys = one_hot(data.y_train[seed_ix, order], spec.n_emb, dtype)                                  # (S, n_emb, n)
-        keep = dropout_masks(drop_gens, spec.mlp_dropout, spec.d, n, flat.data)
         rec.steps(epoch * spe, *runner.run(xs, ys, keep))
         if n % bs:                                                   # the last, partial batch (kept, App. A)
             tail = slice((n // bs) * bs, n)
             rec.steps(epoch * spe + n // bs, *(t[None] for t in stepper(
                 xs[..., tail].contiguous(), ys[..., tail].contiguous(), None if keep is None else keep[..., tail])))
         done = epoch + 1
+        # on CUDA the epoch runs asynchronously: draw the next epoch's order meanwhile (S generators on the CPU)
+        pending = epoch_draws(cfg, batch_gens, drop_gens, spec) if prefetch and done < cfg.epochs else None
         if _due(done, cfg.log_every, cfg.epochs):
             rec.epoch(done, evaluate(_leaves(flat), data, spec, task, cfg.head_metrics))
         if _due(done, cfg.snapshot_every, cfg.epochs):
@@ -309,10 +320,10 @@ def train(cfg: TrainConfig, *, device: torch.device | str = "cpu", params: Param
         if progress is not None:
             progress(done)
         if on_epoch is not None:
-            on_epoch(done, lambda done=done: {
+            on_epoch(done, lambda done=done, pending=pending: {
                 "epoch": done, "params": {k: v.clone() for k, v in flat.views.items()}, "opt": adam.state_dict(),
                 "batch_gens": [g.get_state() for g in batch_gens], "dropout_gens": [g.get_state() for g in drop_gens],
-                "recorder": rec.state()})
+                "pending": pending, "recorder": rec.state()})
     return rec.history(spec, task, seeds)
 
 
