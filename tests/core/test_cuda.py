@@ -143,7 +143,9 @@ def test_memory_models_on_cuda_bound_the_allocated_peak():
     cases = {"potts.fig3left": {"L": 100, "n_real": 50, "alphas": [0.5, 2.0, 8.0], "lams": [0.01]},
              "signal.depth": {"d": 512, "T": 256, "H": 2, "n_seqs": 8, "n_inits": 4, "L": 2, "finite_T": False,
                               "pairs": [[0.1, 1.0]]},
-             "paths.fig2d": {"P_test": 2000, "T": 20, "N0": 300}}
+             "paths.fig2d": {"P_test": 2000, "T": 20, "N0": 300},
+             "specialization.fig5": {"Hs": [8], "nus": [], "laws": ["flip"], "activations": ["softmax"], "seeds": 5,
+                                     "n_mc": 20_000, "eval_mc": 40_000, "bayes_mc": 1000, "tau_max": 2.0}}
     for key, overrides in cases.items():
         exp = get(key)
         cfg = resolve(exp.config, "quick", overrides, device="cuda")

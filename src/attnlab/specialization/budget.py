@@ -60,8 +60,13 @@ def sgd_bytes(S: int, batch: int, L: int, D: int, H: int, F: int, itemsize: int 
         S, L, D, H, itemsize)
 
 
-def theory_bytes(n_mc: int, L: int, H: int, F: int, runs: int = 1, symmetrized: bool = False) -> int:
-    """The reduced-loss flow: fixed MC samples N_mc·L·(F+H) float64 (×4 when sign- and head-symmetrised) and
-    ≈ 12 activation/gradient buffers of N_mc·H·L float64 per run in the batch."""
-    n = n_mc * (4 if symmetrized else 1)
-    return F64 * n * L * ((F + H) + 12 * H * runs)
+def theory_bytes(n_mc: int, L: int, H: int, F: int, runs: int = 1, buffers: int = 10) -> int:
+    """The reduced-loss flow: fixed MC samples N_mc·L·(F+H) float64 and, per run in the batch, ``buffers``
+    activation/gradient tensors of N_mc·H·L float64 (measured ≈ 7-9 for the flow's hand-derived gradient;
+    3 for a no-grad evaluation on fresh samples)."""
+    return F64 * n_mc * L * ((F + H) + buffers * H * runs)
+
+
+def bayes_bytes(n: int, L: int, F: int) -> int:
+    """The Bayes risk by MC: chunks of ≤ 10^5 samples of (θ, χ*) and the posterior's buffers (≈ 12 per token)."""
+    return F64 * min(n, 100_000) * L * (F + 12)
