@@ -16,6 +16,11 @@ benchmarks/results):
    words + Box-Muller in torch ops, the GPU default) against the generator it replaced (``iter_sequences``:
    torch.randn from one mt19937 generator for the whole run, chunk-dependent), best of interleaved repeats
    (the machine is shared).
+5. The paper's SGD step (Fig. 1: D = 10^4, N_b = D, L = 10, H = 2, softmax) on ``attnlab bench --device``:
+   seconds per step of each available path (CPU: chunks with mt19937 noise; CUDA: one chunk with splitmix64
+   noise in torch, and the fused Triton kernels where Triton is) against ``torch.randn`` of the same 10^9
+   floats on that device in the same run (the machine's limit for writing them); ``fraction_of_randn`` =
+   t_randn / t_step.
 3. The whole Fig. 5 sweep at quick scale (3 activations × 2 laws × 8 H × 5 seeds + the ν panel), timed.
 """
 
@@ -115,6 +120,37 @@ def _best(fns, repeat: int) -> list[float]:
     return [min(ts) for ts in times]
 
 
+def paper_step() -> dict:
+    from attnlab.specialization import fused
+
+    dev = bench.device()
+    D, L, H, gamma = 10_000, 10, 2, 0.02
+    law = make_law("flip", 2, nu1=2.0, nu2=2.0)
+    floats = D * L * D
+    piece = floats if dev.type == "cuda" else 2**22  # the CPU writes the same floats into a reused 16 MiB buffer
+    buf = torch.empty(piece, device=dev)
+    g = torch.Generator(device=dev).manual_seed(0)
+    t_randn = min(bench.timed(lambda: [torch.randn(piece, generator=g, out=buf) for _ in range(floats // piece)])[0]
+                  for _ in range(3))
+    paths = {"chunks_mt19937": {"noise_method": "mt19937", "fused_step": False}} if dev.type == "cpu" else {
+        "one_chunk_splitmix64": {"noise_method": "splitmix64", "fused_step": False}}
+    if fused.available(dev, D):
+        paths["fused_triton"] = {"noise_method": "splitmix64", "fused_step": True}
+    rows = {}
+    for name, kw in paths.items():
+        def run(n_steps: int, kw=kw):
+            return train.simulate_sgd(law, H=H, L=L, D=D, tau_max=n_steps * gamma, gamma=gamma, device=dev,
+                                      record_taus=[0.0], **kw)
+
+        t1, res = bench.timed(lambda: run(1))  # one update (+ the recorded batch at τ = 0): warm-up included
+        t3, _ = bench.timed(lambda: run(3))
+        per_step = (t3 - t1) / 2
+        rows[name] = {"s_per_step": per_step, "fraction_of_randn": t_randn / per_step,
+                      "chunk": res.trajectory.meta["chunk"]}
+    return {"workload": f"SGD step, D = N_b = {D}, L = {L}, H = {H}, softmax, float32 ({floats:.3g} floats per "
+                        f"step), device {dev}, {THREADS} thread(s)", "randn_s_same_floats": t_randn, "paths": rows}
+
+
 def _stream_row(D: int, L: int) -> dict:
     from attnlab.specialization.data import SGDStream, iter_sequences, sample_spikes
 
@@ -150,4 +186,4 @@ def stream() -> dict:
 
 if __name__ == "__main__":
     bench.main("specialization", {"theory": theory_point, "simulation": simulation, "fig5": fig5_quick,
-                                  "stream": stream}, THREADS)
+                                  "stream": stream, "paper_step": paper_step}, THREADS)

@@ -14,8 +14,9 @@ tensor shapes, so that no token depends on where a chunk boundary falls. Two met
 
 * ``"splitmix64"`` (the default on GPUs): every word is hashed (integer ops only, int64 wraps mod 2^64 on every
   torch backend, pinned to a pure-Python reference by the tests), then Box-Muller: u₁ = (low 24 bits + 1)/2^24
-  ∈ (0, 1] (exact in float32), the angle from the top 24 bits, z = √(−2 ln u₁)·(cos, sin); cosines fill the
-  first W entries of a sequence's flat L·D vector, sines the rest. The uniforms are the same bits on CPU and
+  ∈ (0, 1] (exact in float32), the angle from the top 24 bits, z = √(−2 ln u₁)·(cos, sin) at the flat positions
+  2j and 2j + 1 of the sequence's L·D tokens (so a fused kernel makes any token (ℓ, d) from one word, and the
+  tokens of all ℓ at the same d together, as the Gram matrix needs). The uniforms are the same bits on CPU and
   CUDA; the normals agree to the ulp of log/cos/sin. A group is a tile of 64 Ki words on the CPU, 16 Mi on a
   GPU (16 bytes of int64 scratch per word): no per-sequence launches, and a CUDA graph can replay it.
 * ``"mt19937"`` (the default on the CPU, where torch's fused ``randn`` is 1.3-3.4× faster than the hash and
@@ -150,7 +151,8 @@ def _splitmix_group(target: Tensor, state: int, W: int) -> None:
     for j in range(0, W, span):
         j1 = min(j + span, W)
         z = seq0.unsqueeze(-1) + _weyl(j1 - j, j, target.device)
-        normals_from_words(mix64_(z, torch.empty_like(z)), target[:, j:j1], target[:, W + j : W + j1])
+        cos_out, sin_out = target[:, 2 * j : 2 * j1 : 2], target[:, 2 * j + 1 : 2 * j1 : 2]
+        normals_from_words(mix64_(z, torch.empty_like(z)), cos_out, sin_out)
 
 
 def mix64_(z: Tensor, tmp: Tensor) -> Tensor:

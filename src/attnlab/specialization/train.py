@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from ..core.trajectory import Trajectory
+from . import fused, noise
 from .activations import get_activation
 from .budget import sgd_chunk
 from .data import SGDStream, ThetaLaw, sample_spikes
@@ -72,11 +73,19 @@ def _chunk_sums_gram(X: Tensor, eps: Tensor, K: Tensor, b: Tensor, v: Tensor, ac
     With a = s − e_ε the error is ŷ − y = Σ_ℓ a_ℓ X_ℓ, so with the Gram matrices G = X Xᵀ (L×L per sequence)
     the loss is aᵀGa/D and ∂/∂s = 2Ga/D; X is read by the scores, by G and by ∇K only. ``eps`` (S, n).
     """
-    sigma = get_activation(activation)
     S, n, L, D = X.shape
     Xf = X.reshape(S, n * L, D)
     scores = (Xf @ K.mT).reshape(S, n, L, -1).mT  # (S, n, H, L)
-    G = X @ X.mT  # (S, n, L, L)
+    loss, g_sc, gb, gv = gram_head(scores, X @ X.mT, eps, b, v, activation, D)
+    gK = g_sc.permute(0, 2, 1, 3).reshape(S, -1, n * L) @ Xf  # (S, H, D)
+    return loss, gK, gb, gv
+
+
+def gram_head(scores: Tensor, G: Tensor, eps: Tensor, b: Tensor, v: Tensor, activation: str, D: int):
+    """The small part of :func:`_chunk_sums_gram`: from the scores χ (S, n, H, L) and the Gram matrices
+    G (S, n, L, L), the loss sum (S,), ∂/∂χ (S, n, H, L) and the b, v gradients (autograd through σ only)."""
+    sigma = get_activation(activation)
+    L = G.shape[-1]
     with torch.enable_grad():
         sc = scores.detach().requires_grad_()
         bb, vv = b.detach().requires_grad_(), v.detach().requires_grad_()
@@ -84,8 +93,7 @@ def _chunk_sums_gram(X: Tensor, eps: Tensor, K: Tensor, b: Tensor, v: Tensor, ac
         a = s.detach() - torch.nn.functional.one_hot(eps, L).to(s.dtype)
         Ga = (G @ a.unsqueeze(-1)).squeeze(-1)
         g_sc, gb, gv = torch.autograd.grad(s, (sc, bb, vv), Ga * (2.0 / D), allow_unused=True)
-    gK = g_sc.permute(0, 2, 1, 3).reshape(S, -1, n * L) @ Xf  # (S, H, D)
-    return (a * Ga).sum(dim=(-2, -1)) / D, gK, gb, gv
+    return (a * Ga).sum(dim=(-2, -1)) / D, g_sc, gb, gv
 
 
 def _chunk_sums_autograd(X: Tensor, y: Tensor, K: Tensor, b: Tensor, v: Tensor, activation: str):
@@ -192,6 +200,7 @@ def simulate_sgd(
     chunk: int | None = None,
     orthonormal_spikes: bool = False,
     noise_method: str | None = None,
+    fused_step: bool | None = None,
     state: dict[str, Tensor] | None = None,
     on_step: Callable[[int, Callable[[], dict[str, Tensor]]], None] | None = None,
     checkpoint_every: int = 100,
@@ -206,7 +215,9 @@ def simulate_sgd(
     estimate of the population loss (7) (at t = T one more batch is drawn for it).
     ``chunk``: sequences per seed per chunk (default :func:`attnlab.specialization.budget.sgd_chunk`: what fits);
     the data do not depend on it. ``noise_method``: the noise's generator (:mod:`~attnlab.specialization.noise`;
-    default: mt19937 groups on the CPU, splitmix64 words on a GPU).
+    default: mt19937 groups on the CPU, splitmix64 words on a GPU). ``fused_step``: make the tokens inside
+    the step's Triton kernels (:mod:`~attnlab.specialization.fused`; default: where Triton and CUDA are, for
+    splitmix64 in float32), else chunks of ``chunk`` sequences in torch.
     ``state``: resume from a state given by ``on_step`` or ``SGDResult.state`` (bit-identical results).
     ``on_step(step, state_fn)`` is called after every ``checkpoint_every``-th update; ``progress(done, T)``
     after every update.
@@ -256,7 +267,12 @@ def simulate_sgd(
             out[f"rec_{name}"] = torch.stack(rows) if rows else torch.empty(0)
         return out
 
-    X_buf = torch.empty(S, chunk, L, D, device=device, dtype=dtype)
+    if fused_step is None:
+        fused_step = data.method == "splitmix64" and dtype == torch.float32 and fused.available(device, D)
+    if fused_step and not (data.method == "splitmix64" and fused.available(device, D)):
+        raise ValueError("simulate_sgd: fused_step needs Triton (CUDA), D even and noise_method='splitmix64'")
+    chunk = N_b if fused_step else chunk  # the fused kernels hold no tokens: one chunk per step
+    X_buf = None if fused_step else torch.empty(S, chunk, L, D, device=device, dtype=dtype)
     t, final_state = start, (state if state is not None and start > T else None)
     while t <= T:
         if t == T:
@@ -267,8 +283,12 @@ def simulate_sgd(
         eps, theta = data.labels(t)
         sums = None
         for lo in range(0, N_b, chunk):
-            X = data.tokens(X_buf[:, : min(chunk, N_b - lo)], t, lo, eps, theta, K_star)
-            part = _chunk_sums_gram(X, eps[:, lo : lo + chunk], K, b, v, activation)
+            if fused_step:
+                part = fused.chunk_sums(noise.step_keys(data.keys, t, N_b, data.W), lo, N_b, eps[:, lo : lo + chunk],
+                                        theta[:, lo : lo + chunk], K_star, K, b, v, activation, L)
+            else:
+                X = data.tokens(X_buf[:, : min(chunk, N_b - lo)], t, lo, eps, theta, K_star)
+                part = _chunk_sums_gram(X, eps[:, lo : lo + chunk], K, b, v, activation)
             sums = (
                 part
                 if sums is None
@@ -316,6 +336,7 @@ def simulate_sgd(
         "seeds": tuple(int(s) for s in seeds),
         "chunk": chunk,
         "noise": data.method,
+        "fused_step": bool(fused_step),
     }
     traj = Trajectory(steps * gamma, obs, time_name="tau", source="simulation", meta=meta)
     return SGDResult(traj, K.detach(), b.detach(), v.detach(), K_star, K0, final_state)
