@@ -55,3 +55,19 @@ def run_cases(tmp_path_factory):
         return out
 
     return run
+
+
+@pytest.fixture(scope="session")
+def model_vs_peak():
+    """``model_vs_peak(key, overrides)``: (its memory model's bytes, the peak bytes a run adds, measured in a fresh
+    process by core.memory.measured_peak) of experiment ``key`` at quick scale with ``overrides``."""
+    from attnlab.core.config import resolve
+    from attnlab.core.experiment import get
+    from attnlab.core.memory import measured_peak
+
+    def measure(key: str, overrides: dict) -> tuple[int, int]:
+        exp = get(key)
+        cfg = resolve(exp.config, "quick", overrides)
+        return exp.memory(cfg)[0], measured_peak(key, cfg)["peak"]
+
+    return measure

@@ -4,17 +4,14 @@ import pytest
 
 from attnlab.core.config import resolve
 from attnlab.core.experiment import get
-from attnlab.core.memory import measured_peak
 
 
 @pytest.mark.parametrize("key, overrides", [
     ("potts.fig3left", {"L": 100, "n_real": 50, "alphas": [0.5, 2.0, 8.0], "lams": [0.01]}),  # model 198, seen 167 MiB
     ("potts.finite_l", {"L": 150, "n_draws": 60, "alphas": [1.0, 4.0]}),  # model 247 MiB, measured 201 MiB
 ])
-def test_model_within_a_factor_two_of_the_measured_peak(key, overrides):
-    exp = get(key)
-    cfg = resolve(exp.config, "quick", overrides)
-    need, peak = exp.memory(cfg)[0], measured_peak(key, cfg)["peak"]
+def test_model_within_a_factor_two_of_the_measured_peak(model_vs_peak, key, overrides):
+    need, peak = model_vs_peak(key, overrides)
     assert peak / 2 <= need <= 2 * peak, f"{key}: model {need / 2**20:.0f} MiB, measured {peak / 2**20:.0f} MiB"
 
 

@@ -2,9 +2,7 @@
 
 import pytest
 
-from attnlab.core.config import resolve
 from attnlab.core.experiment import get
-from attnlab.core.memory import measured_peak
 
 
 @pytest.mark.parametrize("key, overrides", [
@@ -13,10 +11,8 @@ from attnlab.core.memory import measured_peak
                       "pairs": [[0.1, 1.0]]}),  # the propagation alone: model 228 MiB, measured 161 MiB
     ("signal.fig3", {"T": 128, "d": 512, "betas": [0.5, 1.0, 2.0], "rhos": [0.0, 0.5], "n_rep": 8}),  # 136 vs 128
 ])
-def test_model_within_a_factor_two_of_the_measured_peak(key, overrides):
-    exp = get(key)
-    cfg = resolve(exp.config, "quick", overrides)
-    need, peak = exp.memory(cfg)[0], measured_peak(key, cfg)["peak"]
+def test_model_within_a_factor_two_of_the_measured_peak(model_vs_peak, key, overrides):
+    need, peak = model_vs_peak(key, overrides)
     assert peak / 2 <= need <= 2 * peak, f"{key}: model {need / 2**20:.0f} MiB, measured {peak / 2**20:.0f} MiB"
 
 
