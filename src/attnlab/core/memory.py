@@ -16,6 +16,7 @@ for a smaller machine than the one at hand).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -160,12 +161,12 @@ def measured_peak(experiment: str, config: Any, timeout: float = 900.0) -> dict[
     """Peak memory one run of ``experiment`` adds, measured in a fresh process (to check a memory model).
 
     The experiment's function runs alone (no figures, no files but its checkpoints, in a temporary directory).
-    CPU: ``ru_maxrss`` after the run minus the resident size just before it (libraries imported, streams set up),
-    with glibc's mmap threshold fixed at 128 KiB so that every freed tensor goes back to the system: the peak of
-    live memory. (With glibc's default, adaptive threshold the same run of ``paths.fig2c`` peaked anywhere between
-    0.4 and 2.4 GiB from one process to the next: heap fragmentation, not the run's needs.) CUDA:
-    ``max_memory_allocated``.
-    Returns ``{"peak": bytes, "baseline": bytes, "seconds": s}``.
+    CPU: the peak resident size during the run (VmHWM, reset just before it) minus the resident size just before
+    it (libraries imported, streams set up), with glibc's mmap threshold fixed at 128 KiB so that every freed
+    tensor goes back to the system: the peak of live memory. (With glibc's default, adaptive threshold the same
+    run of ``paths.fig2c`` peaked anywhere between 0.4 and 2.4 GiB from one process to the next: heap
+    fragmentation, not the run's needs.) CUDA: ``max_memory_allocated``. Returns ``{"peak": bytes, "baseline":
+    bytes, "seconds": s}``.
     """
     import json
     import subprocess
@@ -181,7 +182,6 @@ def measured_peak(experiment: str, config: Any, timeout: float = 900.0) -> dict[
 
 def _probe(payload: str) -> dict[str, Any]:
     import json
-    import resource
     import tempfile
     import time
 
@@ -203,15 +203,12 @@ def _probe(payload: str) -> dict[str, Any]:
             torch.cuda.reset_peak_memory_stats(device)
             baseline = torch.cuda.memory_allocated(device)
         else:
+            _reset_peak_rss()
             baseline = _rss()
         t0 = time.perf_counter()
         exp.fn(config, ctx)
         seconds = time.perf_counter() - t0
-        if cuda:
-            peak = torch.cuda.max_memory_allocated(device)
-        else:
-            scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+        peak = torch.cuda.max_memory_allocated(device) if cuda else _peak_rss()
     return {"peak": int(peak - baseline), "baseline": int(baseline), "seconds": seconds}
 
 
@@ -220,9 +217,27 @@ def _rss() -> int:
         pages = int(Path("/proc/self/statm").read_text().split()[1])
         return pages * os.sysconf("SC_PAGE_SIZE")
     except OSError:
-        import resource
+        return _peak_rss()
 
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+
+def _reset_peak_rss() -> None:
+    """Reset this process's peak RSS to its current RSS (Linux ≥ 4.0: ``5`` to /proc/self/clear_refs)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def _peak_rss() -> int:
+    """VmHWM, the peak RSS of this process's memory since exec (or the last reset). Not ``ru_maxrss``: Linux carries
+    that over exec from the parent, so a child of a large process reads the parent's size."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
 
 
 if __name__ == "__main__":
