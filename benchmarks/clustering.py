@@ -23,11 +23,13 @@ Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/clustering.json`` 
 3. ``in_house`` — the earlier baseline, kept as a second row and named as such: a plain one-seed-at-a-time
    PyTorch loop written here (nn.Module of the paper's model, DataLoader, torch.optim.Adam, test accuracy every
    epoch) for 5 seeds against attnlab's paper preset for 100 seeds; it is not the public code.
-4. ``dispatch_floor`` — the machine's limit for this workload, which is bound by kernel dispatch, not FLOPs:
-   the operators one vectorised Adam step dispatches (top-level aten calls that are not views, counted by the
-   profiler) times the CPU time of one tiny kernel measured in the same run; floor / step time says how close
-   the step is to it.
-5. ``fig14`` — Fig. 14 at paper scale: time per epoch of 250 seeds at p = 3 and p = 10, extrapolated to the 17
+4. ``profile`` — where a default-record epoch of 100 seeds spends its CPU time (64 steps, the per-epoch record,
+   the batch orders) and the machine's limit for the step, which is bound by dispatch, not FLOPs: the operators
+   one vectorised Adam step dispatches (top-level aten calls that are not views, counted by the profiler) times
+   the CPU time of one tiny kernel measured in the same run.
+5. ``gpu_step`` — on CUDA only (``--device cuda``): ms per Adam step at 2 000 and 10 000 seeds, eager and as a
+   captured epoch, and how many seeds of the default run fit in the device's free memory (``memory.py``).
+6. ``fig14`` — Fig. 14 at paper scale: time per epoch of 250 seeds at p = 3 and p = 10, extrapolated to the 17
    bars × 250 runs × (1000 or 2000) epochs of the figure.
 """
 
@@ -232,44 +234,87 @@ def in_house() -> dict:
 
 
 # ----------------------------------------------------------------------------------------------- machine limit
-def dispatch_floor() -> dict:
-    from torch.profiler import profile
+def _cpu_seconds(fn, repeat: int) -> float:
+    """CPU seconds per call of ``fn`` (after one warm-up call): the fair clock on a shared machine."""
+    fn()
+    c0 = time.process_time()
+    for _ in range(repeat):
+        fn()
+    return (time.process_time() - c0) / repeat
 
+
+def _stepper(S: int, device: torch.device | str = "cpu"):
+    """A pal-preset Stepper of S seeds and one random batch (one-hot tokens and labels) on ``device``."""
     from attnlab.clustering import streams
     from attnlab.clustering.runner import Stepper
     from attnlab.clustering.step import Adam, Flat, one_hot
 
-    cfg = TrainConfig(preset="pal", n_seeds=100)
-    spec = cfg.spec()
-    params, _ = streams.initial("pal", spec, cfg.seeds(), torch.float32, "cpu")
+    cfg = TrainConfig(preset="pal", n_seeds=S)
+    params, _ = streams.initial("pal", cfg.spec(), cfg.seeds(), torch.float32, device)
     flat = Flat(params)
-    stepper = Stepper(flat, Adam(flat, 3e-3, 1.0, (0.9, 0.999), 1e-8, 0.0), spec, None)
     g = torch.Generator().manual_seed(0)
-    xb = one_hot(torch.randint(0, 2, (100, 12, 32), generator=g), 2, torch.float32)
-    yb = one_hot(torch.randint(0, 2, (100, 32), generator=g), 3, torch.float32)
-    for _ in range(20):
-        stepper(xb, yb, None)
-    c0 = time.process_time()
-    for _ in range(200):
-        stepper(xb, yb, None)
-    step_s = (time.process_time() - c0) / 200
-    with profile() as prof:
+    xb = one_hot(torch.randint(0, 2, (S, 12, 32), generator=g), 2, torch.float32).to(device)
+    yb = one_hot(torch.randint(0, 2, (S, 32), generator=g), 3, torch.float32).to(device)
+    return Stepper(flat, Adam(flat, 3e-3, 1.0, (0.9, 0.999), 1e-8, 0.0), cfg.spec(), None), xb, yb
+
+
+def profile() -> dict:
+    """Where a default-record epoch of 100 pal-preset seeds spends its CPU time, and the dispatch floor of a step."""
+    from torch.profiler import profile as torch_profile
+
+    from attnlab.clustering.train import _leaves, epoch_draws, evaluate, make_data
+
+    stepper, xb, yb = _stepper(100)
+    step_s = _cpu_seconds(lambda: stepper(xb, yb, None), 200)
+    with torch_profile() as prof:
         stepper(xb, yb, None)
     meta = {"view", "transpose", "unsqueeze", "squeeze", "slice", "select", "expand", "t", "permute", "detach",
             "alias", "as_strided"}                                    # metadata only: no kernel of their own
     kernels = sum(1 for e in prof.events() if e.name.startswith("aten::") and e.name[6:] not in meta
                   and (e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::")))
     a, b = torch.zeros(1), torch.zeros(1)
-    for _ in range(1000):
-        torch.add(a, b)
-    c0 = time.process_time()
-    for _ in range(100_000):
-        torch.add(a, b)
-    latency = (time.process_time() - c0) / 100_000
-    return {"workload": "one Adam step of 100 seeds, pal preset (closed-form step, packed Adam, gradient norms)",
-            "kernels_per_step": kernels, "tiny_kernel_latency_us": latency * 1e6,
-            "floor_ms_per_step": kernels * latency * 1e3, "ours_ms_per_step_cpu": step_s * 1e3,
-            "floor_over_ours": kernels * latency / step_s}
+    latency = _cpu_seconds(lambda: torch.add(a, b), 100_000)
+    cfg = TrainConfig(preset="pal", n_seeds=100)
+    data = make_data(cfg.task(), cfg, cfg.seeds())
+    record_s = _cpu_seconds(lambda: evaluate(_leaves(stepper.flat), data, cfg.spec(), cfg.task(), True), 5)
+    gens = [torch.Generator().manual_seed(s) for s in range(100)]
+    draws_s = _cpu_seconds(lambda: epoch_draws(cfg, gens, [], cfg.spec()), 5)
+    return {"workload": "pal preset, 100 seeds: one Adam step (closed-form step, packed Adam, gradient norms), the "
+                        "default per-epoch record, one epoch's batch orders; CPU seconds",
+            "step_ms_cpu": step_s * 1e3, "step_operators": kernels, "tiny_kernel_us": latency * 1e6,
+            "dispatch_floor_ms_per_step": kernels * latency * 1e3, "floor_over_step": kernels * latency / step_s,
+            "record_ms_per_epoch": record_s * 1e3, "batch_orders_ms_per_epoch": draws_s * 1e3,
+            "epoch_ms_estimate": 64 * step_s * 1e3 + record_s * 1e3 + draws_s * 1e3}
+
+
+def gpu_step() -> dict:
+    """On CUDA (``attnlab bench clustering --device cuda``): ms per Adam step of the pal preset at 2 000 and 10 000
+    seeds, eager and as a captured epoch (``EpochRunner``), and the seeds that fit in the device's memory."""
+    from attnlab.clustering.memory import max_seeds
+    from attnlab.clustering.runner import EpochRunner
+    from attnlab.core.memory import free_bytes
+
+    device = bench.device()
+    if device.type != "cuda":
+        return {"skipped": f"needs --device cuda (ran on {device})"}
+    out = {"device": torch.cuda.get_device_name(device)}
+    for S in (2000, 10_000):
+        stepper, xb, yb = _stepper(S, device)
+        xs, ys = xb.repeat(1, 1, 1, 64), yb.repeat(1, 1, 64)                # one epoch: 64 batches of 32
+        for graph in (False, True):
+            runner = EpochRunner(stepper, 64, 32, graph)
+            runner.run(xs, ys, None)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(5):
+                runner.run(xs, ys, None)
+            torch.cuda.synchronize()
+            out[f"ms_per_step_{S}_seeds_{'graph' if graph else 'eager'}"] = (time.perf_counter() - t0) / 320 * 1e3
+    free = free_bytes(device)
+    out["free_gb"] = free / 1e9
+    out["seeds_fitting_default_run"] = max_seeds(TrainConfig(device="cuda"), free)
+    out["seeds_fitting_pal_preset"] = max_seeds(TrainConfig(preset="pal", device="cuda"), free)
+    return out
 
 
 def fig14() -> dict:
@@ -302,5 +347,5 @@ def fig14() -> dict:
 
 
 if __name__ == "__main__":
-    bench.main("clustering", {"vs_pal": vs_pal, "success": success, "in_house": in_house,
-                              "dispatch_floor": dispatch_floor, "fig14": fig14}, threads=THREADS)
+    bench.main("clustering", {"vs_pal": vs_pal, "success": success, "in_house": in_house, "profile": profile,
+                              "gpu_step": gpu_step, "fig14": fig14}, threads=THREADS)
