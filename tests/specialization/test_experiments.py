@@ -26,6 +26,7 @@ CASES = {
     "fig11": {"nu1s": [0.5, 4.0], "nu2s": [0.5, 4.0], "tau_max": 3.0},
     "phases": {"tau_max": 1.0, "record_every": 0.5},
     "escape": {"Ds": [1e2, 1e4], "tau_max": 2.0, "record_every": 0.5, "activations": ["bsoftmax"]},
+    "split_time": {"D": 200, "seeds": 2, "tau_max": 20.0, "record_every": 1.0},
 }
 
 

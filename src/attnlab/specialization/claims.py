@@ -10,41 +10,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attnlab.core.claims import Claim, ClaimContext, register
+from attnlab.core.claims import Claim, ClaimContext, Measured, register
 from attnlab.specialization import analysis, bayes, hessian, theory
 from attnlab.specialization.activations import bsoftmax
 from attnlab.specialization.laws import DiscreteLaw, make_law
 
 F64 = torch.float64
 ACTS = ("softmax", "softmax1", "bsoftmax")
-
-
-def _fig9_max(ctx: ClaimContext, key: str) -> float:
-    s = ctx.run("specialization.fig9").summary
-    return max(s[f"{key}_{a}"] for a in ACTS)
-
-
-for _key, _what, _tol in (("max_dm", "m", 0.07), ("max_drr", "q − m p⁻¹ mᵀ vs r rᵀ", 0.05), ("max_db", "b", 0.02),
-                          ("max_dv", "v", 0.01), ("max_dloss", "batch loss vs Ẽ", 0.06)):
-    register(Claim(
-        id=f"specialization.sgd_matches_theory_{_key[5:]}", ref="Prop. III.2, Figs. 1, 9 (spec T11)",
-        statement=f"SGD with τ = γt follows the gradient flow (12): {_what}",
-        how=f"fig9 (3 activations): max over τ and entries of |SGD − p-corrected theory| for {_what}",
-        measure=lambda ctx, k=_key: _fig9_max(ctx, k), expected=_tol, relation="le",
-    ))
-
-
-def _bsoftmax_bias_sum(ctx: ClaimContext) -> float:
-    a = ctx.run("specialization.fig9").arrays
-    return max(float(np.abs(a[f"bsoftmax/{src}_b"].sum(-1)).max()) for src in ("sim", "theory"))
-
-
-register(Claim(
-    id="specialization.bsoftmax_bias_invariance", ref="Eq. (4) (spec T9a)",
-    statement="B-softmax is invariant to b → b + c1, so Σ_h b_h stays 0 along SGD and theory",
-    how="fig9: max_τ |Σ_h b_h| for B-softmax, SGD (float32) and theory", measure=_bsoftmax_bias_sum,
-    expected=1e-5, relation="le",
-))
 
 
 def _lemma_a4(ctx: ClaimContext) -> float:
@@ -205,205 +177,37 @@ register(Claim(
 ))
 
 
-def _fig5_ordering(ctx: ClaimContext) -> float:
-    """Largest violation of E_Bayes ≤ E_B-softmax < E_softmax-1 ≤ E_softmax + 0.01 at H = 4 (T15); ≤ 0 holds."""
-    s = ctx.run("specialization.fig5").summary
-    worst = -np.inf
-    for law in ("flip", "gaussian_iso"):
-        bay, bs, s1, sm = (s[f"E_{law}_bayes_H"], s[f"E_{law}_bsoftmax_H4"], s[f"E_{law}_softmax1_H4"],
-                           s[f"E_{law}_softmax_H4"])
-        worst = max(worst, bay - bs - 0.003, bs - s1, s1 - sm - 0.01)
-    return float(worst)
-
-
-register(Claim(
-    id="specialization.final_loss_ordering", ref="Fig. 5, Props. IV.2-IV.3 (spec T15)",
-    statement="E_Bayes ≤ E_B-softmax < E_softmax-1 ≤ E_softmax after training (H = 4, F = 4, ν = 10)",
-    how="fig5: largest violation among the three inequalities (Bayes side with 0.003 MC slack), flip and iso "
-        "Gaussian; ≤ 0 means the ordering holds",
-    measure=_fig5_ordering, expected=0.0, relation="le",
-))
-register(Claim(
-    id="specialization.bsoftmax_reaches_bayes", ref="Fig. 5 left, Prop. IV.2 (spec T15)",
-    statement="with H ≥ |support| = 4 heads, trained B-softmax reaches the Bayes risk (one-hot F = 4, ν = 10)",
-    how="fig5: E_B-softmax(H=4) − E_Bayes for the one-hot law",
-    measure=lambda ctx: ctx.run("specialization.fig5").summary["E_flip_bsoftmax_H4"]
-    - ctx.run("specialization.fig5").summary["E_flip_bayes_H"],
-    expected=0.01, relation="le",
-))
-
-
-def _mc_fixed(ctx: ClaimContext) -> float:
-    s = ctx.run("specialization.fig8").summary
-    return max(v for k, v in s.items() if k.startswith("max_abs_diff"))
-
-
-register(Claim(
-    id="specialization.fixed_mc_samples", ref="Fig. 8, App. B (spec T19)",
-    statement="keeping the Monte-Carlo samples fixed along the flow changes the trajectory negligibly",
-    how="fig8: max_τ |m^fixed_1f − m^resampled_1f|", measure=_mc_fixed, expected=0.03, relation="le",
-))
-
-
-def _tau_s_fig1(ctx: ClaimContext) -> float:
-    return ctx.run("specialization.fig1").summary["tau_s_sim_softmax"]
-
-
-register(Claim(
-    id="specialization.tau_s_fig1", ref="Fig. 1 text (spec §8.15)",
-    statement="τ^s ≈ 10 is needed at D = 10^4 before the heads split",
-    how="fig1 SGD: first τ with |m_12 − m_22| > 0.2 (run- and D-dependent: reported, not asserted)",
-    measure=_tau_s_fig1, expected=10.0, relation="report",
-))
-register(Claim(
-    id="specialization.cosine_monotone_nu2", ref="Fig. 11 (spec §4.10, §8.14)",
-    statement="the heads' cosine similarity decreases with the flipping strength ν2",
-    how="fig11: fraction of neighbouring grid pairs along ν2 with non-increasing cosine (reported)",
-    measure=lambda ctx: ctx.run("specialization.fig11").summary["monotone_down_in_nu2"], expected=1.0,
-    relation="report",
-))
-
-
-def _phase(key: str):
-    return lambda ctx: ctx.run("specialization.phases").summary[key]
-
-
-for _key, _statement, _expected, _rel in (
-    ("dm1_at_tau1", "by τ = 1 the heads have started to learn the constant direction (mean m_h1 grows by "
-                    "0.08-0.20)", (0.08, 0.20), "in"),
-    ("m1_at_tau5", "by τ = 5 the mean alignment with the constant direction exceeds 0.5", 0.5, "ge"),
-    ("split_change", "during the unspecialised phase the heads do not split: |m_12 − m_22| moves by < 0.05",
-     0.05, "le"),
-    ("gaussian_norm_ratio", "with E θ = 0 (isotropic Gaussian) m does not move: ||m(5)|| < 5 ||m(0)||", 5.0, "le"),
-):
-    register(Claim(
-        id=f"specialization.unspecialised_{_key}", ref="Prop. III.3, Fig. 1 (spec T10)", statement=_statement,
-        how="phases: theory, flip ν=(2,2), softmax, L=10, H=2, m(0) ~ N(0,1e-4), r(0) = I",
-        measure=_phase(_key), expected=_expected, relation=_rel,
-    ))
-
-
-def _escape(key: str, reduce):
-    def measure(ctx: ClaimContext) -> float:
-        s = ctx.run("specialization.escape").summary
-        return reduce([s[f"{key}_{a}"] for a in ("softmax", "bsoftmax")])
-
-    return measure
-
-
-register(Claim(
-    id="specialization.escape_time_increases_with_D", ref="Prop. III.4 (spec T12)",
-    statement="the specialisation time τ_s = Θ(log D) grows with D",
-    how="escape: τ_s (|m_12 − m_22| > 0.2) strictly increasing over D ∈ {1e2..1e5}, softmax and B-softmax "
-        "(1 = both)", measure=_escape("increasing", min), expected=1.0, relation="ge",
-))
-register(Claim(
-    id="specialization.escape_time_log_D", ref="Prop. III.4 (spec T12)",
-    statement="τ_s ≈ a + c log D: equal increments per decade of D",
-    how="escape: (max − min)/mean of the increments of τ_s per decade, worst of softmax and B-softmax",
-    measure=_escape("slope_spread", max), expected=0.30, relation="le",
-))
-
-
-def _sequential(ctx: ClaimContext) -> float:
-    """fig4: τ_2(0.5) − τ_1(0.5) for softmax and B-softmax (F = 3, ν̃ = (20, 10.5, 1)); the smaller one."""
-    s = ctx.run("specialization.fig4").summary
-    return min(s[f"tau_feature2_{i}"] - s[f"tau_feature1_{i}"] for i in (0, 1))
-
-
-register(Claim(
-    id="specialization.sequential_learning", ref="Lemma III.1, Fig. 4 (spec T13)",
-    statement="features are learnt in order of decreasing variance: f = 1 before f = 2",
-    how="fig4: τ_f = first τ with ||m_{:,f}||/√H > 0.5; smallest τ_2 − τ_1 over softmax and B-softmax",
-    measure=_sequential, expected=0.0, relation="ge",
-))
-register(Claim(
-    id="specialization.bsoftmax_learns_faster", ref="Fig. 4 (spec T13)",
-    statement="B-softmax learns the first feature faster than softmax",
-    how="fig4: τ_1(softmax) − τ_1(B-softmax)",
-    measure=lambda ctx: ctx.run("specialization.fig4").summary["tau_feature1_0"]
-    - ctx.run("specialization.fig4").summary["tau_feature1_1"],
-    expected=0.0, relation="ge",
-))
-
-
-def _quadrants(ctx: ClaimContext) -> float:
-    """fig3 panel 0 (softmax, H = 4, ν = (8, 2)): quadrants (sign m_h1, sign m_h2) covered by heads with
-    |m_h1| > 1 and |m_h2| > 0.05 at the end (T14)."""
-    m = ctx.run("specialization.fig3").arrays["panel0/m"][-1, 0]
-    ok = (np.abs(m[:, 0]) > 1) & (np.abs(m[:, 1]) > 0.05)
-    return float(len({(np.sign(a), np.sign(b)) for a, b in m[ok, :2]}))
-
-
-register(Claim(
-    id="specialization.hierarchical_quadrants", ref="Fig. 3 (spec T14)",
-    statement="softmax heads split evenly into all sign combinations: H = 4 ⇒ one head per quadrant ±s1 ± s2",
-    how="fig3 panel 0: number of quadrants holding a head with |m_h1| > 1 and |m_h2| > 0.05",
-    measure=_quadrants, expected=4.0, relation="ge",
-))
-
-
-def _softmax1_dv(ctx: ClaimContext) -> float:
-    """dv/dτ = −∂Ẽ/∂v of softmax-1 at the theory init (b = 0, v = 1, r = I, m ≈ 0), flip (2,2), L = 5, H = 2."""
+def _early_rates(r_scale: float) -> tuple[float, float]:
+    """(dv/dτ, db/dτ) = −∇Ẽ of softmax-1 at m = 0, r = r_scale·I, b = 0, v = 1 (flip (2,2), L = 5, H = 2),
+    N_mc = 4e5 (at r = 0 χ = 0 and the MC loss is exact)."""
     law = make_law("flip", 2, nu1=2.0, nu2=2.0)
     prep = theory.mc_samples(law, 5, 2, 400_000, seed=7).prepare()
-    init = theory.theory_init(2, 2, seed=0)
-    _, (_, _, _, gv) = theory.loss_and_grad(init["m"], init["r"], init["b"], init["v"], prep, "softmax1")
-    return float(-gv[0])
+    m, r = torch.zeros(1, 2, 2, dtype=F64), r_scale * torch.eye(2, dtype=F64)[None]
+    _, (_, _, gb, gv) = theory.loss_and_grad(m, r, torch.zeros(1, 2, dtype=F64), torch.ones(1, dtype=F64), prep,
+                                             "softmax1")
+    return float(-gv[0]), float(-gb[0].mean())
+
+
+def _softmax1_early(ctx: ClaimContext) -> Measured:
+    dv0, db0 = _early_rates(0.0)
+    dv1, db1 = _early_rates(1.0)
+    return Measured(min(dv0, -db0), f"at m = r = 0, b = 0, v = 1: dv/dτ = {dv0:.4f} > 0 and db/dτ = {db0:.4f} < 0 "
+                                    f"((A18), (A19)); at the paper's init η = 1 (r = I) the signs reverse: dv/dτ = "
+                                    f"{dv1:.4f}, db/dτ = {db1:.4f} (the lemma assumes small r)")
 
 
 register(Claim(
-    id="specialization.softmax1_early_v", ref="Lemma A.4, (A19) (spec T16)",
-    statement="from the init (b = 0, v = 1) softmax-1 increases v (paper: dv/dτ > 0, derived at r = 0)",
-    how="−∂Ẽ/∂v at the theory init r = I (η = 1), N_mc = 4e5; at r = I it is negative: the sign of (A19) "
-        "holds at r = 0 only (reported)",
-    measure=_softmax1_dv, expected=None, relation="report",
+    id="specialization.softmax1_early_v", ref="Lemma A.4, (A18)-(A19) (spec T16)",
+    statement="at m = r = 0, b = 0, v = 1 the softmax-1 flow increases v and decreases b: "
+              "∇_b̃Ẽ > 0 (A18), ∇_vẼ < 0 (A19)",
+    how="−∇Ẽ in v and b at m = 0, r = 0 (flip (2,2), L = 5, H = 2, N_mc = 4e5); min(dv/dτ, −db/dτ) > 0; "
+        "the detail also gives the rates at r = I",
+    measure=_softmax1_early, expected=0.0, relation="ge",
 ))
 
 
-from attnlab.specialization import identities  # noqa: E402,F401  (registers the exact identities T1-T18)
-
-
-def _off_target(ctx: ClaimContext) -> float:
-    """fig6: min(softmax − softmax-1, softmax-1 − B-softmax) of the attention mass on irrelevant tokens."""
-    s = ctx.run("specialization.fig6").summary
-    return min(s["off_target_softmax"] - s["off_target_softmax1"], s["off_target_softmax1"] - s["off_target_bsoftmax"])
-
-
-register(Claim(
-    id="specialization.attention_off_target_ordering", ref="Fig. 6 (spec §4.6)",
-    statement="softmax-1 puts less attention on irrelevant tokens than softmax, and B-softmax less still",
-    how="fig6: Σ_{ℓ≠ε} s_ℓ averaged over fresh sequences; smallest of the two gaps (> 0: ordering holds)",
-    measure=_off_target, expected=0.0, relation="ge",
-))
-
-
-def _pruning(law: str, key: str):
-    def measure(ctx: ClaimContext) -> float:
-        s = ctx.run("specialization.fig7").summary
-        gain = {a: s[f"E_{law}_{a}_pruned{key[0]}"] - s[f"E_{law}_{a}_pruned0"] for a in ACTS}
-        if key == "4":
-            return max(gain.values())
-        return min(gain["bsoftmax"], gain["softmax1"]) - gain["softmax"]
-
-    return measure
-
-
-register(Claim(
-    id="specialization.pruning_keeps_one_head_per_feature", ref="Fig. 7 (spec §4.7, T17)",
-    statement="after training H = 8 heads, H − F = 4 can be pruned with little loss increase (one-hot F = 4)",
-    how="fig7, one-hot law: largest E(4 pruned) − E(0 pruned) over the three activations",
-    measure=_pruning("flip", "4"), expected=0.05, relation="le",
-))
-register(Claim(
-    id="specialization.pruning_specialised_heads_degrade_more", ref="Fig. 7 (spec §4.7, T17)",
-    statement="pruning beyond H − F hurts softmax-1 and B-softmax more than softmax (strongly specialised heads)",
-    how="fig7, one-hot law: min over {softmax-1, B-softmax} of E(6) − E(0), minus that of softmax",
-    measure=_pruning("flip", "6"), expected=0.0, relation="ge",
-))
-register(Claim(
-    id="specialization.pruning_gaussian", ref="Fig. 7 (spec §4.7)",
-    statement="for the isotropic Gaussian law the same pruning costs more (continuous laws use every head)",
-    how="fig7, isotropic Gaussian: largest E(4 pruned) − E(0 pruned) over the activations (reported)",
-    measure=_pruning("gaussian_iso", "4"), expected=None, relation="report",
-))
+from attnlab.specialization import (  # noqa: E402,F401  (register)
+    claims_dynamics,
+    claims_trained,
+    identities,
+)

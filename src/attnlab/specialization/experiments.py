@@ -52,15 +52,27 @@ def _theory_kw(config) -> dict[str, Any]:
 
 # -- Figs. 1, 9, 10: SGD against theory -----------------------------------------------------------------
 
+_SIM_QUICK = {**SimVsTheoryConfig.scales["quick"], "tau_max": 30.0}  # D = 500: the split starts at τ ≈ 25
+# Paper horizons (the paper does not print them) long enough for the split its figures show. The flow from
+# random inits at D = 10^4 (split_time; 4-6 inits, N_mc = 2·10^4) gives |m_12 − m_22| > 0.5 at τ ≈ 46-81 for
+# Fig. 1 (L = 10, softmax); > 0.2 at τ ≈ 52-80 (one init later than 100) for Fig. 9's softmax, 34-78 for
+# softmax-1, 10-29 for B-softmax (L = 5); for Fig. 10 (softmax, H = 4) the heads split along f = 1 at τ ≈ 10-23
+# (|Δm_1| from 0.2 to 1.0) and |m_h2| ≤ 0.3 at τ = 150.
 Fig1Config = SimVsTheoryConfig.with_defaults(
-    "Fig1Config", L=10, H=2, law="flip", nu1=2.0, nu2=2.0, activations=("softmax",),
-    doc="Fig. 1: SGD (D = 10^4) vs theory, softmax, flipping spike ν = (2, 2), L = 10, H = 2.")
+    "Fig1Config", L=10, H=2, law="flip", nu1=2.0, nu2=2.0, activations=("softmax",), tau_max=120.0,
+    scales={"quick": _SIM_QUICK, "paper": {}},
+    doc="Fig. 1: SGD (D = 10^4) vs theory, softmax, flipping spike ν = (2, 2), L = 10, H = 2; to τ = 120, past the "
+        "split (τ^s ≈ 35-70 at D = 10^4). Fits one GPU (the batch is streamed: 4 GB tokens per step at most).")
 Fig9Config = SimVsTheoryConfig.with_defaults(
-    "Fig9Config", L=5, H=2, law="flip", nu1=2.0, nu2=2.0, activations=ACTIVATIONS,
-    doc="Fig. 9: SGD vs theory for the three activations, flipping spike, L = 5, H = 2.")
+    "Fig9Config", L=5, H=2, law="flip", nu1=2.0, nu2=2.0, activations=ACTIVATIONS, tau_max=150.0,
+    scales={"quick": _SIM_QUICK, "paper": {}},
+    doc="Fig. 9: SGD vs theory for the three activations, flipping spike, L = 5, H = 2; to τ = 150, past the "
+        "softmax split (τ^s ≈ 50-100 at D = 10^4).")
 Fig10Config = SimVsTheoryConfig.with_defaults(
-    "Fig10Config", L=5, H=4, law="gaussian", nu1=8.0, nu2=2.0, activations=ACTIVATIONS,
-    doc="Fig. 10: SGD vs theory, non-isotropic Gaussian ν = (8, 2), L = 5, H = 4.")
+    "Fig10Config", L=5, H=4, law="gaussian", nu1=8.0, nu2=2.0, activations=ACTIVATIONS, tau_max=100.0,
+    scales={"quick": _SIM_QUICK, "paper": {}},
+    doc="Fig. 10: SGD vs theory, non-isotropic Gaussian ν = (8, 2), L = 5, H = 4; to τ = 100: the split along the "
+        "strong feature (τ ≈ 10-25 at D = 10^4) and the slow start along the weak one.")
 
 
 def sim_vs_theory(config: SimVsTheoryConfig, ctx: RunContext) -> Result:

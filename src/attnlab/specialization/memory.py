@@ -58,6 +58,11 @@ def one_flow(config) -> tuple[int, str]:
     return theory_bytes(config.n_mc, config.L, config.H, config.F), REDUCE
 
 
+@memory_model("specialization.split_time")
+def split_time(config) -> tuple[int, str]:
+    return theory_bytes(config.n_mc, config.L, config.H, config.F, runs=config.seeds), REDUCE
+
+
 @memory_model("specialization.escape")
 def escape(config) -> tuple[int, str]:
     return theory_bytes(config.n_mc, config.L, config.H, config.F, runs=len(config.Ds)), REDUCE

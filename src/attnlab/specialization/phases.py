@@ -5,6 +5,9 @@
 * ``escape``: the escape time from the unspecialised saddle grows like log D: the flow is started at
   m(0) = m̂/√D, r(0) = I + r̂/√D with m̂, r̂ fixed across D, on sign- and head-symmetrised MC samples so
   that only the O(D^{-1/2}) initial condition breaks the symmetry.
+* ``split_time``: τ^s of Fig. 1 over many random inits at D = 10^4: the flow (12) from the empirical order
+  parameters of each init (as Fig. 1's theory, which the SGD follows: Prop. III.2), the time the heads split
+  and the rate at which their difference grows before it.
 """
 
 from __future__ import annotations
@@ -47,6 +50,22 @@ class EscapeConfig(LawConfig):
     record_every: float = Field(0.25, gt=0)
     solver: Literal["euler", "adaptive"] = "adaptive"
     scales = {"quick": {"n_mc": 10_000, "tau_max": 100.0, "record_every": 0.5}, "paper": {}}
+
+
+class SplitTimeConfig(LawConfig):
+    """τ^s of Fig. 1 (flip ν = (2, 2), softmax, L = 10, H = 2) at D = 10^4 over ``seeds`` random inits."""
+
+    activation: Activation = "softmax"
+    H: int = Field(2, ge=2)
+    L: int = Field(10, ge=2)
+    D: int = Field(10_000, ge=8, le=10**9, description="dimension of the random inits (only m(0), q(0), p)")
+    seeds: int = Field(32, ge=1, le=1000)
+    thresholds: tuple[float, ...] = Field((0.05, 0.2, 0.5), min_length=1,
+                                          description="τ^s(a): first τ with |m_12 − m_22| > a")
+    tau_max: float = Field(150.0, gt=0)
+    record_every: float = Field(0.5, gt=0)
+    solver: Literal["euler", "adaptive"] = "adaptive"
+    scales = {"quick": {"seeds": 6, "n_mc": 20_000, "tau_max": 100.0}, "paper": {}}
 
 
 def _phases_figure(result: Result, config: PhasesConfig):
@@ -138,3 +157,58 @@ def escape(config: EscapeConfig, ctx: RunContext) -> Result:
         summary[f"increasing_{act}"] = float(np.all(np.diff(ts) > 0))
         summary[f"slope_spread_{act}"] = float((inc.max() - inc.min()) / inc.mean()) if np.all(inc > 0) else np.nan
     return Result(pd.DataFrame(rows), arrays, summary)
+
+
+def _split_figure(result: Result, config: SplitTimeConfig):
+    fig, ax = figure(width=3.8, height=3.0)
+    t, gap = result.arrays["time"], result.arrays["gap"]
+    for s in range(gap.shape[1]):
+        ax.semilogy(t, np.maximum(gap[:, s], 1e-6), color=COLORS[0], lw=0.8, alpha=0.6)
+    for a in config.thresholds:
+        ax.axhline(a, color="0.5", ls=":", lw=0.8)
+    ax.set_xlabel(r"$\tau$")
+    ax.set_ylabel(r"$|m_{12}-m_{22}|$" + f" (D = {config.D:g}, {gap.shape[1]} inits)")
+    return fig
+
+
+@experiment("specialization", "split_time", SplitTimeConfig, ref="Fig. 1 text, Prop. III.4", figure=_split_figure,
+            title="τ^s at D = 10^4: when the heads of Fig. 1 split, over random inits")
+def split_time(config: SplitTimeConfig, ctx: RunContext) -> Result:
+    """The flow from the order parameters m(0) = K K*ᵀ, q(0) = K Kᵀ, p = K* K*ᵀ of ``seeds`` random inits at D
+    (spikes and keys drawn as the SGD's, eqs. (1) and §2.3), p-corrected; τ^s per seed and threshold, and the
+    growth rate λ of |m_12 − m_22| while it is between 2× its start and 0.1 (log-linear fit)."""
+    from attnlab.specialization.data import sample_spikes
+    from attnlab.specialization.model import init_keys, order_parameters
+
+    law = config.theta_law()
+    g = torch.Generator().manual_seed(ctx.seed("init") % 2**31)
+    ops = [order_parameters(init_keys(config.H, config.D, generator=g, eta=config.eta),
+                            sample_spikes(law.F, config.D, generator=g)) for _ in range(config.seeds)]
+    taus = np.linspace(0, config.tau_max, round(config.tau_max / config.record_every) + 1)
+    tr = theory.predict(config.activation, law, config.L, config.H, taus, m0=torch.stack([o.m for o in ops]),
+                        q0=torch.stack([o.q for o in ops]), p=torch.stack([o.p for o in ops]),
+                        mc_seed=ctx.seed("mc") % 2**31, n_mc=config.n_mc, solver=config.solver, dt=config.dt,
+                        device=ctx.device)
+    gap = np.abs(tr["m"][:, :, 0, 1] - tr["m"][:, :, 1, 1])  # (T, S): the heads' difference along f = 2
+    rows = []
+    for s in range(config.seeds):
+        row = {"seed": s, "gap0": float(gap[0, s]), "rate": _growth_rate(tr.time, gap[:, s])}
+        row.update({f"tau_s_{a:g}": analysis.first_time(gap[:, s], tr.time, a) for a in config.thresholds})
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    summary = {"D": config.D, "seeds": config.seeds, "tau_max": config.tau_max,
+               "gap0_median": float(table["gap0"].median()), "rate_median": float(table["rate"].median())}
+    for a in config.thresholds:
+        col = table[f"tau_s_{a:g}"]
+        summary[f"split_fraction_{a:g}"] = float(np.isfinite(col).mean())
+        for stat in ("median", "min", "max"):
+            summary[f"tau_s_{a:g}_{stat}"] = float(getattr(col, stat)()) if np.isfinite(col).any() else np.nan
+    return Result(table, {**tr.to_arrays(), "gap": gap}, summary)
+
+
+def _growth_rate(t: np.ndarray, gap: np.ndarray) -> float:
+    """Slope of log gap over the part of the trajectory where 2·gap(0) < gap < 0.1 (NaN if too short)."""
+    keep = (gap > 2 * gap[0]) & (gap < 0.1)
+    if keep.sum() < 3:
+        return float("nan")
+    return float(np.polyfit(t[keep], np.log(gap[keep]), 1)[0])
