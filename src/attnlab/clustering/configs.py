@@ -6,7 +6,11 @@
 x/(sqrt(mean x²) + 1e-5) before the attention and before the MLP, q ~ U(±1/sqrt(d)) (an nn.Linear(d, 1)), MLP
 width 32 with biases and the nested per-neuron initialisation, a 3-row token table (so 3 logits), Adam 3e-3,
 batch 32, and pal's random streams (seed s = pal's ``--seed s``, ``streams.py``); explicitly given keys still win
-over the preset.
+over the preset. pal's other knobs map as: ``mlp_lr_discount`` δ → ``mlp_lr_factor`` = 1/δ, ``ffn_dim`` → ``h``,
+``ffn_bias`` → ``mlp_bias``, ``ffn_dropout`` → ``mlp_dropout``, ``activation`` (any torch.nn.functional name of
+``MLP_ACTIVATIONS``), ``nb_emb`` → ``n_emb`` (its ``run`` command leaves 2 rows, its ``grid`` sets 3). One
+difference is kept on purpose: pal never leaves training mode, so with dropout its per-epoch metrics are measured
+with dropout on; attnlab evaluates without it.
 """
 
 from __future__ import annotations

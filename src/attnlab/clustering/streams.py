@@ -12,7 +12,9 @@ generator (DataLoader's shuffle), the second seeding a fresh generator whose per
 the epoch's batch order. The data are numpy ``default_rng(s)``: the training set's integers first, the test
 set's next. So ``preset="pal", seed=s`` starts from pal's weights, data and batch order for seed s, bit for bit
 in float32, and with ``mlp_dropout = 0`` (pal's dropout draws from the same generator) follows its run up to the
-rounding of batched kernels. Unseen-sentence samples and dropout masks always come from attnlab's streams.
+rounding of batched kernels (measured: the same first-epoch losses to 6e-8; over 400 epochs 19 of 19 seeds reach
+the same success verdict). Unseen-sentence samples and dropout masks always come from attnlab's streams. pal's
+``ffn_dim`` ablation draws a 10 000-row table (its MAX_FFN_DIM there), so its runs' later draws differ from these.
 """
 
 from __future__ import annotations
