@@ -29,8 +29,8 @@ Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/clustering.json`` 
    the CPU time of one tiny kernel measured in the same run.
 5. ``gpu_step`` — on CUDA only (``--device cuda``): ms per Adam step at 2 000 and 10 000 seeds, eager and as a
    captured epoch, and how many seeds of the default run fit in the device's free memory (``memory.py``).
-6. ``fig14`` — Fig. 14 at paper scale: time per epoch of 250 seeds at p = 3 and p = 10, extrapolated to the 17
-   bars × 250 runs × (1000 or 2000) epochs of the figure.
+6. ``fig14`` — Fig. 14 at paper scale: CPU time per epoch of 250 seeds at p = 3 and p = 10, extrapolated to the
+   17 bars × 250 runs × (1000 or 2000) epochs of the figure.
 """
 
 from __future__ import annotations
@@ -318,30 +318,36 @@ def gpu_step() -> dict:
 
 
 def fig14() -> dict:
-    """Per-epoch cost of one Fig. 14 bar (250 seeds, the figure's record: full-batch metrics every 50 epochs):
-    the training epoch from the difference of a 5- and a 1-epoch run (same setup and evaluations), plus 1/50 of
-    one evaluation."""
-    from attnlab.clustering.model import init_params
-    from attnlab.clustering.train import evaluate, make_data
+    """CPU seconds per epoch of one Fig. 14 bar (250 seeds, the figure's record: full-batch metrics every 50
+    epochs): one epoch of the 64 Adam steps and batch orders, plus 1/50 of one evaluation."""
+    from attnlab.clustering import streams
+    from attnlab.clustering.runner import EpochRunner, Stepper
+    from attnlab.clustering.step import Adam, Flat, one_hot
+    from attnlab.clustering.train import _leaves, epoch_draws, evaluate, make_data
 
     out = {}
     for p in (3, 10):
-        cfg = TrainConfig(p=p, n_seeds=250, epochs=1, step_log_every=0, log_every=50, head_metrics=False,
-                          snapshot_every=0)
-        train(cfg.model_copy(update={"n_seeds": 2}))  # warm-up
-        t1, _ = bench.timed(lambda cfg=cfg: train(cfg))
-        t5, _ = bench.timed(lambda cfg=cfg: train(cfg.model_copy(update={"epochs": 5})))
+        cfg = TrainConfig(p=p, n_seeds=250, step_log_every=0, log_every=50, head_metrics=False, snapshot_every=0)
         task, spec, seeds = cfg.task(), cfg.spec(), cfg.seeds()
         data = make_data(task, cfg, seeds)
-        leaves = {k: v.requires_grad_(True) for k, v in init_params(spec, seeds).items()}
-        t0 = time.perf_counter()
-        evaluate(leaves, data, spec, task, False)
-        t_eval = time.perf_counter() - t0
-        out[f"s_per_epoch_250_seeds_p{p}"] = (t5 - t1) / 4 + t_eval / cfg.log_every
-        out[f"s_per_evaluation_250_seeds_p{p}"] = t_eval
-    mean_epoch = (out["s_per_epoch_250_seeds_p3"] + out["s_per_epoch_250_seeds_p10"]) / 2
+        params, gens = streams.initial("attnlab", spec, seeds, torch.float32, "cpu")
+        flat = Flat(params)
+        runner = EpochRunner(Stepper(flat, Adam(flat, 3e-3, 1.0, (0.9, 0.999), 1e-8, 0.0), spec, None), 64, 32, False)
+        ix = torch.arange(250)[:, None]
+
+        def epoch(runner=runner, data=data, gens=gens, cfg=cfg, spec=spec, ix=ix, p=p):
+            order, _ = epoch_draws(cfg, gens, [], spec)
+            runner.run(one_hot(data.x_train[ix, order].transpose(1, 2), p, torch.float32),
+                       one_hot(data.y_train[ix, order], spec.n_emb, torch.float32), None)
+
+        t_epoch = _cpu_seconds(epoch, 2)
+        t_eval = _cpu_seconds(lambda flat=flat, data=data, spec=spec, task=task: evaluate(
+            _leaves(flat), data, spec, task, False), 1)
+        out[f"cpu_s_per_epoch_250_seeds_p{p}"] = t_epoch + t_eval / cfg.log_every
+        out[f"cpu_s_per_evaluation_250_seeds_p{p}"] = t_eval
+    mean_epoch = (out["cpu_s_per_epoch_250_seeds_p3"] + out["cpu_s_per_epoch_250_seeds_p10"]) / 2
     epochs = 9 * 1000 + 8 * 2000  # 9 from-scratch bars, 8 finetune bars (1000 on p=2 + 1000 on p')
-    out["fig14_paper_scale_hours_one_process"] = mean_epoch * epochs / 3600
+    out["fig14_paper_scale_cpu_hours_one_process"] = mean_epoch * epochs / 3600
     out["note"] = "17 bars × 250 runs; each bar is one vectorised 250-seed run; dask spreads bars over machines"
     return out
 

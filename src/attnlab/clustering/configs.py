@@ -73,8 +73,8 @@ class TrainConfig(Config):
     grad_clip: float | None = Field(None, gt=0, description="per-seed max gradient norm (off by default)")
     n_seeds: int = Field(1, ge=1, le=100_000, description="seeds trained together, vectorised")
     dtype: Literal["float32", "float64"] = Field("float32")
-    cuda_graph: bool = Field(True, description="on CUDA, replay each epoch's Adam steps as one captured graph "
-                                               "(the same kernels: the same numbers, ~70× fewer launches)")
+    cuda_graph: bool = Field(True, description="on CUDA, replay each epoch's Adam steps as one captured graph (the "
+                                               "same kernels and numbers; one replay, not ~120 launches a step)")
     # recording
     log_every: int = Field(1, ge=1, description="epochs between full-batch metrics")
     step_log_every: int = Field(1, ge=0, description="steps between mini-batch loss/grad-norm records (0: off)")
