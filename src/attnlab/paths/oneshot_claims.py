@@ -174,10 +174,10 @@ def _heads(s: dict, o: str, v: float) -> str:
 
 
 def _small(s: dict, o: str, v: float) -> str:
-    return (_heads(s, o, v) + ". The theory's U (N = 10, P = 600) does not rank the GD model's heads by their cost "
-            "on these digits, and a larger model does not help: at N_gd = 128, 8000 steps (ID 0.81) every layer-2 "
-            "head scores below every layer-1 head yet costs more (0.05-0.22), Spearman −0.60, two pruned heads cost "
-            "0.26; the paper's N_gd = 512 Omniglot model (31 h on one CPU core) is out of reach here")
+    return (_heads(s, o, v) + ". The theory's U (N = 10, P = 600) ranks neither this GD model's heads by cost nor a "
+            "larger one's: at N_gd = 128, 8000 steps (ID 0.81) layer-2 heads score below all layer-1 heads yet cost "
+            "0.05-0.22 each (Spearman −0.60, two pruned heads cost 0.26); the paper's N_gd = 512 Omniglot model "
+            "(31 h on one CPU core) is out of reach here")
 
 
 _claim("lowest_score_small_drop", "Fig. 3e (spec D4 soft gate)", "the lowest-score head costs less than the "
@@ -187,9 +187,10 @@ _claim("lowest_score_small_drop", "Fig. 3e (spec D4 soft gate)", "the lowest-sco
            lambda s, o, v: _heads(s, "id", v)), 0.0, "le")
 _claim("score_tracks_drop", "Fig. 3e (spec D4)", "accuracy drops track the head scores",
        "fig3ef: Spearman correlation of the 8 scores with the single-head ID accuracy drops (one-sided 5% level "
-       "for 8 pairs: 0.64)", _on("fig3ef", lambda s, o: s[f"{V}/spearman_score_drop_id"],
-                                 lambda s, o, v: f"OOD: {s[f'{V}/spearman_score_drop_{o}']:.2f}; " + _small(s, o, v),
-                                 why="the single-head drops are all equal, so no rank correlation"), 0.64, "report")
+       "for 8 pairs: 0.64)",
+       _on("fig3ef", lambda s, o: s[f"{V}/spearman_score_drop_id"],
+           lambda s, o, v: f"OOD Spearman {s[f'{V}/spearman_score_drop_{o}']:.2f}; " + _small(s, o, v),
+           why="the single-head drops are all equal, so no rank correlation"), 0.64, "report")
 _claim("prune_two_heads_id", "Fig. 3f", "pruning the two lowest-score heads (25% of the parameters) costs only a "
        "marginal ID accuracy", "fig3ef: A_ID(full) − A_ID(2 heads pruned); marginal: ≤ 0.03 (Fig. 3e: the two "
        "lowest-score heads alone cost 0.02 and 0.008 of 0.838)",
