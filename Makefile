@@ -29,7 +29,7 @@ $(STAMP): requirements.lock pyproject.toml
 # The demo runs every study's headline experiments (14 min on 2 cores); `make check` measures every paper claim at quick
 # scale (about an hour and a half on 2 cores) into the same store, and the report then shows both.
 demo: $(STAMP)
-	$(BIN)/attnlab reproduce --quick --no-claims --report attnlab-report.html
+	$(BIN)/attnlab reproduce --quick --no-claims --html attnlab-report.html
 	@echo "report: $(CURDIR)/attnlab-report.html"
 
 # Both write the committed record results/claims/<scale>/<study>.json and regenerate the README's tables from it.
@@ -39,7 +39,7 @@ check check-paper: SCALE = $(if $(filter check-paper,$@),paper,quick)
 check check-paper: $(STAMP)
 	$(BIN)/attnlab check --scale $(SCALE) --device $(DEVICE) --record results/claims; status=$$?; \
 	$(BIN)/python -m attnlab.core.record README.md; \
-	$(BIN)/attnlab report --all --out attnlab-report.html; exit $$status
+	$(BIN)/attnlab report --all --html attnlab-report.html; exit $$status
 
 readme: $(STAMP)
 	$(BIN)/python -m attnlab.core.record README.md

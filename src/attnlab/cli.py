@@ -1,4 +1,4 @@
-"""The ``attnlab`` command: list, run, sweep, check, report, reproduce, bench, render, sandbox.
+"""The ``attnlab`` command: list, run, sweep, check, report, reproduce, bench, render, sandbox, store.
 
 Exit codes: 0 success; 1 a run failed or a claim failed; 2 bad input (nothing was run or written);
 130 interrupted (the run is marked and resumes when started again).
@@ -21,9 +21,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from attnlab import STUDIES
+from attnlab.cli_flags import OldStoreOpt, StoreOpt
+from attnlab.cli_flags import html_file as _html_file
+from attnlab.cli_flags import store as _store
 from attnlab.core import progress
 from attnlab.core.config import SCALES, ConfigError, load_yaml, parse_sets, resolve
-from attnlab.core.runs import RunFailed, default_root
+from attnlab.core.runs import RunFailed
 
 app = typer.Typer(
     add_completion=False,
@@ -35,7 +38,6 @@ err_console = Console(stderr=True)
 
 ScaleOpt = Annotated[str, typer.Option("--scale", help=f"one of {', '.join(SCALES)}")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override a parameter: KEY=VALUE (repeatable)")]
-StoreOpt = Annotated[Path | None, typer.Option("--out", help="run store directory [env ATTNLAB_HOME, ./attnlab-runs]")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")]
 DeviceOpt = Annotated[str | None, typer.Option("--device", help="cpu, cuda or cuda:N [default: the config's, cpu]")]
@@ -62,12 +64,6 @@ def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise typer.Exit(130) from None
 
     return wrapper
-
-
-def _store(out: Path | None):
-    from attnlab.core.runs import RunStore
-
-    return RunStore(out if out is not None else default_root())
 
 
 def _device(name: str | None) -> str | None:
@@ -128,7 +124,8 @@ def run(
     config_file: Annotated[Path | None, typer.Option("--config", help="YAML file of KEY: VALUE overrides")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="base seed of the run's named streams")] = None,
     device: DeviceOpt = None,
-    out: StoreOpt = None,
+    store: StoreOpt = None,
+    old_out: OldStoreOpt = None,
     force: Annotated[bool, typer.Option("--force", help="recompute even if a finished run exists")] = False,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -141,7 +138,7 @@ def run(
     exp = get(experiment)
     config = resolve(exp.config, scale, _overrides(set_, config_file), seed=seed, device=_device(device))
     resolve_device(config.device)
-    record = _store(out).run(exp, config, force=force)
+    record = _store(store, old_out).run(exp, config, force=force)
     if json_:
         print(json.dumps(record.to_json(), default=str))
         return
@@ -163,7 +160,8 @@ def sweep(
     executor: Annotated[str, typer.Option("--executor", help="local (process pool) or dask")] = "local",
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="dask scheduler, e.g. tcp://host:8786")] = None,
     workers: Annotated[int | None, typer.Option("--workers", help="processes (local) or LocalCluster workers")] = None,
-    out: StoreOpt = None,
+    store: StoreOpt = None,
+    old_out: OldStoreOpt = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -172,7 +170,7 @@ def sweep(
 
     progress.set_quiet(quiet or json_)
     result = run_sweep(
-        experiment, parse_grid(grid), store=_store(out), scale=scale, base=parse_sets(set_ or []), seed=seed,
+        experiment, parse_grid(grid), store=_store(store, old_out), scale=scale, base=parse_sets(set_ or []), seed=seed,
         device=_device(device) if executor != "dask" or not scheduler else device, executor=executor,
         scheduler=scheduler, workers=workers,
     )
@@ -199,7 +197,8 @@ def check(
                                                 "record (e.g. results/claims)")] = None,
     since: Annotated[Path | None, typer.Option("--since", help="a record file or directory: print what changed "
                                                "verdict or value (exit 1 if a pass became a fail)")] = None,
-    out: StoreOpt = None,
+    store: StoreOpt = None,
+    old_out: OldStoreOpt = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -212,7 +211,7 @@ def check(
     check_study(study)
     before = rec.load(since, scale) if since is not None else None
     progress.set_quiet(quiet or json_)
-    results = run_checks(study, scale, _store(out), only, device=_device(device))
+    results = run_checks(study, scale, _store(store, old_out), only, device=_device(device))
     changes = rec.compare(before, results, device) if before is not None else []
     if json_:
         print(json.dumps([r.to_json() for r in results], indent=2))
@@ -250,10 +249,11 @@ def _print_claims(results: list) -> None:
 def report(
     targets: Annotated[list[Path] | None, typer.Argument(help="run or sweep directories")] = None,
     all_: Annotated[bool, typer.Option("--all", help="everything in the store")] = False,
-    store: Annotated[Path | None, typer.Option("--store", help="run store [env ATTNLAB_HOME]")] = None,
-    out: Annotated[Path, typer.Option("--out", help="HTML file to write")] = Path("attnlab-report.html"),
+    store: StoreOpt = None,
+    html: Annotated[Path | None, typer.Option("--html", help="HTML file to write [attnlab-report.html]")] = None,
+    old_out: Annotated[Path | None, typer.Option("--out", hidden=True, help="deprecated spelling of --html")] = None,
 ) -> None:
-    """Write a self-contained HTML report of runs, sweeps and claims."""
+    """Write a self-contained HTML report of runs, sweeps and claims (corrupt runs are skipped and named)."""
     from attnlab.core import report as rep
 
     if not targets and not all_:
@@ -261,7 +261,8 @@ def report(
     for t in targets or []:
         if not t.is_dir():
             raise ConfigError(f"{str(t)!r} is not a directory")
-    path = rep.write(_store(store), out, None if all_ else list(targets or []))
+    html = _html_file(html, old_out, "--out")
+    path = rep.write(_store(store, existing=all_), html, None if all_ else list(targets or []))
     out_console.print(f"report → {path.resolve()}")
 
 
@@ -273,8 +274,11 @@ def reproduce(
     paper: Annotated[bool, typer.Option("--paper", help="the paper's sizes (long; CUDA advised)")] = False,
     claims_: Annotated[bool, typer.Option("--claims/--no-claims", help="also run the claims")] = True,
     device: DeviceOpt = None,
-    out: StoreOpt = None,
-    report_out: Annotated[Path, typer.Option("--report", help="HTML report to write")] = Path("attnlab-report.html"),
+    store: StoreOpt = None,
+    old_out: OldStoreOpt = None,
+    html: Annotated[Path | None, typer.Option("--html", help="HTML report to write [attnlab-report.html]")] = None,
+    old_report: Annotated[Path | None, typer.Option("--report", hidden=True, help="deprecated spelling of --html")]
+    = None,
     quiet: QuietOpt = False,
 ) -> None:
     """Run every study's headline experiments, its claims, then write the HTML report."""
@@ -290,7 +294,8 @@ def reproduce(
         check_study(s)
     _device(device)
     progress.set_quiet(quiet)
-    store = _store(out)
+    html = _html_file(html, old_report, "--report")
+    store = _store(store, old_out)
     chosen = studies or list(STUDIES)
     targets = []
     bad = 0
@@ -304,7 +309,7 @@ def reproduce(
             results = run_checks(study, scale, store, device=device)
             _print_claims(results)
             bad += len(failed(results))
-    path = rep.write(store, report_out, None, title=f"attnlab reproduce ({scale}): {', '.join(chosen)}")
+    path = rep.write(store, html, None, title=f"attnlab reproduce ({scale}): {', '.join(chosen)}")
     out_console.print(f"report → [bold]{path.resolve()}[/bold]")
     if bad:
         raise typer.Exit(1)
@@ -337,18 +342,26 @@ def render(
 @app.command()
 @_guard
 def sandbox(
-    out: StoreOpt = None,
-    host: Annotated[str, typer.Option("--host", help="address to bind; anything but loopback is warned about")]
+    store: StoreOpt = None,
+    old_out: OldStoreOpt = None,
+    host: Annotated[str, typer.Option("--host", help="address to bind: loopback unless --allow-remote")]
     = "127.0.0.1",
+    allow_remote: Annotated[bool, typer.Option("--allow-remote", help="allow a --host that is not loopback "
+                                               "(anyone who reaches it with the token can start runs)")] = False,
     port: Annotated[int, typer.Option("--port", help="TCP port; 0 picks a free one")] = 0,
-    max_jobs: Annotated[int, typer.Option("--max-jobs", help="training runs at once; the rest are queued")] = 1,
+    max_jobs: Annotated[int, typer.Option("--max-jobs", help="training runs at once")] = 1,
+    max_queued: Annotated[int, typer.Option("--max-queued", help="runs waiting for a slot; more are refused (429)")]
+    = 16,
     no_browser: Annotated[bool, typer.Option("--no-browser", help="do not open the page in a browser")] = False,
 ) -> None:
-    """The live visual sandbox: a local web app to start, watch, scrub and compare runs (needs the sandbox extra)."""
+    """The live visual sandbox: a local web app to start, watch, scrub and compare runs (needs the sandbox extra).
+
+    Like Jupyter's server: the printed URL carries a random token (then kept in a cookie), requests must name this
+    machine in their Host header, and state-changing requests must come from the page's own origin."""
     from attnlab.sandbox.server import serve
 
-    serve(out if out is not None else default_root(), host=host, port=port, max_jobs=max_jobs,
-          open_browser=not no_browser)
+    serve(_store(store, old_out).root, host=host, port=port, max_jobs=max_jobs, max_queued=max_queued,
+          open_browser=not no_browser, allow_remote=allow_remote)
 
 
 @app.command()
@@ -396,6 +409,13 @@ def _bench_dir() -> Path:
         if (base / "benchmarks").is_dir():
             return base / "benchmarks"
     raise ConfigError("benchmarks/ not found: run `attnlab bench` from the attnlab source checkout")
+
+
+if __name__ == "__main__":  # `python -m attnlab.cli`: the store commands import this module under its own name
+    sys.modules.setdefault("attnlab.cli", sys.modules[__name__])
+from attnlab.cli_store import store_app  # noqa: E402 (it uses this module's options and error handling)
+
+app.add_typer(store_app, name="store")
 
 
 def main() -> None:

@@ -54,7 +54,7 @@ def test_model_is_linear_and_counts_the_step_record():
 def test_a_run_that_would_not_fit_stops_before_it_starts(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_FREE_BYTES", str(200 * 2**20))
     store = tmp_path / "store"
-    res = CliRunner().invoke(app, ["run", "clustering.train", "--out", str(store), "--set", "n_seeds=5000"])
+    res = CliRunner().invoke(app, ["run", "clustering.train", "--store", str(store), "--set", "n_seeds=5000"])
     assert res.exit_code == 2, res.output
     msg = res.stderr.strip()
     assert "n_seeds" in msg and "\n" not in msg and not store.exists()

@@ -114,7 +114,7 @@ def test_config_errors_are_one_line(overrides, key):
 def test_config_errors_write_nothing(tmp_path, overrides, key):
     store = tmp_path / "store"
     sets = [f"{k}={v}" for k, v in overrides.items()]
-    res = CliRunner().invoke(app, ["run", "clustering.transfer_circuit", "--out", str(store),
+    res = CliRunner().invoke(app, ["run", "clustering.transfer_circuit", "--store", str(store),
                                    *[a for s in sets for a in ("--set", s)]])
     assert res.exit_code == 2 and f"key '{key}'" in res.stderr and not store.exists()
 

@@ -21,7 +21,7 @@ def test_list_shows_experiments_and_parameters():
 
 
 def test_run_json_then_reuse(tmp_path):
-    args = ["run", "toy.walk", "--out", str(tmp_path), "--set", "steps=3", "--seed", "5", "--json"]
+    args = ["run", "toy.walk", "--store", str(tmp_path), "--set", "steps=3", "--seed", "5", "--json"]
     first = json.loads(runner.invoke(app, args).stdout)
     assert first["status"] == "done" and not first["reused"] and len(first["config_hash"]) == 16
     assert set(first["summary"]) == {"final_norm", "mean_x0"}
@@ -35,7 +35,7 @@ def test_run_errors_exit_2_without_writing(tmp_path):
     store = tmp_path / "s"
     for args in (["run", "toy.nope"], ["run", "walk"], ["run", "toy.walk", "--scale", "big"],
                  ["run", "toy.walk", "--device", "cuda"] if not _cuda() else ["run", "toy.walk", "--set", "dim=0"]):
-        res = runner.invoke(app, [*args, "--out", str(store)])
+        res = runner.invoke(app, [*args, "--store", str(store)])
         assert res.exit_code == 2, (args, res.output)
         assert res.stderr.startswith("error:")
     assert not store.exists()
@@ -48,12 +48,12 @@ def _cuda():
 
 
 def test_failed_run_exit_1_and_points_to_log(tmp_path):
-    res = runner.invoke(app, ["run", "toy.walk", "--out", str(tmp_path), "--set", "fail_at=0"])
+    res = runner.invoke(app, ["run", "toy.walk", "--store", str(tmp_path), "--set", "fail_at=0"])
     assert res.exit_code == 1 and "asked to fail" in res.stderr and "log.txt" in res.stderr
 
 
 def test_check_json_and_exit_code(tmp_path):
-    res = runner.invoke(app, ["check", "toy", "--json", "--out", str(tmp_path)])
+    res = runner.invoke(app, ["check", "toy", "--json", "--store", str(tmp_path)])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
     assert {"claim", "ref", "measured", "expected", "tolerance", "verdict"} <= set(rows[0])
@@ -62,7 +62,7 @@ def test_check_json_and_exit_code(tmp_path):
 
     mod.register(mod.Claim("toy.false", "—", "never", "constant", lambda ctx: 1.0, 0.0, "approx", 0.1))
     try:
-        res = runner.invoke(app, ["check", "toy", "--out", str(tmp_path)])
+        res = runner.invoke(app, ["check", "toy", "--store", str(tmp_path)])
         assert res.exit_code == 1 and "toy.false" in res.stdout
     finally:
         mod._CLAIMS.pop("toy.false")
@@ -70,27 +70,28 @@ def test_check_json_and_exit_code(tmp_path):
 
 def test_report_of_run_sweep_and_all(tmp_path):
     store = tmp_path / "s"
-    run = json.loads(runner.invoke(app, ["run", "toy.walk", "--out", str(store), "--set", "steps=3", "--json"]).stdout)
-    sw = runner.invoke(app, ["sweep", "toy.walk", "--grid", "steps=2,3", "--out", str(store), "--workers", "1",
+    run = json.loads(runner.invoke(app, ["run", "toy.walk", "--store", str(store), "--set", "steps=3",
+                                         "--json"]).stdout)
+    sw = runner.invoke(app, ["sweep", "toy.walk", "--grid", "steps=2,3", "--store", str(store), "--workers", "1",
                              "--json"])
     assert sw.exit_code == 0, sw.output
     sweep_dir = json.loads(sw.stdout)["sweep_dir"]
-    runner.invoke(app, ["check", "toy", "--out", str(store)])
+    runner.invoke(app, ["check", "toy", "--store", str(store)])
     out = tmp_path / "r.html"
-    res = runner.invoke(app, ["report", run["run_dir"], sweep_dir, "--out", str(out), "--store", str(store)])
+    res = runner.invoke(app, ["report", run["run_dir"], sweep_dir, "--html", str(out), "--store", str(store)])
     assert res.exit_code == 0, res.output
     html = out.read_text()
     assert html.count("data:image/png;base64,") == 2 and "toy.walk" in html and "<table" in html
-    res = runner.invoke(app, ["report", "--all", "--out", str(out), "--store", str(store)])
+    res = runner.invoke(app, ["report", "--all", "--html", str(out), "--store", str(store)])
     html = out.read_text()
     assert "claims: toy-quick" in html and "toy.diffusion" in html and "Sweeps" in html
-    assert runner.invoke(app, ["report", "--out", str(out)]).exit_code == 2
+    assert runner.invoke(app, ["report", "--html", str(out)]).exit_code == 2
     assert runner.invoke(app, ["report", str(tmp_path / "missing")]).exit_code == 2
 
 
 def test_reproduce_runs_headline_and_writes_report(tmp_path):
     out = tmp_path / "rep.html"
-    res = runner.invoke(app, ["reproduce", "toy", "--quick", "--out", str(tmp_path / "s"), "--report", str(out)])
+    res = runner.invoke(app, ["reproduce", "toy", "--quick", "--store", str(tmp_path / "s"), "--html", str(out)])
     assert res.exit_code == 0, res.output
     assert "toy.walk" in out.read_text() and "toy.diffusion" in out.read_text()
 
@@ -98,7 +99,7 @@ def test_reproduce_runs_headline_and_writes_report(tmp_path):
 @pytest.mark.dask
 def test_sweep_cli_on_a_dask_local_cluster(tmp_path):
     res = runner.invoke(app, ["sweep", "toy.walk", "--grid", "seed=0,1", "--set", "steps=3", "--executor", "dask",
-                              "--workers", "2", "--out", str(tmp_path), "--json"])
+                              "--workers", "2", "--store", str(tmp_path), "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     assert doc["runs"] == 2 and doc["failed"] == 0

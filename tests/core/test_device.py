@@ -84,7 +84,7 @@ def test_cuda_details_read_properties(monkeypatch):
 @pytest.mark.parametrize("name", ["cuda", "cuda:1", "tpu"])
 def test_every_command_refuses_a_device_it_cannot_use(tmp_path, args, name):
     store = tmp_path / "s"
-    res = runner.invoke(app, [*args, "--device", name, *([] if args[0] == "bench" else ["--out", str(store)])])
+    res = runner.invoke(app, [*args, "--device", name, *([] if args[0] == "bench" else ["--store", str(store)])])
     assert res.exit_code == 2, res.output
     line = res.stderr.strip()
     assert "\n" not in line and line.startswith("error: key 'device' = ")
@@ -102,7 +102,7 @@ def test_claims_run_their_experiments_on_the_claim_contexts_device(tmp_path):
 
 
 def test_check_on_cpu_records_the_device(tmp_path):
-    res = runner.invoke(app, ["check", "toy", "--device", "cpu", "--out", str(tmp_path), "--json"])
+    res = runner.invoke(app, ["check", "toy", "--device", "cpu", "--store", str(tmp_path), "--json"])
     assert res.exit_code == 0, res.output
     metas = [json.loads(p.read_text()) for p in tmp_path.glob("runs/toy.walk/*/config.json")]
     assert len(metas) == 4 and all(m["config"]["device"] == "cpu" and m["device_details"]["type"] == "cpu"

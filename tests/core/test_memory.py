@@ -63,7 +63,7 @@ def test_cgroup_limit_caps_the_cpus_room(tmp_path, version):
 
 def test_run_that_would_not_fit_exits_2_and_writes_nothing(tmp_path):
     store = tmp_path / "s"
-    res = runner.invoke(app, ["run", "toy.walk", "--set", "need_gib=1e6", "--out", str(store)])
+    res = runner.invoke(app, ["run", "toy.walk", "--set", "need_gib=1e6", "--store", str(store)])
     assert res.exit_code == 2, res.output
     line = res.stderr.strip()
     assert "\n" not in line and line.startswith("error: toy.walk (cpu) needs 1e+06 GiB but the CPU has")

@@ -26,7 +26,7 @@ def flip():
 
 
 def _check(tmp_path, *args):
-    return runner.invoke(app, ["check", "toy", "--out", str(tmp_path / "store"), *args])
+    return runner.invoke(app, ["check", "toy", "--store", str(tmp_path / "store"), *args])
 
 
 def test_record_holds_date_commit_hardware_and_every_verdict(tmp_path, flip):

@@ -101,7 +101,7 @@ def test_index_survives_concurrent_writers(tmp_path):
 
 
 def _cli(store: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "attnlab.cli", "run", "toy.walk", "--out", str(store), "--set", "steps=150",
+    return [sys.executable, "-m", "attnlab.cli", "run", "toy.walk", "--store", str(store), "--set", "steps=150",
             "--set", "sleep=0.05", "--quiet", *extra]
 
 

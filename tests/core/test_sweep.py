@@ -66,9 +66,9 @@ def test_sweep_checks_every_points_memory_and_dask_device_before_any_work(tmp_pa
     from attnlab.cli import app
 
     store = tmp_path / "s"
-    res = CliRunner().invoke(app, ["sweep", "toy.walk", "--grid", "need_gib=0,1e6", "--out", str(store)])
+    res = CliRunner().invoke(app, ["sweep", "toy.walk", "--grid", "need_gib=0,1e6", "--store", str(store)])
     assert res.exit_code == 2 and "toy.walk (cpu) needs 1e+06 GiB" in res.stderr, res.output
     assert not (store / "runs").exists()
     res = CliRunner().invoke(app, ["sweep", "toy.walk", "--grid", "steps=2,3", "--executor", "dask", "--device",
-                                   "cuda:1", "--scheduler", "tcp://127.0.0.1:1", "--out", str(store)])
+                                   "cuda:1", "--scheduler", "tcp://127.0.0.1:1", "--store", str(store)])
     assert res.exit_code == 2 and "give --device cuda, not cuda:N" in res.stderr, res.output

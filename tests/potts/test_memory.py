@@ -29,6 +29,6 @@ def test_a_run_that_cannot_fit_stops_before_it_starts(tmp_path):
     from attnlab.cli import app
 
     res = CliRunner().invoke(app, ["run", "potts.fig3left", "--set", "L=5000", "--set", "n_real=1000",
-                                   "--out", str(tmp_path / "s")])
+                                   "--store", str(tmp_path / "s")])
     assert res.exit_code == 2 and not (tmp_path / "s").exists(), res.output
     assert "potts.fig3left (cpu) needs" in res.stderr and "lower L, n_real/n_draws or the largest alpha" in res.stderr

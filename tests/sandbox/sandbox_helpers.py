@@ -37,15 +37,25 @@ class Stored:
 # -- the server -----------------------------------------------------------------------------------------
 @dataclass
 class Server:
-    url: str
+    url: str  # http://127.0.0.1:PORT/ (the printed address without its token)
+    token: str
     proc: subprocess.Popen
     root: Path
 
-    def call(self, method: str, path: str, body: Any = None, timeout: float = 120) -> tuple[int, Any]:
-        """(status, JSON or bytes) of one request; HTTP errors are returned, not raised."""
+    def page_url(self, query: str = "") -> str:
+        """The page's address with the token, as printed, plus ``query`` (e.g. "?run=ID")."""
+        more = query.lstrip("?")
+        return f"{self.url}?token={self.token}" + (f"&{more}" if more else "")
+
+    def call(self, method: str, path: str, body: Any = None, timeout: float = 120,
+             headers: dict[str, str] | None = None) -> tuple[int, Any]:
+        """(status, JSON or bytes) of one request with the token (as a script sends it: an Authorization header);
+        HTTP errors are returned, not raised. ``headers`` add to or replace the default ones."""
         data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"} if data is not None else {}
-        req = urllib.request.Request(self.url + path.lstrip("/"), data=data, method=method, headers=headers)
+        base = {"Content-Type": "application/json"} if data is not None else {}
+        base["Authorization"] = f"token {self.token}"
+        req = urllib.request.Request(self.url + path.lstrip("/"), data=data, method=method,
+                                     headers={k: v for k, v in {**base, **(headers or {})}.items() if v is not None})
         try:
             with urllib.request.urlopen(req, timeout=timeout) as r:
                 status, kind, content = r.status, r.headers.get_content_type(), r.read()
@@ -62,10 +72,10 @@ class Server:
         return self.get(f"api/runs/{run_id}")["status"]
 
 
-def start_server(root: Path, *args: str, timeout: float = 120) -> Server:
-    """``attnlab sandbox --no-browser --port 0 --out ROOT`` as a user runs it; the URL is read from its output."""
-    env = {**os.environ, **SERVER_ENV}
-    proc = subprocess.Popen([sys.executable, "-m", "attnlab.cli", "sandbox", "--no-browser", "--port", "0", "--out",
+def start_server(root: Path, *args: str, timeout: float = 120, env: dict[str, str] | None = None) -> Server:
+    """``attnlab sandbox --no-browser --port 0 --store ROOT`` as a user runs it; the URL is read from its output."""
+    env = {**os.environ, **SERVER_ENV, **(env or {})}
+    proc = subprocess.Popen([sys.executable, "-m", "attnlab.cli", "sandbox", "--no-browser", "--port", "0", "--store",
                              str(root), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + timeout
     line = ""
@@ -78,8 +88,9 @@ def start_server(root: Path, *args: str, timeout: float = 120) -> Server:
     if "http://" not in line:
         proc.kill()
         raise RuntimeError(f"the sandbox did not start: {line!r} {proc.stderr.read()[-2000:]}")
-    url = line[line.index("http://"):].split()[0]
-    server = Server(url, proc, root)
+    printed = line[line.index("http://"):].split()[0]
+    url, _, token = printed.partition("?token=")
+    server = Server(url, token, proc, root)
     wait_for(lambda: server.call("GET", "api/studies", timeout=10)[0] == 200, timeout=timeout, what="first answer")
     return server
 

@@ -21,7 +21,7 @@ from sandbox_helpers import wait_for
 
 
 def open_page(page, server, query: str = "") -> None:
-    page.goto(server.url + query)
+    page.goto(server.page_url(query))
     page.wait_for_function("window.sandbox && window.sandbox.stats.ready", timeout=120_000)
 
 
@@ -270,3 +270,26 @@ def test_the_canvas_renderer_draws_frame_panels_where_plotly_would(page, server,
             mine_x, plotly_x, mine_y, plotly_y = b["ticks"]
             assert mine_x == plotly_x and mine_y == plotly_y, (name, b["ticks"])
             assert max(abs(c - p) for c, p in zip(cbox, pbox, strict=True)) < 1, (name, b)
+
+
+def test_stop_all_shown_and_delete_stopped_shown_from_the_page(page, server):
+    ids = []
+    for seed in (31, 32):
+        status, body = server.call("POST", "api/runs", {"experiment": "toy.walk", "config": {
+            "steps": "777", "sleep": "0.2", "seed": str(seed)}})
+        assert status == 202, body
+        ids.append(body["run_id"])
+    open_page(page, server)
+    page.fill("#runs-filter", "steps=777")
+    page.wait_for_function("document.querySelectorAll('#runs .run').length === 2 && "
+                           "!document.getElementById('stop-shown').disabled")
+    page.click("#stop-shown")
+    page.wait_for_function("[...document.querySelectorAll('#runs .run')].every(r => r.dataset.status === "
+                           "'interrupted') && !document.getElementById('delete-shown').disabled", timeout=120_000)
+    assert all(server.run_status(i) == "interrupted" for i in ids)
+    assert page.locator("#runs .run button.delete").count() == 2
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#delete-shown")
+    page.wait_for_function("document.querySelectorAll('#runs .run').length === 0")
+    listed = {r["id"] for r in server.get("api/runs")["runs"]}
+    assert not listed & set(ids) and not any((server.root / "runs" / "toy.walk" / i).exists() for i in ids)

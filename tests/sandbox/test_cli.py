@@ -20,16 +20,19 @@ from attnlab.sandbox.server import is_loopback
     (["--host", "no-such-host.invalid"], "error: --host 'no-such-host.invalid': cannot resolve it"),
 ])
 def test_bad_options_stop_with_one_line(tmp_path, args, message):
-    result = CliRunner().invoke(cli.app, ["sandbox", "--no-browser", "--out", str(tmp_path), *args])
+    result = CliRunner().invoke(cli.app, ["sandbox", "--no-browser", "--store", str(tmp_path), *args])
     assert result.exit_code == 2
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
     assert lines[-1].startswith(message)
     assert not (tmp_path / "index.sqlite").exists()  # nothing written
 
 
-def test_a_non_loopback_host_is_warned_about(tmp_path):
-    result = CliRunner().invoke(cli.app, ["sandbox", "--no-browser", "--out", str(tmp_path), "--host", "0.0.0.0",
-                                          "--port", "70000"])  # the bad port stops it before it binds
+def test_a_non_loopback_host_needs_allow_remote_and_is_warned_about(tmp_path):
+    refused = CliRunner().invoke(cli.app, ["sandbox", "--no-browser", "--store", str(tmp_path), "--host", "0.0.0.0"])
+    assert refused.exit_code == 2 and "--host 0.0.0.0 is not a loopback address" in refused.output
+    assert "add --allow-remote" in refused.output and not (tmp_path / "index.sqlite").exists()
+    result = CliRunner().invoke(cli.app, ["sandbox", "--no-browser", "--store", str(tmp_path), "--host", "0.0.0.0",
+                                          "--allow-remote", "--port", "70000"])  # the bad port stops it before it binds
     assert "warning: serving on 0.0.0.0, not loopback" in result.output and result.exit_code == 2
 
 

@@ -50,7 +50,7 @@ def test_a_run_that_cannot_fit_stops_before_it_starts(tmp_path, monkeypatch):
     paper = resolve(exp.config, "paper", {})
     assert exp.memory(paper)[0] < 2**30  # D = 10^4: the SGD streams its batch; the theory's 10^5 samples dominate
     monkeypatch.setenv("ATTNLAB_FREE_BYTES", str(50e6))  # a machine with 50 MB free
-    res = CliRunner().invoke(app, ["run", "specialization.fig1", "--out", str(tmp_path / "s")])
+    res = CliRunner().invoke(app, ["run", "specialization.fig1", "--store", str(tmp_path / "s")])
     assert res.exit_code == 2 and not (tmp_path / "s").exists(), res.output
     assert "specialization.fig1 (cpu) needs" in res.stderr and "lower D, batch (N_b) or n_mc" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1

@@ -162,6 +162,7 @@ def check(study: str | None, scale: str, store: RunStore, only: list[str] | None
     if scale not in SCALES:
         raise ConfigError(f"scale {scale!r} is not allowed; allowed: {', '.join(SCALES)}")
     todo = [c for c in claims(study, scale) if not only or c.id in only or c.id.split(".", 1)[1] in only]
+    _check_only(study, scale, only or [], todo)
     results = []
     for claim in progress.track(todo, f"claims ({scale})"):
         ctx = ClaimContext(scale, store, device=device)
@@ -184,6 +185,19 @@ def check(study: str | None, scale: str, store: RunStore, only: list[str] | None
         rows = [r.to_json() for r in results if r.claim.startswith(name + ".")]
         atomic_write_json(store.root / "claims" / f"{name}-{scale}.json", rows)
     return results
+
+
+def _check_only(study: str | None, scale: str, only: list[str], todo: list[Claim]) -> None:
+    """``--only`` names known claims that hold at ``scale``: an unknown id never makes a vacuous pass."""
+    every = claims(study)
+    known = {c.id for c in every} | {c.id.split(".", 1)[1] for c in every}
+    unknown = [o for o in only if o not in known]
+    where = f" of {study}" if study else ""
+    if unknown:
+        raise ConfigError(f"unknown claim id {unknown[0]!r}{where}; allowed: {', '.join(c.id for c in every)}")
+    if only and not todo:
+        raise ConfigError(f"no claim named by --only {', '.join(only)} is measured at scale {scale!r}; claims{where} "
+                          f"at {scale}: {', '.join(c.id for c in claims(study, scale)) or 'none'}")
 
 
 def failed(results: list[ClaimResult]) -> list[ClaimResult]:

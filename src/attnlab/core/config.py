@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -107,12 +108,38 @@ def parse_value(text: str) -> Any:
     if low in ("null", "none", "~"):
         return None
     if s[:1] in "[{":
+        _check_nesting(s)
         try:
-            return yaml.safe_load(s)
+            return yaml.load(s, Loader=_YAML_LOADER)
         except yaml.YAMLError as exc:
-            detail = " ".join(str(exc).split())
-            raise ConfigError(f"value {text!r} looks like a list/mapping but is not valid YAML: {detail}") from None
+            detail = " ".join(str(exc).split())[:200]
+            raise ConfigError(f"value {_clip(text)} looks like a list/mapping but is not valid YAML: {detail}") \
+                from None
     return s
+
+
+MAX_NESTED_CHARS, MAX_DEPTH = 20_000, 32
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _check_nesting(s: str) -> None:
+    """A list/mapping value is at most 20 000 characters and 32 levels deep (YAML's parser is slow beyond)."""
+    if len(s) > MAX_NESTED_CHARS:
+        raise ConfigError(f"value {_clip(s)} holds {len(s)} characters: a list/mapping may hold at most "
+                          f"{MAX_NESTED_CHARS}")
+    depth = deepest = 0
+    for ch in s:
+        depth += ch in "[{"
+        depth -= ch in "]}"
+        deepest = max(deepest, depth)
+    if deepest > MAX_DEPTH:
+        raise ConfigError(f"value {_clip(s)} is nested {deepest} levels deep: at most {MAX_DEPTH}")
+
+
+def _clip(value: Any, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters: a message never echoes a long value."""
+    r = repr(value)
+    return r if len(r) <= limit else r[: limit - 1] + "…"
 
 
 def parse_sets(pairs: Iterable[str]) -> dict[str, Any]:
@@ -122,7 +149,7 @@ def parse_sets(pairs: Iterable[str]) -> dict[str, Any]:
         key, sep, value = pair.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ConfigError(f"--set {pair!r}: expected KEY=VALUE, e.g. --set H=4")
+            raise ConfigError(f"--set {_clip(pair)}: expected KEY=VALUE, e.g. --set H=4")
         out[key] = parse_value(value)
     return out
 
@@ -159,8 +186,11 @@ def resolve(
     allowed = list(cls.model_fields)
     for key in user:
         if key not in cls.model_fields:
-            raise ConfigError(f"unknown key {key!r} (value {user[key]!r}); allowed keys: {', '.join(allowed)}")
+            raise ConfigError(f"unknown key {_clip(key)} (value {_clip(user[key])}); allowed keys: "
+                              f"{', '.join(allowed)}")
     values.update(user)
+    for key, value in user.items():
+        _finite(key, value)
     if seed is not None:
         values["seed"] = seed
     if device is not None:
@@ -169,6 +199,17 @@ def resolve(
         return cls(**values)
     except ValidationError as exc:
         raise ConfigError(_one_line(exc, values)) from None
+
+
+def _finite(key: str, value: Any) -> None:
+    """NaN and infinity are never parameter values: say so, rather than let a bound check say "should be ≤ 10"."""
+    items = value if isinstance(value, list | tuple) else value.values() if isinstance(value, dict) else [value]
+    for v in items:
+        if isinstance(v, list | tuple | dict):
+            _finite(key, v)
+        elif isinstance(v, float) and not math.isfinite(v):
+            what = "NaN (not a number)" if math.isnan(v) else "infinity"
+            raise ConfigError(f"key {key!r} = {_clip(value)}: {what} is not accepted; give a finite number")
 
 
 def replace(config: Config, **changes: Any) -> Config:
@@ -199,4 +240,4 @@ def _one_line(exc: ValidationError, values: Mapping[str, Any]) -> str:
     more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
     if msg.startswith("key '"):  # a validator's own message already names its key and value
         return f"{msg}{more}".replace("\n", " ")
-    return f"key {key!r} = {value!r}: {msg}{more}".replace("\n", " ")
+    return f"key {key!r} = {_clip(value)}: {msg}{more}".replace("\n", " ")

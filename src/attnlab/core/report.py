@@ -6,13 +6,16 @@ import base64
 import html
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from attnlab import __version__
-from attnlab.core.runs import RunStore, atomic_write_text
+from attnlab.core.files import atomic_write_text, say
+from attnlab.core.integrity import MANIFEST, Check, inspect
+from attnlab.core.runs import RunStore
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2rem auto;max-width:1200px;
@@ -125,13 +128,24 @@ def record_section(root: Path) -> str:
 
 
 def build(store: RunStore, targets: list[Path] | None = None, title: str = "attnlab report",
-          records: Path | None = None) -> str:
+          records: Path | None = None, on_skip: Callable[[str], None] = say) -> str:
     """HTML for ``targets`` (run or sweep directories), or for everything in the store if None; with the committed
-    claims record under ``records`` (default: the checkout's ``results/claims``) when reporting everything."""
+    claims record under ``records`` (default: the checkout's ``results/claims``) when reporting everything.
+
+    A run whose files fail their integrity check, or a sweep or claims file that cannot be read, is skipped and
+    named (in the report and through ``on_skip``, one line each) instead of stopping the report."""
     runs: list[Path] = []
     sweeps: list[Path] = []
+    skipped: list[str] = []
+
+    def skip(what: str, why: str) -> None:
+        skipped.append(f"{what}: {why}")
+        on_skip(f"warning: report skips {what}: {why}")
+
     if targets is None:
-        runs = [Path(r["run_dir"]) for r in store.rows() if r["status"] == "done"]
+        for row in store.rows():
+            if row["status"] == "done":
+                _add_run(store.dir_of(row), store.check(row), runs, skip)
         sweeps = sorted(p.parent for p in store.root.glob("sweeps/*/*/sweep.json"))
         claim_files = sorted(store.root.glob("claims/*.json"))
     else:
@@ -139,14 +153,16 @@ def build(store: RunStore, targets: list[Path] | None = None, title: str = "attn
             if (t / "sweep.json").exists():
                 sweeps.append(t)
             elif (t / "config.json").exists():
-                runs.append(t)
+                done = (t / MANIFEST).exists() or (t / "summary.json").exists()
+                _add_run(t, inspect(t, {"status": "done"} if done else None), runs, skip)
             else:
                 raise FileNotFoundError(f"{t} is neither a run directory (config.json) nor a sweep (sweep.json)")
         claim_files = []
     body = [f"<h1>{_e(title)}</h1><p class='muted'>attnlab {__version__} · generated "
             f"{time.strftime('%Y-%m-%d %H:%M:%S')} · store {_e(store.root.resolve())}</p>"]
-    if claim_files:
-        body.append("<h2>Claims</h2>" + "".join(claims_section(p) for p in claim_files))
+    claims = _sections(claims_section, claim_files, skip, "claims file")
+    if claims:
+        body.append("<h2>Claims</h2>" + claims)
     if targets is None:
         from attnlab.core.record import default_root
 
@@ -157,13 +173,35 @@ def build(store: RunStore, targets: list[Path] | None = None, title: str = "attn
     for r in runs:
         by_study.setdefault(r.parent.name.split(".")[0], []).append(r)
     for study, dirs in by_study.items():
-        body.append(f"<h2>Runs — {_e(study)}</h2>" + "".join(run_section(d) for d in sorted(dirs)))
-    if sweeps:
-        body.append("<h2>Sweeps</h2>" + "".join(sweep_section(s) for s in sweeps))
+        body.append(f"<h2>Runs — {_e(study)}</h2>" + _sections(run_section, sorted(dirs), skip, "run"))
+    sweep_html = _sections(sweep_section, sweeps, skip, "sweep")
+    if sweep_html:
+        body.append("<h2>Sweeps</h2>" + sweep_html)
+    if skipped:
+        body.append("<h2>Skipped</h2><ul>" + "".join(f"<li class='fail'>{_e(s)}</li>" for s in skipped) + "</ul>")
     if len(body) == 1:
         body.append("<p>Nothing to report yet: run an experiment first (attnlab run ...).</p>")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title><style>{_CSS}</style>"
             f"</head><body>{''.join(body)}</body></html>")
+
+
+def _add_run(run_dir: Path, check: Check, runs: list[Path], skip: Callable[[str, str], None]) -> None:
+    if check.state == "corrupt":
+        skip(f"corrupt run {run_dir.parent.name} {run_dir.name}", f"{check.line()} (the next `attnlab run` of it "
+             "recomputes it)")
+    else:
+        runs.append(run_dir)
+
+
+def _sections(fn: Callable[[Path], str], paths: list[Path], skip: Callable[[str, str], None], kind: str) -> str:
+    """``fn(path)`` for each path; one that cannot be read is skipped and named."""
+    out = []
+    for p in paths:
+        try:
+            out.append(fn(p))
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # a damaged file of any reader's kind
+            skip(f"{kind} {p}", f"unreadable ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})")
+    return "".join(out)
 
 
 def write(store: RunStore, out: Path, targets: list[Path] | None = None, title: str = "attnlab report",

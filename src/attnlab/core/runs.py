@@ -1,6 +1,6 @@
 """The run store: one directory per run, an SQLite index, atomic writes, resume from checkpoints.
 
-Layout under the store root (``--out``, else ``$ATTNLAB_HOME``, else ``./attnlab-runs``)::
+Layout under the store root (``--store``, else ``$ATTNLAB_HOME``, else ``./attnlab-runs``)::
 
     index.sqlite                      runs and their status (core.index: WAL, safe for many writers)
     runs/<study>.<experiment>/<id>/   one run; <id> = hash of the resolved config
@@ -9,6 +9,7 @@ Layout under the store root (``--out``, else ``$ATTNLAB_HOME``, else ``./attnlab
         arrays.npz                    named arrays
         summary.json                  the summary scalars
         figures/*.png, *.pdf
+        manifest.json                 size and SHA-256 of each file above, sealed at completion (core.integrity)
         log.txt
         checkpoint.pt                 only while the run is unfinished
         live.npz                      progress arrays for live viewers (``ctx.publish``), until the run is done
@@ -18,13 +19,13 @@ Every file is written to a temporary name and renamed into place, so a reader ne
 file. A run holds an exclusive ``flock`` on its directory while it computes; a run whose index row
 says "running" but whose lock is free was killed (SIGKILL, power loss) and is reported as
 "interrupted". Running it again resumes from its last checkpoint; with the same seed, the result is
-the one an uninterrupted run gives.
+the one an uninterrupted run gives. A finished run is reused only while its files match its manifest
+(kept in the directory and in the index); a corrupt one is recomputed, with one line saying so.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import io
 import json
 import os
@@ -48,10 +49,12 @@ import torch
 
 from attnlab import __version__
 from attnlab.core import progress
-from attnlab.core.config import Config
+from attnlab.core.config import Config, ConfigError
 from attnlab.core.device import describe, details, resolve_device
 from attnlab.core.experiment import Experiment, Result
+from attnlab.core.files import atomic_write, atomic_write_json, atomic_write_text, is_locked, locked, say  # noqa: F401
 from attnlab.core.index import Index
+from attnlab.core.integrity import MANIFEST, Check, inspect, seal
 from attnlab.core.rng import Streams, stream_seed
 
 DEFAULT_ROOT = "attnlab-runs"
@@ -60,39 +63,6 @@ LIVE_FILE = "live.npz"
 
 def default_root() -> Path:
     return Path(os.environ.get("ATTNLAB_HOME", DEFAULT_ROOT))
-
-
-# -- atomic files ------------------------------------------------------------------------------
-
-
-def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write(tmp)`` then rename ``tmp`` onto ``path`` (same directory, so the rename is atomic)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write(path, lambda p: p.write_text(text))
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, Path):
-        return str(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 # -- what a running experiment sees ------------------------------------------------------------
@@ -234,7 +204,9 @@ class RunStore:
     def index(self) -> Index:
         """The SQLite index, created (with the store directory) on first use, never before."""
         if self._index is None:
-            self._index = Index(self.root / "index.sqlite")
+            from attnlab.core.maintenance import scan_runs
+
+            self._index = Index(self.root / "index.sqlite", scan=lambda: scan_runs(self.root))
         return self._index
 
     def run_dir(self, exp: Experiment, run_id: str) -> Path:
@@ -258,18 +230,28 @@ class RunStore:
             check_model(exp.memory, config, device, f"{exp.key} ({config.device})")
         run_dir.mkdir(parents=True, exist_ok=True)
         self.index.ensure(run_id, exp.key, run_dir, config.model_dump(mode="json"), "queued")
-        with _locked(run_dir / ".lock"):
+        with locked(run_dir / ".lock"):
             row = self.index.get(run_id)
-            if row and row["status"] == "done" and not force and (run_dir / "summary.json").exists():
-                summary = json.loads((run_dir / "summary.json").read_text())
-                return RunRecord(run_id, exp.key, run_dir, "done", summary, reused=True)
-            if force:
+            check = inspect(run_dir, row)
+            if check.ok and not force:
+                if check.state == "legacy" or row is None or row["status"] != "done":
+                    self._adopt(exp.key, run_id, run_dir)  # seal a legacy run; a sealed run the index lost is done
+                return RunRecord(run_id, exp.key, run_dir, "done", _summary(run_dir), reused=True)
+            if check.state == "corrupt":
+                say(f"warning: run {run_id} ({exp.key}) is corrupt: {check.line()}; recomputing it")
+            if force or check.state == "corrupt":
                 _clear(run_dir)
             return self._execute(exp, config, run_id, run_dir, device)
+
+    def _adopt(self, experiment: str, run_id: str, run_dir: Path) -> None:
+        manifest = json.loads((run_dir / MANIFEST).read_text()) if (run_dir / MANIFEST).exists() else \
+            seal(run_dir, run_id=run_id, experiment=experiment)
+        self.index.seal(run_id, manifest)
 
     def _execute(
         self, exp: Experiment, config: Config, run_id: str, run_dir: Path, device: torch.device
     ) -> RunRecord:
+        started = time.time()
         streams = Streams(config.seed, device)
         meta = self._meta(exp, config, run_id, device)
         atomic_write_json(run_dir / "config.json", meta)
@@ -297,7 +279,8 @@ class RunStore:
         for name in (ctx.checkpoint_path.name, LIVE_FILE):
             with contextlib.suppress(FileNotFoundError):
                 (run_dir / name).unlink()
-        self.index.finish(run_id, "done")
+        manifest = seal(run_dir, run_id=run_id, experiment=exp.key, started=started, seconds=time.time() - started)
+        self.index.finish(run_id, "done", manifest=manifest)
         return RunRecord(run_id, exp.key, run_dir, "done", result.summary)
 
     def _meta(self, exp: Experiment, config: Config, run_id: str, device: torch.device) -> dict[str, Any]:
@@ -332,13 +315,31 @@ class RunStore:
     def status(self, run_id: str) -> dict[str, Any] | None:
         """Index row of a run, with a dead "running" run reported as "interrupted"."""
         row = self.index.get(run_id)
-        if row and row["status"] == "running" and not _is_locked(Path(row["run_dir"]) / ".lock"):
+        if row and row["status"] == "running" and not is_locked(self.dir_of(row) / ".lock"):
             self.index.finish(run_id, "interrupted", "process died while running (killed?)")
             row = self.index.get(run_id)
         return row
 
     def rows(self, experiment: str | None = None) -> list[dict[str, Any]]:
         return [self.status(r["id"]) or r for r in self.index.rows(experiment)]
+
+    def dir_of(self, row: dict[str, Any]) -> Path:
+        """The directory of an index row's run, under this store's root whatever path the row recorded."""
+        from attnlab.core.maintenance import RUN_ID, SAFE_NAME
+
+        if not (SAFE_NAME.match(str(row["experiment"])) and RUN_ID.match(str(row["id"]))):
+            raise ConfigError(f"index row {str(row['id'])[:40]!r} names no run directory of this store")
+        return self.root / "runs" / row["experiment"] / row["id"]
+
+    def check(self, row: dict[str, Any], deep: bool = True) -> Check:
+        """Integrity of the run of an index row (:func:`attnlab.core.integrity.inspect`)."""
+        return inspect(self.dir_of(row), row, deep)
+
+    def reusable(self, row: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The summary of a finished run whose files pass their check; None otherwise (nothing is changed)."""
+        if row is None or not self.check(row).ok:
+            return None
+        return _summary(self.dir_of(row))
 
 
 def load_result(run_dir: str | Path) -> tuple[dict[str, Any], Result]:
@@ -359,8 +360,12 @@ def _savez(path: Path, arrays: dict[str, np.ndarray], compress: bool = True) -> 
         (np.savez_compressed if compress else np.savez)(f, **arrays)
 
 
+def _summary(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
 def _clear(run_dir: Path) -> None:
-    for name in ("checkpoint.pt", LIVE_FILE, "summary.json", "metrics.parquet", "arrays.npz", "log.txt"):
+    for name in (MANIFEST, "checkpoint.pt", LIVE_FILE, "summary.json", "metrics.parquet", "arrays.npz", "log.txt"):
         with contextlib.suppress(FileNotFoundError):
             (run_dir / name).unlink()
     shutil.rmtree(run_dir / "figures", ignore_errors=True)
@@ -369,30 +374,6 @@ def _clear(run_dir: Path) -> None:
 def _last_line(text: str) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1] if lines else text
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Exclusive flock on ``path``; released by the kernel if the process dies."""
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def _is_locked(path: Path) -> bool:
-    try:
-        with open(path, "a") as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(f, fcntl.LOCK_UN)
-            return False
-    except FileNotFoundError:
-        return False
 
 
 @contextlib.contextmanager

@@ -27,15 +27,18 @@ with its error and does not stop the sweep; running the same sweep again only ru
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
 import json
 import logging
 import os
 import re
+import socket
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import partial
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -183,6 +186,7 @@ def run_sweep(
             check_model(exp.memory, cfg, resolve_device(cfg.device), f"{exp.key} ({cfg.device})")
     tasks = [Task(exp.key, cfg.model_dump(mode="json"), str(store.root), cfg.hash(exp.key), task_resources(exp, cfg))
              for _, cfg in points]
+    client = connect_scheduler(scheduler) if scheduler else None  # before anything is written
     sweep_id = hashlib.sha256(json.dumps([exp.key, [t.run_id for t in tasks]]).encode()).hexdigest()[:16]
     sweep_dir = store.root / "sweeps" / exp.key / sweep_id
     atomic_write_json(
@@ -194,16 +198,15 @@ def run_sweep(
     outcomes: dict[str, dict[str, Any]] = {}
     todo = []
     for task in tasks:
-        row = store.status(task.run_id)
-        if row and row["status"] == "done" and (Path(row["run_dir"]) / "summary.json").exists():
-            summary = json.loads((Path(row["run_dir"]) / "summary.json").read_text())
+        summary = store.reusable(store.status(task.run_id))  # a corrupt run is recomputed (and says so)
+        if summary is not None:
             outcomes[task.run_id] = {"run_id": task.run_id, "status": "done", "summary": summary, "error": None,
                                      "reused": True}
         else:
             store.index.ensure(task.run_id, exp.key, store.run_dir(exp, task.run_id), task.config, "queued")
             todo.append(task)
     unique = list({t.run_id: t for t in todo}.values())  # a grid may repeat a point
-    runner = _run_dask if executor == "dask" else _run_local
+    runner = partial(_run_dask, client=client) if executor == "dask" else _run_local
     for out in runner(unique, workers, scheduler):
         outcomes[out["run_id"]] = out
 
@@ -275,18 +278,66 @@ def _outcome(task: Task, fut: Any) -> dict[str, Any]:
         return {"run_id": task.run_id, "status": "failed", "summary": {}, "error": f"{type(exc).__name__}: {exc}"}
 
 
-def _run_dask(tasks: list[Task], workers: int | None, scheduler: str | None) -> Iterable[dict[str, Any]]:
+def connect_scheduler(address: str, timeout: float | None = None) -> Any:
+    """A dask ``Client`` of the scheduler at ``address``, or one line (ConfigError) within ``timeout`` seconds
+    (``$ATTNLAB_DASK_TIMEOUT``, 5): a refused port at once, a port where no scheduler answers at the timeout.
+
+    The scheduler is asked for its identity first, under our own deadline: ``Client(timeout=...)`` waits forever
+    on a peer that accepts the connection and never answers."""
+    timeout = timeout if timeout is not None else float(os.environ.get("ATTNLAB_DASK_TIMEOUT", "5"))
+    reach_scheduler(address, min(timeout, 3.0))
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ConfigError("--executor dask needs the dask extra: pip install 'attnlab[dask]'") from None
+    try:
+        asyncio.run(asyncio.wait_for(_identity(address, timeout), timeout))
+        return Client(address, timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        raise ConfigError(f"--scheduler {address}: no dask scheduler answered within {timeout:g} s "
+                          f"({type(exc).__name__})") from None
+
+
+async def _identity(address: str, timeout: float) -> dict[str, Any]:
+    from distributed.comm import connect
+
+    comm = await connect(address, timeout=timeout)
+    try:
+        await comm.write({"op": "identity"})
+        return await comm.read()
+    finally:
+        comm.abort()
+
+
+def reach_scheduler(address: str, timeout: float = 3.0) -> None:
+    """Fail fast, before anything is written, when nothing listens at a ``tcp://host:port`` scheduler address."""
+    m = re.match(r"^(?:tcp://)?\[?([^\]/]+?)\]?:(\d+)/?$", address)
+    if m is None:
+        if re.match(r"^(tls|ucx|inproc|ws|wss)://", address):
+            return  # other transports: the identity request's deadline speaks for them
+        raise ConfigError(f"--scheduler {address!r}: expected tcp://HOST:PORT, e.g. tcp://127.0.0.1:8786")
+    host, port = m.group(1), int(m.group(2))
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise ConfigError(f"--scheduler {address}: cannot reach a dask scheduler there ({why}); start one with "
+                          "`dask scheduler`, or leave out --scheduler for a local cluster") from None
+
+
+def _run_dask(tasks: list[Task], workers: int | None, scheduler: str | None, client: Any = None
+              ) -> Iterable[dict[str, Any]]:
     try:
         from distributed import Client, LocalCluster
         from distributed import as_completed as dask_completed
     except ImportError:
         raise ConfigError("--executor dask needs the dask extra: pip install 'attnlab[dask]'") from None
     if not tasks:
+        if client is not None:
+            client.close()
         return
     cluster = None
-    if scheduler:
-        client = Client(scheduler, timeout=30)
-    else:
+    if client is None:
         gpus = torch.cuda.device_count() if any(t.resources and "GPU" in t.resources for t in tasks) else 0
         cluster = gpu_cluster(min(workers or gpus, gpus)) if gpus else LocalCluster(
             n_workers=workers or (os.cpu_count() or 1), threads_per_worker=1, processes=True, dashboard_address=None)

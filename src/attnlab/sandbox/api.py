@@ -1,7 +1,10 @@
 """The sandbox's ASGI app (FastAPI): JSON API, server-sent progress events and the static front end.
 
 Endpoints (every input validated by a pydantic model or the experiment's own config model; errors are JSON
-``{"error": one line naming the field, the value and what is allowed}``):
+``{"error": one line naming the field, the value and what is allowed}``, never longer than a few hundred characters
+whatever was sent). A start is refused with 429 when the job queue is full and with 422 when its experiment's memory
+model says it needs more than the machine has free (with what the queued runs will need). ``security.Guard`` (token,
+Host, Origin, body size) stands in front of all of it.
 
     GET  /api/studies                    plug-ins and the experiments they open / start
     GET  /api/form?experiment=&scale=    the start form's fields with their defaults at that scale
@@ -12,6 +15,8 @@ Endpoints (every input validated by a pydantic model or the experiment's own con
     GET  /api/runs/{id}/frames?start=&stop=&every=&variant=&panels=   frame figures of a snapshot range
     GET  /api/runs/{id}/series?variant=&panels=                       series figures (time on x)
     POST /api/runs/{id}/stop | pause | continue | resume              job control (resume: restart from checkpoint)
+    DELETE /api/runs/{id}                remove a run that is not active (its directory and index row)
+    POST /api/runs/bulk                  {action: stop | delete, ids}: one result per run
     POST /api/runs/{id}/export           PNG / GIF / MP4 of a frame range through the study's offline renderer
     GET  /api/events                     SSE: the runs list and the version of every live run, on change
 """
@@ -22,19 +27,15 @@ import asyncio
 import importlib.util
 import json
 import shutil
-import sys
 import tempfile
 import threading
-import traceback
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import Body, FastAPI, Query, Request
 from fastapi import Path as PathParam
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
@@ -44,7 +45,17 @@ from attnlab.core.experiment import get
 from attnlab.core.runs import RunStore
 from attnlab.sandbox import forms
 from attnlab.sandbox.jobs import ACTIVE, JobManager
+from attnlab.sandbox.messages import (
+    BulkRequest,
+    ExportRequest,
+    Json,
+    StartRequest,
+    error,
+    field_errors,
+    install_error_handlers,
+)
 from attnlab.sandbox.plugin import PANEL_NAME, plugin_for, plugins
+from attnlab.sandbox.security import clip
 from attnlab.sandbox.store import NotFound, RunReader, check_names
 from attnlab.sandbox.traces import to_json
 
@@ -53,55 +64,12 @@ MAX_FRAMES_PER_REQUEST = 200
 MAX_EXPORT_FRAMES = 300
 PANEL_LIST = rf"^({PANEL_NAME}(,{PANEL_NAME})*)?$"  # comma-separated panel names
 RunId = Annotated[str, PathParam(pattern=r"^[0-9a-f]{16}$", description="16 hex digits")]
-Value = str | int | float | bool | None | list[str | int | float | bool | None]
 
 
-class Json(Response):
-    """JSON with numpy arrays, NaN as null, floats to 5 significant digits (``traces.to_json``)."""
-
-    media_type = "application/json"
-
-    def render(self, content: Any) -> bytes:
-        return to_json(content).encode()
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class StartRequest(Strict):
-    experiment: str = Field(pattern=r"^[a-z0-9_]+\.[a-z0-9_]+$", max_length=100)
-    scale: Literal["quick", "paper"] = "quick"
-    config: dict[Annotated[str, Field(max_length=64)], Value] = Field(default_factory=dict, max_length=200)
-
-
-class ExportRequest(Strict):
-    format: Literal["png", "gif", "mp4"]
-    start: int = Field(0, ge=0)
-    stop: int | None = Field(None, ge=1, description="exclusive; default start + 1 (png) or the last frame")
-    every: int = Field(1, ge=1, le=10_000)
-    variant: int = Field(0, ge=0)
-    panels: list[Annotated[str, Field(pattern=rf"^{PANEL_NAME}$")]] = Field(default_factory=list, max_length=64)
-    fps: float = Field(5.0, gt=0, le=60)
-
-
-def _one_line_request_error(exc: RequestValidationError) -> str:
-    errs = exc.errors()
-    err = errs[0]
-    if err.get("type") == "json_invalid":
-        return f"the request body is not valid JSON ({err.get('ctx', {}).get('error', 'decode error')})"
-    loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path")]
-    where = ".".join(loc) or "request"
-    value = err.get("input")
-    text = f"{where!r} = {value!r}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg", "invalid request"))
-    more = f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else ""
-    return " ".join((text + more).split())[:500]
-
-
-def create_app(store: RunStore, max_jobs: int = 1) -> FastAPI:
-    """The app over ``store``; ``max_jobs`` training processes at once, the rest queued."""
+def create_app(store: RunStore, max_jobs: int = 1, max_queued: int = 16) -> FastAPI:
+    """The app over ``store``; ``max_jobs`` training processes at once, at most ``max_queued`` more waiting."""
     reader = RunReader(store)
-    jobs = JobManager(store, max_jobs)
+    jobs = JobManager(store, max_jobs, max_queued=max_queued)
     render_lock = threading.Lock()
 
     @asynccontextmanager
@@ -116,27 +84,7 @@ def create_app(store: RunStore, max_jobs: int = 1) -> FastAPI:
     app.state.server = None  # set by ``server.serve`` so that the event stream ends when uvicorn stops
     app.state.reader, app.state.jobs = reader, jobs
 
-    # -- errors: one JSON line each; the server keeps serving -----------------------------------------
-    @app.exception_handler(RequestValidationError)
-    async def bad_request(request: Request, exc: RequestValidationError) -> Response:
-        return Json({"error": _one_line_request_error(exc)}, status_code=422)
-
-    @app.exception_handler(ConfigError)
-    async def bad_config(request: Request, exc: ConfigError) -> Response:
-        return Json({"error": " ".join(str(exc).split())}, status_code=422)
-
-    @app.exception_handler(NotFound)
-    async def not_found(request: Request, exc: NotFound) -> Response:
-        return Json({"error": str(exc)}, status_code=404)
-
-    @app.exception_handler(LookupError)
-    async def conflict(request: Request, exc: LookupError) -> Response:
-        return Json({"error": str(exc).strip("'\"")}, status_code=409)
-
-    @app.exception_handler(Exception)
-    async def internal(request: Request, exc: Exception) -> Response:
-        traceback.print_exception(exc, file=sys.stderr)
-        return Json({"error": f"internal error: {type(exc).__name__}: {exc}"}, status_code=500)
+    install_error_handlers(app)
 
     # -- helpers -------------------------------------------------------------------------------------
     def job_view(row: dict[str, Any]) -> dict[str, Any]:
@@ -159,14 +107,34 @@ def create_app(store: RunStore, max_jobs: int = 1) -> FastAPI:
         return exp, plugin
 
     def validated(req: StartRequest):
+        """(experiment, config or None, errors, memory {need, free}) of a start request; nothing is written."""
         exp, _ = experiment_of(req.experiment)
         config, errors = forms.validate(exp, req.scale, req.config)
+        memory = None
         if config is not None:
             try:
-                resolve_device(config.device)
+                memory = need_of(exp, config, resolve_device(config.device))
             except ConfigError as exc:
-                config, errors = None, [forms.FieldError("device", config.device, str(exc))]
-        return exp, config, errors
+                field = "device" if "device" in str(exc) and "memory" not in str(exc) else "<config>"
+                config, errors = None, [forms.FieldError(field, None, str(exc))]
+        return exp, config, errors, memory
+
+    def need_of(exp, config, device) -> dict[str, Any]:
+        """The run's memory need from its experiment's model, refused (WouldNotFit) when it and the queued runs'
+        needs exceed the device's free memory."""
+        from attnlab.core.memory import WouldNotFit, device_name, free_bytes
+
+        free = free_bytes(device)
+        if exp.memory is None:
+            return {"need": None, "free": free, "queued": jobs.queued_need()}
+        out = exp.memory(config)
+        need, reduce = out if isinstance(out, tuple) else (out, None)
+        queued = jobs.queued_need()
+        if need + queued > free:
+            also = f" (and the queued runs {queued / 2**30:.3g} GiB more)" if queued else ""
+            raise WouldNotFit(f"this run needs {need / 2**30:.3g} GiB{also} but {device_name(device)} has "
+                              f"{free / 2**30:.3g} GiB free; {reduce or 'reduce its sizes'}")
+        return {"need": int(need), "free": free, "queued": queued}
 
     # -- studies and forms ---------------------------------------------------------------------------
     @app.get("/api/studies")
@@ -192,12 +160,13 @@ def create_app(store: RunStore, max_jobs: int = 1) -> FastAPI:
 
     @app.post("/api/validate")
     def validate(req: StartRequest) -> Response:
-        exp, config, errors = validated(req)
+        exp, config, errors, memory = validated(req)
         if config is None:
-            return Json({"ok": False, "errors": [e.to_json() for e in errors]})
+            return Json({"ok": False, "errors": field_errors(errors)})
         run_id = config.hash(exp.key)
         row = store.status(run_id) if (reader.root / "index.sqlite").exists() else None
-        return Json({"ok": True, "run_id": run_id, "existing": row["status"] if row else None, "errors": []})
+        return Json({"ok": True, "run_id": run_id, "existing": row["status"] if row else None, "errors": [],
+                     "memory": memory})
 
     # -- runs ----------------------------------------------------------------------------------------
     @app.get("/api/runs")
@@ -206,14 +175,14 @@ def create_app(store: RunStore, max_jobs: int = 1) -> FastAPI:
 
     @app.post("/api/runs")
     def start(req: StartRequest) -> Response:
-        exp, config, errors = validated(req)
+        exp, config, errors, memory = validated(req)
         if config is None:
-            return Json({"error": errors[0].message, "errors": [e.to_json() for e in errors]}, status_code=422)
+            return error(errors[0].message, 422, errors=field_errors(errors))
         run_id = config.hash(exp.key)
         row = store.status(run_id) if (reader.root / "index.sqlite").exists() else None
-        if row and row["status"] == "done" and (reader.run_dir(row) / "summary.json").exists():
+        if row and row["status"] == "done" and store.reusable(row) is not None:  # a corrupt run is recomputed
             return Json({"run_id": run_id, "status": "done", "reused": True}, status_code=200)
-        job = jobs.submit(exp, config)
+        job = jobs.submit(exp, config, need=(memory or {}).get("need") or 0)
         return Json({"run_id": run_id, "status": job.status, "reused": False,
                      "queue_position": jobs.position(run_id)}, status_code=202)
 
@@ -300,10 +269,40 @@ def create_app(store: RunStore, max_jobs: int = 1) -> FastAPI:
             if row["status"] not in ("interrupted", "failed"):
                 raise LookupError(f"run {run_id} is {row['status']}; only an interrupted or failed run resumes")
             exp, _ = experiment_of(row["experiment"])
-            job = jobs.submit(exp, resolve_from(exp.config, json.loads(row["config"])))
+            config = resolve_from(exp.config, json.loads(row["config"]))
+            job = jobs.submit(exp, config, need=need_of(exp, config, resolve_device(config.device))["need"] or 0)
         else:
             job = {"stop": jobs.stop, "pause": jobs.pause, "continue": jobs.cont}[action](run_id)
         return Json({"run_id": run_id, **job.to_json()})
+
+    def delete_run(run_id: str) -> dict[str, Any]:
+        from attnlab.core.maintenance import remove
+
+        row = reader.row(run_id)
+        jobs.forget(run_id)  # LookupError (409) while its job is active
+        why = remove(store, row)
+        if why:
+            raise LookupError(f"run {run_id}: {why}")
+        reader.forget(run_id)
+        return {"run_id": run_id, "deleted": True}
+
+    @app.delete("/api/runs/{run_id}")
+    def delete(run_id: RunId) -> Response:
+        return Json(delete_run(run_id))
+
+    @app.post("/api/runs/bulk")
+    def bulk(req: BulkRequest) -> Response:
+        results = []
+        for run_id in dict.fromkeys(req.ids):  # each id once, in order
+            try:
+                if req.action == "stop":
+                    results.append({"run_id": run_id, "ok": True, "status": jobs.stop(run_id).status})
+                else:
+                    results.append({"run_id": run_id, "ok": True, **delete_run(run_id)})
+            except (LookupError, ConfigError) as exc:
+                results.append({"run_id": run_id, "ok": False, "error": clip(str(exc).strip("'\""))})
+        return Json({"action": req.action, "results": results, "ok": sum(r["ok"] for r in results),
+                     "failed": sum(not r["ok"] for r in results)})
 
     # -- progress events -----------------------------------------------------------------------------
     def state() -> dict[str, Any]:

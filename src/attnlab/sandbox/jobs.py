@@ -36,6 +36,10 @@ from attnlab.core.runs import RunStore
 ACTIVE = ("queued", "running", "paused", "stopping")
 
 
+class QueueFull(RuntimeError):
+    """``max_jobs`` run and ``max_queued`` wait: a new job is refused (HTTP 429) rather than queued without end."""
+
+
 @dataclass
 class Job:
     run_id: str
@@ -49,6 +53,7 @@ class Job:
     stop_requested: bool = False
     proc: subprocess.Popen | None = field(default=None, repr=False)
     config_file: Path | None = field(default=None, repr=False)
+    need: int = 0  # bytes its experiment's memory model says it needs (0: no model)
 
     def to_json(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "experiment": self.experiment, "status": self.status, "error": self.error,
@@ -63,11 +68,13 @@ class Job:
 class JobManager:
     """Queue and processes of the sandbox's training jobs (thread-safe)."""
 
-    def __init__(self, store: RunStore, max_jobs: int = 1, on_change: Callable[[], None] | None = None) -> None:
+    def __init__(self, store: RunStore, max_jobs: int = 1, on_change: Callable[[], None] | None = None,
+                 max_queued: int = 16) -> None:
         if max_jobs < 1:
             raise ValueError(f"max_jobs = {max_jobs}: must be ≥ 1")
         self.store = store
         self.max_jobs = max_jobs
+        self.max_queued = max_queued
         self.on_change = on_change
         self._jobs: dict[str, Job] = {}
         self._queue: list[str] = []
@@ -88,9 +95,24 @@ class JobManager:
         with self._lock:
             return self._queue.index(run_id) + 1 if run_id in self._queue else None
 
+    def queued_need(self) -> int:
+        """Bytes the queued jobs will need once started (running ones already hold theirs)."""
+        with self._lock:
+            return sum(self._jobs[r].need for r in self._queue)
+
+    def forget(self, run_id: str) -> None:
+        """Drop a finished job's record (its run was deleted); an active job is kept."""
+        with self._lock:
+            job = self._jobs.get(run_id)
+            if job is not None and job.status in ACTIVE:
+                raise LookupError(f"run {run_id} is {job.status} in the sandbox: stop it first")
+            self._jobs.pop(run_id, None)
+        self._changed()
+
     # -- control -------------------------------------------------------------------------------------
-    def submit(self, exp: Experiment, config: Config) -> Job:
-        """Queue a run of ``exp`` with ``config`` (an active job for the same run is returned as is)."""
+    def submit(self, exp: Experiment, config: Config, need: int = 0) -> Job:
+        """Queue a run of ``exp`` with ``config`` (an active job for the same run is returned as is); raise
+        :class:`QueueFull` when every slot runs and the queue holds ``max_queued``."""
         run_id = config.hash(exp.key)
         with self._lock:
             if self._closed:
@@ -98,12 +120,16 @@ class JobManager:
             job = self._jobs.get(run_id)
             if job is not None and job.status in ACTIVE:
                 return job
+            if self._slots_used() >= self.max_jobs and len(self._queue) >= self.max_queued:
+                raise QueueFull(f"{self._slots_used()} runs are running and {len(self._queue)} are queued (the "
+                                f"limits: --max-jobs {self.max_jobs}, --max-queued {self.max_queued}); wait for one "
+                                "to finish or stop some")
             path = self._tmp / f"{run_id}.yaml"
             path.write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=True))
             run_dir = self.store.run_dir(exp, run_id)
             run_dir.mkdir(parents=True, exist_ok=True)
             self.store.index.ensure(run_id, exp.key, run_dir, config.model_dump(mode="json"), "queued")
-            job = Job(run_id, exp.key, config_file=path)
+            job = Job(run_id, exp.key, config_file=path, need=need)
             self._jobs[run_id] = job
             self._queue.append(run_id)
             self._start_next()
@@ -186,7 +212,7 @@ class JobManager:
         while self._queue and self._slots_used() < self.max_jobs and not self._closed:
             job = self._jobs[self._queue.pop(0)]
             cmd = [sys.executable, "-m", "attnlab.cli", "run", job.experiment, "--config", str(job.config_file),
-                   "--out", str(self.store.root), "--json", "--quiet"]
+                   "--store", str(self.store.root), "--json", "--quiet"]
             env = {**os.environ, "ATTNLAB_QUIET": "1", "PYTHONUNBUFFERED": "1"}
             job.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                                         start_new_session=True)  # the server's terminal signals reach only it
@@ -199,8 +225,11 @@ class JobManager:
         with self._lock:
             job.returncode = job.proc.returncode
             job.finished = time.time()
+            never_started = row is not None and row["status"] == "queued"  # killed or refused before its run began
             job.status = row["status"] if row and row["status"] not in ("queued", "running") else (
                 "done" if job.returncode == 0 else "failed")
+            if never_started and (job.stop_requested or self._closed):
+                job.status = "interrupted"
             lines = [ln for ln in (err or "").strip().splitlines() if ln.strip()]
             if job.status == "interrupted":
                 how = "stopped" if job.stop_requested or self._closed else (
@@ -211,6 +240,8 @@ class JobManager:
                 recorded = [ln for ln in ((row or {}).get("error") or "").strip().splitlines() if ln.strip()]
                 job.error = (recorded or [ln for ln in lines if not ln.startswith("  see ")] or
                              [f"exit code {job.returncode}"])[-1]
+            if never_started:  # the index would say "queued" for ever
+                self.store.index.finish(job.run_id, job.status, job.error)
             if job.config_file is not None:
                 job.config_file.unlink(missing_ok=True)
             self._start_next()

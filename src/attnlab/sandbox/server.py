@@ -1,5 +1,9 @@
 """Start the sandbox: bind a socket (127.0.0.1 and a free port unless told otherwise), print the address, serve.
 
+The printed address carries the session's random token (``?token=``; ``$ATTNLAB_SANDBOX_TOKEN`` sets a fixed one);
+a host that is not loopback needs ``--allow-remote`` and is warned about; ``$ATTNLAB_SANDBOX_HOSTS`` (comma-separated)
+adds names the Host header may carry, e.g. a reverse proxy's.
+
 The socket is bound here and handed to uvicorn, so a free port (``port=0``) is taken without a race and the
 printed address is the one being served. SIGINT/SIGTERM stop uvicorn, whose shutdown stops every training job
 with SIGTERM (the runs are marked "interrupted" and resume when started again).
@@ -8,6 +12,7 @@ with SIGTERM (the runs are marked "interrupted" and resume when started again).
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import sys
 import threading
@@ -26,14 +31,18 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _resolve(host: str, port: int = 0) -> list[tuple]:
+    try:
+        return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise ConfigError(f"--host {host!r}: cannot resolve it ({exc.strerror})") from None
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket on (host, port); port 0 picks a free one."""
     if not 0 <= port <= 65535:
         raise ConfigError(f"--port {port}: allowed 0..65535 (0 picks a free port)")
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise ConfigError(f"--host {host!r}: cannot resolve it ({exc.strerror})") from None
+    infos = _resolve(host, port)
     family, _, _, _, addr = infos[0]
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -52,9 +61,9 @@ def url_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
-def serve(store_root: str | Path, *, host: str = "127.0.0.1", port: int = 0, max_jobs: int = 1,
-          open_browser: bool = True, log_level: str = "warning") -> None:
-    """Serve the sandbox over the run store at ``store_root`` until interrupted."""
+def serve(store_root: str | Path, *, host: str = "127.0.0.1", port: int = 0, max_jobs: int = 1, max_queued: int = 16,
+          open_browser: bool = True, allow_remote: bool = False, log_level: str = "warning") -> None:
+    """Serve the sandbox over the run store at ``store_root`` until interrupted (see ``security`` for its guard)."""
     from attnlab.sandbox import require
 
     require()
@@ -63,22 +72,34 @@ def serve(store_root: str | Path, *, host: str = "127.0.0.1", port: int = 0, max
     from attnlab.core.runs import RunStore
     from attnlab.sandbox.api import create_app
     from attnlab.sandbox.plugin import plugins
+    from attnlab.sandbox.security import Guard, allowed_hosts, new_token
 
     if max_jobs < 1:
         raise ConfigError(f"--max-jobs {max_jobs}: must be ≥ 1")
-    if not is_loopback(host):
-        print(f"warning: serving on {host}, not loopback: anyone who can reach this machine can start training "
-              "runs and read the run store", file=sys.stderr, flush=True)
+    if max_queued < 0:
+        raise ConfigError(f"--max-queued {max_queued}: must be ≥ 0")
+    if not is_loopback(host) and not all(is_loopback(str(info[4][0])) for info in _resolve(host)):
+        if not allow_remote:
+            raise ConfigError(f"--host {host} is not a loopback address: anyone who reaches this machine could use "
+                              "the sandbox; add --allow-remote to serve there anyway (its token still guards it)")
+        print(f"warning: serving on {host}, not loopback (--allow-remote): anyone who can reach this machine and "
+              "holds the token can start training runs and read the run store", file=sys.stderr, flush=True)
+    token = os.environ.get("ATTNLAB_SANDBOX_TOKEN") or new_token()
+    if len(token) < 16:
+        raise ConfigError("ATTNLAB_SANDBOX_TOKEN must hold at least 16 characters")
     plugins()  # import errors of plug-ins surface here, before the port is announced
-    app = create_app(RunStore(Path(store_root)), max_jobs=max_jobs)
+    app = create_app(RunStore(Path(store_root)), max_jobs=max_jobs, max_queued=max_queued)
     sock = bind(host, port)
     url = url_of(sock)
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=3, lifespan="on",
-                                           access_log=False))
+    extra = tuple(h.strip() for h in os.environ.get("ATTNLAB_SANDBOX_HOSTS", "").split(","))
+    guard = Guard(app, token, sock.getsockname()[1], allowed_hosts(host, allow_remote, extra), allow_remote)
+    server = uvicorn.Server(uvicorn.Config(guard, log_level=log_level, timeout_graceful_shutdown=3, lifespan="on",
+                                           access_log=False, limit_concurrency=64))
     app.state.server = server
-    print(f"attnlab sandbox on {url} (run store {Path(store_root).resolve()}; Ctrl-C stops it)", flush=True)
+    print(f"attnlab sandbox on {url}?token={token} (run store {Path(store_root).resolve()}; Ctrl-C stops it)",
+          flush=True)
     if open_browser:
-        threading.Timer(0.5, webbrowser.open, args=(url,)).start()
+        threading.Timer(0.5, webbrowser.open, args=(f"{url}?token={token}",)).start()
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it shut down for; that is this command's normal end

@@ -104,8 +104,10 @@ class RunReader:
         d = self.run_dir(row)
         final = d / "arrays.npz"
         src = final if final.exists() and (d / "summary.json").exists() else d / LIVE_FILE
-        try:
-            version = (src.name, src.stat().st_mtime_ns)
+        try:  # a finished run's version also moves when its summary or manifest changes (a damaged run is re-checked)
+            stamps = [p.stat().st_mtime_ns for p in (src, d / "summary.json", d / "manifest.json")
+                      if p == src or (src == final and p.exists())]
+            version = (src.name, max(stamps))
         except FileNotFoundError:
             raise NotFound(f"run {run_id} ({row['status']}) has nothing to show yet") from None
         with self._lock:
@@ -113,6 +115,10 @@ class RunReader:
             if hit is not None and hit.version == version:
                 self._views.move_to_end(run_id)
                 return hit
+        if src == final:
+            check = self.store.check(row)
+            if check.state == "corrupt":
+                raise NotFound(f"run {run_id} is corrupt ({check.line(2)}); start it again to recompute it")
         with np.load(src, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
         summary = json.loads((d / "summary.json").read_text()) if src == final else {}
@@ -121,6 +127,13 @@ class RunReader:
         with self._lock:
             self._views.put(run_id, opened)
         return opened
+
+    def forget(self, run_id: str) -> None:
+        """Drop the cached view and frames of a deleted run."""
+        with self._lock:
+            self._views.pop(run_id, None)
+            for key in [k for k in self._frames if k[0] == run_id]:
+                del self._frames[key]
 
     def frames(self, opened: Opened, indices: list[int], variant: int, names: list[str]) -> list[dict[str, Any]]:
         """Frame figures of ``indices`` (computed once per run, variant, frame and panel)."""

@@ -1,4 +1,6 @@
 // Calls to the sandbox's JSON API and its event stream. Every error response carries {"error": one line}.
+// The token travels in the HttpOnly cookie that the first page load set; the browser adds this page's Origin to
+// every POST and DELETE, which is what the server checks against cross-site requests.
 
 export class ApiError extends Error {
   constructor(status, body) {
@@ -34,6 +36,8 @@ export const api = {
     call("GET", `/api/runs/${id}/frames?${q({ start, stop, variant, panels: panels.join(",") })}`),
   series: (id, variant, panels) => call("GET", `/api/runs/${id}/series?${q({ variant, panels: panels.join(",") })}`),
   control: (id, action) => call("POST", `/api/runs/${id}/${action}`),
+  remove: (id) => call("DELETE", `/api/runs/${id}`),
+  bulk: (action, ids) => call("POST", "/api/runs/bulk", { action, ids }),
   exportFile: (id, req) => call("POST", `/api/runs/${id}/export`, req),
 };
 

@@ -21,6 +21,9 @@ class App {
     this.stats = { firstPaint: null, opens: [], redraws: [], ready: false, errors: [] };
     window.sandbox = { app: this, stats: this.stats, whyNot };  // whyNot(fig): why Plotly, not the canvas, draws it
     this.filter.addEventListener("input", () => this.renderRuns());
+    document.getElementById("stop-shown").onclick = () => this.bulk("stop", (r) => ACTIVE.includes(r.status));
+    document.getElementById("delete-shown").onclick = () =>
+      this.bulk("delete", (r) => ["interrupted", "failed"].includes(r.status));
     let resizeTimer = null;
     window.addEventListener("resize", () => {
       clearTimeout(resizeTimer);
@@ -64,11 +67,49 @@ class App {
     this.live = state.live;
   }
 
-  renderRuns() {
+  shown() {
     const words = this.filter.value.toLowerCase().split(/\s+/).filter(Boolean);
-    const rows = this.runs.filter((r) => words.every((w) =>
+    return this.runs.filter((r) => words.every((w) =>
       `${r.experiment} ${r.status} ${r.label || ""} ${r.id}`.toLowerCase().includes(w)));
+  }
+
+  // stop or delete every shown run that ``pick`` selects (deleting asks first: it removes the run's files)
+  async bulk(action, pick) {
+    const ids = this.shown().filter(pick).map((r) => r.id);
+    if (!ids.length) return;
+    if (action === "delete" && !confirm(`Delete ${ids.length} run(s) and their files from the run store?`)) return;
+    try {
+      const res = await api.bulk(action, ids);
+      if (action === "delete") this.closeDeleted(res.results.filter((r) => r.ok).map((r) => r.run_id));
+      const failed = res.results.filter((r) => !r.ok);
+      if (failed.length) alert(`${failed.length} run(s) could not be ${action === "stop" ? "stopped" : "deleted"}: ` +
+        failed[0].error);
+    } catch (e) {
+      alert(e.message);
+    }
+    await this.refreshRuns();
+  }
+
+  async remove(runId) {
+    if (!confirm(`Delete run ${runId} and its files from the run store?`)) return;
+    try {
+      await api.remove(runId);
+      this.closeDeleted([runId]);
+    } catch (e) {
+      alert(e.message);
+    }
+    await this.refreshRuns();
+  }
+
+  closeDeleted(ids) {
+    for (const v of [...this.viewers]) if (ids.includes(v.runId)) this.close(v);
+  }
+
+  renderRuns() {
+    const rows = this.shown();
     document.getElementById("runs-count").textContent = `(${rows.length}/${this.runs.length})`;
+    document.getElementById("stop-shown").disabled = !rows.some((r) => ACTIVE.includes(r.status));
+    document.getElementById("delete-shown").disabled = !rows.some((r) => ["interrupted", "failed"].includes(r.status));
     this.list.innerHTML = "";
     for (const r of rows) {
       const item = document.createElement("div");
@@ -100,6 +141,13 @@ class App {
         s.className = "stop";
         s.onclick = () => api.control(r.id, "stop").catch((e) => alert(e.message));
         actions.append(s);
+      } else if (!ACTIVE.includes(r.status)) {
+        const d = document.createElement("button");
+        d.textContent = "delete";
+        d.className = "delete";
+        d.title = "remove this run and its files from the run store";
+        d.onclick = () => this.remove(r.id);
+        actions.append(d);
       }
       item.append(actions);
       this.list.append(item);

@@ -109,7 +109,9 @@ export class StartForm {
       if (seq !== this.seq) return null;
       this.showErrors(res.errors);
       if (res.ok) {
-        this.note.textContent = `run ${res.run_id}` + (res.existing ? ` exists (${res.existing})` : " (new)");
+        const m = res.memory, gib = (b) => (b / 2 ** 30).toPrecision(3);
+        this.note.textContent = `run ${res.run_id}` + (res.existing ? ` exists (${res.existing})` : " (new)") +
+          (m && m.need ? ` · needs ~${gib(m.need)} GiB of ${gib(m.free)} GiB free` : "");
       }
       return res;
     } catch (e) {

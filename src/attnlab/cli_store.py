@@ -1,0 +1,208 @@
+"""``attnlab store``: list, verify, rebuild, remove and garbage-collect the runs of a run store.
+
+``ls`` reads the index (and checks that each finished run's files are present at their sealed sizes); ``verify``
+re-hashes every file of every finished run against its manifest, like ``git fsck``, and runs SQLite's
+``integrity_check`` on the index (exit 1 if anything is corrupt); ``rebuild`` recreates the index from the run
+directories; ``rm`` removes runs by id or filter; ``gc`` removes interrupted and failed runs older than an age and
+the leftovers of killed processes. None of them creates a store.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from attnlab.cli import JsonOpt, _guard, err_console, out_console
+from attnlab.cli_flags import StoreOpt
+from attnlab.cli_flags import store as _store
+from attnlab.core.config import ConfigError
+
+store_app = typer.Typer(no_args_is_help=True, help="List, verify, rebuild, remove and garbage-collect stored runs.")
+
+StudyOpt = Annotated[str | None, typer.Option("--study", help="only runs of this study")]
+ExpOpt = Annotated[str | None, typer.Option("--experiment", help="only runs of STUDY.EXPERIMENT")]
+StatusOpt = Annotated[str | None, typer.Option("--status", help="queued, running, done, failed, interrupted or "
+                                               "corrupt")]
+OlderOpt = Annotated[str | None, typer.Option("--older-than", help="created longer ago than AGE (7d, 12h, 30m)")]
+NewerOpt = Annotated[str | None, typer.Option("--newer-than", help="created less than AGE ago")]
+IdsArg = Annotated[list[str] | None, typer.Argument(help="run ids (or unique prefixes of at least 4 digits)")]
+
+
+def _selection(study: str | None, experiment: str | None, status: str | None, older: str | None,
+               newer: str | None):
+    from attnlab.core.experiment import check_study
+    from attnlab.core.maintenance import Selection, parse_age
+
+    check_study(study)
+    return Selection(study, experiment, status, parse_age(older, "--older-than") if older else None,
+                     parse_age(newer, "--newer-than") if newer else None)
+
+
+def _age(t: float | None) -> str:
+    if not t:
+        return "—"
+    s = max(0.0, time.time() - t)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size:
+            return f"{s / size:.0f}{unit}"
+    return f"{s:.0f}s"
+
+
+def _size(n: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _state(row: dict[str, Any], check: Any) -> str:
+    return {"sealed": "ok", "legacy": "unsealed", "corrupt": "corrupt"}.get(check.state, "—")
+
+
+@store_app.command("ls")
+@_guard
+def ls(
+    ids: IdsArg = None, study: StudyOpt = None, experiment: ExpOpt = None, status: StatusOpt = None,
+    older_than: OlderOpt = None, newer_than: NewerOpt = None, store: StoreOpt = None, json_: JsonOpt = False,
+) -> None:
+    """The runs of the store (newest last): id, experiment, status, age, time taken, and whether each finished
+    run's files are present at their sealed sizes ("files": ok, unsealed, corrupt; `verify` checks every byte)."""
+    from attnlab.core.maintenance import select
+
+    st = _store(store, existing=True)
+    rows = select(st, _selection(study, experiment, status, older_than, newer_than), _ids(st, ids))
+    if json_:
+        print(json.dumps([{**{k: r[k] for k in ("id", "experiment", "status", "created", "finished", "seconds",
+                                                  "attempts", "error")}, "files": _state(r, c),
+                           "problems": c.problems, "run_dir": str(st.dir_of(r))} for r, c in rows], indent=2))
+        return
+    table = Table(title=f"runs in {st.root}")
+    for col in ("id", "experiment", "status", "files", "age", "seconds"):
+        table.add_column(col, overflow="fold")
+    for r, c in rows:
+        status_text = "corrupt" if c.state == "corrupt" else r["status"]
+        table.add_row(r["id"], r["experiment"], status_text, _state(r, c), _age(r["created"]),
+                      "—" if r["seconds"] is None else f"{r['seconds']:.1f}")
+    out_console.print(table)
+    out_console.print(f"{len(rows)} runs")
+
+
+@store_app.command()
+@_guard
+def verify(ids: IdsArg = None, store: StoreOpt = None, json_: JsonOpt = False) -> None:
+    """Re-hash every file of every finished run against its manifest and check the index (exit 1 if corrupt)."""
+    from attnlab.core.maintenance import Selection, scan_runs, select
+
+    st = _store(store, existing=True)
+    index_check = st.index.integrity()
+    rows = select(st, Selection(), _ids(st, ids), deep=True)
+    known = {r["id"] for r in st.index.rows()}
+    missing = [r for r in scan_runs(st.root) if r["id"] not in known] if not ids else []
+    done = [(r, c) for r, c in rows if r["status"] == "done"]
+    corrupt = [(r, c) for r, c in done if c.state == "corrupt"]
+    legacy = sum(c.state == "legacy" for _, c in done)
+    if json_:
+        print(json.dumps({"index": index_check, "checked": len(done), "legacy": legacy,
+                          "not_in_index": [r["id"] for r in missing],
+                          "corrupt": [{"id": r["id"], "experiment": r["experiment"], "problems": c.problems}
+                                      for r, c in corrupt]}, indent=2))
+    else:
+        for r, c in corrupt:
+            out_console.print(f"[red]corrupt[/red] {r['id']} {r['experiment']}: {escape(c.line(10))}", highlight=False,
+                              soft_wrap=True)
+        for r in missing:
+            out_console.print(f"[yellow]not in the index[/yellow] {r['id']} {r['experiment']}: run `attnlab store "
+                              "rebuild` to add it", highlight=False)
+        if index_check != "ok":
+            out_console.print(f"[red]index[/red] {escape(index_check)}: run `attnlab store rebuild`", highlight=False)
+        out_console.print(f"verified {len(done)} finished runs ({legacy} unsealed, from before manifests): "
+                          f"{len(corrupt)} corrupt; index {index_check}", highlight=False)
+    if corrupt or index_check != "ok":
+        raise typer.Exit(1)
+
+
+@store_app.command()
+@_guard
+def rebuild(store: StoreOpt = None) -> None:
+    """Rebuild the index from the run directories (the old index is kept beside it as index.sqlite.bak-TIME)."""
+    st = _store(store, existing=True)
+    backup, n = st.index.rebuild()
+    kept = f"; the old index is kept as {backup}" if backup else ""
+    out_console.print(f"rebuilt {st.index.path} from {n} run directories{kept}", highlight=False)
+
+
+@store_app.command()
+@_guard
+def rm(
+    ids: IdsArg = None, study: StudyOpt = None, experiment: ExpOpt = None, status: StatusOpt = None,
+    older_than: OlderOpt = None, newer_than: NewerOpt = None, store: StoreOpt = None,
+    yes: Annotated[bool, typer.Option("--yes", help="remove what a filter selects (without it: list only)")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="say what would be removed; remove nothing")] = False,
+) -> None:
+    """Remove runs (their directories and index rows) by id or by filter; a running run is never removed."""
+    from attnlab.core.maintenance import remove, select
+
+    sel = _selection(study, experiment, status, older_than, newer_than)
+    if not ids and sel.empty:
+        raise ConfigError("give run ids or a filter (--study, --experiment, --status, --older-than, --newer-than)")
+    st = _store(store, existing=True)
+    rows = select(st, sel, _ids(st, ids))
+    if not ids and not yes and not dry_run:
+        for r, _ in rows:
+            out_console.print(f"would remove {r['id']} {r['experiment']} ({r['status']})", highlight=False)
+        raise ConfigError(f"{len(rows)} runs match the filter: add --yes to remove them (or --dry-run to list them)")
+    kept = 0
+    for r, _ in rows:
+        why = remove(st, r, dry_run)
+        verb = "would remove" if dry_run else "removed"
+        if why:
+            kept += 1
+            err_console.print(f"kept {r['id']} {r['experiment']}: {why}", highlight=False)
+        else:
+            out_console.print(f"{verb} {r['id']} {r['experiment']} ({r['status']})", highlight=False)
+    out_console.print(f"{len(rows) - kept} runs {'would be ' if dry_run else ''}removed, {kept} kept")
+    if kept:
+        raise typer.Exit(1)
+
+
+@store_app.command()
+@_guard
+def gc(
+    older_than: Annotated[str, typer.Option("--older-than", help="age of interrupted/failed runs to remove")] = "7d",
+    store: StoreOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="say what would be removed; remove nothing")] = False,
+) -> None:
+    """Remove interrupted and failed runs older than AGE, temporary files of killed writes, checkpoints left in
+    finished runs, run directories that never started, index rows without a directory and old moved-aside indexes."""
+    from attnlab.core.maintenance import collect, garbage, parse_age
+
+    st = _store(store, existing=True)
+    items = garbage(st, parse_age(older_than, "--older-than"))
+    for item in items:
+        if not dry_run:
+            collect(st, item)
+        out_console.print(f"{'would remove' if dry_run else 'removed'} {item.what}: {item.path} ({_size(item.bytes)})",
+                          highlight=False, soft_wrap=True)
+    total = sum(i.bytes for i in items)
+    out_console.print(f"{len(items)} items, {_size(total)} {'would be ' if dry_run else ''}freed", highlight=False)
+
+
+def _ids(st: Any, ids: list[str] | None) -> list[str] | None:
+    """Full ids for ``ids`` (each a unique prefix of at least 4 hex digits), or ConfigError naming the bad one."""
+    if not ids:
+        return None
+    known = [r["id"] for r in st.index.rows()]
+    out = []
+    for i in ids:
+        hits = [k for k in known if k.startswith(i)] if len(i) >= 4 else []
+        if len(hits) != 1:
+            why = "is shorter than 4 digits" if len(i) < 4 else "matches no run" if not hits else \
+                f"matches {len(hits)} runs; give more digits"
+            raise ConfigError(f"run id {i[:40]!r} {why} (see `attnlab store ls`)")
+        out.append(hits[0])
+    return out

@@ -1,0 +1,123 @@
+"""One meaning per flag: the run store is ``--store`` (or ATTNLAB_HOME) on every command, the report's file is
+``--html``; the old spellings say they are deprecated and still work where they are unambiguous; unknown ids, NaN
+and infinity, and an unreachable dask scheduler each stop with one line and exit 2, having written nothing."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+from typer.testing import CliRunner
+
+from attnlab.cli import app
+from attnlab.core.config import ConfigError
+from attnlab.core.sweep import reach_scheduler
+
+runner = CliRunner()
+
+
+def cli(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def one_error_line(res) -> str:
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert res.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), res.output
+    return lines[0]
+
+
+def test_the_store_is_store_everywhere_and_out_is_its_deprecated_spelling(tmp_path):
+    new = cli("run", "toy.walk", "--store", str(tmp_path / "a"), "--set", "steps=3", "--json")
+    assert new.exit_code == 0 and "deprecated" not in new.stderr
+    old = cli("run", "toy.walk", "--out", str(tmp_path / "a"), "--set", "steps=3", "--json")
+    assert old.exit_code == 0 and json.loads(old.stdout)["reused"]
+    assert "warning: --out for the run store is deprecated; use --store DIR" in old.stderr
+    both = cli("run", "toy.walk", "--out", str(tmp_path / "a"), "--store", str(tmp_path / "b"))
+    assert "give the run store once" in one_error_line(both) and not (tmp_path / "b").exists()
+
+
+def test_the_environment_names_the_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_HOME", str(tmp_path / "home"))
+    assert cli("run", "toy.walk", "--set", "steps=3").exit_code == 0
+    assert (tmp_path / "home" / "index.sqlite").exists()
+    res = cli("store", "ls", "--json")
+    assert res.exit_code == 0 and len(json.loads(res.stdout)) == 1
+
+
+def test_the_report_file_is_html_and_report_never_creates_a_store(tmp_path):
+    store = tmp_path / "s"
+    assert cli("run", "toy.walk", "--store", str(store), "--set", "steps=3").exit_code == 0
+    html = tmp_path / "r.html"
+    assert cli("report", "--all", "--store", str(store), "--html", str(html)).exit_code == 0 and html.exists()
+    line = one_error_line(cli("report", "--all", "--out", str(store)))  # the issue's IsADirectoryError
+    assert "--out" in line and "is a directory: the run store is --store DIR and the HTML file is --html FILE" in line
+    assert not (tmp_path / "attnlab-runs").exists()
+    old = cli("report", "--all", "--store", str(store), "--out", str(tmp_path / "old.html"))
+    assert old.exit_code == 0 and "--out for the HTML file is deprecated; use --html FILE" in old.stderr
+    line = one_error_line(cli("report", "--all", "--store", str(tmp_path / "typo"), "--html", str(html)))
+    assert "no run store at" in line and not (tmp_path / "typo").exists()
+    assert "is a directory" in one_error_line(cli("report", "--all", "--store", str(store), "--html", str(tmp_path)))
+
+
+def test_reproduce_takes_html_and_its_old_report_spelling(tmp_path):
+    out = tmp_path / "rep.html"
+    res = cli("reproduce", "toy", "--quick", "--no-claims", "--store", str(tmp_path / "s"), "--report", str(out))
+    assert res.exit_code == 0 and out.exists() and "--report for the HTML file is deprecated" in res.stderr
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["check", "toy", "--only", "nope"], "unknown claim id 'nope' of toy; allowed: toy.diffusion"),
+    (["check", "potts", "--only", "nope"], "unknown claim id 'nope' of potts; allowed: potts."),
+    (["check", "nosuchstudy"], "unknown study 'nosuchstudy'; allowed: specialization, clustering"),
+    (["run", "toy.nope"], "unknown experiment 'toy.nope'; known: toy.walk"),
+    (["sweep", "toy.nope", "--grid", "steps=1,2"], "unknown experiment 'toy.nope'; known: toy.walk"),
+    (["run", "toy.walk", "--set", "drift=nan"], "key 'drift' = nan: NaN (not a number) is not accepted"),
+    (["run", "toy.walk", "--set", "drift=inf"], "key 'drift' = inf: infinity is not accepted"),
+    (["run", "toy.walk", "--set", "steps=-inf"], "key 'steps' = -inf: infinity is not accepted"),
+    (["sweep", "toy.walk", "--grid", "drift=0,nan"], "key 'drift' = nan: NaN (not a number) is not accepted"),
+])
+def test_unknown_ids_and_non_finite_numbers_exit_2_with_the_allowed_values(tmp_path, args, words):
+    line = one_error_line(cli(*args, "--store", str(tmp_path / "s")))
+    assert words in line
+    assert not (tmp_path / "s").exists()  # nothing written, no vacuous pass
+
+
+def test_a_known_claim_at_a_scale_where_it_is_not_measured_is_refused(tmp_path, monkeypatch):
+    from attnlab.core import claims
+
+    diffusion = claims._CLAIMS["toy.diffusion"]
+    monkeypatch.setitem(claims._CLAIMS, "toy.diffusion", type(diffusion)(**{**diffusion.__dict__,
+                                                                             "scales": ("paper",)}))
+    line = one_error_line(cli("check", "toy", "--only", "diffusion", "--store", str(tmp_path / "s")))
+    assert "is measured at scale 'quick'" in line
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.dask
+def test_an_unreachable_scheduler_fails_with_one_line_before_writing(tmp_path):
+    address = f"tcp://127.0.0.1:{_closed_port()}"
+    line = one_error_line(cli("sweep", "toy.walk", "--grid", "steps=2,3", "--executor", "dask", "--scheduler", address,
+                              "--store", str(tmp_path / "s")))
+    assert f"--scheduler {address}: cannot reach a dask scheduler there (Connection refused)" in line
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.dask
+def test_a_port_where_no_scheduler_answers_fails_at_the_timeout_before_writing(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_DASK_TIMEOUT", "1")
+    with socket.socket() as silent:  # accepts connections, never speaks dask
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        line = one_error_line(cli("sweep", "toy.walk", "--grid", "steps=2,3", "--executor", "dask", "--scheduler",
+                                  address, "--store", str(tmp_path / "s")))
+    assert f"--scheduler {address}: no dask scheduler answered within 1 s" in line
+    assert not (tmp_path / "s").exists()
+    with pytest.raises(ConfigError, match="expected tcp://HOST:PORT"):
+        reach_scheduler("not an address")
