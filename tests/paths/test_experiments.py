@@ -96,7 +96,8 @@ def test_oneshot_pipeline_tiny(store):
     rec, res = _run(store, "fig3", **TINY_ONESHOT)
     s, v = res.summary, "L2_H4-4"
     for key in (f"{v}/gd_best_val", f"{v}/acc_gp_id", f"{v}/acc_fw_id_N10", f"{v}/acc_fw_glyphs_blocks_N1000",
-                f"{v}/pearson_N10", f"{v}/sign_agreement_gd", f"{v}/U_dev_from_gp_N1000", f"{v}/top5_overlap_fw"):
+                f"{v}/pearson_N10", f"{v}/sign_agreement_gd", f"{v}/U_dev_from_gp_N1000", f"{v}/top5_overlap_fw",
+                f"{v}/block_share_theory", f"{v}/U_shape_dev_N1000"):
         assert key in s and s[key] is not None, key
     assert res.arrays[f"{v}/U_star"].shape == (2, 16, 16) and res.arrays[f"{v}/U_gd"].shape == (16, 16)
     assert (rec.run_dir / "figures" / "fig3.png").exists()

@@ -135,3 +135,15 @@ def test_head_scores_and_order():
     assert len(order) == (2 - 1) + (3 - 1) and (0, 0) not in order
     with pytest.raises(ValueError, match="score_mode"):
         pruning.head_scores(U, Hs, "sum")
+
+
+def test_block_share_reads_the_h1_blocks():
+    from attnlab.paths.oneshot_experiments import block_share
+
+    Hs = (4, 4)
+    h1 = pruning.path_heads(Hs)[:, 0]
+    blocks = np.equal.outer(h1, h1) * 0.5 + np.eye(16)
+    assert block_share(blocks, Hs) == (1.0, 0.2, 1.0)
+    flat = np.full((16, 16), 0.3) + np.eye(16)
+    share, chance, _ = block_share(flat, Hs)
+    assert np.isclose(share, chance) and np.isclose(chance, 48 / 240)

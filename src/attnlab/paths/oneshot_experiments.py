@@ -60,6 +60,19 @@ def block_ratio(U: np.ndarray, Hs) -> float:
     return float(np.abs(U[same]).mean() / np.abs(U[diff]).mean()) if diff.any() and same.any() else float("nan")
 
 
+def block_share(U: np.ndarray, Hs, k: int = 10) -> tuple[float, float, float]:
+    """Share of the off-diagonal |U| mass in pairs sharing h_1, share of such pairs (no structure), and the
+    fraction of the k largest off-diagonal entries that share h_1: "correlations mostly occur between paths
+    sharing the same head h_1" (Sec. 4.2.1) reads the mass share > ½."""
+    h1 = pruning.path_heads(Hs)[:, 0]
+    off = ~np.eye(len(h1), dtype=bool)
+    same = np.equal.outer(h1, h1) & off
+    iu = np.triu_indices(len(h1), 1)
+    top = np.argsort(-np.abs(U[iu]))[:k]
+    return (float(np.abs(U[same]).sum() / np.abs(U[off]).sum()), float(same.sum() / off.sum()),
+            float(same[iu][top].mean()))
+
+
 def oneshot_theory(config: OneShotConfig, ctx: RunContext) -> Result:
     """Per variant: GD model, Bayesian theory over (τ, N) with τ*(N) on validation, GP, GD empirical U; for the
     first variant also Gibbs samples at ``sample_widths`` and the kernel-PC alignment at ``score_width``."""
@@ -95,6 +108,9 @@ def oneshot_theory(config: OneShotConfig, ctx: RunContext) -> Result:
         summary[f"{v}/sign_agreement_gd"] = sign_agreement(U_n, U_gd)
         summary[f"{v}/block_ratio_theory"] = block_ratio(U_n, var.Hs)
         summary[f"{v}/block_ratio_gd"] = block_ratio(U_gd, var.Hs)
+        (summary[f"{v}/block_share_theory"], summary[f"{v}/block_share_chance"],
+         summary[f"{v}/block_top10_theory"]) = block_share(U_n, var.Hs)
+        summary[f"{v}/block_share_gd"] = block_share(U_gd, var.Hs)[0]
         for k in test_names:
             summary[f"{v}/acc_gp_{k}"] = float(grid[f"acc_gp_{k}"])
             for i, N in enumerate(config.widths):
