@@ -68,3 +68,18 @@ def test_a_measure_may_return_its_detail_and_an_event_that_never_happened_fails_
     assert (got["toy.detail_ok"].verdict, got["toy.detail_ok"].detail) == ("pass", "0.5 at quick scale")
     assert (got["toy.detail_missing"].verdict, got["toy.detail_missing"].detail) == (
         "fail", "split not reached by τ = 30")
+
+
+def test_the_claim_helper_registers_and_summary_names_the_keys_a_run_has(store):
+    from attnlab.core import claims as mod
+    from attnlab.core.claims import ClaimContext, claim
+
+    c = claim("toy.helper", "Eq. 0", "s", "h", lambda ctx: ctx.summary("toy.walk", "final_norm", steps=5), relation="report")
+    try:
+        assert mod._CLAIMS["toy.helper"] is c and c.scales == ("quick", "paper")
+        ctx = ClaimContext("quick", store)
+        assert ctx.summary("toy.walk", "final_norm", steps=5) == ctx.run("toy.walk", steps=5).summary["final_norm"]
+        with pytest.raises(KeyError, match="has no summary key 'nope'; it has: .*final_norm"):
+            ctx.summary("toy.walk", "nope", steps=5)
+    finally:
+        mod._CLAIMS.pop("toy.helper")

@@ -23,3 +23,19 @@ def test_state_roundtrip_continues_sequence():
     t.load_state_dict(state)
     assert torch.equal(torch.randn(4, generator=t.torch("data")), want_t)
     assert (t.numpy("mc").normal(size=2) == want_n).all()
+
+
+def test_run_context_seeds_and_generators_follow_the_named_streams(tmp_path):
+    import torch
+
+    from attnlab.core.config import resolve
+    from attnlab.core.experiment import get
+    from attnlab.core.rng import Streams, stream_seed
+    from attnlab.core.runs import RunContext
+
+    config = resolve(get("toy.walk").config, "quick", {}, seed=7)
+    ctx = RunContext(tmp_path, config, torch.device("cpu"), Streams(7))
+    assert ctx.seed("data") == stream_seed(7, "data") and ctx.seed("data", 3) == (stream_seed(7, "data") + 3) % 2**63
+    a, b = ctx.generator("data"), ctx.generator("data", "cpu")
+    assert torch.equal(torch.rand(4, generator=a), torch.rand(4, generator=b))
+    assert torch.equal(torch.rand(4, generator=ctx.generator("data")), torch.rand(4, generator=ctx.rng("data")))

@@ -66,6 +66,14 @@ class ClaimContext:
         self.records.append(record)
         return load_result(record.run_dir)[1]
 
+    def summary(self, experiment: str, key: str, **overrides: Any) -> Any:
+        """One summary value of ``study.experiment`` run (or reused) as :meth:`run` does; an unknown key raises a
+        ``KeyError`` that lists the keys the run has."""
+        summary = self.run(experiment, **overrides).summary
+        if key not in summary:
+            raise KeyError(f"{experiment} has no summary key {key!r}; it has: {', '.join(sorted(summary))}")
+        return summary[key]
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -143,6 +151,14 @@ def register(claim: Claim) -> Claim:
         raise ValueError(f"claim {claim.id}: relation 'in' needs expected=(lo, hi)")
     _CLAIMS[claim.id] = claim
     return claim
+
+
+def claim(id: str, ref: str, statement: str, how: str, measure: Callable[[ClaimContext], float | Measured],
+          expected: float | tuple[float, float] | None = None, relation: Relation = "approx", tolerance: float = 0.0,
+          scales: tuple[str, ...] = SCALES) -> Claim:
+    """Build and :func:`register` a :class:`Claim` (``id`` is ``study.name``): the one helper every study's
+    ``claims`` module uses."""
+    return register(Claim(id, ref, statement, how, measure, expected, relation, tolerance, tuple(scales)))
 
 
 def claims(study: str | None = None, scale: str | None = None) -> list[Claim]:

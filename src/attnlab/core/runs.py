@@ -94,9 +94,18 @@ class RunContext:
         """Torch generator of the named stream, on the run's device."""
         return self.streams.torch(name)
 
-    def seed(self, name: str) -> int:
-        """Integer seed of a named stream, for code that builds its own generators (e.g. per-seed)."""
-        return stream_seed(self.config.seed, name)
+    def seed(self, name: str, offset: int = 0) -> int:
+        """Integer seed of a named stream (plus ``offset``, e.g. one per sub-model), for code that builds its own
+        generators or hands plain integers to a sampler; below 2**63 as torch requires."""
+        return (stream_seed(self.config.seed, name) + offset) % 2**63
+
+    def generator(self, name: str, device: str | torch.device | None = None) -> torch.Generator:
+        """A fresh generator seeded from the named stream's seed, on ``device`` (default: the run's device).
+
+        Unlike :meth:`rng` it is not checkpointed: rebuilt identically on resume, it suits draws made once (data
+        sets, index draws) and code that must draw on the CPU whatever the run's device (``device="cpu"``)."""
+        return torch.Generator(device=torch.device(device) if device is not None else self.device).manual_seed(
+            self.seed(name))
 
     @property
     def checkpoint_path(self) -> Path:
