@@ -74,7 +74,8 @@ def test_the_claim_helper_registers_and_summary_names_the_keys_a_run_has(store):
     from attnlab.core import claims as mod
     from attnlab.core.claims import ClaimContext, claim
 
-    c = claim("toy.helper", "Eq. 0", "s", "h", lambda ctx: ctx.summary("toy.walk", "final_norm", steps=5), relation="report")
+    c = claim("toy.helper", "Eq. 0", "s", "h", lambda ctx: ctx.summary("toy.walk", "final_norm", steps=5),
+              relation="report")
     try:
         assert mod._CLAIMS["toy.helper"] is c and c.scales == ("quick", "paper")
         ctx = ClaimContext("quick", store)
