@@ -80,7 +80,7 @@ def test_the_claim_helper_registers_and_summary_names_the_keys_a_run_has(store):
         assert mod._CLAIMS["toy.helper"] is c and c.scales == ("quick", "paper")
         ctx = ClaimContext("quick", store)
         assert ctx.summary("toy.walk", "final_norm", steps=5) == ctx.run("toy.walk", steps=5).summary["final_norm"]
-        with pytest.raises(KeyError, match="has no summary key 'nope'; it has: .*final_norm"):
+        with pytest.raises(KeyError, match=r"has no summary key 'nope'; it has: .*final_norm"):
             ctx.summary("toy.walk", "nope", steps=5)
     finally:
         mod._CLAIMS.pop("toy.helper")
