@@ -56,9 +56,9 @@ def serve(root: Path) -> tuple[subprocess.Popen, str]:
 
 
 def server_frame_ms(root: Path, run_id: str) -> float:
+    from attnlab.clustering.views.plugin import DEFAULT
     from attnlab.core.runs import RunStore
     from attnlab.sandbox.store import RunReader
-    from attnlab.sandbox.studies.clustering import DEFAULT
     from attnlab.sandbox.traces import to_json
 
     opened = RunReader(RunStore(root)).open(run_id)

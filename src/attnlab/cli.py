@@ -332,7 +332,7 @@ def render(
     fmt: Annotated[str, typer.Option("--fmt", help="frame format for a DIR: png or pdf")] = "png",
 ) -> None:
     """Draw the visual sandbox (paper 4 §4.1) of a stored run: frames, a GIF or an MP4 over a snapshot range."""
-    from attnlab.clustering.sandbox import render_run
+    from attnlab.clustering.render import render_run
 
     path = render_run(run_dir, out, panels=panels, epochs=epochs, every=every, seed=seed, history=history, fps=fps,
                       fmt=fmt)

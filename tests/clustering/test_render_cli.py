@@ -6,8 +6,8 @@ from typer.testing import CliRunner
 
 from attnlab.cli import app
 from attnlab.clustering.configs import TrainConfig
-from attnlab.clustering.sandbox.animate import frame_count
-from attnlab.clustering.sandbox.runs import parse_epochs
+from attnlab.clustering.render.animate import frame_count
+from attnlab.clustering.render.runs import parse_epochs
 from attnlab.clustering.train import train
 from attnlab.core.config import ConfigError
 

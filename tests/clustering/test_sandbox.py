@@ -20,9 +20,9 @@ import torch
 from attnlab.clustering.data import Task
 from attnlab.clustering.history import History
 from attnlab.clustering.model import ModelSpec, init_params
-from attnlab.clustering.sandbox import PANELS, compute_panels, panels
-from attnlab.clustering.sandbox.animate import render_animation, render_frames
-from attnlab.clustering.sandbox.render import render_ideal, render_snapshot, render_strip
+from attnlab.clustering.render import PANELS, compute_panels, panels
+from attnlab.clustering.render.animate import render_animation, render_frames
+from attnlab.clustering.render.render import render_ideal, render_snapshot, render_strip
 from attnlab.core.config import ConfigError
 
 TASK = Task(2, 12, 5)

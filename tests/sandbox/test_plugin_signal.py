@@ -17,8 +17,8 @@ from attnlab.core.experiment import get
 from attnlab.core.runs import RunStore
 from attnlab.sandbox import forms, plugin, traces
 from attnlab.sandbox.store import RunReader
-from attnlab.signal import sandbox_depth as SD
-from attnlab.signal import sandbox_plugin as SP
+from attnlab.signal.views import depth as SD
+from attnlab.signal.views import plugin as SP
 
 SMALL_MLM = {"steps": 10, "log_every": 5, "d": 32, "T": 16, "d_ff": 32, "batch": 8, "n_eval": 16, "n_train": 64,
              "repeat_vocab": 16}

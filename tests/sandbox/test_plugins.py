@@ -16,7 +16,7 @@ from PIL import Image
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.history import History
 from attnlab.clustering.model import forward
-from attnlab.clustering.sandbox import panels as P
+from attnlab.clustering.render import panels as P
 from attnlab.clustering.train import train
 from attnlab.core.config import ConfigError
 from attnlab.core.experiment import get

@@ -423,7 +423,7 @@ def fig8(config: TrainConfig, ctx: RunContext) -> Result:
     m = circuit_metrics(hist)
     i, rule = choose_two_stage_seed(m, hist.epoch_metrics["train_loss"], hist.epochs, config.min_plateau,
                                     config.max_gap, config.max_spike)
-    from attnlab.clustering.sandbox.render import strip_epochs
+    from attnlab.clustering.render.render import strip_epochs
 
     idx = strip_epochs(hist, i)
     drops = dynamics.drop_epochs(hist.epoch_metrics["train_loss"][:, i], n=2, epochs=hist.epochs)

@@ -22,13 +22,13 @@ NO_HISTORY = ("tokens", "positions", "embeddings", "normalized", "attention", "v
 
 
 def _render():
-    from attnlab.clustering.sandbox import render  # matplotlib-heavy; loaded when a figure is drawn
+    from attnlab.clustering.render import render  # matplotlib-heavy; loaded when a figure is drawn
 
     return render
 
 
 def _panel(ax, name: str, params: dict, spec: ModelSpec, task: Task, **opts) -> None:
-    from attnlab.clustering.sandbox.panels import PANELS
+    from attnlab.clustering.render.panels import PANELS
 
     _render().draw_panel(ax, name, PANELS[name].compute(params, spec, task, **opts))
 
@@ -159,7 +159,7 @@ def _taxonomy(result: Result, m: dict[str, np.ndarray], n_ideal: int) -> object:
 # ----------------------------------------------------------------------------------------------- Figs. 5, 6
 def _attention_rows(hist: History, seeds: list[int], n_probe: int, title: str, acc: np.ndarray) -> object:
     """Fig. 5 layout, one row per seed: input tokens | attention at the first snapshot | at the last."""
-    from attnlab.clustering.sandbox.panels import PANELS
+    from attnlab.clustering.render.panels import PANELS
 
     fig, axes = figure(3, len(seeds), width=3.2, height=0.22 * n_probe + 1.4)
     axes = np.asarray(axes, dtype=object).reshape(len(seeds), 3)

@@ -188,7 +188,7 @@ def _spike_run(result) -> tuple[History, int, int, int, int]:
 
 
 def _panel(ax, name: str, h: History, index: int, seed: int, **kw: Any) -> dict:
-    from attnlab.clustering.sandbox import PANELS
+    from attnlab.clustering.render import PANELS
 
     data = PANELS[name].compute(h.params_at(index, seed), h.spec, h.task, **kw)
     PANELS[name].draw(ax, data)
@@ -249,7 +249,7 @@ def _moved(ax, p0: np.ndarray, p1: np.ndarray, colors: Any, title: str) -> None:
 def spike_mlp(result, config) -> Figure:
     """Fig. 12: ξ moves a little across the spike while the MLP response moves a lot; the assemblers u_i before and
     after (norms) and their pairwise cosines (lower triangle before, upper after)."""
-    from attnlab.clustering.sandbox import PANELS
+    from attnlab.clustering.render import PANELS
 
     h, seed, _entry, before, after = _spike_run(result)
     s, a = result.summary, result.arrays

@@ -2,7 +2,7 @@
 
 ``attnlab sandbox`` serves it on 127.0.0.1 (``server.serve``); the ASGI app and its JSON API live in ``api``, the
 training jobs in ``jobs``, run-store access in ``store``, the start form in ``forms``; studies contribute panels
-through ``plugin`` (built-ins: ``studies.clustering``, ``studies.specialization``); the page is ``static/``.
+through ``plugin`` (each study's ``<study>.views``: the sandbox imports no study); the page is ``static/``.
 Needs the ``sandbox`` extra (FastAPI, uvicorn, plotly); ``require()`` says so in one line when it is missing.
 """
 

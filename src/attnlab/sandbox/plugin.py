@@ -13,9 +13,8 @@ Every figure is a plain Plotly figure ``{"data": [trace, ...], "layout": {...}}`
 panel-data functions (numpy arrays allowed; ``traces.to_json`` makes them JSON), so the front end needs no
 study-specific code. Plug-ins never touch files: the server hands them arrays read through the run store.
 
-Registration: the built-in plug-ins (``attnlab.sandbox.studies``), a module ``attnlab.<study>.sandbox_plugin``
-of any study in ``attnlab.STUDIES`` that has one, and the modules named in ``$ATTNLAB_SANDBOX_PLUGINS``
-(comma-separated); each calls :func:`register` on import.
+Registration: the module ``attnlab.<study>.views.plugin`` of any study in ``attnlab.STUDIES`` that has one, and
+the modules named in ``$ATTNLAB_SANDBOX_PLUGINS`` (comma-separated); each calls :func:`register` on import.
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ from attnlab.core.config import ConfigError
 
 Figure = dict[str, Any]  # a Plotly figure: {"data": [...], "layout": {...}}
 PANEL_NAME = r"[a-z0-9_]+"  # what the API's ``panels`` parameters accept
-BUILTIN = ("attnlab.sandbox.studies.clustering", "attnlab.sandbox.studies.specialization")
 
 
 @dataclass(frozen=True)
@@ -128,20 +126,18 @@ def register(plugin: StudyPlugin) -> StudyPlugin:
 
 
 def plugins() -> dict[str, StudyPlugin]:
-    """Every registered plug-in by study, importing the built-in, per-study and ``$ATTNLAB_SANDBOX_PLUGINS`` ones
-    on first use."""
+    """Every registered plug-in by study, importing the per-study and ``$ATTNLAB_SANDBOX_PLUGINS`` ones on first
+    use."""
     global _LOADED
     if not _LOADED:
         from attnlab import STUDIES
 
-        for module in BUILTIN:
-            importlib.import_module(module)
         for study in STUDIES:
-            name = f"attnlab.{study}.sandbox_plugin"
+            name = f"attnlab.{study}.views.plugin"
             try:
                 importlib.import_module(name)
             except ModuleNotFoundError as exc:
-                if exc.name not in (name, f"attnlab.{study}"):
+                if exc.name not in (name, f"attnlab.{study}", f"attnlab.{study}.views"):
                     raise
         for module in filter(None, (m.strip() for m in os.environ.get("ATTNLAB_SANDBOX_PLUGINS", "").split(","))):
             try:

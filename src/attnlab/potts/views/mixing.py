@@ -11,7 +11,7 @@ import numpy as np
 
 from attnlab.core.config import ConfigError
 from attnlab.core.trajectory import Trajectory
-from attnlab.potts.sandbox_view import OPTIMUM, hline, need, pad
+from attnlab.potts.views.common import OPTIMUM, hline, need, pad
 from attnlab.sandbox import traces as T
 from attnlab.sandbox.plugin import Figure, MethodView, PanelSpec, View
 

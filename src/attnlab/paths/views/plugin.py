@@ -1,9 +1,9 @@
 """The paths study in the sandbox (paper 3): the order parameter U of a Bayesian deep multi-head attention network
 as its width N grows, theory (lines, saddle point of Eq. 9) and Gibbs samples (dots) overlaid; and head pruning.
 
-* Markov task (Figs. 2c, 2e, 5c, spec check C; ``sandbox_markov``): frames are the widths N.
-* One-shot task (Figs. 3b-d, 6; ``sandbox_oneshot``): frames are the widths N, variants the networks (L, Hs).
-* Head pruning (Figs. 3e-f, 7; ``sandbox_pruning``): frames are the number k of heads pruned in score order.
+* Markov task (Figs. 2c, 2e, 5c, and the generic task; ``markov``): frames are the widths N.
+* One-shot task (Figs. 3b-d, 6; ``oneshot``): frames are the widths N, variants the networks (L, Hs).
+* Head pruning (Figs. 3e-f, 7; ``pruning``): frames are the number k of heads pruned in score order.
 
 Series over N have N on a log x axis. Figs. 2d and 5b hold no sweep (one width) and are not opened. Every panel
 only slices stored arrays.
@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from attnlab.core.config import ConfigError
-from attnlab.paths.sandbox_markov import open_markov
-from attnlab.paths.sandbox_oneshot import open_oneshot
-from attnlab.paths.sandbox_pruning import open_pruning
+from attnlab.paths.views.markov import open_markov
+from attnlab.paths.views.oneshot import open_oneshot
+from attnlab.paths.views.pruning import open_pruning
 from attnlab.sandbox.plugin import StudyPlugin, View, register
 
 MARKOV = ("fig2c", "fig2e", "fig5c", "generic")

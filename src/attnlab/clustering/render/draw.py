@@ -13,7 +13,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import ScaledTranslation
 
-from attnlab.clustering.sandbox import panels as P
+from attnlab.clustering.render import panels as P
 from attnlab.core.plotting import COLORS
 
 _TAB20 = plt.get_cmap("tab20").colors

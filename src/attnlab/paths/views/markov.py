@@ -12,8 +12,8 @@ import numpy as np
 
 from attnlab.core.config import ConfigError
 from attnlab.core.trajectory import Trajectory
-from attnlab.paths import sandbox_draw as D
 from attnlab.paths.figures import GP_NAME, _hs, _U_entries, path_labels  # the offline figures' own choices
+from attnlab.paths.views import draw as D
 from attnlab.sandbox import traces as T
 from attnlab.sandbox.plugin import Figure, PanelSpec, View
 

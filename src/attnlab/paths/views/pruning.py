@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 
 from attnlab.core.config import ConfigError
-from attnlab.paths import sandbox_draw as D
 from attnlab.paths.oneshot_figures import SET_NAME
 from attnlab.paths.pruning import path_heads
-from attnlab.paths.sandbox_oneshot import Network, networks
+from attnlab.paths.views import draw as D
+from attnlab.paths.views.oneshot import Network, networks
 from attnlab.sandbox import traces as T
 from attnlab.sandbox.plugin import Figure, PanelSpec, View
 

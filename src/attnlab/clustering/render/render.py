@@ -1,4 +1,4 @@
-"""Offline matplotlib renderer of the visual sandbox (paper §4.1–4.4, Figs 1–6, 8, 10–13; spec §4).
+"""Offline matplotlib renderer of the visual sandbox (paper §4.1–4.4, Figs 1–6, 8, 10–13).
 
 ``draw_panel(ax, name, data)`` draws one panel from the pure data of ``panels.py``; ``SnapshotRenderer`` lays
 out a list of panels in a grid and redraws the same figure for successive snapshots (animations);
@@ -19,8 +19,8 @@ from matplotlib.figure import Figure
 from attnlab.clustering.data import Task
 from attnlab.clustering.history import History
 from attnlab.clustering.model import ModelSpec
-from attnlab.clustering.sandbox import panels as P
-from attnlab.clustering.sandbox.draw import CURSOR_COLOR, DRAW
+from attnlab.clustering.render import panels as P
+from attnlab.clustering.render.draw import CURSOR_COLOR, DRAW
 from attnlab.core.config import ConfigError
 from attnlab.core.plotting import COLORS, STYLE, figure
 
@@ -169,7 +169,7 @@ def render_snapshot(source: History | dict, spec: ModelSpec | None = None, task:
 
 
 def strip_epochs(history: History, seed: int = 0, n: int = 4) -> list[int]:
-    """Fig. 8 snapshot indices: t_cluster−5, t_cluster+1, (t_cluster+t_fit)/2, t_fit+5 (spec §6) when the run
+    """Fig. 8 snapshot indices: t_cluster−5, t_cluster+1, (t_cluster+t_fit)/2, t_fit+5 when the run
     clusters (cluster_score ≥ 0.9) and fits (test_acc ≥ 0.9); else ``n`` evenly spaced snapshots."""
     em, ep, T = history.epoch_metrics, np.asarray(history.epochs), len(history.snapshot_epochs)
     if n == 4 and "cluster_score" in em and "test_acc" in em:
@@ -233,7 +233,7 @@ def render_strip(history: History, epochs: Sequence[float] | None = None, seed: 
 def render_ideal(p: int = 2, k: int = 5, N: int = 12, *, d: int | None = None, h: int | None = None,
                  head: tuple[dict, ModelSpec] | None = None, panels: str | Sequence[str] = P.IDEAL_LAYOUT,
                  **opts: Any) -> Figure:
-    """Fig. 1: the hand-built clustering head (spec §3.2) from ``theory.build_clustering_head(p, N, k, d, h)``,
+    """Fig. 1: the hand-built clustering head from ``theory.build_clustering_head(p, N, k, d, h)``,
     or from an explicit ``head=(params, spec)``."""
     if head is None:
         from attnlab.clustering.theory import build_clustering_head

@@ -25,7 +25,7 @@ import numpy as np
 from attnlab.core.config import ConfigError
 from attnlab.sandbox import traces as T
 from attnlab.sandbox.plugin import Figure, MethodView, PanelSpec
-from attnlab.signal.sandbox_settings import Setting, attach_maps, depth_settings
+from attnlab.signal.views.settings import Setting, attach_maps, depth_settings
 
 #: per-layer observables (train.OBSERVABLES) → label in the panels
 LABELS = {"rho": "ρ", "rho_mid": "ρ after SA", "ipr": "IPR q_sa", "entropy": "S/log T", "q_attn_out": "‖SA out‖²/d",

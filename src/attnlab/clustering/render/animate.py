@@ -1,4 +1,4 @@
-"""Frames and animations of the visual sandbox over a run's snapshots (paper §4.1, §4.3; spec §4.3 `render`).
+"""Frames and animations of the visual sandbox over a run's snapshots (paper §4.1, §4.3).
 
 One ``SnapshotRenderer`` figure is reused for every frame (axes cleared and redrawn, layout computed once).
 GIF goes through pillow (matplotlib's ``PillowWriter``); MP4 needs ``ffmpeg`` on PATH and fails with a clear
@@ -16,7 +16,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from attnlab.clustering.history import History
-from attnlab.clustering.sandbox.render import SnapshotRenderer, resolve_panels
+from attnlab.clustering.render.render import SnapshotRenderer, resolve_panels
 from attnlab.core.config import ConfigError
 
 FORMATS = ("png", "pdf")

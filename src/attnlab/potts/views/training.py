@@ -17,7 +17,7 @@ import numpy as np
 from attnlab.core.config import ConfigError
 from attnlab.core.trajectory import Trajectory
 from attnlab.potts.figures import COLOR, NAMES
-from attnlab.potts.sandbox_view import OPTIMUM, hline, pad, sub
+from attnlab.potts.views.common import OPTIMUM, hline, pad, sub
 from attnlab.sandbox import traces as T
 from attnlab.sandbox.plugin import Figure, MethodView, PanelSpec, View
 

@@ -1,5 +1,5 @@
 """Plotly drawing of the clustering sandbox panels (paper 4 §4.1): ``FIGURES[name](data, ctx)`` draws the pure data
-of ``attnlab.clustering.sandbox.panels`` with the offline renderer's visual vocabulary (colour = position t,
+of ``attnlab.clustering.render.panels`` with the offline renderer's visual vocabulary (colour = position t,
 circle = informative / square = spurious, marker = class y, query in red), plus hover texts: a token's (x, t), a
 sentence's tokens, class and p̂(y|x), a neuron's index.
 """
@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 from matplotlib.colors import to_rgb
 
-from attnlab.clustering.sandbox import panels as P
-from attnlab.clustering.sandbox.draw import POSITION_COLORS, QUERY_COLOR, class_color
+from attnlab.clustering.render import panels as P
+from attnlab.clustering.render.draw import POSITION_COLORS, QUERY_COLOR, class_color
 from attnlab.sandbox import traces as T
 from attnlab.sandbox.plugin import Figure
 

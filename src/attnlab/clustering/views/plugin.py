@@ -1,8 +1,8 @@
 """The clustering study in the sandbox (paper 4 §4.1): every panel of the offline renderer, live while a run trains.
 
 Frames are the run's parameter snapshots (time = epoch), variants its seeds. Panel data comes from
-``attnlab.clustering.sandbox.panels`` (the offline renderer's own functions, with coarser level-line grids for
-the screen) and is drawn by ``clustering_figures``; exports go through the offline renderer itself.
+``attnlab.clustering.render.panels`` (the offline renderer's own functions, with coarser level-line grids for
+the screen) and is drawn by ``figures``; exports go through the offline renderer itself.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from attnlab.clustering.history import History, histories
-from attnlab.clustering.sandbox import panels as P
+from attnlab.clustering.render import panels as P
+from attnlab.clustering.views import figures as F
 from attnlab.core.config import ConfigError
 from attnlab.sandbox.plugin import Figure, PanelSpec, StudyPlugin, View, register
-from attnlab.sandbox.studies import clustering_figures as F
 
 #: level-line and region grids of the screen (the offline renderer uses 200 and 80): ~5× less data per frame
 SCREEN_OPTS = {"grid": 60, "region_grid": 40}
@@ -66,7 +66,7 @@ class ClusteringView(View):
                 for n in names}
 
     def render(self, out: Path, indices: Sequence[int], variant: int, names: Sequence[str], fps: float) -> Path:
-        from attnlab.clustering.sandbox.animate import render_animation, render_frames
+        from attnlab.clustering.render.animate import render_animation, render_frames
 
         if out.suffix in (".gif", ".mp4"):
             return render_animation(self.history, list(names), indices=indices, seed=variant, out=out, fps=fps)

@@ -1,6 +1,6 @@
 """The signal study in the sandbox (paper 1): signal propagation through a deep post-LN transformer at
-initialisation, scrubbed layer by layer (``sandbox_depth``), and MLM training from those initialisations, scrubbed
-step by step (``sandbox_mlm``). Runs without a depth or step axis (Figs. 1a/b, 1c, 3, B.1, C.1, universality) are
+initialisation, scrubbed layer by layer (``depth``), and MLM training from those initialisations, scrubbed
+step by step (``mlm``). Runs without a depth or step axis (Figs. 1a/b, 1c, 3, B.1, C.1, universality) are
 not opened here.
 """
 
@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from attnlab.sandbox.plugin import StudyPlugin, View, register
-from attnlab.signal.sandbox_depth import open_depth
-from attnlab.signal.sandbox_mlm import open_mlm
+from attnlab.signal.views.depth import open_depth
+from attnlab.signal.views.mlm import open_mlm
 
 DEPTH = ("fig1d", "fig1e", "depth", "alphac", "figC3", "fig5")
 MLM = ("fig4", "figC2", "fig1f")

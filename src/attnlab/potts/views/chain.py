@@ -1,6 +1,6 @@
-"""The Gibbs chain (gibbs, spec §2.5-2.6; frames = saved configurations of the paper-faithful chain): the last
-configurations as a raster, energy and Hamming distance between successive configurations, and the β scan that
-tuned β."""
+"""The Gibbs chain (gibbs; paper 2, the data generation with the exact conditionals of Eq. (5); frames = saved
+configurations of the paper-faithful chain): the last configurations as a raster, energy and Hamming distance
+between successive configurations, and the β scan that tuned β."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from attnlab.core.config import ConfigError
-from attnlab.potts.sandbox_view import OPTIMUM, hline, need
+from attnlab.potts.views.common import OPTIMUM, hline, need
 from attnlab.sandbox import traces as T
 from attnlab.sandbox.plugin import Figure, MethodView, PanelSpec, View
 

@@ -1,4 +1,4 @@
-"""Pure panel data of the visual sandbox (paper §4.1, Figs 1–6, 8, 11–12; spec §4.2). No matplotlib here.
+"""Pure panel data of the visual sandbox (paper §4.1, Figs 1–6, 8, 11–12). No matplotlib here.
 
 Every compute function has the signature ``fn(params, spec, task, *, history=None, seed=0, epoch=None, **opts)``
 with ``params`` one model (S = 1, torch or numpy) and returns a plain dict of numpy arrays, strings and
@@ -25,7 +25,7 @@ import torch
 
 from attnlab.clustering.data import Task
 from attnlab.clustering.model import ModelSpec, activation, forward, normalize
-from attnlab.clustering.sandbox.geometry import Frame, group_annotations, square_box
+from attnlab.clustering.render.geometry import Frame, group_annotations, square_box
 
 Data = dict[str, Any]
 CLASS_MARKERS = ("s", "o", "^", "D", "v", "P", "X", "*")  # class y = 0, 1, 2 → square, circle, triangle (§4.1)
@@ -69,7 +69,7 @@ def sentence_styles(task: Task, x: torch.Tensor, prefix_id: np.ndarray) -> Data:
 
 
 def probe_sentences(task: Task, n_suffixes: int | None = 4, seed: int = 0) -> tuple[torch.Tensor, np.ndarray]:
-    """Probe sentences for plots: all p^k prefixes × ``n_suffixes`` suffixes (spec §1); (x, prefix_id)."""
+    """Probe sentences for plots: all p^k prefixes × ``n_suffixes`` suffixes; (x, prefix_id)."""
     x, pre, _ = task.probe_grid(n_suffixes=n_suffixes, seed=seed)
     return x, pre.numpy()
 
@@ -324,7 +324,7 @@ class Panel(NamedTuple):
 
 def _lazy_draw(name: str) -> Callable[[Any, Data], None]:
     def draw(ax: Any, data: Data) -> None:
-        from attnlab.clustering.sandbox import render  # matplotlib only when drawing
+        from attnlab.clustering.render import render  # matplotlib only when drawing
 
         render.draw_panel(ax, name, data)
 
@@ -339,7 +339,7 @@ _COMPUTE: dict[str, tuple[Callable[..., Data], bool]] = {
     "output": (output, False), "loss": (loss, False), "grads": (grads, False),
     "sparsity": (sparsity, False), "min_norm": (min_norm, False),
 }
-#: name → (compute fn, draw fn, needs_planar); a layout is a list of these names (spec §4.2 order).
+#: name → (compute fn, draw fn, needs_planar); a layout is a list of these names.
 PANELS: dict[str, Panel] = {n: Panel(f, _lazy_draw(n), planar) for n, (f, planar) in _COMPUTE.items()}
 DEFAULT_LAYOUT = ("tokens", "positions", "normalized", "attention", "value", "xi", "psi", "levels", "mlp", "loss")
 IDEAL_LAYOUT = ("tokens", "positions", "normalized", "xi", "psi")  # Fig. 1, left to right

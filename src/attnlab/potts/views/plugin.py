@@ -1,8 +1,8 @@
 """The potts study in the sandbox (paper 2): MLM training on Potts data against the exact conditionals, and the
 replica theory of the Gaussian model against ridge simulations; theory (lines) and simulation (dots) overlaid.
 
-The views: ``sandbox_training`` (fig2), ``sandbox_mixing`` (fig2d), ``sandbox_samples`` (fig3right, consistency),
-``sandbox_replica`` (fig3left, finite_l, replica), ``sandbox_chain`` (gibbs).
+The views: ``training`` (fig2), ``mixing`` (fig2d), ``samples`` (fig3right, consistency),
+``replica`` (fig3left, finite_l, replica), ``chain`` (gibbs).
 Nothing is recomputed: frames slice the stored arrays. Series x axes are log where the paper's are (M in Fig.
 3-right), with the raw values as x.
 """
@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from attnlab.core.config import ConfigError
-from attnlab.potts.sandbox_chain import open_gibbs
-from attnlab.potts.sandbox_mixing import open_fig2d
-from attnlab.potts.sandbox_replica import open_fig3left, open_finite_l, open_replica
-from attnlab.potts.sandbox_samples import open_sweep
-from attnlab.potts.sandbox_training import open_fig2
+from attnlab.potts.views.chain import open_gibbs
+from attnlab.potts.views.mixing import open_fig2d
+from attnlab.potts.views.replica import open_fig3left, open_finite_l, open_replica
+from attnlab.potts.views.samples import open_sweep
+from attnlab.potts.views.training import open_fig2
 from attnlab.sandbox.plugin import StudyPlugin, View, register
 
 OPENERS: dict[str, Callable[..., View]] = {

@@ -55,7 +55,7 @@ def render_run(run_dir: str | os.PathLike, out: str | os.PathLike, *, panels: st
                fps: float = 5.0, fmt: str = "png") -> Path:
     """Render a stored run: ``out`` ending in .gif/.mp4 → animation, .png/.pdf → the first selected snapshot,
     anything else → a directory of frames. Every input is checked before a file is written."""
-    from attnlab.clustering.sandbox.animate import render_animation, render_frames, snapshot_indices
+    from attnlab.clustering.render.animate import render_animation, render_frames, snapshot_indices
 
     hist = load_history(run_dir, history)
     if not 0 <= seed < hist.n_seeds:
