@@ -20,6 +20,18 @@ def test_list_shows_experiments_and_parameters():
     assert bad.exit_code == 2 and "unknown study" in bad.stderr
 
 
+def test_list_one_experiment_shows_each_parameter_with_both_scales_and_what_it_accepts():
+    res = runner.invoke(app, ["list", "toy.walk", "--json"])
+    assert res.exit_code == 0, res.output
+    steps = {p["name"]: p for p in json.loads(res.stdout)["parameters"]}["steps"]
+    assert steps["scale_paper"] == 400 and steps["scale_quick"] != 400 and steps["allowed"].startswith("≥")
+    table = runner.invoke(app, ["list", "toy.walk"], env={"COLUMNS": "200"})
+    assert table.exit_code == 0 and "steps" in table.stdout and "400" in table.stdout
+    assert "description" in table.stdout and "toy.nope" not in table.stdout
+    bad = runner.invoke(app, ["list", "toy.nope"])
+    assert bad.exit_code == 2 and "unknown experiment 'toy.nope'" in bad.stderr and "toy.walk" in bad.stderr
+
+
 def test_run_json_then_reuse(tmp_path):
     args = ["run", "toy.walk", "--store", str(tmp_path), "--set", "steps=3", "--seed", "5", "--json"]
     first = json.loads(runner.invoke(app, args).stdout)

@@ -117,7 +117,7 @@ def test_report_skips_and_names_a_corrupt_run(sealed, tmp_path):
     res = cli("report", "--all", "--store", str(root), "--html", str(html))
     assert res.exit_code == 0, res.output
     text = html.read_text()
-    assert "<h2>Skipped</h2>" in text and f"corrupt run toy.walk {d.name}" in text
+    assert ">Skipped</h2>" in text and f"corrupt run toy.walk {d.name}" in text
     assert other["config_hash"] in text  # the sound run is still reported
     assert [ln for ln in warnings(res) if "report skips corrupt run" in ln and d.name in ln]
     res = cli("report", str(d), "--html", str(html))

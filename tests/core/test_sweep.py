@@ -72,3 +72,23 @@ def test_sweep_checks_every_points_memory_and_dask_device_before_any_work(tmp_pa
     res = CliRunner().invoke(app, ["sweep", "toy.walk", "--grid", "steps=2,3", "--executor", "dask", "--device",
                                    "cuda:1", "--scheduler", "tcp://127.0.0.1:1", "--store", str(store)])
     assert res.exit_code == 2 and "give --device cuda, not cuda:N" in res.stderr, res.output
+
+
+def test_the_default_sweep_figure_puts_the_parameter_on_x_and_aggregates_seeds():
+    import numpy as np
+    import pandas as pd
+
+    from attnlab.core.plotting import sweep_figure
+
+    rows = [{"seed": s, "H": H, "loss": 1 / H + 0.01 * s, "const": 2.0, "run_id": "r", "status": "done",
+             "error": None} for s in range(3) for H in (1, 2, 4)]
+    fig = sweep_figure(pd.DataFrame(rows), ["seed", "H"])  # seed listed first: still H on x
+    (ax,) = fig.axes  # the constant summary gets no panel
+    assert ax.get_xlabel() == "H" and ax.get_title() == "loss"
+    bold = [ln for ln in ax.get_lines() if ln.get_linewidth() == 2]
+    assert len(bold) == 1 and np.allclose(bold[0].get_ydata(), [1 + 0.01, 0.5 + 0.01, 0.25 + 0.01])
+    assert len(ax.get_lines()) == 4  # three faint seeds + the mean
+    assert all(float(t).is_integer() for t in ax.get_xticks())
+    only_seeds = sweep_figure(pd.DataFrame([r for r in rows if r["H"] == 1]), ["seed"])
+    assert only_seeds.axes[0].get_xlabel() == "" and "mean ± sd (3 seeds)" in [
+        t.get_text() for t in only_seeds.axes[0].get_legend().get_texts()]

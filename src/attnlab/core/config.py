@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import re
+import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -75,7 +76,8 @@ class Config(BaseModel):
 
     @classmethod
     def parameters(cls) -> list[dict[str, Any]]:
-        """One row per field (name, type, default, description) for ``attnlab list``."""
+        """One row per field for ``attnlab list``: name, type, default, allowed values (a ``Literal``'s choices or
+        the field's bounds), the value each scale sets (absent: the default) and the description."""
         rows = []
         for name, f in cls.model_fields.items():
             rows.append(
@@ -83,6 +85,8 @@ class Config(BaseModel):
                     "name": name,
                     "type": _type_name(f.annotation),
                     "default": f.default,
+                    "allowed": _allowed(f),
+                    **{f"scale_{s}": cls.scales.get(s, {}).get(name, f.default) for s in SCALES},
                     "description": f.description or "",
                 }
             )
@@ -90,8 +94,21 @@ class Config(BaseModel):
 
 
 def _type_name(annotation: Any) -> str:
+    if typing.get_origin(annotation) is typing.Literal:
+        return "choice"
     text = getattr(annotation, "__name__", None) or str(annotation)
     return text.replace("typing.", "")
+
+
+_BOUNDS = (("gt", ">"), ("ge", "≥"), ("lt", "<"), ("le", "≤"))
+
+
+def _allowed(f: FieldInfo) -> str:
+    """What a field accepts, in words: ``a | b`` for a ``Literal``, ``> 0, ≤ 10`` for bounds, else ``""``."""
+    if typing.get_origin(f.annotation) is typing.Literal:
+        return " | ".join(str(a) for a in typing.get_args(f.annotation))
+    bounds = [f"{sign} {getattr(m, attr)}" for m in f.metadata for attr, sign in _BOUNDS if hasattr(m, attr)]
+    return ", ".join(bounds)
 
 
 def parse_value(text: str) -> Any:

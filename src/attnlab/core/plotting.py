@@ -66,30 +66,68 @@ def to_png_bytes(fig: Figure) -> bytes:
 
 
 def sweep_figure(table: Any, keys: list[str], max_panels: int = 6) -> Figure | None:
-    """Default sweep figure: each numeric summary scalar against the first grid key, one line per
-    combination of the other grid keys (mean ± std over repeated points, e.g. seeds)."""
+    """Default sweep figure, one panel per numeric summary scalar (at most ``max_panels``).
+
+    The swept parameter is on x (the first grid key other than ``seed``; integer ticks for an integer parameter,
+    a log axis when it spans more than a decade), one line per combination of the remaining keys; repeated points
+    (seeds) are drawn faint and their mean ± sd bold. A sweep over seeds alone shows each seed as a faint point and
+    the mean ± sd beside them. Summaries constant over the sweep get no panel."""
     import numpy as np
     import pandas as pd
 
     skip = {*keys, "run_id", "status", "error"}
-    metrics = [c for c in table.columns if c not in skip and pd.api.types.is_numeric_dtype(table[c])][:max_panels]
+    metrics = [c for c in table.columns if c not in skip and pd.api.types.is_numeric_dtype(table[c])
+               and not pd.api.types.is_bool_dtype(table[c]) and (len(table) == 1 or table[c].nunique() > 1)]
+    metrics = metrics[:max_panels]
     if not metrics:
         return None
-    x, groups = keys[0], [k for k in keys[1:] if k != "seed"]
+    swept = [k for k in keys if k != "seed"]
     fig, axes = figure(len(metrics), width=3.6, height=3.0)
-    axes = np.atleast_1d(axes)
-    for ax, metric in zip(axes, metrics, strict=False):
-        parts = table.groupby(groups, dropna=False) if groups else [((), table)]
-        for label, sub in parts:
-            stats = sub.groupby(x)[metric].agg(["mean", "std"]).reset_index()
-            name = ", ".join(f"{k}={v}" for k, v in zip(groups, np.atleast_1d(label), strict=False)) or metric
-            xs = stats[x]
-            if pd.api.types.is_numeric_dtype(xs):
-                ax.errorbar(xs, stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=2, label=name)
-            else:
-                ax.plot(xs.astype(str), stats["mean"], marker="o", label=name)
-        ax.set_xlabel(x)
+    for ax, metric in zip(np.atleast_1d(axes).reshape(-1), metrics, strict=False):
+        if swept:
+            _sweep_panel(ax, table, swept[0], swept[1:], metric)
+        else:
+            _seed_panel(ax, table[metric].to_numpy(float))
         ax.set_title(metric)
-        if groups:
-            ax.legend(fontsize=7)
     return fig
+
+
+def _sweep_panel(ax: Any, table: Any, x: str, groups: list[str], metric: str) -> None:
+    import numpy as np
+    import pandas as pd
+    from matplotlib.ticker import MaxNLocator
+
+    numeric = pd.api.types.is_numeric_dtype(table[x]) and not pd.api.types.is_bool_dtype(table[x])
+    parts = table.groupby(groups, dropna=False) if groups else [((), table)]
+    for (label, sub), color in zip(parts, COLORS * 8, strict=False):
+        name = ", ".join(f"{k}={v}" for k, v in zip(groups, np.atleast_1d(label), strict=False)) or None
+        stats = sub.groupby(x)[metric].agg(["mean", "std", "count"]).reset_index()
+        xs = stats[x] if numeric else stats[x].astype(str)
+        if "seed" in sub and stats["count"].max() > 1:
+            for _, one in sub.groupby("seed"):
+                one = one.sort_values(x)
+                ax.plot(one[x] if numeric else one[x].astype(str), one[metric], color=color, alpha=0.25, lw=0.8)
+        ax.plot(xs, stats["mean"], marker="o", color=color, lw=2, label=name)
+        if numeric and stats["count"].max() > 1:
+            sd = stats["std"].fillna(0).to_numpy()
+            ax.fill_between(xs, stats["mean"] - sd, stats["mean"] + sd, color=color, alpha=0.15, lw=0)
+    ax.set_xlabel(x)
+    values = table[x].to_numpy()
+    if numeric and pd.api.types.is_integer_dtype(table[x]):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if numeric and (values > 0).all() and values.max() / values.min() > 10:
+        ax.set_xscale("log")
+    if groups:
+        ax.legend(fontsize=7)
+
+
+def _seed_panel(ax: Any, values: Any) -> None:
+    import numpy as np
+
+    jitter = np.linspace(-0.15, 0.15, len(values)) if len(values) > 1 else np.zeros(1)
+    ax.scatter(jitter, values, color=COLORS[0], alpha=0.35, s=14, label="each seed")
+    ax.errorbar([0.5], [values.mean()], yerr=[values.std(ddof=1) if len(values) > 1 else 0.0], fmt="o",
+                color=COLORS[3], capsize=4, lw=2, label=f"mean ± sd ({len(values)} seeds)")
+    ax.set_xlim(-0.6, 1.1)
+    ax.set_xticks([])
+    ax.legend(fontsize=7)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import json
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,28 +23,51 @@ _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2rem auto;max-width:1200px;
 color:#222;line-height:1.4;padding:0 1rem}
 h1{font-size:1.6rem} h2{font-size:1.25rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
-h3{font-size:1.05rem;margin-bottom:.3rem}
-table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}
-td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left;vertical-align:top}
+h3{font-size:1.05rem;margin-bottom:.3rem} a{color:#1f5fa8}
+nav.toc{background:#f8f8f8;border:1px solid #e4e4e4;padding:.4rem 1rem;font-size:.9rem}
+nav.toc ul{margin:.2rem 0;padding-left:1.2rem} nav.toc h2{border:0;margin:.3rem 0;font-size:1rem}
+.tbl{overflow-x:auto;max-width:100%} table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}
+td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left;vertical-align:top;max-width:40em;
+overflow-wrap:anywhere}
 th{background:#f5f5f5} .pass{color:#0a7a2f;font-weight:600} .fail,.error{color:#b00020;font-weight:600}
 .reported{color:#8a6d00;font-weight:600} .muted{color:#777;font-size:.85rem}
-img{max-width:100%;border:1px solid #eee;margin:.3rem 0} details{margin:.3rem 0}
-.figs{display:flex;flex-wrap:wrap;gap:.5rem} .figs img{max-width:48%}
+img{max-width:100%;border:1px solid #eee;margin:.3rem 0;cursor:zoom-in} details{margin:.3rem 0}
+.figs{display:flex;flex-wrap:wrap;gap:.5rem} .figs img{max-width:100%;width:640px}
+img.zoom{position:fixed;inset:0;margin:auto;width:auto;max-width:96vw;max-height:96vh;z-index:10;
+background:#fff;box-shadow:0 0 0 100vmax rgba(0,0,0,.6);cursor:zoom-out}
 """
+_JS = "document.addEventListener('click',e=>{if(e.target.tagName==='IMG')e.target.classList.toggle('zoom')});"
+FOLD_ROWS = 12  # summaries and tables longer than this are folded
 
 
 def _e(x: Any) -> str:
     return html.escape(str(x))
 
 
-def _img(path: Path) -> str:
-    data = base64.b64encode(path.read_bytes()).decode()
-    return f'<img alt="{_e(path.stem)}" title="{_e(path.name)}" src="data:image/png;base64,{data}">'
+class _Figures:
+    """Inlines each distinct PNG once; a figure already shown (same bytes) becomes a link to its first copy."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, str] = {}
+
+    def img(self, path: Path) -> str:
+        data = path.read_bytes()
+        key = hashlib.sha256(data).hexdigest()
+        if key in self.seen:
+            return f"<p class='muted'>{_e(path.name)}: <a href='#{self.seen[key]}'>the same figure as above</a></p>"
+        anchor = self.seen[key] = f"fig-{len(self.seen)}"
+        return (f'<img id="{anchor}" alt="{_e(path.stem)}" title="{_e(path.name)} (click to enlarge)" '
+                f'src="data:image/png;base64,{base64.b64encode(data).decode()}">')
 
 
-def _kv_table(d: dict[str, Any]) -> str:
+def _kv_table(d: dict[str, Any], label: str | None = None) -> str:
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(_fmt(v))}</td></tr>" for k, v in d.items())
-    return f"<table>{rows}</table>"
+    table = f"<div class='tbl'><table>{rows}</table></div>"
+    if label is None:
+        return table
+    if len(d) > FOLD_ROWS:
+        return f"<details><summary>{_e(label)} ({len(d)} values)</summary>{table}</details>"
+    return f"<h4>{_e(label)}</h4>{table}"
 
 
 def _fmt(v: Any) -> str:
@@ -53,7 +78,13 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def run_section(run_dir: Path) -> str:
+def _anchor(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def run_section(run_dir: Path, figures: _Figures | None = None) -> str:
+    """One run in full: its figures, summary (folded when long), config and environment."""
+    figures = figures or _Figures()
     meta = json.loads((run_dir / "config.json").read_text())
     summary_path = run_dir / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
@@ -62,27 +93,46 @@ def run_section(run_dir: Path) -> str:
     env["seeds"] = meta.get("seeds")
     figs = sorted((run_dir / "figures").glob("*.png")) if (run_dir / "figures").exists() else []
     parts = [
-        f"<h3>{_e(meta['experiment'])} <span class='muted'>{_e(meta.get('paper_ref', ''))} · run "
-        f"{_e(meta['run_id'])}</span></h3>",
+        f"<h3 id='{_anchor(meta['experiment'] + '-' + meta['run_id'])}'>{_e(meta['experiment'])} <span class='muted'>"
+        f"{_e(meta.get('paper_ref', ''))} · run {_e(meta['run_id'])}</span></h3>",
         f"<p class='muted'>{_e(run_dir)}</p>",
-        "<div class='figs'>" + "".join(_img(f) for f in figs) + "</div>",
-        "<h4>summary</h4>" + _kv_table(summary) if summary else "<p class='fail'>no results (run unfinished)</p>",
+        "<div class='figs'>" + "".join(figures.img(f) for f in figs) + "</div>",
+        _kv_table(summary, "summary") if summary else "<p class='fail'>no results (run unfinished)</p>",
         "<details><summary>config</summary>" + _kv_table(meta["config"]) + "</details>",
         "<details><summary>environment</summary>" + _kv_table(env) + "</details>",
     ]
     return "<section>" + "".join(parts) + "</section>"
 
 
-def sweep_section(sweep_dir: Path) -> str:
+def others_section(run_dirs: list[Path], newest: Path) -> str:
+    """The other runs of an experiment as one table: the config values that differ from the run shown in full,
+    then their numeric summary values."""
+    base = json.loads((newest / "config.json").read_text())["config"]
+    rows = []
+    for d in run_dirs:
+        meta = json.loads((d / "config.json").read_text())
+        summary = json.loads((d / "summary.json").read_text()) if (d / "summary.json").exists() else {}
+        differs = {k: _fmt(v) for k, v in meta["config"].items() if base.get(k) != v}
+        numbers = {k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        rows.append({"run": meta["run_id"], **differs, **dict(list(numbers.items())[:8])})
+    table = pd.DataFrame(rows).to_html(index=False, float_format=lambda x: f"{x:.5g}", na_rep="")
+    return (f"<details><summary>{len(rows)} other run{'s' * (len(rows) > 1)} of this experiment (figures in each "
+            f"run's directory)</summary><div class='tbl'>{table}</div></details>")
+
+
+def sweep_section(sweep_dir: Path, figures: _Figures | None = None) -> str:
+    figures = figures or _Figures()
     spec = json.loads((sweep_dir / "sweep.json").read_text())
-    parts = [f"<h3>sweep {_e(spec['experiment'])} <span class='muted'>{_e(sweep_dir.name)} · scale "
-             f"{_e(spec['scale'])} · grid {_e(json.dumps(spec['grid']))}</span></h3>"]
+    parts = [f"<h3 id='{_anchor('sweep-' + sweep_dir.name)}'>sweep {_e(spec['experiment'])} <span class='muted'>"
+             f"{_e(sweep_dir.name)} · scale {_e(spec['scale'])} · grid {_e(json.dumps(spec['grid']))}</span></h3>"]
     fig = sweep_dir / "figures" / "sweep.png"
     if fig.exists():
-        parts.append(_img(fig))
+        parts.append(figures.img(fig))
     if (sweep_dir / "table.parquet").exists():
         table = pd.read_parquet(sweep_dir / "table.parquet")
-        parts.append(table.to_html(index=False, float_format=lambda x: f"{x:.5g}", na_rep=""))
+        body = "<div class='tbl'>" + table.to_html(index=False, float_format=lambda x: f"{x:.5g}", na_rep="") + "</div>"
+        parts.append(body if len(table) <= FOLD_ROWS else
+                     f"<details><summary>table ({len(table)} runs)</summary>{body}</details>")
     return "<section>" + "".join(parts) + "</section>"
 
 
@@ -100,7 +150,7 @@ def claims_section(path: Path) -> str:
     n_pass = sum(r["verdict"] == "pass" for r in rows)
     n_bad = sum(r["verdict"] in ("fail", "error") for r in rows)
     return (f"<h3>claims: {_e(path.stem)} <span class='muted'>{n_pass} pass, {n_bad} fail, "
-            f"{len(rows) - n_pass - n_bad} reported</span></h3><table>{head}{body}</table>")
+            f"{len(rows) - n_pass - n_bad} reported</span></h3><div class='tbl'><table>{head}{body}</table></div>")
 
 
 def record_section(root: Path) -> str:
@@ -122,8 +172,9 @@ def record_section(root: Path) -> str:
                        for r in d["claims"])
         parts.append(f"<h3>{_e(d['study'])} · {_e(d['scale'])} <span class='muted'>{c['pass']} pass, {c['fail']} "
                      f"fail, {c['reported']} reported, {c['error']} error · {_e(where)} · {d['wall_seconds']:.0f} s · "
-                     f"{_e(d['date'])} · {_e(d['commit'])}</span></h3><table><tr><th>claim</th><th>paper</th>"
-                     f"<th>measured</th><th>expected</th><th>verdict</th><th>detail</th></tr>{rows}</table>")
+                     f"{_e(d['date'])} · {_e(d['commit'])}</span></h3><div class='tbl'><table><tr><th>claim</th>"
+                     f"<th>paper</th><th>measured</th><th>expected</th><th>verdict</th><th>detail</th></tr>{rows}"
+                     "</table></div>")
     return "".join(parts)
 
 
@@ -158,31 +209,62 @@ def build(store: RunStore, targets: list[Path] | None = None, title: str = "attn
             else:
                 raise FileNotFoundError(f"{t} is neither a run directory (config.json) nor a sweep (sweep.json)")
         claim_files = []
-    body = [f"<h1>{_e(title)}</h1><p class='muted'>attnlab {__version__} · generated "
-            f"{time.strftime('%Y-%m-%d %H:%M:%S')} · store {_e(store.root.resolve())}</p>"]
+    figures = _Figures()
+    sections: list[tuple[str, str, list[str]]] = []  # (title, html, sub-headings for the contents)
     claims = _sections(claims_section, claim_files, skip, "claims file")
     if claims:
-        body.append("<h2>Claims</h2>" + claims)
+        sections.append(("Claims", claims, []))
     if targets is None:
         from attnlab.core.record import default_root
 
         root = records if records is not None else default_root()
         if root is not None and root.is_dir() and (section := record_section(root)):
-            body.append(section)
-    by_study: dict[str, list[Path]] = {}
+            sections.append(("Committed claims record", section.split("</h2>", 1)[1], []))
+    by_experiment: dict[str, list[Path]] = {}
     for r in runs:
-        by_study.setdefault(r.parent.name.split(".")[0], []).append(r)
-    for study, dirs in by_study.items():
-        body.append(f"<h2>Runs — {_e(study)}</h2>" + _sections(run_section, sorted(dirs), skip, "run"))
-    sweep_html = _sections(sweep_section, sweeps, skip, "sweep")
+        by_experiment.setdefault(r.parent.name, []).append(r)
+    for study in dict.fromkeys(e.split(".")[0] for e in sorted(by_experiment)):
+        html_parts, subs = [], []
+        for exp in sorted(e for e in by_experiment if e.split(".")[0] == study):
+            dirs = sorted(by_experiment[exp], key=_created, reverse=True)
+            full, rest = (dirs, []) if targets is not None else (dirs[:1], dirs[1:])
+            part = _sections(lambda d: run_section(d, figures), full, skip, "run")
+            if rest:
+                part += _sections(lambda d, rest=rest: others_section(rest, d), full[:1], skip, "runs of " + exp)
+            html_parts.append(part)
+            subs.append(exp)
+        sections.append((f"Runs — {study}", "".join(html_parts), subs))
+    sweep_html = _sections(lambda d: sweep_section(d, figures), sweeps, skip, "sweep")
     if sweep_html:
-        body.append("<h2>Sweeps</h2>" + sweep_html)
+        sections.append(("Sweeps", sweep_html, []))
     if skipped:
-        body.append("<h2>Skipped</h2><ul>" + "".join(f"<li class='fail'>{_e(s)}</li>" for s in skipped) + "</ul>")
-    if len(body) == 1:
-        body.append("<p>Nothing to report yet: run an experiment first (attnlab run ...).</p>")
+        sections.append(("Skipped", "<ul>" + "".join(f"<li class='fail'>{_e(s)}</li>" for s in skipped) + "</ul>", []))
+    head = (f"<h1>{_e(title)}</h1><p class='muted'>attnlab {__version__} · generated "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S')} · store {_e(store.root.resolve())}</p>")
+    if not sections:
+        body = "<p>Nothing to report yet: run an experiment first (attnlab run ...).</p>"
+    else:
+        body = _contents(sections) + "".join(f"<h2 id='{_anchor(t)}'>{_e(t)}</h2>{h}" for t, h, _ in sections)
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title><style>{_CSS}</style>"
-            f"</head><body>{''.join(body)}</body></html>")
+            f"</head><body>{head}{body}<script>{_JS}</script></body></html>")
+
+
+def _contents(sections: list[tuple[str, str, list[str]]]) -> str:
+    """The table of contents: each section, and under a study's runs its experiments (linking their first run)."""
+    items = []
+    for title, html_, subs in sections:
+        links = "".join(f"<li><a href='#{m.group(1)}'>{_e(sub)}</a></li>" for sub in subs
+                        if (m := re.search(rf"<h3 id='({re.escape(_anchor(sub))}-[0-9a-f]+)'", html_)))
+        items.append(f"<li><a href='#{_anchor(title)}'>{_e(title)}</a>" + (f"<ul>{links}</ul>" if links else "")
+                     + "</li>")
+    return f"<nav class='toc'><h2>Contents</h2><ul>{''.join(items)}</ul></nav>"
+
+
+def _created(run_dir: Path) -> str:
+    try:
+        return str(json.loads((run_dir / "config.json").read_text()).get("created", ""))
+    except (OSError, ValueError):
+        return ""
 
 
 def _add_run(run_dir: Path, check: Check, runs: list[Path], skip: Callable[[str, str], None]) -> None:
