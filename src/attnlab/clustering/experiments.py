@@ -26,10 +26,11 @@ from attnlab.clustering.history import History
 from attnlab.clustering.memory import train_bytes
 from attnlab.clustering.model import ModelSpec, forward
 from attnlab.clustering.train import train, transfer
-from attnlab.clustering.units import Unit, epoch_frame, train_units
+from attnlab.clustering.units import epoch_frame, train_units
 from attnlab.core.config import Config
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
+from attnlab.core.units import Unit
 
 STUDY = "clustering"
 TYPES = ("ideal", "value_corrected", "partial", "fuzzy", "failed")
@@ -217,8 +218,8 @@ def stationarity(config: StationarityConfig, ctx: RunContext) -> Result:
                                                 lam=10 * config.c, mu=10 * config.c)
     params = {k: v.expand(config.n_seeds, *v.shape[1:]).clone() for k, v in params.items()}
     cfg = _as_train_config(config)
-    unit = Unit(cfg.epochs, lambda state, hooks, done: train(cfg, device=ctx.device, params=params, spec=spec,
-                                                              state=state, **hooks))
+    unit = (cfg.epochs, lambda u: train(cfg, device=ctx.device, params=params, spec=spec, state=u.resume,
+                                        **u.hooks.kwargs()))
     hist = train_units(ctx, {"run": unit}, "D9 training")["run"]
     em = hist.epoch_metrics
     acc, ce = em["test_acc"], em["test_loss"]  # test_mode "full": every sentence
@@ -343,12 +344,12 @@ def transfer_circuit(config: TrainConfig, ctx: RunContext) -> Result:
     pre_cfg = _as_train_config(config)
     new_cfg = _as_train_config(config, p=config.p_new, epochs=config.epochs_new)
 
-    def finetune(state: Any, hooks: dict, done: dict[str, History]) -> History:
-        pre = done["pretrain"]
-        return transfer(pre.final(new_cfg.torch_dtype), pre.spec, new_cfg, device=ctx.device, state=state,
-                        task=new_cfg.task(), **hooks)
+    def finetune(u: Unit) -> History:
+        pre = History.from_arrays(u.done["pretrain"])
+        return transfer(pre.final(new_cfg.torch_dtype), pre.spec, new_cfg, device=ctx.device, state=u.resume,
+                        task=new_cfg.task(), **u.hooks.kwargs())
 
-    runs = train_units(ctx, {"pretrain": pre_cfg, "finetune": Unit(new_cfg.epochs, finetune)}, "pretrain, finetune")
+    runs = train_units(ctx, {"pretrain": pre_cfg, "finetune": (new_cfg.epochs, finetune)}, "pretrain, finetune")
     pre, fin = runs["pretrain"], runs["finetune"]
     m_pre, m_fin = circuit_metrics(pre), circuit_metrics(fin)
     ch = attention_change(fin)
@@ -461,14 +462,14 @@ def train_run(config: TrainConfig, ctx: RunContext) -> Result:
         hist.steps, hist.step_metrics = hist.steps[:n], {k: v[:n] for k, v in hist.step_metrics.items()}
         return hist.to_arrays("run/")
 
-    def live(state: Any, hooks: dict, done: dict[str, History]) -> History:
+    def live(u: Unit) -> History:
         def publish(epoch: int, state_fn: Callable[[], dict[str, Any]]) -> None:
-            hooks["on_epoch"](epoch, state_fn)
+            u.hooks.on_epoch(epoch, state_fn)
             ctx.publish(lambda: so_far(state_fn()))
 
-        return train(cfg, device=ctx.device, state=state, on_epoch=publish, progress=hooks["progress"])
+        return train(cfg, device=ctx.device, state=u.resume, on_epoch=publish, progress=u.hooks.progress)
 
-    hist = train_units(ctx, {"run": Unit(cfg.epochs, live)}, "train")["run"]
+    hist = train_units(ctx, {"run": (cfg.epochs, live)}, "train")["run"]
     m = circuit_metrics(hist)
     acc = m.get("test_acc", m["probe_acc"])
     summary: dict[str, Any] = {"n_solved": int((acc >= 0.9).sum()), "mean_test_acc": float(acc.mean()),

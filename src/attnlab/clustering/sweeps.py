@@ -23,11 +23,11 @@ from attnlab.clustering.history import History
 from attnlab.clustering.train import train, transfer
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
-from attnlab.core.units import run_training_units
+from attnlab.core.units import Unit, run_units
 
 STUDY = "clustering"
 SUCCESS = 0.9        # App. A.1: "test accuracy above 0.9"
-Unit = dict[str, np.ndarray]
+Curves = dict[str, np.ndarray]
 
 
 # ----------------------------------------------------------------------------------------------- units
@@ -38,7 +38,7 @@ def unit_config(config: TrainConfig, **changes: Any) -> TrainConfig:
     return TrainConfig(**{**base, **lean, **changes})
 
 
-def curves(hist: History) -> Unit:
+def curves(hist: History) -> Curves:
     """Logged epochs, test accuracy, train loss and full-batch gradient norm (E, S), final parameters (S, ...)."""
     return {"epochs": hist.epochs, "test_acc": hist.metric("test_acc"), "train_loss": hist.metric("train_loss"),
             "grad_total": hist.metric("grad_total"), **{f"final/{k}": v[-1] for k, v in hist.snapshots.items()}}
@@ -96,17 +96,16 @@ Fig19Config = SparsityConfig.with_defaults(
         "core.")
 
 
-def sparsity_unit(config: SparsityConfig, ctx: RunContext, d: int, state: Any, hooks: dict) -> Unit:
-    hist = train(unit_config(config, d=d), device=ctx.device, state=state, **hooks)
+def sparsity_unit(config: SparsityConfig, ctx: RunContext, u: Unit) -> Curves:
+    hist = train(unit_config(config, d=int(u.key[1:])), device=ctx.device, state=u.resume, **u.hooks.kwargs())
     curve = analysis.sparsity_curve(hist.final(torch.float64), hist.spec, hist.task.probe_grid()[0])
     return {**curves(hist), "sparsity": curve.numpy()}
 
 
 def sparsity_sweep(config: SparsityConfig, ctx: RunContext) -> Result:
     """Train n_seeds models per d; sparsity curves, success, Spearman(sparsity summary, test accuracy)."""
-    done = run_training_units(ctx, {f"d{d}": config.epochs for d in config.dims()},
-                              lambda key, state, hooks, _: sparsity_unit(config, ctx, int(key[1:]), state, hooks),
-                              "sparsity sweep")
+    done = run_units(ctx, {f"d{d}": config.epochs for d in config.dims()},
+                     lambda u: sparsity_unit(config, ctx, u), "sparsity sweep")
     arrays: dict[str, np.ndarray] = {"eps": analysis.EPS_GRID.numpy(), "ds": np.array(config.dims())}
     rows, summary = [], {}
     for d in config.dims():
@@ -175,9 +174,9 @@ Fig14Config = TransferSweepConfig.with_defaults(
         "from-scratch bars are within a few hundredths of each other at this size): about 4 min on one core.")
 
 
-def transfer_unit(config: TransferSweepConfig, ctx: RunContext, key: str, state: Any, hooks: dict,
-                  done: dict[str, Unit]) -> Unit:
+def transfer_unit(config: TransferSweepConfig, ctx: RunContext, u: Unit) -> Curves:
     """"pre": the p-phase (+ its cluster count); "scratch_pQ": from scratch on Q; "ft_pQ": finetuned from "pre"."""
+    key, state, hooks = u.key, u.resume, u.hooks.kwargs()
     phase1 = unit_config(config, epochs=config.phase1_epochs)
     if key == "pre":
         hist = train(phase1, device=ctx.device, state=state, **hooks)
@@ -187,7 +186,7 @@ def transfer_unit(config: TransferSweepConfig, ctx: RunContext, key: str, state:
     cfg = unit_config(config, p=q)
     if key.startswith("scratch"):
         return curves(train(cfg, device=ctx.device, state=state, **hooks))
-    params = {k[len("final/"):]: torch.as_tensor(v) for k, v in done["pre"].items() if k.startswith("final/")}
+    params = {k[len("final/"):]: torch.as_tensor(v) for k, v in u.done["pre"].items() if k.startswith("final/")}
     return curves(transfer(params, phase1.spec(), cfg, device=ctx.device, state=state, **hooks))
 
 
@@ -197,8 +196,7 @@ def transfer_sweep(config: TransferSweepConfig, ctx: RunContext) -> Result:
     units = {"pre": config.phase1_epochs}
     units |= {f"scratch_p{q}": config.epochs for q in config.ps if not (q == config.p and reuse)}
     units |= {f"ft_p{q}": config.epochs for q in config.ft_ps}
-    done = run_training_units(ctx, units, lambda key, state, hooks, done: transfer_unit(config, ctx, key, state,
-                                                                                        hooks, done), "transfer bars")
+    done = run_units(ctx, units, lambda u: transfer_unit(config, ctx, u), "transfer bars")
     bars = {("scratch", q): done["pre" if q == config.p and reuse else f"scratch_p{q}"] for q in config.ps}
     bars |= {("finetune", q): done[f"ft_p{q}"] for q in config.ft_ps}
     n_cl = done["pre"]["n_clusters"]
@@ -288,10 +286,9 @@ Fig16Config = AblationConfig.with_defaults(
 def ablation(config: AblationConfig, ctx: RunContext) -> Result:
     """Final test accuracy and saddle-escape time of every seed for each hyper-parameter setting."""
     settings = config.settings()
-    done = run_training_units(ctx, {k: config.epochs for k in settings},
-                              lambda key, state, hooks, _: curves(train(unit_config(config, **settings[key]),
-                                                                        device=ctx.device, state=state, **hooks)),
-                              "ablation settings")
+    done = run_units(ctx, {k: config.epochs for k in settings},
+                     lambda u: curves(train(unit_config(config, **settings[u.key]), device=ctx.device,
+                                            state=u.resume, **u.hooks.kwargs())), "ablation settings")
     rows, arrays, summary = [], {}, {}
     for name, key in AXES.items():
         for v in getattr(config, key):

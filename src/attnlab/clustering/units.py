@@ -1,16 +1,16 @@
 """Resumable training units of a clustering run, and the long table of their epoch metrics.
 
-``train_units(ctx, {"name": TrainConfig or Unit(epochs, fn)}, "what")`` trains the units in order through
-``core.units.run_training_units``: finished units and the running one's state are checkpointed, so an
-interrupted run resumes mid-training. A ``Unit``'s ``fn(state, hooks, done) -> History`` trains in its own way
-(from a construction, by transfer from an earlier unit in ``done``, publishing live snapshots) and passes
-``state`` and ``hooks`` on to ``train``/``transfer``.
+``train_units(ctx, {"name": TrainConfig or (epochs, fn)}, "what")`` trains the units in order through
+``core.units.run_units``: finished units and the running one's state are checkpointed, so an interrupted run
+resumes mid-training. An ``(epochs, fn)`` pair's ``fn(unit) -> History`` trains in its own way (from a
+construction, by transfer from an earlier unit in ``unit.done``, publishing live snapshots) and passes
+``unit.resume`` and ``unit.hooks`` on to ``train``/``transfer``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,26 +19,22 @@ from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.history import History
 from attnlab.clustering.train import train
 from attnlab.core.runs import RunContext
-from attnlab.core.units import run_training_units
+from attnlab.core.units import Unit, run_units
+
+Training = tuple[int, Callable[[Unit], History]]  # (epochs, fn): a unit that trains in its own way
 
 
-class Unit(NamedTuple):
-    """A training unit of its own: ``fn(state, hooks, done_histories) -> History`` over ``epochs`` epochs."""
-
-    epochs: int
-    fn: Callable[[Any, dict, dict[str, History]], History]
-
-
-def train_units(ctx: RunContext, units: dict[str, TrainConfig | Unit], description: str) -> dict[str, History]:
+def train_units(ctx: RunContext, units: dict[str, TrainConfig | Training], description: str) -> dict[str, History]:
     """Each unit's ``History`` (a ``TrainConfig`` is trained as it is), resumably."""
 
-    def compute(name: str, state: Any, hooks: dict, done: dict) -> dict[str, np.ndarray]:
-        unit = units[name]
+    def compute(u: Unit) -> dict[str, np.ndarray]:
+        unit = units[u.key]
         if isinstance(unit, TrainConfig):
-            return train(unit, device=ctx.device, state=state, **hooks).to_arrays()
-        return unit.fn(state, hooks, {k: History.from_arrays(v) for k, v in done.items()}).to_arrays()
+            return train(unit, device=ctx.device, state=u.resume, **u.hooks.kwargs()).to_arrays()
+        return unit[1](u).to_arrays()
 
-    done = run_training_units(ctx, {name: unit.epochs for name, unit in units.items()}, compute, description)
+    epochs = {name: unit.epochs if isinstance(unit, TrainConfig) else unit[0] for name, unit in units.items()}
+    done = run_units(ctx, epochs, compute, description)
     return {name: History.from_arrays(done[name]) for name in units}
 
 

@@ -86,7 +86,7 @@ def markov_sweep(config: MarkovConfig, ctx: RunContext) -> Result:
     pb = markov_problem(config, ctx)
     kern = kernels.PathKernels(pb.Xi, pb.sigma0, config.kernel_mode)
     widths = sorted(set(config.widths) | {float(n) for n in config.sample_widths})
-    th = units.get("theory", lambda s, save: solve_markov(config, ctx, pb, kern, widths, config.tau))
+    th = units.get("theory", lambda u: solve_markov(config, ctx, pb, kern, widths, config.tau))
     arrays = th.to_arrays("theory_")
     summary: dict[str, Any] = {"n_paths": pb.n, **_solver_summary(th)}
     history = solver_record(th, summary, arrays)

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from attnlab.core.runs import RunContext
+from attnlab.core.units import Unit
 from attnlab.paths import episodes, gd, images, kernels, model, theory
 from attnlab.paths.configs import OneShotConfig, Variant
 
@@ -102,12 +103,12 @@ def train_model(config: OneShotConfig, ctx: RunContext, units, d: OneShotData, v
         g = _gen(ctx, f"init_{variant.name}")
         return model.AttentionPathNet(config.width, config.N_gd, G, variant.Hs, "mean", generator=g).to(ctx.device)
 
-    def compute(state, save):
+    def compute(u: Unit):
         net = build()
         with ctx.progress(config.gd_steps, f"GD {variant.name}") as bar:
             res = gd.train_gd(net, d.train, d.tokenizer, val, steps=config.gd_steps, batch=config.gd_batch,
                               lr=config.gd_lr, eval_every=config.eval_every, generator=_gen(ctx, f"gd_{variant.name}"),
-                              state=state, progress=bar.update, checkpoint=save)
+                              state=u.resume, progress=bar.update, checkpoint=u.save)
         return {"state": {k: v.cpu() for k, v in res.state.items()}, "best_val": res.best_val,
                 "best_step": res.best_step, "history": res.history}
 
@@ -144,7 +145,7 @@ def theory_grid(pb: kernels.Problem, slices: dict, widths, taus, kern: kernels.P
     fmean = np.zeros((len(taus), len(widths), len(y)))
     fvar = np.zeros_like(fmean)
     for a, tau in enumerate(taus):
-        tr = units.get(f"{tag}theory_tau{tau:g}", lambda s, save, tau=tau:
+        tr = units.get(f"{tag}theory_tau{tau:g}", lambda u, tau=tau:
                        theory.predict(pb, list(widths), tau, kern=kern, **solve_kw))
         Us[a], fmean[a], fvar[a] = tr["U"], tr["f_mean"], tr["f_var"]
         for k, s in slices.items():

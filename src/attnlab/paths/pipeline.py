@@ -10,7 +10,7 @@ import torch
 
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
-from attnlab.core.units import Units
+from attnlab.core.units import Unit, Units
 from attnlab.paths import kernels, train
 
 
@@ -32,11 +32,11 @@ def sample_widths(pb: kernels.Problem, config, ctx: RunContext, units: Units, ta
                                             "train_mse", "tau")}
     total = config.burn_in + config.samples * config.thin
     for N in config.sample_widths:
-        def compute(state, save, N=N):
-            s = train.GibbsSampler(pb, N, taus[N], config.chains, ctx.rng("sampler"), kern, state=state)
+        def compute(u: Unit, N=N):
+            s = train.GibbsSampler(pb, N, taus[N], config.chains, ctx.rng("sampler"), kern, state=u.resume)
             with ctx.progress(total, f"Gibbs N={N} ({config.chains} chains)") as bar:
                 return s.run(config.burn_in, config.samples, config.thin, progress=bar.update,
-                             checkpoint=lambda: save(s.state_dict))
+                             checkpoint=lambda: u.save(s.state_dict))
 
         train.add_stats(obs, units.get(f"{tag}gibbs_N{N}", compute), pb.y_test, taus[N])
     return Trajectory(np.asarray(config.sample_widths, float), {k: np.asarray(v) for k, v in obs.items()},

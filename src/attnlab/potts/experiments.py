@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,7 @@ from scipy.stats import spearmanr
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
-from attnlab.core.units import Units
+from attnlab.core.units import Unit, run_units
 from attnlab.potts import figures, metrics, replica_experiments  # noqa: F401  (registers the Gaussian experiments)
 from attnlab.potts.configs import (
     ConsistencyConfig,
@@ -49,28 +48,6 @@ STUDY = "potts"
 def _seeds(ctx: RunContext, stream: str, n: int) -> list[int]:
     base = ctx.seed(stream)
     return [(base + k) % 2**62 for k in range(n)]
-
-
-@dataclass
-class Unit:
-    """One unit of an experiment's work: its key, the state to resume from (or None), ``save(state_fn)`` to
-    checkpoint its own progress, and the results of the units finished before it."""
-
-    key: Any
-    resume: Any
-    save: Callable[[Callable[[], Any]], Any]
-    done: dict
-
-
-def _units(ctx: RunContext, keys: list, compute: Callable[[Unit], dict], description: str) -> dict:
-    """``compute(unit)`` for every key in order through ``core.units.Units``: finished units and the running unit's
-    own state are checkpointed, so an interrupted run resumes inside the unit it was in."""
-    units = Units(ctx)
-    with ctx.progress(len(keys), description) as bar:
-        for key in keys:
-            units.get(key, lambda state, save, key=key: compute(Unit(key, state, save, units.done)))
-            bar.advance()
-    return units.done
 
 
 def _data(config, ctx: RunContext) -> PottsData:
@@ -128,7 +105,7 @@ def fig2(config: Fig2Config, ctx: RunContext) -> Result:
         maps = {} if fit.epoch_maps is None else {"maps": fit.epoch_maps.cpu().numpy()}  # (E, S, L, L) float32
         return {**fit.trajectory.to_arrays("traj_"), "map": fit.maps.cpu().numpy(), **maps, **extra}
 
-    done = _units(ctx, list(config.models), compute, "architectures")
+    done = run_units(ctx, list(config.models), compute, "architectures")
     arrays, frames = {}, []
     summary: dict[str, float] = {"optimal_loss": data.optimal_loss, **data.diagnostics}
     last = 0.0
@@ -172,7 +149,7 @@ def fig2d(config: Fig2dConfig, ctx: RunContext) -> Result:
                                 progress=lambda e, T: bar.update(e), checkpoint=u.save, resume=u.resume)
         return {**fit.trajectory.to_arrays("traj_"), "map": fit.maps.cpu().numpy()}
 
-    res = _units(ctx, ["all"], compute, "a sweep")["all"]
+    res = run_units(ctx, ["all"], compute, "a sweep")["all"]
     traj = Trajectory.from_arrays(res, "traj_", time_name="epoch", source="eq2")
     test = traj["test_loss"][-1].reshape(len(config.a_values), config.seeds)
     corr = traj["corr"][-1].reshape(len(config.a_values), config.seeds)
@@ -219,7 +196,7 @@ def _pl_sweep(config: PLFitConfig, ctx: RunContext) -> tuple[PottsData, dict]:
                "converged": fit.converged, "n_iter": fit.n_iter, "grad_norm": fit.grad_norm}
         return {k: v.cpu().numpy().reshape(shape) for k, v in out.items()}
 
-    return data, _units(ctx, list(config.Ms), compute, "sample sizes")
+    return data, run_units(ctx, list(config.Ms), compute, "sample sizes")
 
 
 def _pl_result(config: PLFitConfig, data: PottsData, done: dict) -> Result:
@@ -300,7 +277,7 @@ def equivalence(config: EquivalenceConfig, ctx: RunContext) -> Result:
         fit = fit_lbfgs(c[None], data, lam=config.lam, seeds=_seeds(ctx, "init", 1), max_iter=config.max_iter)
         return {"W": fit.W.cpu().numpy(), "V": fit.V.cpu().numpy(), "converged": fit.converged.cpu().numpy()}
 
-    done = _units(ctx, ["adam", "lbfgs"], compute, "estimators")
+    done = run_units(ctx, ["adam", "lbfgs"], compute, "estimators")
     freq = colour_frequencies(c.cpu(), potts.C)
     J, U = potts.J.cpu(), potts.U.cpu()
     maps = {}
@@ -362,7 +339,7 @@ def gibbs_scan(config: GibbsConfig, ctx: RunContext) -> Result:
         return {"samples": samples.numpy(), "energies": torch.cat(state["energies"]).numpy(),
                 "d_chain": np.array([float(mean_pairwise_hamming(samples, potts.C))])}
 
-    done = _units(ctx, ["pooled", "single", "chain"], compute, "β scan and the paper-faithful chain")
+    done = run_units(ctx, ["pooled", "single", "chain"], compute, "β scan and the paper-faithful chain")
     d_single = done["single"]["d_single"]
     summary: dict[str, float] = {"beta_tuned": float(done["single"]["beta_tuned"][0]), "target": config.target,
                                  "d_chain": float(done["chain"]["d_chain"][0])}

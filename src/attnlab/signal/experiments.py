@@ -113,7 +113,7 @@ def depth(config: DepthConfig, ctx: RunContext) -> Result:
         out["sim_flops"] = np.asarray(sim.meta["flops"])
         return out
 
-    parts = run_units(ctx, list(range(len(pairs))), compute, "configurations")
+    parts = run_units(ctx, list(range(len(pairs))), lambda u: compute(u.key), "configurations")
     done = {k: (np.concatenate([parts[i][k] for i in range(len(pairs))], axis=1) if parts[0][k].ndim == 2
                 else parts[0][k]) for k in parts[0]}
     done["sim_flops"] = np.asarray(sum(float(parts[i]["sim_flops"]) for i in range(len(pairs))))
@@ -272,7 +272,7 @@ def universality(config: UniversalityConfig, ctx: RunContext) -> Result:
             out[sl] = (rec["A"] * rec["A"]).sum(-1).mean((-1, -2, -3)).cpu()
         return out.double().reshape(B.size, config.n_inits).mean(1).numpy()
 
-    done = run_units(ctx, [tuple(c) for c in config.combos], compute, "(d, H, T)")
+    done = run_units(ctx, [tuple(c) for c in config.combos], lambda u: compute(u.key), "(d, H, T)")
     for d, H, T in config.combos:
         ipr = done[(d, H, T)]
         curves[f"ipr_{d}_{H}_{T}"] = ipr

@@ -78,7 +78,7 @@ def tanh_depth(config: TanhConfig, ctx: RunContext) -> Result:
                                  gen=ctx.rng(f"init/{s}"), device=ctx.device, progress=bar.update)
         return {k: v[:, 0] for k, v in sim.observables.items() if k in ("rho", "rho_std")}
 
-    done = run_units(ctx, list(config.sim_sigma_w2s), compute, "σ_w² values")
+    done = run_units(ctx, list(config.sim_sigma_w2s), lambda u: compute(u.key), "σ_w² values")
     rows = []
     for s in config.sim_sigma_w2s:
         sim, th = done[s], theory.iterate(done[s]["rho"][0], base.replace(sigma_w2=s))["rho"].numpy()

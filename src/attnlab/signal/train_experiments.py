@@ -17,7 +17,7 @@ import torch
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
-from attnlab.core.units import Units
+from attnlab.core.units import Unit, Units
 from attnlab.signal import corpus as corpus_mod
 from attnlab.signal import data, figures, mlm
 from attnlab.signal.arch import qk_std_from_beta
@@ -62,9 +62,9 @@ def _train(config: MLMConfig, ctx: RunContext, units: Units, arch, betas, alphas
     Every logged step is also published (``ctx.publish``) under the arrays' final names (``{key}_time``, …), so the
     sandbox shows the arm in training live."""
 
-    def compute(resume, save) -> dict[str, np.ndarray]:
+    def compute(u: Unit) -> dict[str, np.ndarray]:
         def save_and_publish(state: Callable[[], dict[str, Any]]) -> None:
-            save(state)
+            u.save(state)
             ctx.publish(lambda: mlm.history(state()["hist"]).to_arrays(f"{key}_" if key else ""))
 
         T = arch.T
@@ -78,7 +78,7 @@ def _train(config: MLMConfig, ctx: RunContext, units: Units, arch, betas, alphas
             tr = mlm.train_mlm(arch, windows, vocab, config.optim(), betas=[s[0] for s in slots],
                                alphas=[s[1] for s in slots], eval_windows=ev, gen_init=ctx.rng(f"init{key}"),
                                gen_data=ctx.rng(f"data{key}"), device=ctx.device, emb_std=config.emb_std,
-                               resume=resume, checkpoint=save_and_publish, progress=bar.update)
+                               resume=u.resume, checkpoint=save_and_publish, progress=bar.update)
         return tr.to_arrays()
 
     return Trajectory.from_arrays(units.get(key, compute), time_name="step", source="training")
