@@ -182,6 +182,8 @@ def gc(
     from attnlab.core.maintenance import collect, garbage, parse_age
 
     st = _store(store, existing=True)
+    if not dry_run:
+        st.record_interrupted()  # dead "running" runs become "interrupted" (aged from now)
     items = garbage(st, parse_age(older_than, "--older-than"))
     for item in items:
         if not dry_run:

@@ -12,7 +12,8 @@ import pytest
 
 from attnlab.core.config import resolve
 from attnlab.core.experiment import get
-from attnlab.core.runs import RunFailed, RunStore, atomic_write_text, load_result
+from attnlab.core.files import atomic_write_text
+from attnlab.core.runs import RunFailed, RunStore, load_result
 
 
 def _walk(**overrides):
@@ -67,7 +68,7 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
     class Boom(Exception):
         pass
 
-    from attnlab.core.runs import atomic_write
+    from attnlab.core.files import atomic_write
 
     def bad(p: Path):
         p.write_text("half")

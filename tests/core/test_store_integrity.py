@@ -241,3 +241,18 @@ def test_the_store_is_the_same_through_the_python_api(sealed):
     assert store.reusable(store.status(d.name)) is None
     rec = store.run(exp, resolve(exp.config, "quick", {"steps": 6}))
     assert not rec.reused and store.check(store.status(d.name)).state == "sealed"
+
+
+def test_status_only_reads_and_lookup_finds_an_intact_finished_run(sealed):
+    root, d, summary, _ = sealed
+    store, exp = RunStore(root), get("toy.walk")
+    cfg = resolve(exp.config, "quick", {"steps": 6})
+    found = store.lookup(exp, cfg)
+    assert found is not None and found.run_id == d.name and found.summary == summary and found.reused
+    assert store.lookup(exp, resolve(exp.config, "quick", {"steps": 7})) is None  # never run
+    sql(root, "UPDATE runs SET status='running'")  # as a killed run leaves it
+    assert store.status(d.name)["status"] == "interrupted"
+    assert store.index.get(d.name)["status"] == "running"  # a reader wrote nothing
+    assert store.record_interrupted() == [d.name] and store.index.get(d.name)["status"] == "interrupted"
+    os.truncate(d / "arrays.npz", 10)
+    assert store.lookup(exp, cfg) is None  # corrupt: not reused

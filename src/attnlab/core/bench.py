@@ -91,7 +91,8 @@ def record(study: str, result: dict[str, Any], requested: str, out_dir: Path) ->
     (:func:`device`) ran on the CPU whatever was requested, and its record says so.
     """
     from attnlab.core.device import details, resolve_device
-    from attnlab.core.runs import atomic_write_json, git_revision
+    from attnlab.core.files import atomic_write_json
+    from attnlab.core.runs import git_revision
 
     used = requested if requested in _ASKED or requested == "cpu" else "cpu"
     dev = resolve_device(used)

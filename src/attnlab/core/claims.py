@@ -33,7 +33,8 @@ from typing import Any, Literal
 from attnlab.core import progress
 from attnlab.core.config import SCALES, ConfigError, resolve
 from attnlab.core.experiment import Result, check_study, get, load_studies
-from attnlab.core.runs import RunRecord, RunStore, atomic_write_json, load_result
+from attnlab.core.files import atomic_write_json
+from attnlab.core.runs import RunRecord, RunStore, load_result
 
 Relation = Literal["approx", "le", "ge", "in", "report"]
 

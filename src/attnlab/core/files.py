@@ -52,6 +52,12 @@ def json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
+def savez(path: Path, arrays: dict[str, np.ndarray], compress: bool = True) -> None:
+    """Named arrays to an ``.npz`` at ``path`` (compressed unless ``compress`` is False); wrap in atomic_write."""
+    with open(path, "wb") as f:
+        (np.savez_compressed if compress else np.savez)(f, **arrays)
+
+
 def is_tmp(path: Path) -> bool:
     """A temporary file of :func:`atomic_write` (complete or not, never a result)."""
     return path.name.startswith(".") and path.name.endswith(TMP_SUFFIX)

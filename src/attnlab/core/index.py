@@ -57,12 +57,14 @@ class Index:
     """SQLite index of runs (WAL mode; every write is one short transaction; damage is repaired from ``scan``).
 
     ``scan()`` returns one row (a dict of :data:`COLUMNS`) per run directory; it rebuilds a damaged index.
+    ``timeout``: seconds a connection waits for a lock (default ``$ATTNLAB_INDEX_TIMEOUT``, else 60).
     """
 
-    def __init__(self, path: Path, scan: Callable[[], list[dict[str, Any]]] | None = None) -> None:
+    def __init__(self, path: Path, scan: Callable[[], list[dict[str, Any]]] | None = None,
+                 timeout: float | None = None) -> None:
         self.path = path
         self.scan = scan
-        self.timeout = float(os.environ.get("ATTNLAB_INDEX_TIMEOUT", "60"))
+        self.timeout = timeout if timeout is not None else float(os.environ.get("ATTNLAB_INDEX_TIMEOUT", "60"))
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._recovery_lock():
             try:

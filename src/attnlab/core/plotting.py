@@ -45,7 +45,7 @@ def figure(ncols: int = 1, nrows: int = 1, *, width: float = 4.0, height: float 
 
 def save_figure(fig: Figure, stem: Path, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
     """Write ``stem.png`` and ``stem.pdf`` atomically and close the figure."""
-    from attnlab.core.runs import atomic_write
+    from attnlab.core.files import atomic_write
 
     paths = []
     with plt.rc_context(STYLE):

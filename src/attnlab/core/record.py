@@ -25,7 +25,8 @@ import torch
 
 from attnlab.core.claims import ClaimResult
 from attnlab.core.device import details, resolve_device
-from attnlab.core.runs import atomic_write_json, atomic_write_text, git_revision
+from attnlab.core.files import atomic_write_json, atomic_write_text
+from attnlab.core.runs import git_revision
 
 VERDICTS = ("pass", "fail", "reported", "error")
 ENTRY_KEYS = ("claim", "ref", "statement", "verdict", "measured", "expected", "tolerance", "detail", "seconds",

@@ -21,12 +21,16 @@ says "running" but whose lock is free was killed (SIGKILL, power loss) and is re
 "interrupted". Running it again resumes from its last checkpoint; with the same seed, the result is
 the one an uninterrupted run gives. A finished run is reused only while its files match its manifest
 (kept in the directory and in the index); a corrupt one is recomputed, with one line saying so.
+
+Readers only read: :meth:`RunStore.status` reports a dead run as "interrupted" without writing it (the write is
+:meth:`RunStore.record_interrupted`), :meth:`RunStore.lookup` finds a config's finished, intact run. What a
+running experiment sees is :class:`~attnlab.core.context.RunContext`; the atomic file helpers are in
+:mod:`attnlab.core.files`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import platform
@@ -37,8 +41,8 @@ import subprocess
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -48,103 +52,26 @@ import pandas as pd
 import torch
 
 from attnlab import __version__
-from attnlab.core import progress
 from attnlab.core.config import Config, ConfigError
+from attnlab.core.context import LIVE_FILE, RunContext
 from attnlab.core.device import describe, details, resolve_device
 from attnlab.core.experiment import Experiment, Result
-from attnlab.core.files import atomic_write, atomic_write_json, atomic_write_text, is_locked, locked, say  # noqa: F401
+from attnlab.core.files import atomic_write, atomic_write_json, is_locked, locked, savez, say
 from attnlab.core.index import Index
 from attnlab.core.integrity import MANIFEST, Check, inspect, seal
 from attnlab.core.rng import Streams, stream_seed
 
 DEFAULT_ROOT = "attnlab-runs"
-LIVE_FILE = "live.npz"
+DIED = "process died while running (killed?)"
 
 
 def default_root() -> Path:
+    """The store a user's commands share: ``$ATTNLAB_HOME``, else ``./attnlab-runs``."""
     return Path(os.environ.get("ATTNLAB_HOME", DEFAULT_ROOT))
 
 
-# -- what a running experiment sees ------------------------------------------------------------
-
-
-@dataclass
-class RunContext:
-    """Handed to an experiment function: device, named random streams, checkpoints, progress, log.
-
-    Checkpoints: call ``ctx.checkpoint(lambda: state)`` inside long loops; the state (any
-    ``torch.save``-able object) is written at most every ``checkpoint_every`` seconds together with
-    the random streams' states. At the start, ``ctx.resume()`` returns the last saved state (and
-    restores the streams) or ``None`` for a fresh run. ``ctx.publish(lambda: arrays)`` shares progress with live
-    viewers (the sandbox) the same way, at most every ``publish_every`` seconds.
-    """
-
-    run_dir: Path
-    config: Config
-    device: torch.device
-    streams: Streams
-    checkpoint_every: float = 30.0
-    publish_every: float = 0.5
-    resumed_from: Any = None
-    _last_checkpoint: float = field(default_factory=time.monotonic)
-    _last_publish: float = float("-inf")
-    _log: io.TextIOBase | None = None
-
-    def rng(self, name: str) -> torch.Generator:
-        """Torch generator of the named stream, on the run's device."""
-        return self.streams.torch(name)
-
-    def seed(self, name: str, offset: int = 0) -> int:
-        """Integer seed of a named stream (plus ``offset``, e.g. one per sub-model), for code that builds its own
-        generators or hands plain integers to a sampler; below 2**63 as torch requires."""
-        return (stream_seed(self.config.seed, name) + offset) % 2**63
-
-    def generator(self, name: str, device: str | torch.device | None = None) -> torch.Generator:
-        """A fresh generator seeded from the named stream's seed, on ``device`` (default: the run's device).
-
-        Unlike :meth:`rng` it is not checkpointed: rebuilt identically on resume, it suits draws made once (data
-        sets, index draws) and code that must draw on the CPU whatever the run's device (``device="cpu"``)."""
-        return torch.Generator(device=torch.device(device) if device is not None else self.device).manual_seed(
-            self.seed(name))
-
-    @property
-    def checkpoint_path(self) -> Path:
-        return self.run_dir / "checkpoint.pt"
-
-    def resume(self) -> Any:
-        if not self.checkpoint_path.exists():
-            return None
-        blob = torch.load(self.checkpoint_path, map_location=self.device, weights_only=False)
-        self.streams.load_state_dict(blob["rng"])
-        self.resumed_from = blob.get("saved_at")
-        self.log(f"resumed from checkpoint saved at {time.ctime(blob.get('saved_at', 0))}")
-        return blob["state"]
-
-    def checkpoint(self, state: Callable[[], Any], force: bool = False) -> bool:
-        """Save ``state()`` if ``checkpoint_every`` seconds have passed (or ``force``); True if saved."""
-        if not force and time.monotonic() - self._last_checkpoint < self.checkpoint_every:
-            return False
-        blob = {"state": state(), "rng": self.streams.state_dict(), "saved_at": time.time()}
-        atomic_write(self.checkpoint_path, lambda p: torch.save(blob, p))
-        self._last_checkpoint = time.monotonic()
-        return True
-
-    def publish(self, arrays: Callable[[], dict[str, np.ndarray]], force: bool = False) -> bool:
-        """Write ``arrays()`` atomically to ``live.npz`` if ``publish_every`` seconds have passed; True if written."""
-        if not force and time.monotonic() - self._last_publish < self.publish_every:
-            return False
-        data = arrays()
-        atomic_write(self.run_dir / LIVE_FILE, lambda p: _savez(p, data, compress=False))
-        self._last_publish = time.monotonic()
-        return True
-
-    def progress(self, total: float | None, description: str) -> contextlib.AbstractContextManager[progress.Bar]:
-        return progress.bar(total, description)
-
-    def log(self, message: str) -> None:
-        if self._log is not None:
-            self._log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}\n")
-            self._log.flush()
+def _env_float(name: str, default: float) -> float:
+    return float(os.environ.get(name, default))
 
 
 # -- the store ---------------------------------------------------------------------------------
@@ -203,10 +130,22 @@ def git_revision() -> str | None:
 
 
 class RunStore:
-    """Runs experiments into ``root`` and finds them again."""
+    """Runs experiments into ``root`` and finds them again.
 
-    def __init__(self, root: str | Path | None = None) -> None:
+    ``root``: default :func:`default_root` (``$ATTNLAB_HOME``, else ``./attnlab-runs``). A run checkpoints at most
+    every ``checkpoint_every`` seconds (default ``$ATTNLAB_CHECKPOINT_EVERY``, else 30) and publishes live arrays at
+    most every ``publish_every`` seconds (default ``$ATTNLAB_PUBLISH_EVERY``, else 0.5); the variables reach runs
+    started in subprocesses (``attnlab run`` under the sandbox, sweep workers). An index write waits for a lock up
+    to ``index_timeout`` seconds (default ``$ATTNLAB_INDEX_TIMEOUT``, else 60).
+    """
+
+    def __init__(self, root: str | Path | None = None, *, checkpoint_every: float | None = None,
+                 publish_every: float | None = None, index_timeout: float | None = None) -> None:
         self.root = Path(root) if root is not None else default_root()
+        self.checkpoint_every = checkpoint_every if checkpoint_every is not None else \
+            _env_float("ATTNLAB_CHECKPOINT_EVERY", 30.0)
+        self.publish_every = publish_every if publish_every is not None else _env_float("ATTNLAB_PUBLISH_EVERY", 0.5)
+        self.index_timeout = index_timeout
         self._index: Index | None = None
 
     @property
@@ -215,7 +154,8 @@ class RunStore:
         if self._index is None:
             from attnlab.core.maintenance import scan_runs
 
-            self._index = Index(self.root / "index.sqlite", scan=lambda: scan_runs(self.root))
+            self._index = Index(self.root / "index.sqlite", scan=lambda: scan_runs(self.root),
+                                timeout=self.index_timeout)
         return self._index
 
     def run_dir(self, exp: Experiment, run_id: str) -> Path:
@@ -265,10 +205,9 @@ class RunStore:
         meta = self._meta(exp, config, run_id, device)
         atomic_write_json(run_dir / "config.json", meta)
         self.index.start(run_id)
-        every = float(os.environ.get("ATTNLAB_CHECKPOINT_EVERY", "30"))
-        publish = float(os.environ.get("ATTNLAB_PUBLISH_EVERY", "0.5"))
         with open(run_dir / "log.txt", "a") as log, _sigterm_raises():
-            ctx = RunContext(run_dir, config, device, streams, checkpoint_every=every, publish_every=publish, _log=log)
+            ctx = RunContext(run_dir, config, device, streams, checkpoint_every=self.checkpoint_every,
+                             publish_every=self.publish_every, _log=log)
             ctx.log(f"start {exp.key} {run_id} on {describe(device)}")
             try:
                 result = exp.fn(config, ctx)
@@ -313,7 +252,7 @@ class RunStore:
         from attnlab.core.plotting import save_figure
 
         atomic_write(run_dir / "metrics.parquet", lambda p: result.metrics.to_parquet(p, index=False))
-        atomic_write(run_dir / "arrays.npz", lambda p: _savez(p, result.arrays))
+        atomic_write(run_dir / "arrays.npz", lambda p: savez(p, result.arrays))
         if exp.figure is not None:
             figs = exp.figure(result, config)
             for name, fig in (figs.items() if isinstance(figs, dict) else [(exp.name, figs)]):
@@ -322,12 +261,26 @@ class RunStore:
 
     # -- reading -----------------------------------------------------------------------------------
     def status(self, run_id: str) -> dict[str, Any] | None:
-        """Index row of a run, with a dead "running" run reported as "interrupted"."""
+        """Index row of a run, with a dead "running" run reported as "interrupted" (read-only: the index keeps
+        "running" until :meth:`record_interrupted` or the run's next start)."""
         row = self.index.get(run_id)
         if row and row["status"] == "running" and not is_locked(self.dir_of(row) / ".lock"):
-            self.index.finish(run_id, "interrupted", "process died while running (killed?)")
-            row = self.index.get(run_id)
+            row = {**row, "status": "interrupted", "error": DIED}
         return row
+
+    def record_interrupted(self) -> list[str]:
+        """Write "interrupted" into the index for every dead "running" run; their ids (a write, for ``gc``)."""
+        dead = [r["id"] for r in self.index.rows(status="running") if not is_locked(self.dir_of(r) / ".lock")]
+        for run_id in dead:
+            self.index.finish(run_id, "interrupted", DIED)
+        return dead
+
+    def lookup(self, exp: Experiment, config: Config) -> RunRecord | None:
+        """The finished run of ``config`` whose files pass their check, or None (nothing is written)."""
+        run_id = config.hash(exp.key)
+        summary = self.reusable(self.status(run_id))
+        return None if summary is None else RunRecord(run_id, exp.key, self.run_dir(exp, run_id), "done", summary,
+                                                      reused=True)
 
     def rows(self, experiment: str | None = None) -> list[dict[str, Any]]:
         return [self.status(r["id"]) or r for r in self.index.rows(experiment)]
@@ -362,11 +315,6 @@ def load_result(run_dir: str | Path) -> tuple[dict[str, Any], Result]:
         arrays = {k: z[k] for k in z.files}
     summary = json.loads((d / "summary.json").read_text())
     return meta, Result(metrics, arrays, summary)
-
-
-def _savez(path: Path, arrays: dict[str, np.ndarray], compress: bool = True) -> None:
-    with open(path, "wb") as f:
-        (np.savez_compressed if compress else np.savez)(f, **arrays)
 
 
 def _summary(run_dir: Path) -> dict[str, Any]:

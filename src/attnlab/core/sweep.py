@@ -50,8 +50,9 @@ from attnlab.core import progress
 from attnlab.core.config import Config, ConfigError, parse_value, resolve
 from attnlab.core.device import resolve_device
 from attnlab.core.experiment import Experiment, get, load_studies
+from attnlab.core.files import atomic_write, atomic_write_json
 from attnlab.core.memory import check_model
-from attnlab.core.runs import RunFailed, RunStore, atomic_write, atomic_write_json
+from attnlab.core.runs import RunFailed, RunStore
 
 
 def parse_grid(specs: Iterable[str]) -> dict[str, list[Any]]:
@@ -197,10 +198,10 @@ def run_sweep(
 
     outcomes: dict[str, dict[str, Any]] = {}
     todo = []
-    for task in tasks:
-        summary = store.reusable(store.status(task.run_id))  # a corrupt run is recomputed (and says so)
-        if summary is not None:
-            outcomes[task.run_id] = {"run_id": task.run_id, "status": "done", "summary": summary, "error": None,
+    for (_, cfg), task in zip(points, tasks, strict=True):
+        found = store.lookup(exp, cfg)  # a corrupt run is recomputed (and says so)
+        if found is not None:
+            outcomes[task.run_id] = {"run_id": task.run_id, "status": "done", "summary": found.summary, "error": None,
                                      "reused": True}
         else:
             store.index.ensure(task.run_id, exp.key, store.run_dir(exp, task.run_id), task.config, "queued")
