@@ -34,3 +34,20 @@ def test_compare_interpolates_onto_reference_grid():
     assert dev["loss"] == pytest.approx(0.1) and dev["m"] == pytest.approx(0.1)
     with pytest.raises(ValueError, match="no common observables"):
         compare(sim, Trajectory(sim.time, {"other": sim.time}))
+
+
+def test_compare_pairs_two_clustering_runs_through_their_history():
+    """clustering's History offers the paired view: two trainings (seeds 0 and 1 alone, then together) compare."""
+    from attnlab.clustering.configs import TrainConfig
+    from attnlab.clustering.train import train
+
+    small = {"n_train": 64, "n_test": 64, "batch_size": 32, "epochs": 3}
+    both = train(TrainConfig(n_seeds=2, **small)).trajectory()
+    assert both.time_name == "epoch" and list(both.time) == [0, 1, 2, 3] and both["train_loss"].shape == (4, 2)
+    again = train(TrainConfig(n_seeds=2, **small)).trajectory()
+    same = compare(both, again, ["train_loss", "test_acc"])
+    assert len(same) == 2 * 4 * 2 and same["abs_diff"].max() == 0  # deterministic: a run equals its rerun
+    other = train(TrainConfig(n_seeds=2, seed=1, **small)).trajectory()
+    assert compare(both, other, ["train_loss"])["abs_diff"].max() > 0  # another seed trains differently
+    steps = train(TrainConfig(n_seeds=1, **small)).trajectory("step")
+    assert steps.time_name == "step" and steps["loss"].shape == (3 * 2, 1)

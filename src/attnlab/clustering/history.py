@@ -16,6 +16,7 @@ import torch
 
 from attnlab.clustering.data import Task
 from attnlab.clustering.model import ModelSpec, Params
+from attnlab.core.trajectory import Trajectory
 
 
 @dataclass
@@ -50,6 +51,14 @@ class History:
     def metric(self, name: str) -> np.ndarray:
         """An epoch metric (E, S)."""
         return self.epoch_metrics[name]
+
+    def trajectory(self, kind: str = "epoch") -> Trajectory:
+        """The paired view (``core.trajectory``): the epoch metrics (E, S) over ``epochs`` ("epoch"), or the step
+        metrics (T, S) over ``steps`` ("step"), so ``compare()`` pairs two runs of this study as any other."""
+        if kind not in ("epoch", "step"):
+            raise ValueError(f"kind {kind!r}: use 'epoch' or 'step'")
+        time, obs = (self.epochs, self.epoch_metrics) if kind == "epoch" else (self.steps, self.step_metrics)
+        return Trajectory(time, obs, time_name=kind, source="training", meta={"n_seeds": self.n_seeds})
 
     def to_arrays(self, prefix: str = "") -> dict[str, np.ndarray]:
         out = {f"{prefix}snap_epochs": self.snapshot_epochs, f"{prefix}epochs": self.epochs,
