@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -131,24 +132,62 @@ def memory_model(*keys: str) -> Callable[[MemoryFn], MemoryFn]:
     return attach
 
 
-def load_studies(studies: list[str] | tuple[str, ...] | None = None) -> None:
-    """Import each study's ``experiments``, ``claims`` and ``memory`` modules so they register themselves.
+STUDY_GROUP = "attnlab.studies"  # entry points: study name → its package (rooms below) or one registering module
+_DEPRECATED_SAID: set[str] = set()
 
-    Modules named in ``$ATTNLAB_PLUGINS`` (comma-separated) are imported too: a plug-in study that
-    lives outside the package registers its experiments the same way.
-    """
+
+def deprecated_env(var: str, instead: str) -> list[str]:
+    """The comma-separated module names of environment variable ``var`` (deprecated: one line on stderr, once per
+    process, says what replaces it)."""
+    modules = [m.strip() for m in os.environ.get(var, "").split(",") if m.strip()]
+    if modules and var not in _DEPRECATED_SAID:
+        _DEPRECATED_SAID.add(var)
+        print(f"attnlab: ${var} is deprecated and will be removed in the next release; {instead}", file=sys.stderr)
+    return modules
+
+
+def entry_point_modules(group: str, builtin: Mapping[str, str]) -> dict[str, str]:
+    """name → module of the installed entry points of ``group``: the ``builtin`` names first (in their order, their
+    modules where an entry point is missing, e.g. in an uninstalled checkout), then the others by name."""
+    from importlib.metadata import entry_points
+
+    found = {ep.name: ep.module for ep in entry_points(group=group)}
+    return {**{n: found.get(n, m) for n, m in builtin.items()}, **dict(sorted(found.items()))}
+
+
+def study_modules() -> dict[str, str]:
+    """Every study by name with the module that registers it (group ``attnlab.studies``; built-ins first)."""
     from attnlab import STUDIES
 
-    for module in filter(None, (m.strip() for m in os.environ.get("ATTNLAB_PLUGINS", "").split(","))):
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            raise ConfigError(f"ATTNLAB_PLUGINS names {module!r}, which cannot be imported: {exc}") from None
-    for study in studies or STUDIES:
-        if study not in STUDIES:
-            raise ConfigError(f"unknown study {study!r}; allowed: {', '.join(STUDIES)}")
+    return entry_point_modules(STUDY_GROUP, {s: f"attnlab.{s}" for s in STUDIES})
+
+
+def import_plugin(module: str, source: str) -> Any:
+    """Import ``module`` named by ``source`` (an entry point or a variable); one line if it cannot be imported."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        raise ConfigError(f"{source} names {module!r}, which cannot be imported: {exc}") from None
+
+
+def load_studies(studies: list[str] | tuple[str, ...] | None = None) -> None:
+    """Import each study so that it registers its experiments, claims and memory models: the module of its entry
+    point (group ``attnlab.studies``) and, when that is a package, its ``experiments``, ``claims`` and ``memory``
+    rooms. A third-party study registers itself the same way (``examples/my_study``); the modules named in the
+    deprecated ``$ATTNLAB_PLUGINS`` (comma-separated) are still imported for one release.
+    """
+    for module in deprecated_env("ATTNLAB_PLUGINS", "register the study under the entry-point group "
+                                 f"'{STUDY_GROUP}' instead (see examples/my_study)"):
+        import_plugin(module, "ATTNLAB_PLUGINS")
+    known = study_modules()
+    for study in studies or known:
+        if study not in known:
+            raise ConfigError(f"unknown study {study!r}; allowed: {', '.join(known)}")
+        package = import_plugin(known[study], f"the {STUDY_GROUP} entry point {study!r}")
+        if not hasattr(package, "__path__"):
+            continue
         for room in ("experiments", "claims", "memory"):
-            module = f"attnlab.{study}.{room}"
+            module = f"{package.__name__}.{room}"
             try:
                 importlib.import_module(module)
             except ModuleNotFoundError as exc:
@@ -169,9 +208,7 @@ def get(key: str) -> Experiment:
     if not sep:
         raise ConfigError(f"experiment {key!r} must be STUDY.EXPERIMENT, e.g. specialization.fig1")
     if key not in _REGISTRY:
-        from attnlab import STUDIES
-
-        load_studies([study] if study in STUDIES else None)
+        load_studies([study] if study in study_modules() else None)
     if key not in _REGISTRY:
         known = ", ".join(sorted(e for e in _REGISTRY if e.startswith(study + "."))) or ", ".join(sorted(_REGISTRY))
         raise ConfigError(f"unknown experiment {key!r}; known: {known or 'none'}")
@@ -179,11 +216,9 @@ def get(key: str) -> Experiment:
 
 
 def known_studies() -> list[str]:
-    """The package's studies plus any registered by plug-ins (``$ATTNLAB_PLUGINS``)."""
-    from attnlab import STUDIES
-
+    """The package's studies, then those of other installed entry points and of experiments registered otherwise."""
     load_studies()
-    return list(dict.fromkeys([*STUDIES, *(e.study for e in _REGISTRY.values())]))
+    return list(dict.fromkeys([*study_modules(), *(e.study for e in _REGISTRY.values())]))
 
 
 def check_study(study: str | None) -> None:

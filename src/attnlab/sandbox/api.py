@@ -28,10 +28,9 @@ import importlib.util
 import json
 import shutil
 import tempfile
-import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import Body, FastAPI, Query, Request
 from fastapi import Path as PathParam
@@ -40,11 +39,9 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from attnlab.core.config import SCALES, ConfigError, resolve_from
-from attnlab.core.device import resolve_device
 from attnlab.core.experiment import get
 from attnlab.core.runs import RunStore
 from attnlab.sandbox import forms
-from attnlab.sandbox.jobs import ACTIVE, JobManager
 from attnlab.sandbox.messages import (
     BulkRequest,
     ExportRequest,
@@ -54,89 +51,45 @@ from attnlab.sandbox.messages import (
     field_errors,
     install_error_handlers,
 )
-from attnlab.sandbox.plugin import PANEL_NAME, plugin_for, plugins
+from attnlab.sandbox.plugin import PANEL_NAME, plugins
 from attnlab.sandbox.security import clip
-from attnlab.sandbox.store import NotFound, RunReader, check_names
+from attnlab.sandbox.service import Sandbox, check_frames, check_variant
+from attnlab.sandbox.store import NotFound, check_names
 from attnlab.sandbox.traces import to_json
 
 STATIC = Path(__file__).parent / "static"
 MAX_FRAMES_PER_REQUEST = 200
 MAX_EXPORT_FRAMES = 300
 PANEL_LIST = rf"^({PANEL_NAME}(,{PANEL_NAME})*)?$"  # comma-separated panel names
+Panels = Annotated[str, Query(pattern=PANEL_LIST, max_length=2000)]
 RunId = Annotated[str, PathParam(pattern=r"^[0-9a-f]{16}$", description="16 hex digits")]
 
 
 def create_app(store: RunStore, max_jobs: int = 1, max_queued: int = 16) -> FastAPI:
     """The app over ``store``; ``max_jobs`` training processes at once, at most ``max_queued`` more waiting."""
-    reader = RunReader(store)
-    jobs = JobManager(store, max_jobs, max_queued=max_queued)
-    render_lock = threading.Lock()
+    sb = Sandbox(store, max_jobs, max_queued)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         yield
         app.state.closing = True
-        await run_in_threadpool(jobs.shutdown)
+        await run_in_threadpool(sb.jobs.shutdown)
 
     app = FastAPI(title="attnlab sandbox", lifespan=lifespan, default_response_class=Json, docs_url=None,
                   redoc_url=None)
     app.state.closing = False
     app.state.server = None  # set by ``server.serve`` so that the event stream ends when uvicorn stops
-    app.state.reader, app.state.jobs = reader, jobs
-
+    app.state.reader, app.state.jobs = sb.reader, sb.jobs
     install_error_handlers(app)
+    for add in (add_study_routes, add_run_routes, add_view_routes, add_control_routes, add_event_routes,
+                add_page_routes):
+        add(app, sb)
+    return app
 
-    # -- helpers -------------------------------------------------------------------------------------
-    def job_view(row: dict[str, Any]) -> dict[str, Any]:
-        """An index row with the sandbox job's state over it (queued, paused, stopping are the job's words)."""
-        job = jobs.job(row["id"])
-        if job is None:
-            return row
-        if job.status in ACTIVE:
-            row = {**row, "status": job.status, "queue_position": jobs.position(row["id"]), "pid": job.pid}
-        if job.error and row["status"] != "done":
-            row = {**row, "error": job.error}
-        return row
 
-    def experiment_of(key: str):
-        exp = get(key)
-        plugin = plugin_for(key)
-        if plugin is None or key not in plugin.forms:
-            startable = sorted(k for p in plugins().values() for k in p.forms)
-            raise ConfigError(f"experiment {key!r} cannot be started from the sandbox; allowed: {', '.join(startable)}")
-        return exp, plugin
+def add_study_routes(app: FastAPI, sb: Sandbox) -> None:
+    """GET /api/studies, GET /api/form, POST /api/validate."""
 
-    def validated(req: StartRequest):
-        """(experiment, config or None, errors, memory {need, free}) of a start request; nothing is written."""
-        exp, _ = experiment_of(req.experiment)
-        config, errors = forms.validate(exp, req.scale, req.config)
-        memory = None
-        if config is not None:
-            try:
-                memory = need_of(exp, config, resolve_device(config.device))
-            except ConfigError as exc:
-                field = "device" if "device" in str(exc) and "memory" not in str(exc) else "<config>"
-                config, errors = None, [forms.FieldError(field, None, str(exc))]
-        return exp, config, errors, memory
-
-    def need_of(exp, config, device) -> dict[str, Any]:
-        """The run's memory need from its experiment's model, refused (WouldNotFit) when it and the queued runs'
-        needs exceed the device's free memory."""
-        from attnlab.core.memory import WouldNotFit, device_name, free_bytes
-
-        free = free_bytes(device)
-        if exp.memory is None:
-            return {"need": None, "free": free, "queued": jobs.queued_need()}
-        out = exp.memory(config)
-        need, reduce = out if isinstance(out, tuple) else (out, None)
-        queued = jobs.queued_need()
-        if need + queued > free:
-            also = f" (and the queued runs {queued / 2**30:.3g} GiB more)" if queued else ""
-            raise WouldNotFit(f"this run needs {need / 2**30:.3g} GiB{also} but {device_name(device)} has "
-                              f"{free / 2**30:.3g} GiB free; {reduce or 'reduce its sizes'}")
-        return {"need": int(need), "free": free, "queued": queued}
-
-    # -- studies and forms ---------------------------------------------------------------------------
     @app.get("/api/studies")
     def studies() -> Response:
         out = []
@@ -149,111 +102,108 @@ def create_app(store: RunStore, max_jobs: int = 1, max_queued: int = 16) -> Fast
                     continue
                 exps.append({"key": key, "title": e.title, "ref": e.ref, "startable": key in plugin.forms})
             out.append({"study": study, "experiments": exps})
-        return Json({"studies": out, "scales": list(SCALES), "max_jobs": jobs.max_jobs})
+        return Json({"studies": out, "scales": list(SCALES), "max_jobs": sb.jobs.max_jobs})
 
     @app.get("/api/form")
     def form(experiment: Annotated[str, Query(pattern=r"^[a-z0-9_]+\.[a-z0-9_]+$")],
              scale: Literal["quick", "paper"] = "quick") -> Response:
-        exp, plugin = experiment_of(experiment)
+        exp, plugin = sb.startable(experiment)
         return Json({"experiment": exp.key, "scale": scale, "title": exp.title,
                      "fields": forms.fields(exp, scale, plugin.forms[exp.key])})
 
     @app.post("/api/validate")
     def validate(req: StartRequest) -> Response:
-        exp, config, errors, memory = validated(req)
+        exp, config, errors, memory = sb.validated(req)
         if config is None:
             return Json({"ok": False, "errors": field_errors(errors)})
         run_id = config.hash(exp.key)
-        row = store.status(run_id) if (reader.root / "index.sqlite").exists() else None
+        row = sb.stored(run_id)
         return Json({"ok": True, "run_id": run_id, "existing": row["status"] if row else None, "errors": [],
                      "memory": memory})
 
-    # -- runs ----------------------------------------------------------------------------------------
+
+def add_run_routes(app: FastAPI, sb: Sandbox) -> None:
+    """GET /api/runs, POST /api/runs (start), GET /api/runs/{id}."""
+
     @app.get("/api/runs")
     def runs() -> Response:
-        return Json({"runs": [job_view(r) for r in reader.rows()], "max_jobs": jobs.max_jobs})
+        return Json({"runs": [sb.job_view(r) for r in sb.reader.rows()], "max_jobs": sb.jobs.max_jobs})
 
     @app.post("/api/runs")
     def start(req: StartRequest) -> Response:
-        exp, config, errors, memory = validated(req)
+        exp, config, errors, memory = sb.validated(req)
         if config is None:
             return error(errors[0].message, 422, errors=field_errors(errors))
         run_id = config.hash(exp.key)
-        row = store.status(run_id) if (reader.root / "index.sqlite").exists() else None
-        if row and row["status"] == "done" and store.reusable(row) is not None:  # a corrupt run is recomputed
+        row = sb.stored(run_id)
+        if row and row["status"] == "done" and sb.store.reusable(row) is not None:  # a corrupt run is recomputed
             return Json({"run_id": run_id, "status": "done", "reused": True}, status_code=200)
-        job = jobs.submit(exp, config, need=(memory or {}).get("need") or 0)
+        job = sb.jobs.submit(exp, config, need=(memory or {}).get("need") or 0)
         return Json({"run_id": run_id, "status": job.status, "reused": False,
-                     "queue_position": jobs.position(run_id)}, status_code=202)
+                     "queue_position": sb.jobs.position(run_id)}, status_code=202)
 
     @app.get("/api/runs/{run_id}")
     def run(run_id: RunId) -> Response:
-        row = job_view(reader.row(run_id))
+        row = sb.job_view(sb.reader.row(run_id))
         out = {"id": run_id, "experiment": row["experiment"], "status": row["status"], "error": row.get("error"),
                "config": json.loads(row["config"]), "seconds": row["seconds"], "pid": row.get("pid"),
                "queue_position": row.get("queue_position"), "view": None, "reason": None}
         try:
-            opened = reader.open(run_id)
+            opened = sb.reader.open(run_id)
             out["view"] = {**opened.view.describe(), "live": opened.live, "version": list(opened.version)}
         except (NotFound, ConfigError) as exc:
             out["reason"] = str(exc)
         return Json(out)
 
+
+def add_view_routes(app: FastAPI, sb: Sandbox) -> None:
+    """GET /api/runs/{id}/frames and /series (Plotly figures), POST /api/runs/{id}/export (a file)."""
+
     @app.get("/api/runs/{run_id}/frames")
     def frames(run_id: RunId, start: Annotated[int, Query(ge=0)] = 0, stop: Annotated[int | None, Query(ge=1)] = None,
                every: Annotated[int, Query(ge=1, le=100_000)] = 1, variant: Annotated[int, Query(ge=0)] = 0,
-               panels: Annotated[str, Query(pattern=PANEL_LIST, max_length=2000)] = "") -> Response:
-        opened = reader.open(run_id)
+               panels: Panels = "") -> Response:
+        opened = sb.reader.open(run_id)
         view = opened.view
         n = len(view.times)
-        if start >= n:
-            raise ConfigError(f"start = {start}: the run has {n} frames (allowed 0..{n - 1})")
+        check_frames(view, start, variant)
         stop = start + 1 if stop is None else min(stop, n)  # one frame unless a range is asked for
         if stop <= start:
             raise ConfigError(f"stop = {stop}: must be greater than start = {start}")
         indices = list(range(start, stop, every))
         if len(indices) > MAX_FRAMES_PER_REQUEST:
             raise ConfigError(f"{len(indices)} frames requested: at most {MAX_FRAMES_PER_REQUEST} per request")
-        if variant >= len(view.variants):
-            raise ConfigError(f"variant = {variant}: allowed 0..{len(view.variants) - 1} ({', '.join(view.variants)})")
         names = check_names(view, [p for p in panels.split(",") if p], "frame")
         return Json({"run_id": run_id, "n_frames": n, "live": opened.live,
-                     "frames": reader.frames(opened, indices, variant, names)})
+                     "frames": sb.reader.frames(opened, indices, variant, names)})
 
     @app.get("/api/runs/{run_id}/series")
-    def series(run_id: RunId, variant: Annotated[int, Query(ge=0)] = 0,
-               panels: Annotated[str, Query(pattern=PANEL_LIST, max_length=2000)] = "") -> Response:
-        opened = reader.open(run_id)
+    def series(run_id: RunId, variant: Annotated[int, Query(ge=0)] = 0, panels: Panels = "") -> Response:
+        opened = sb.reader.open(run_id)
         view = opened.view
-        if variant >= len(view.variants):
-            raise ConfigError(f"variant = {variant}: allowed 0..{len(view.variants) - 1} ({', '.join(view.variants)})")
+        check_variant(view, variant)
         names = check_names(view, [p for p in panels.split(",") if p], "series")
         return Json({"run_id": run_id, "n_frames": len(view.times), "live": opened.live,
                      "figures": view.series(variant, names)})
 
     @app.post("/api/runs/{run_id}/export")
     def export(run_id: RunId, req: Annotated[ExportRequest, Body()]) -> Response:
-        opened = reader.open(run_id)
-        view = opened.view
+        view = sb.reader.open(run_id).view
         n = len(view.times)
-        if req.start >= n:
-            raise ConfigError(f"start = {req.start}: the run has {n} frames (allowed 0..{n - 1})")
+        check_frames(view, req.start, req.variant)
         stop = min(req.stop if req.stop is not None else (req.start + 1 if req.format == "png" else n), n)
         indices = list(range(req.start, max(stop, req.start + 1), req.every))
         if len(indices) > MAX_EXPORT_FRAMES:
             raise ConfigError(f"{len(indices)} frames: an export holds at most {MAX_EXPORT_FRAMES} (raise 'every')")
-        if req.variant >= len(view.variants):
-            raise ConfigError(f"variant = {req.variant}: allowed 0..{len(view.variants) - 1}")
-        names = [p.name for p in view.panels if p.name in req.panels] if req.panels else \
-            [p.name for p in view.panels if p.default]
         unknown = sorted(set(req.panels) - {p.name for p in view.panels})
         if unknown:
             raise ConfigError(f"panel {unknown[0]!r} is not a panel of this run; allowed: "
                               f"{', '.join(p.name for p in view.panels)}")
+        names = [p.name for p in view.panels if (p.name in req.panels if req.panels else p.default)]
         tmp = Path(tempfile.mkdtemp(prefix="attnlab-sandbox-export-"))
         name = f"{run_id}-{indices[0]}-{indices[-1]}.{req.format}"
         try:
-            with render_lock:  # matplotlib's pyplot state is not thread-safe: one export at a time
+            with sb.render_lock:  # matplotlib's pyplot state is not thread-safe: one export at a time
                 path = view.render(tmp / name, indices, req.variant, names, req.fps)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -262,33 +212,26 @@ def create_app(store: RunStore, max_jobs: int = 1, max_queued: int = 16) -> Fast
                                                              "mp4": "video/mp4"}[req.format],
                             background=BackgroundTask(shutil.rmtree, tmp, ignore_errors=True))
 
+
+def add_control_routes(app: FastAPI, sb: Sandbox) -> None:
+    """POST /api/runs/{id}/{stop|pause|continue|resume}, DELETE /api/runs/{id}, POST /api/runs/bulk."""
+
     @app.post("/api/runs/{run_id}/{action}")
     def control(run_id: RunId, action: Literal["stop", "pause", "continue", "resume"]) -> Response:
         if action == "resume":
-            row = reader.row(run_id)
+            row = sb.reader.row(run_id)
             if row["status"] not in ("interrupted", "failed"):
                 raise LookupError(f"run {run_id} is {row['status']}; only an interrupted or failed run resumes")
-            exp, _ = experiment_of(row["experiment"])
+            exp, _ = sb.startable(row["experiment"])
             config = resolve_from(exp.config, json.loads(row["config"]))
-            job = jobs.submit(exp, config, need=need_of(exp, config, resolve_device(config.device))["need"] or 0)
+            job = sb.jobs.submit(exp, config, need=sb.need_of(exp, config)["need"] or 0)
         else:
-            job = {"stop": jobs.stop, "pause": jobs.pause, "continue": jobs.cont}[action](run_id)
+            job = {"stop": sb.jobs.stop, "pause": sb.jobs.pause, "continue": sb.jobs.cont}[action](run_id)
         return Json({"run_id": run_id, **job.to_json()})
-
-    def delete_run(run_id: str) -> dict[str, Any]:
-        from attnlab.core.maintenance import remove
-
-        row = reader.row(run_id)
-        jobs.forget(run_id)  # LookupError (409) while its job is active
-        why = remove(store, row)
-        if why:
-            raise LookupError(f"run {run_id}: {why}")
-        reader.forget(run_id)
-        return {"run_id": run_id, "deleted": True}
 
     @app.delete("/api/runs/{run_id}")
     def delete(run_id: RunId) -> Response:
-        return Json(delete_run(run_id))
+        return Json(sb.delete(run_id))
 
     @app.post("/api/runs/bulk")
     def bulk(req: BulkRequest) -> Response:
@@ -296,30 +239,17 @@ def create_app(store: RunStore, max_jobs: int = 1, max_queued: int = 16) -> Fast
         for run_id in dict.fromkeys(req.ids):  # each id once, in order
             try:
                 if req.action == "stop":
-                    results.append({"run_id": run_id, "ok": True, "status": jobs.stop(run_id).status})
+                    results.append({"run_id": run_id, "ok": True, "status": sb.jobs.stop(run_id).status})
                 else:
-                    results.append({"run_id": run_id, "ok": True, **delete_run(run_id)})
+                    results.append({"run_id": run_id, "ok": True, **sb.delete(run_id)})
             except (LookupError, ConfigError) as exc:
                 results.append({"run_id": run_id, "ok": False, "error": clip(str(exc).strip("'\""))})
         return Json({"action": req.action, "results": results, "ok": sum(r["ok"] for r in results),
                      "failed": sum(not r["ok"] for r in results)})
 
-    # -- progress events -----------------------------------------------------------------------------
-    def state() -> dict[str, Any]:
-        rows = [job_view(r) for r in reader.rows()]
-        live = {}
-        for r in rows:
-            if r["status"] in ACTIVE or r["status"] == "interrupted":
-                try:
-                    d = reader.run_dir(r)
-                except (ConfigError, NotFound):
-                    continue
-                f = d / "live.npz"
-                if f.exists():
-                    live[r["id"]] = f.stat().st_mtime_ns
-        brief = [{k: r.get(k) for k in ("id", "experiment", "status", "error", "created", "seconds", "queue_position",
-                                        "openable", "label")} for r in rows]
-        return {"runs": brief, "live": live}
+
+def add_event_routes(app: FastAPI, sb: Sandbox) -> None:
+    """GET /api/events: server-sent events with the runs list whenever it or a live snapshot changes."""
 
     def closing() -> bool:
         server = app.state.server
@@ -331,7 +261,7 @@ def create_app(store: RunStore, max_jobs: int = 1, max_queued: int = 16) -> Fast
             last, quiet = None, 0
             yield "retry: 1000\n\n"
             while not closing():
-                text = to_json(await run_in_threadpool(state))
+                text = to_json(await run_in_threadpool(sb.state))
                 if text != last:
                     last, quiet = text, 0
                     yield f"event: state\ndata: {text}\n\n"
@@ -346,7 +276,9 @@ def create_app(store: RunStore, max_jobs: int = 1, max_queued: int = 16) -> Fast
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
-    # -- the page ------------------------------------------------------------------------------------
+
+def add_page_routes(app: FastAPI, sb: Sandbox) -> None:
+    """GET / (the page) and GET /static/{name} (a fixed set of packaged files, plotly.min.js among them)."""
     files = {p.name: p for p in STATIC.iterdir() if p.is_file()}
     files["plotly.min.js"] = plotly_js()
 
@@ -359,8 +291,6 @@ def create_app(store: RunStore, max_jobs: int = 1, max_queued: int = 16) -> Fast
         if name not in files:  # a fixed set of packaged files: the name never becomes a path
             raise NotFound(f"no static file {name!r}")
         return FileResponse(files[name], headers={"Cache-Control": "max-age=3600"})
-
-    return app
 
 
 def plotly_js() -> Path:

@@ -1,8 +1,8 @@
 """The plug-in interface through which a study contributes panels to the sandbox, and the plug-in registry.
 
-A study implements :class:`StudyPlugin`: which experiments' runs it opens, which config fields the start form
-shows, and ``open(...)``, which turns a run's stored arrays (finished, or the live snapshot of a run still
-training) into a :class:`View`. A view has a time axis (one frame per snapshot), variants (seeds, activations,
+A study subclasses :class:`StudyPlugin`: one opener per experiment whose runs it shows, which turns a run's stored
+arrays (finished, or the live snapshot of a run still training) into a :class:`View`, and which config fields the
+start form shows. A view has a time axis (one frame per snapshot), variants (seeds, activations,
 figure panels: whatever sub-models the run holds) and panels of two kinds:
 
 * ``frame`` panels are redrawn for every snapshot (``View.frame``);
@@ -13,17 +13,16 @@ Every figure is a plain Plotly figure ``{"data": [trace, ...], "layout": {...}}`
 panel-data functions (numpy arrays allowed; ``traces.to_json`` makes them JSON), so the front end needs no
 study-specific code. Plug-ins never touch files: the server hands them arrays read through the run store.
 
-Registration: the module ``attnlab.<study>.views.plugin`` of any study in ``attnlab.STUDIES`` that has one, and
-the modules named in ``$ATTNLAB_SANDBOX_PLUGINS`` (comma-separated); each calls :func:`register` on import.
+Registration: a study names the module holding its plug-in under the entry-point group ``attnlab.views`` (the five
+studies do so in ``pyproject.toml``, as ``examples/my_study`` does in its own); the module calls :func:`register` on
+import. ``$ATTNLAB_SANDBOX_PLUGINS`` (comma-separated modules) still works for one release, with a warning.
 """
 
 from __future__ import annotations
 
-import importlib
-import os
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +30,7 @@ from typing import Any, Literal
 import numpy as np
 
 from attnlab.core.config import ConfigError
+from attnlab.core.experiment import deprecated_env, entry_point_modules, import_plugin
 
 Figure = dict[str, Any]  # a Plotly figure: {"data": [...], "layout": {...}}
 PANEL_NAME = r"[a-z0-9_]+"  # what the API's ``panels`` parameters accept
@@ -96,21 +96,50 @@ class MethodView(View):
         return {n: getattr(self, f"_series_{n}")(variant) for n in names}
 
 
-class StudyPlugin(ABC):
-    """What a study implements to appear in the sandbox."""
+#: ``opener(experiment, arrays, summary, config) -> View``: one study's way of showing one experiment's runs
+Opener = Callable[[str, Mapping[str, np.ndarray], Mapping[str, Any], Mapping[str, Any]], View]
 
-    #: the study's name (``attnlab.STUDIES``)
+
+class StudyPlugin:
+    """What a study implements to appear in the sandbox: its ``openers`` (and the ``forms`` of what it starts)."""
+
+    #: the study's name (``attnlab.STUDIES`` or a plug-in study's)
     study: str = ""
-    #: experiments (``study.name``) whose runs this plug-in opens
-    experiments: tuple[str, ...] = ()
+    #: experiment name (without the study) → the opener of its runs
+    openers: Mapping[str, Opener] = {}
     #: experiment → config fields the start form shows (the others keep their scale defaults); only these start
     forms: Mapping[str, tuple[str, ...]] = {}
+    #: a run still training opens "as-is", with a "note" of its last snapshot, or "refuse"s (no live snapshots)
+    when_live: Literal["as-is", "note", "refuse"] = "as-is"
 
-    @abstractmethod
+    @property
+    def experiments(self) -> tuple[str, ...]:
+        """The experiments (``study.name``) whose runs this plug-in opens."""
+        return tuple(f"{self.study}.{n}" for n in self.openers)
+
     def open(self, experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapping[str, Any],
              config: Mapping[str, Any], live: bool) -> View:
         """The view of one run: its stored arrays (``live``: the snapshot a running run published), summary and
-        resolved config. Raise ``ConfigError`` with one line when the arrays cannot be shown."""
+        resolved config. Arrays it cannot show raise ``ConfigError`` with one line."""
+        study, _, name = experiment.partition(".")
+        opener = self.openers.get(name) if study == self.study else None
+        if opener is None:
+            raise ConfigError(f"the {self.study} plug-in does not open {experiment} runs")
+        if live and self.when_live == "refuse":
+            raise ConfigError(f"{experiment} runs publish no live snapshots: open the run when it has finished")
+        try:
+            view = opener(experiment, arrays, summary or {}, config or {})
+        except ConfigError:
+            raise
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ConfigError(f"this {experiment} run's arrays cannot be shown: {' '.join(str(exc).split())}") from None
+        if live and self.when_live == "note":
+            view.notes.append(self.live_note(view))
+        return view
+
+    def live_note(self, view: View) -> str:
+        """The note a run still training gets (``when_live = "note"``)."""
+        return f"live: last snapshot at {view.time_label} {view.times[-1]:g}"
 
 
 _PLUGINS: dict[str, StudyPlugin] = {}
@@ -125,26 +154,26 @@ def register(plugin: StudyPlugin) -> StudyPlugin:
     return plugin
 
 
+VIEW_GROUP = "attnlab.views"  # entry points: study name → the module holding (and registering) its StudyPlugin
+
+
+def view_modules() -> dict[str, str]:
+    """Every study's views module by study (group ``attnlab.views``; the built-in studies first)."""
+    from attnlab import STUDIES
+
+    return entry_point_modules(VIEW_GROUP, {s: f"attnlab.{s}.views.plugin" for s in STUDIES})
+
+
 def plugins() -> dict[str, StudyPlugin]:
-    """Every registered plug-in by study, importing the per-study and ``$ATTNLAB_SANDBOX_PLUGINS`` ones on first
-    use."""
+    """Every registered plug-in by study, importing the modules of the ``attnlab.views`` entry points (and of the
+    deprecated ``$ATTNLAB_SANDBOX_PLUGINS``) on first use."""
     global _LOADED
     if not _LOADED:
-        from attnlab import STUDIES
-
-        for study in STUDIES:
-            name = f"attnlab.{study}.views.plugin"
-            try:
-                importlib.import_module(name)
-            except ModuleNotFoundError as exc:
-                if exc.name not in (name, f"attnlab.{study}", f"attnlab.{study}.views"):
-                    raise
-        for module in filter(None, (m.strip() for m in os.environ.get("ATTNLAB_SANDBOX_PLUGINS", "").split(","))):
-            try:
-                importlib.import_module(module)
-            except ModuleNotFoundError as exc:
-                raise ConfigError(f"ATTNLAB_SANDBOX_PLUGINS names {module!r}, which cannot be imported: "
-                                  f"{exc}") from None
+        for study, module in view_modules().items():
+            import_plugin(module, f"the {VIEW_GROUP} entry point {study!r}")
+        for module in deprecated_env("ATTNLAB_SANDBOX_PLUGINS", f"register the plug-in under the entry-point group "
+                                     f"'{VIEW_GROUP}' instead (see examples/my_study)"):
+            import_plugin(module, "ATTNLAB_SANDBOX_PLUGINS")
         _LOADED = True
     return dict(_PLUGINS)
 

@@ -69,6 +69,7 @@ def serve(store_root: str | Path, *, host: str = "127.0.0.1", port: int = 0, max
     require()
     import uvicorn
 
+    from attnlab.core.experiment import load_studies
     from attnlab.core.runs import RunStore
     from attnlab.sandbox.api import create_app
     from attnlab.sandbox.plugin import plugins
@@ -88,6 +89,7 @@ def serve(store_root: str | Path, *, host: str = "127.0.0.1", port: int = 0, max
     if len(token) < 16:
         raise ConfigError("ATTNLAB_SANDBOX_TOKEN must hold at least 16 characters")
     plugins()  # import errors of plug-ins surface here, before the port is announced
+    load_studies()  # and the studies' experiments are registered before the first request asks for them
     app = create_app(RunStore(Path(store_root)), max_jobs=max_jobs, max_queued=max_queued)
     sock = bind(host, port)
     url = url_of(sock)

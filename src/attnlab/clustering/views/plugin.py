@@ -75,37 +75,41 @@ class ClusteringView(View):
         return frame.rename(out)
 
 
+def open_train(experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapping[str, Any],
+               config: Mapping[str, Any]) -> View:
+    """The view of a run holding a training history (``clustering.history``): its snapshots, seeds, panels."""
+    found = histories(dict(arrays))
+    if not found:
+        raise ConfigError(f"this {experiment} run stores no training history with snapshots")
+    prefix = "run/" if "run/" in found else sorted(found)[0]
+    h = found[prefix]
+    if len(h.snapshot_epochs) == 0:
+        raise ConfigError("the run has no snapshot yet")
+    frame_names = [n for n in P.PANELS if n in F.FRAME_FIGURES]
+    _, skipped = P.compute_panels(frame_names, h.params_at(0, 0), h.spec, h.task, history=h, **SCREEN_OPTS)
+    panels = [PanelSpec(n, TITLES[n], "series" if n in F.SERIES_FIGURES else "frame", n in DEFAULT)
+              for n in P.PANELS if n not in skipped]
+    notes = [f"{n}: {why}" for n, why in skipped.items()]
+    if len(found) > 1:
+        notes.append(f"showing the history '{prefix}' (the run also stores {', '.join(set(found) - {prefix})})")
+    if h.spec.d > 3:
+        notes.append(f"d = {h.spec.d}: geometry panels are PCA projections (labelled)")
+    notes.append(f"{len(h.snapshot_epochs)} snapshots to epoch {h.snapshot_epochs[-1]:g}")
+    return ClusteringView(times=np.asarray(h.snapshot_epochs, dtype=float), time_label="epoch",
+                          variants=[f"seed {s}" for s in h.seeds], panels=panels, notes=notes, history=h,
+                          skipped=skipped)
+
+
 class ClusteringPlugin(StudyPlugin):
     study = "clustering"
-    experiments = tuple(f"clustering.{n}" for n in ("train", "fig8", "circuits", "fig5", "stationarity", "fig11",
-                                                     "fig12", "transfer_circuit"))
+    openers = dict.fromkeys(("train", "fig8", "circuits", "fig5", "stationarity", "fig11", "fig12",
+                             "transfer_circuit"), open_train)
     forms = {"clustering.train": ("p", "k", "N", "d", "h", "norm", "lr", "batch_size", "n_train", "epochs", "seed",
                                   "n_seeds", "snapshot_every")}
+    when_live = "note"
 
-    def open(self, experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapping[str, Any],
-             config: Mapping[str, Any], live: bool) -> View:
-        found = histories(dict(arrays))
-        if not found:
-            raise ConfigError(f"this {experiment} run stores no training history with snapshots")
-        prefix = "run/" if "run/" in found else sorted(found)[0]
-        h = found[prefix]
-        if len(h.snapshot_epochs) == 0:
-            raise ConfigError("the run has no snapshot yet")
-        frame_names = [n for n in P.PANELS if n in F.FRAME_FIGURES]
-        _, skipped = P.compute_panels(frame_names, h.params_at(0, 0), h.spec, h.task, history=h, **SCREEN_OPTS)
-        panels = [PanelSpec(n, TITLES[n], "series" if n in F.SERIES_FIGURES else "frame", n in DEFAULT)
-                  for n in P.PANELS if n not in skipped]
-        notes = [f"{n}: {why}" for n, why in skipped.items()]
-        if len(found) > 1:
-            notes.append(f"showing the history '{prefix}' (the run also stores {', '.join(set(found) - {prefix})})")
-        if h.spec.d > 3:
-            notes.append(f"d = {h.spec.d}: geometry panels are PCA projections (labelled)")
-        last = f"epoch {h.snapshot_epochs[-1]:g}"
-        notes.append(f"live: training, last snapshot at {last}" if live else f"{len(h.snapshot_epochs)} snapshots "
-                     f"to {last}")
-        return ClusteringView(times=np.asarray(h.snapshot_epochs, dtype=float), time_label="epoch",
-                              variants=[f"seed {s}" for s in h.seeds], panels=panels, notes=notes, history=h,
-                              skipped=skipped)
+    def live_note(self, view: View) -> str:
+        return f"live: training, last snapshot at epoch {view.times[-1]:g}"
 
 
 PLUGIN = register(ClusteringPlugin())

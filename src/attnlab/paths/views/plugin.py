@@ -11,16 +11,10 @@ only slices stored arrays.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-import numpy as np
-
-from attnlab.core.config import ConfigError
 from attnlab.paths.views.markov import open_markov
 from attnlab.paths.views.oneshot import open_oneshot
 from attnlab.paths.views.pruning import open_pruning
-from attnlab.sandbox.plugin import StudyPlugin, View, register
+from attnlab.sandbox.plugin import StudyPlugin, register
 
 MARKOV = ("fig2c", "fig2e", "fig5c", "generic")
 ONESHOT = ("fig3", "fig6")
@@ -30,21 +24,10 @@ MARKOV_FORM = ("layout", "sigma_perp", "tau", "P", "widths", "sample_widths", "c
 
 class PathsPlugin(StudyPlugin):
     study = "paths"
-    experiments = tuple(f"paths.{n}" for n in (*MARKOV, *ONESHOT, *PRUNING))
+    openers = {**dict.fromkeys(MARKOV, open_markov), **dict.fromkeys(ONESHOT, open_oneshot),
+               **dict.fromkeys(PRUNING, open_pruning)}
     forms = {f"paths.{n}": MARKOV_FORM for n in MARKOV}
-
-    def open(self, experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapping[str, Any],
-             config: Mapping[str, Any], live: bool) -> View:
-        name = experiment.split(".", 1)[1]
-        if live:
-            raise ConfigError(f"{experiment} runs publish no live snapshots: open the run when it has finished")
-        if name in MARKOV:
-            return open_markov(experiment, arrays, summary, config)
-        if name in ONESHOT:
-            return open_oneshot(experiment, arrays, summary, config)
-        if name in PRUNING:
-            return open_pruning(experiment, arrays, summary, config)
-        raise ConfigError(f"the paths plug-in does not open {experiment} runs")
+    when_live = "refuse"  # Gibbs sampling publishes no snapshots
 
 
 PLUGIN = register(PathsPlugin())

@@ -9,12 +9,8 @@ Nothing is recomputed: frames slice the stored arrays. Series x axes are log whe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
-import numpy as np
-
-from attnlab.core.config import ConfigError
 from attnlab.potts.views.chain import open_gibbs
 from attnlab.potts.views.mixing import open_fig2d
 from attnlab.potts.views.replica import open_fig3left, open_finite_l, open_replica
@@ -30,24 +26,12 @@ OPENERS: dict[str, Callable[..., View]] = {
 
 class PottsPlugin(StudyPlugin):
     study = "potts"
-    experiments = tuple(f"potts.{n}" for n in OPENERS)
+    openers = OPENERS
     #: the experiments that finish within about a minute at quick scale (fig2, fig3right, gibbs take longer)
     forms = {"potts.fig3left": ("L", "nu", "lams", "alphas", "n_real", "seed"),
              "potts.finite_l": ("L", "nu", "lam", "alphas", "n_draws", "seed"),
              "potts.replica": ("lams", "nus", "alpha_max", "n_nodes"),
              "potts.fig2d": ("a_values", "seeds", "epochs", "lr", "beta", "seed")}
-
-    def open(self, experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapping[str, Any],
-             config: Mapping[str, Any], live: bool) -> View:
-        name = experiment.split(".", 1)[1]
-        if name not in OPENERS:
-            raise ConfigError(f"the potts plug-in does not show {experiment} runs")
-        try:
-            return OPENERS[name](experiment, arrays, summary or {}, config or {})
-        except (KeyError, IndexError, ValueError) as exc:
-            if isinstance(exc, ConfigError):
-                raise
-            raise ConfigError(f"this {experiment} run's arrays cannot be shown: {' '.join(str(exc).split())}") from None
 
 
 PLUGIN = register(PottsPlugin())

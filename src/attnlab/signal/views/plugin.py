@@ -6,12 +6,7 @@ not opened here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-import numpy as np
-
-from attnlab.sandbox.plugin import StudyPlugin, View, register
+from attnlab.sandbox.plugin import StudyPlugin, register
 from attnlab.signal.views.depth import open_depth
 from attnlab.signal.views.mlm import open_mlm
 
@@ -24,7 +19,7 @@ _MLM_FORM = ("betas", "alphas", "n_seeds", "steps", "lr", "log_every", "L", "H",
 
 class SignalPlugin(StudyPlugin):
     study = "signal"
-    experiments = tuple(f"signal.{n}" for n in (*DEPTH, *MLM))
+    openers = {**dict.fromkeys(DEPTH, open_depth), **dict.fromkeys(MLM, open_mlm)}
     forms = {"signal.depth": ("pairs", "rho0", *_DEPTH_FORM),
              "signal.fig1d": ("alphas", "hf_std", *_DEPTH_FORM),
              "signal.fig1e": ("beta", "alphas", *_DEPTH_FORM),
@@ -33,15 +28,7 @@ class SignalPlugin(StudyPlugin):
              "signal.figC3": ("L", "table_betas", "rho0", "sigma_w2", "d", "T", "n_inits", "n_seqs", "seed"),
              "signal.fig5": ("L", "sigma_w2s", "sim_sigma_w2s", "rho0", "d", "T", "n_inits", "n_seqs", "seed"),
              "signal.fig4": _MLM_FORM, "signal.figC2": _MLM_FORM}
-
-    def open(self, experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapping[str, Any],
-             config: Mapping[str, Any], live: bool) -> View:
-        name = experiment.split(".", 1)[1]
-        view = open_mlm(experiment, arrays, summary, config) if name in MLM else \
-            open_depth(experiment, arrays, summary, config)
-        if live:
-            view.notes.append(f"live: last snapshot at {view.time_label} {view.times[-1]:g}")
-        return view
+    when_live = "note"
 
 
 PLUGIN = register(SignalPlugin())

@@ -98,45 +98,55 @@ class SpecializationView(View):
 PLANES = {"plane12": (0, 1), "plane13": (0, 2)}
 
 
+def open_sim_vs_theory(experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapping[str, Any],
+                       config: Mapping[str, Any]) -> View:
+    """Figs 1, 9, 10: one variant per activation, theory and SGD simulation overlaid."""
+    runs, variants = [], []
+    for act in config.get("activations", ()):
+        a = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith(f"{act}/")}
+        if a:
+            runs.append({"theory": Trajectory.from_arrays(a, "theory_", source="theory"),
+                         "simulation": Trajectory.from_arrays(a, "sim_", source="simulation")})
+            variants.append(NAMES.get(act, act))
+    return _view(experiment, runs, variants, summary, ["theory: lines; simulation (SGD): dots"])
+
+
+def open_trajectories(experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapping[str, Any],
+                      config: Mapping[str, Any]) -> View:
+    """Figs 2-4, 12-19: one variant per panel of the figure, theory only."""
+    runs, variants = [], []
+    for i, p in enumerate(config.get("panels", ())):
+        pre = f"panel{i}/"
+        a = {k[len(pre):]: v for k, v in arrays.items() if k.startswith(pre)}
+        if a:
+            runs.append({"theory": Trajectory.from_arrays(a, source="theory")})
+            variants.append(f"{NAMES.get(p['activation'], p['activation'])}, H={p['H']}, "
+                            f"ν=({p['nu1']:g},{p['nu2']:g})" + (f", run {p['seed']}" if p["seed"] else ""))
+    return _view(experiment, runs, variants, summary, ["theory trajectories"])
+
+
+def _view(experiment: str, runs: list[dict[str, Trajectory]], variants: list[str], summary: Mapping[str, Any],
+          notes: list[str]) -> View:
+    if not runs:
+        raise ConfigError(f"this {experiment} run stores no trajectory arrays")
+    F = runs[0]["theory"]["m"].shape[-1]
+    panels = [PanelSpec("plane12", "heads in feature plane (1,2)")] if F >= 2 else []
+    if F >= 3:
+        panels.append(PanelSpec("plane13", "heads in feature plane (1,3)", default=False))
+    panels += [PanelSpec("loss", "loss vs τ", "series"), PanelSpec("overlaps", "overlaps m(τ)", "series")]
+    bayes = summary.get("bayes_risk")
+    if bayes is None:
+        notes.append("no Bayes risk stored with this run")
+    return SpecializationView(times=np.asarray(runs[0]["theory"].time, dtype=float), time_label="τ",
+                              variants=variants, panels=panels, notes=notes, runs=runs,
+                              bayes=None if bayes is None else float(bayes))
+
+
 class SpecializationPlugin(StudyPlugin):
     study = "specialization"
-    experiments = tuple(f"specialization.{n}" for n in (*SIM_VS_THEORY, *TRAJECTORIES))
+    openers = {**dict.fromkeys(SIM_VS_THEORY, open_sim_vs_theory), **dict.fromkeys(TRAJECTORIES, open_trajectories)}
     forms = {f"specialization.{n}": ("law", "L", "H", "nu1", "nu2", "D", "gamma", "tau_max", "record_every", "n_mc",
                                      "activations", "seed") for n in SIM_VS_THEORY}
-
-    def open(self, experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapping[str, Any],
-             config: Mapping[str, Any], live: bool) -> View:
-        name = experiment.split(".", 1)[1]
-        runs, variants = [], []
-        if name in SIM_VS_THEORY:
-            for act in config.get("activations", ()):
-                a = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith(f"{act}/")}
-                if a:
-                    runs.append({"theory": Trajectory.from_arrays(a, "theory_", source="theory"),
-                                 "simulation": Trajectory.from_arrays(a, "sim_", source="simulation")})
-                    variants.append(NAMES.get(act, act))
-        else:
-            for i, p in enumerate(config.get("panels", ())):
-                pre = f"panel{i}/"
-                a = {k[len(pre):]: v for k, v in arrays.items() if k.startswith(pre)}
-                if a:
-                    runs.append({"theory": Trajectory.from_arrays(a, source="theory")})
-                    variants.append(f"{NAMES.get(p['activation'], p['activation'])}, H={p['H']}, "
-                                    f"ν=({p['nu1']:g},{p['nu2']:g})" + (f", run {p['seed']}" if p["seed"] else ""))
-        if not runs:
-            raise ConfigError(f"this {experiment} run stores no trajectory arrays")
-        F = runs[0]["theory"]["m"].shape[-1]
-        panels = [PanelSpec("plane12", "heads in feature plane (1,2)")] if F >= 2 else []
-        if F >= 3:
-            panels.append(PanelSpec("plane13", "heads in feature plane (1,3)", default=False))
-        panels += [PanelSpec("loss", "loss vs τ", "series"), PanelSpec("overlaps", "overlaps m(τ)", "series")]
-        bayes = summary.get("bayes_risk")
-        notes = ["theory: lines; simulation (SGD): dots"] if name in SIM_VS_THEORY else ["theory trajectories"]
-        if bayes is None:
-            notes.append("no Bayes risk stored with this run")
-        return SpecializationView(times=np.asarray(runs[0]["theory"].time, dtype=float), time_label="τ",
-                                  variants=variants, panels=panels, notes=notes, runs=runs,
-                                  bayes=None if bayes is None else float(bayes))
 
 
 PLUGIN = register(SpecializationPlugin())

@@ -1,0 +1,99 @@
+"""The import graph is layered (issue 17): ``core`` imports no study and no sandbox; the sandbox framework imports
+no study; a study imports ``core``, the sandbox's plug-in API (``plugin``, ``traces``) and itself only; no study
+imports another. Every import counts, those inside functions too; read with ``ast``, nothing is imported."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from attnlab import STUDIES
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src"
+EXAMPLE = ROOT / "examples" / "my_study"
+PLUGIN_API = ("attnlab.sandbox.plugin", "attnlab.sandbox.traces")
+
+
+def module_name(path: Path, base: Path) -> str:
+    parts = list(path.relative_to(base).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path, base: Path) -> set[str]:
+    """Every module ``path`` imports (``from a import b`` counts as ``a.b`` when ``a/b`` is a module or package)."""
+    name = module_name(path, base)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_pkg = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                mod = f"{base_pkg}.{node.module}" if node.module else base_pkg
+            else:
+                mod = node.module or ""
+            out.add(mod)
+            for a in node.names:
+                sub = base.joinpath(*f"{mod}.{a.name}".split("."))
+                if sub.with_suffix(".py").is_file() or (sub / "__init__.py").is_file():
+                    out.add(f"{mod}.{a.name}")
+    return out
+
+
+def graph(base: Path) -> dict[str, set[str]]:
+    return {module_name(p, base): imports(p, base) for p in sorted(base.rglob("*.py"))}
+
+
+GRAPH = graph(SRC)
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def offenders(prefix: str, forbidden) -> list[str]:
+    return sorted(f"{m} imports {i}" for m, deps in GRAPH.items() if within(m, prefix) for i in deps if forbidden(i))
+
+
+def is_study(module: str) -> bool:
+    return any(within(module, f"attnlab.{s}") for s in STUDIES)
+
+
+def test_the_graph_is_read():
+    assert len(GRAPH) > 100 and "attnlab.core.experiment" in GRAPH
+    assert "attnlab.core.config" in GRAPH["attnlab.core.experiment"]
+    assert "attnlab.sandbox.traces" in GRAPH["attnlab.paths.views.draw"]  # `from attnlab.sandbox import traces`
+
+
+def test_core_imports_no_study_and_no_sandbox():
+    assert offenders("attnlab.core", lambda i: is_study(i) or within(i, "attnlab.sandbox")) == []
+
+
+def test_the_sandbox_imports_no_study():
+    assert offenders("attnlab.sandbox", is_study) == []
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_a_study_imports_core_the_plugin_api_and_itself(study):
+    def forbidden(i: str) -> bool:
+        if not within(i, "attnlab"):
+            return False  # the standard library and third-party packages
+        return not (i in ("attnlab", "attnlab.sandbox") or within(i, "attnlab.core") or within(i, f"attnlab.{study}")
+                    or any(within(i, api) for api in PLUGIN_API))
+
+    assert offenders(f"attnlab.{study}", forbidden) == []
+
+
+def test_every_study_has_its_views_package():
+    for study in STUDIES:
+        assert f"attnlab.{study}.views.plugin" in GRAPH, study
+    assert not [m for m in GRAPH if within(m, "attnlab.sandbox") and m.split(".")[-1] in STUDIES]
+
+
+def test_the_example_study_imports_only_attnlab_core_and_the_plugin_api():
+    deps = {i for d in graph(EXAMPLE).values() for i in d if within(i, "attnlab")}
+    assert deps and all(within(i, "attnlab.core") or i in PLUGIN_API or i == "attnlab.sandbox" for i in deps), deps
