@@ -94,7 +94,7 @@ def sim_vs_theory(config: SimVsTheoryConfig, ctx: RunContext) -> Result:
         )
         return {**sim.to_arrays("sim_"), **th.to_arrays("theory_")}
 
-    done = run_units(ctx, list(config.activations), compute, "activations")
+    done = run_units(ctx, list(config.activations), lambda u: compute(u.key), "activations")
     arrays, frames, summary = {}, [], {}
     for act in config.activations:
         sim = Trajectory.from_arrays(done[act], "sim_", source="simulation")
@@ -132,7 +132,7 @@ def trajectories(config: TrajectoriesConfig, ctx: RunContext) -> Result:
                             mc_seed=_seed(ctx, "mc", p.seed), device=ctx.device, **_theory_kw(config))
         return tr.to_arrays()
 
-    done = run_units(ctx, list(range(len(config.panels))), compute, "panels")
+    done = run_units(ctx, list(range(len(config.panels))), lambda u: compute(u.key), "panels")
     arrays, frames, summary = {}, [], {}
     for i, p in enumerate(config.panels):
         tr = Trajectory.from_arrays(done[i], source="theory")
@@ -227,7 +227,7 @@ def final_error(config: FinalErrorConfig, ctx: RunContext) -> Result:
             return {"loss_eval": np.array([risk]), "stderr": np.array([se])}
         return _trained(ctx, config, act, law, x if panel == "H" else config.H_nu, key)
 
-    done = run_units(ctx, keys, compute, "final errors")
+    done = run_units(ctx, keys, lambda u: compute(u.key), "final errors")
     rows, arrays = [], {}
     for (panel, law, act, x), out in done.items():
         for s, loss in enumerate(np.atleast_1d(out["loss_eval"])):
@@ -266,7 +266,7 @@ def attention_maps(config: AttentionMapsConfig, ctx: RunContext) -> Result:
         off = analysis.off_target_mass(final, act, law, config.L, config.eval_mc, _seed(ctx, "eval"))
         return {**final, "maps": maps, "eps": eps, "off_target": off}
 
-    done = run_units(ctx, list(config.activations), compute, "activations")
+    done = run_units(ctx, list(config.activations), lambda u: compute(u.key), "activations")
     arrays = {f"{act}/{k}": v for act, out in done.items() for k, v in out.items()}
     summary = {f"off_target_{act}": float(np.mean(out["off_target"])) for act, out in done.items()}
     summary.update({f"loss_train_{act}": float(np.mean(out["loss"])) for act, out in done.items()})
@@ -292,7 +292,7 @@ def pruning(config: PruningConfig, ctx: RunContext) -> Result:
                                          device=ctx.device)
         return {**final, "curves": curves}
 
-    done = run_units(ctx, keys, compute, "pruning")
+    done = run_units(ctx, keys, lambda u: compute(u.key), "pruning")
     rows, arrays, summary = [], {}, {}
     for (law, act), out in done.items():
         curves = out["curves"]  # (S, H) loss after pruning 0..H-1 heads
@@ -321,7 +321,7 @@ def mc_resampling(config: McResamplingConfig, ctx: RunContext) -> Result:
                             mc_seed=_seed(ctx, "mc"), resample=(mode == "resampled"), device=ctx.device, **kw)
         return tr.to_arrays()
 
-    done = run_units(ctx, ["fixed", "resampled"], compute, "flows")
+    done = run_units(ctx, ["fixed", "resampled"], lambda u: compute(u.key), "flows")
     fixed = Trajectory.from_arrays(done["fixed"], source="fixed")
     res = Trajectory.from_arrays(done["resampled"], source="resampled")
     diff = fixed["m"][:, 0, 0] - res["m"][:, 0, 0]  # head 1, all features, (T, F)
@@ -351,7 +351,7 @@ def cosine_grid(config: CosineGridConfig, ctx: RunContext) -> Result:
                 "cos_m": np.array(m[0] @ m[1] / (np.linalg.norm(m[0]) * np.linalg.norm(m[1]))),
                 "m": m, "q": q}
 
-    done = run_units(ctx, keys, compute, "(ν1, ν2) grid")
+    done = run_units(ctx, keys, lambda u: compute(u.key), "(ν1, ν2) grid")
     rows = [{"nu1": a, "nu2": b, "cos_q": float(o["cos_q"]), "cos_m": float(o["cos_m"])} for (a, b), o in done.items()]
     table = pd.DataFrame(rows)
     grid = table.pivot(index="nu1", columns="nu2", values="cos_q").to_numpy()
