@@ -64,6 +64,16 @@ def test_slots_do_not_influence_each_other():
     assert not np.allclose(runs[0]["eval_loss"][:, 1], runs[1]["eval_loss"][:, 1], atol=1e-3)
 
 
+def test_micro_batches_take_the_same_step():
+    """Gradient accumulation over micro-batches (Fig. 1f at paper scale) gives the one-pass trajectory."""
+    arch, w, opt = _tiny(steps=12)
+    runs = [mlm.train_mlm(arch, w, 12, mlm.Optim(**{**opt.__dict__, "micro_batch": m}), betas=[0.5, 5.0],
+                          gen_init=torch.Generator().manual_seed(1), gen_data=torch.Generator().manual_seed(2))
+            for m in (None, 5)]
+    assert np.allclose(runs[0]["loss"], runs[1]["loss"], atol=1e-5)
+    assert np.allclose(runs[0]["eval_loss"], runs[1]["eval_loss"], atol=1e-5)
+
+
 def test_training_learns_and_resumes():
     arch, w, opt = _tiny(steps=40)
     full = mlm.train_mlm(arch, w, 12, opt, betas=[0.5], gen_init=torch.Generator().manual_seed(1),

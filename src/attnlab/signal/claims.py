@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from attnlab.core.claims import Claim, ClaimContext, register
+from attnlab.core.claims import Claim, ClaimContext, Measured, register
 from attnlab.signal import kernels, rem, theory
 from attnlab.signal.arch import Architecture, beta_from_std
 from attnlab.signal.model import init_block, mlp
@@ -177,26 +177,26 @@ claim("sa_layer_vs_eq14_frozen", "Eq. 14 (spec AC-5)", "deep in the frozen phase
 
 claim("depth_theory_vs_sim", "Eq. 19, Figs. 1d/e (spec AC-6, small)",
       "iterating Eq. 19 predicts the mean cosine of every layer of random post-LN transformers",
-      "depth: T = 64, d = 128, L = 24, 3 inits × 4 sequences, (β, α_SA) ∈ {(0.1, 0.25), (0.1, 0.5), (0.1, 1), "
+      "depth: T = 64, d = 128, L = 24, 8 inits × 4 sequences, (β, α_SA) ∈ {(0.1, 0.25), (0.1, 0.5), (0.1, 1), "
       "(0.1, 2), (3, 1)}; max over layers and configurations of |sim − theory| (Eq. 19 with the finite-T "
       "Monte-Carlo q_sa, p_sa of Eq. 15's corrections)",
       lambda ctx: _s(ctx, "depth", "max_dev_finite_T"), 0.1, "le", scales=("quick",))
-claim("depth_asymptotic_theory", "Eq. 19, Eq. 13 (spec AC-6)",
-      "the T → ∞ theory on the same runs (shown: at T = 64 the β = 3 arm sits 0.06-0.11 off, seed-dependent)",
-      "depth: max over layers and configurations of |sim − Eq. 19 with Eq. 13|",
-      lambda ctx: _s(ctx, "depth", "max_dev"), relation="report")
+claim("depth_asymptotic_theory", "Eqs. 13, 19, Figs. 1d/e",
+      "the T → ∞ theory (Eq. 19 with Eq. 13) predicts the same runs, as the theory lines of Figs. 1d/e do",
+      "depth: max over layers and configurations of |sim − Eq. 19 with Eq. 13|, the tolerance of the finite-T twin",
+      lambda ctx: _s(ctx, "depth", "max_dev"), 0.1, "le", scales=("quick",))
 claim("depth_theory_vs_sim_medium", "Eq. 19, Figs. 1d/e (spec AC-6, medium)", "… tighter at larger T and d",
-      "depth at paper scale (T = 128, d = 256, L = 60, 5 inits × 4 sequences); max |sim − finite-T theory|",
+      "depth at paper scale (T = 128, d = 256, L = 60, 10 inits × 10 sequences); max |sim − finite-T theory|",
       lambda ctx: _s(ctx, "depth", "max_dev_finite_T"), 0.04, "le", scales=("paper",))
 claim("fig1d_theory_vs_sim", "Fig. 1d (spec §3.6)",
       "a 60-layer model with the standard HF Q/K init (low β) follows the theory on corpus text, α_SA ∈ {1, 2, 4}",
       "fig1d: stories corpus through random embeddings, 8 inits × 4 sequences; max over layers of "
       "|sim − finite-T theory| (Eq. 19 with "
       "the Monte-Carlo q_sa, p_sa at the model's T)", lambda ctx: _s(ctx, "fig1d", "max_dev_finite_T"), 0.05, "le")
-claim("fig1d_asymptotic_theory", "Fig. 1d, Eq. 15",
-      "the T → ∞ theory is off by O(1/T) effects at T = 64 (shown, not asserted)",
-      "fig1d: max over layers of |sim − Eq. 19 with Eq. 13|", lambda ctx: _s(ctx, "fig1d", "max_dev"),
-      relation="report")
+claim("fig1d_asymptotic_theory", "Fig. 1d, Sec. 3.2.2",
+      "far from β_c, as for the standard HF init of Fig. 1d, finite-size effects are negligible: the T → ∞ theory "
+      "describes signal propagation accurately", "fig1d: max over layers and α_SA of |sim − Eq. 19 with Eq. 13|, "
+      "the tolerance of the finite-T twin", lambda ctx: _s(ctx, "fig1d", "max_dev"), 0.05, "le")
 claim("fig1e_theory_vs_sim", "Fig. 1e", "in the high-variance phase (β = 3) the signal survives 12 layers as the "
       "theory predicts", "fig1e: max over layers of |sim − theory| (asymptotic Eq. 19)",
       lambda ctx: _s(ctx, "fig1e", "max_dev"), 0.05, "le")
@@ -257,8 +257,23 @@ claim("no_skip_theory_vs_sim", "App. C.3, Eq. 15",
       "… and random no-skip networks follow the finite-T theory at β ∈ {1.5, 3, 10}",
       "figC3 (T = 64): max over 10 layers of |sim − Eq. 19 with the Monte-Carlo q_sa, p_sa|",
       lambda ctx: _s(ctx, "figC3", "max_dev_finite_T"), 0.1, "le")
-claim("no_skip_asymptotic_theory", "App. C.3", "the T → ∞ theory near β_c at T = 64 (shown, not asserted)",
-      "figC3: max over 10 layers of |sim − Eq. 19 with Eq. 13|", lambda ctx: _s(ctx, "figC3", "max_dev"),
+
+
+def _no_skip_asymptotic(ctx) -> Measured:
+    s = ctx.run(f"{S}.figC3").summary
+    betas = [k.removeprefix("max_dev_beta") for k in s if k.startswith("max_dev_beta")]
+    asym = ", ".join(f"{s[f'max_dev_beta{b}']:.2f}" for b in betas)
+    fin = ", ".join(f"{s[f'max_dev_finite_T_beta{b}']:.2f}" for b in betas)
+    return Measured(s["max_dev"], f"T = {s['T']:g}, d = {s['d']:g}: "
+                    f"max |sim − T → ∞ theory| = {asym} at β = {', '.join(betas)} (finite-T theory: {fin}). Without "
+                    "skips the block map is steep near ρ = 1, so the O(T^(β²/β_c²−1)) gap of Eq. 15 in the first "
+                    "layer's IPR compounds over layers, even at β = 10 where Sec. 3.2.2 calls finite-size effects "
+                    "negligible; the paper shows Fig. C.3 as theory only")
+
+
+claim("no_skip_asymptotic_theory", "App. C.3, Sec. 3.2.2",
+      "the T → ∞ theory of a block without skips on the same runs (reported: short sequences)",
+      "figC3: max over 10 layers and β ∈ {1.5, 3, 10} of |sim − Eq. 19 with Eq. 13|", _no_skip_asymptotic,
       relation="report")
 
 
@@ -284,10 +299,23 @@ claim("entropy_collapse_blocks_training", "Fig. 4, Sec. 3.2.3 (spec AC-11)",
 claim("entropy_collapsed_at_init", "Fig. 4 (spec AC-11)", "β = 5 starts with collapsed attention entropy",
       "fig4: largest initial S/log T of the β = 5 models", lambda ctx: _s(ctx, "fig4", "entropy_init_high_beta_max"),
       0.2, "le")
+
+
+def _frozen_entropy(ctx) -> Measured:
+    s = ctx.run(f"{S}.fig4").summary
+    tags = sorted(k.removeprefix("entropy_init_") for k in s if k.startswith("entropy_init_beta"))
+    hi = [t for t in tags if t.startswith(f"beta{s['beta_high']:g}_")]
+    lo = [t for t in tags if t.startswith(f"beta{s['beta_low']:g}_")]
+    path = lambda ts: ", ".join(f"{s[f'entropy_init_{t}']:.3f} → {s[f'entropy_final_{t}']:.3f}" for t in ts)  # noqa: E731
+    return Measured(s["entropy_change_high_beta_max"],
+                    f"S/log T over {s['steps']:g} steps: β = {s['beta_high']:g}: {path(hi)}; β = {s['beta_low']:g} "
+                    f"(which learns to attend to the partner token): {path(lo)}")
+
+
 claim("entropy_frozen_during_training", "Fig. 4, Sec. 3.2.3",
-      "entropy-collapsed attention stays frozen during training (shown: the spec asserts it only for L = 4)",
-      "fig4: largest |Δ S/log T| of the β = 5 models over training",
-      lambda ctx: _s(ctx, "fig4", "entropy_change_high_beta_max"), relation="report")
+      "entropy-collapsed attention stays frozen during training: the attention entropy of a β > β_c model does not "
+      "move", "fig4: largest |Δ S/log T| of the β = 5 models between init and the end of training",
+      _frozen_entropy, 0.05, "le")
 claim("low_lr_mitigates_entropy_collapse", "Fig. C.2 (spec §6.1)",
       "entropy collapse is mitigated by a low learning rate (spec: not expected to show in 1000 CPU steps)",
       "figC2: loss(β = 5) − loss(β = 0.5) at lr 1e-4 (min over seeds)",

@@ -192,6 +192,8 @@ class MLMConfig(ArchConfig, CorpusMixin):
     steps: int = Field(1000, ge=1, le=10_000_000)
     lr: float = Field(5e-4, gt=0, le=1)
     batch: int = Field(64, ge=1, le=100_000)
+    micro_batch: int | None = Field(None, ge=1, le=100_000, description="accumulate each step's gradient over "
+                                    "micro-batches of this size (less memory, the same step; None: one pass)")
     warmup_ratio: float = Field(0.05, ge=0, lt=1)
     weight_decay: float = Field(0.01, ge=0)
     max_grad_norm: float = Field(1.0, gt=0)
@@ -203,7 +205,7 @@ class MLMConfig(ArchConfig, CorpusMixin):
 
     def optim(self) -> Optim:
         return Optim(self.steps, self.lr, self.batch, self.warmup_ratio, self.weight_decay, self.max_grad_norm,
-                     self.mask_prob, self.log_every, self.n_eval)
+                     self.mask_prob, self.log_every, self.n_eval, self.micro_batch)
 
 
 class DeepMLMConfig(MLMConfig):

@@ -181,11 +181,13 @@ def no_skip(config: NoSkipConfig, ctx: RunContext) -> Result:
                              gen=ctx.rng("init"), device=ctx.device, progress=bar.update)
     th = theory.predict(arch, sim["rho"][0], beta=torch.tensor(tb))
     thf = theory.predict(arch, sim["rho"][0], beta=torch.tensor(tb), finite_T=True, seed=ctx.seed("mc"))
-    summary = {"rho1_beta0.5": float(theory.block(config.rho0, arch, 0.5)["rho"]),
+    summary = {"T": arch.T, "d": arch.d, "rho1_beta0.5": float(theory.block(config.rho0, arch, 0.5)["rho"]),
                "max_dev": float(np.abs(sim["rho"] - th["rho"]).max()),
                "max_dev_finite_T": float(np.abs(sim["rho"] - thf["rho"]).max())}
     rows = []
     for i, b in enumerate(tb):
+        summary[f"max_dev_beta{b:g}"] = float(np.abs(sim["rho"][:, i] - th["rho"][:, i]).max())
+        summary[f"max_dev_finite_T_beta{b:g}"] = float(np.abs(sim["rho"][:, i] - thf["rho"][:, i]).max())
         for layer in (1, 2, 5, 10):
             if layer <= arch.L:
                 summary[f"rho_{layer}_beta{b:g}"] = float(th["rho"][layer, i])

@@ -1,9 +1,9 @@
 """Peak-memory models of signal's heavy experiments (checked before a run starts: :mod:`attnlab.core.memory`).
 
-Two computations dominate: the random-init propagation (``train.simulate``, float32, slots of inits processed in
-chunks) and the finite-T Monte Carlo of the score field (``rem.mc_overlaps``, float64, grid points in chunks of
-``2**25`` floats of attention matrices). The chunk sizes below are read from the functions' defaults, so a model
-follows a change of them.
+Three computations dominate: MLM training (``mlm.train_mlm``: P encoders and their AdamW state at once), the
+random-init propagation (``train.simulate``, float32, slots of inits processed in chunks) and the finite-T Monte
+Carlo of the score field (``rem.mc_overlaps``, float64, grid points in chunks of ``2**25`` floats of attention
+matrices). The chunk sizes below are read from the functions' defaults, so a model follows a change of them.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from attnlab.signal import rem, train
 
 F32, F64 = 4, 8
 OVERLAP_GRID = 57 * 41  # rem.OverlapTable's default (β, ρ) grid: 41 + 16 β values × 41 ρ values
+STORY_TOKENS = 100  # tokens of a bundled story, at most (about 62 words and their punctuation)
 MC_ARRAYS = 8  # A, A∘A, log A, A·Aᵀ, its off-diagonal copy, C, the cosine and its off-diagonal copy
 
 
@@ -58,3 +59,33 @@ def sa_layer(config) -> tuple[int, str]:
     points = len(config.betas) * len(config.rhos)
     n = min(points * config.n_inits, max(1, int(2e7 // (a.T * (a.T + 3 * a.d)))))
     return block_slots(n, a.d, a.ff, 1, a.T, 1) + mc_chunk(points, a.T, config.n_rep), "lower T, d or n_rep"
+
+
+def mlm_slots(P: int, L: int, d: int, f: int, H: int, T: int, B: int, vocab: int, mask_prob: float) -> int:
+    """Bytes of P encoders trained together by ``mlm.train_mlm`` (float32): each slot's parameters four times
+    (weights, gradients, AdamW's two moments: 2·V·d + T·d + V + L(3d² + 2df + 2d + f)), the activations autograd
+    keeps for the backward pass, per layer B·T·(14d + 3d_ff) (embeddings, q, k, v, the SA output and its copy, the
+    residuals and both RMS norms, the MLP's pre-activation, bias and ReLU) and 3·H·B·T² (the scaled scores, their
+    softmax and its gradient), and the logits at the M = p·B·T masked positions with their log-softmax and
+    gradient (3·M·V)."""
+    params = 2 * vocab * d + T * d + vocab + L * (3 * d * d + 2 * d * f + 2 * d + f)
+    acts = 3 * B * T * d + L * (B * T * (14 * d + 3 * f) + 3 * H * B * T * T)
+    logits = 3 * int(mask_prob * B * T + 0.5) * vocab
+    return F32 * P * (4 * params + acts + logits)
+
+
+@memory_model("signal.fig4", "signal.figC2", "signal.fig1f")
+def mlm(config) -> tuple[int, str]:
+    """One batched MLM run (Figs. 4, C.2: every β × α_SA × seed at once; Fig. 1f: its rank and entropy arms one
+    after the other, so the larger of the two), plus the token windows (int64; the bundled stories are under
+    ``STORY_TOKENS`` tokens each)."""
+    a = config.arch()
+    vocab = config.repeat_vocab if config.corpus == "repeat" else config.vocab_size
+    if hasattr(config, "rank_L"):
+        arms = [(config.rank_L, len(config.rank_alphas)), (config.entropy_L, len(config.entropy_betas))]
+    else:
+        arms = [(a.L, len(config.betas) * len(config.alphas))]
+    B = min(config.batch, config.micro_batch or config.batch)
+    need = max(mlm_slots(n * config.n_seeds, L, a.d, a.ff, a.H, a.T, B, vocab, config.mask_prob) for L, n in arms)
+    windows = 8 * (a.T * config.n_train if config.corpus == "repeat" else STORY_TOKENS * config.n_stories)
+    return need + windows, "set micro_batch, or lower T, d, L or the number of β × α_SA × seeds"

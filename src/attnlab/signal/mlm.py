@@ -4,7 +4,8 @@ The paper's optimiser (HF Trainer semantics): AdamW (β = (0.9, 0.999), eps 1e-8
 none on biases), a linear schedule with warm-up over the first 5% of the steps, gradient-norm clipping at 1.0,
 batch 64, mask probability 0.15. P models (slots: one β and α_SA each, and/or several seeds) train together in
 one batched computation on the same batches; clipping is per slot and AdamW is elementwise, so no slot influences
-another.
+another. ``micro_batch`` accumulates each step's gradient over micro-batches (the same step in less memory: Fig.
+1f's 60 layers at T = 512 on one GPU).
 
 ``train_mlm`` returns a :class:`Trajectory` over steps with, per slot, the training loss (mean over the logging
 interval), the held-out loss, and the attention entropy S/log T and IPR of every layer on held-out sequences.
@@ -39,6 +40,7 @@ class Optim:
     mask_prob: float = 0.15
     log_every: int = 25
     n_eval: int = 256
+    micro_batch: int | None = None  # gradient accumulation over micro-batches of this size (None: one batch)
 
 
 def linear_schedule(step: int, steps: int, warmup_ratio: float) -> float:
@@ -60,12 +62,31 @@ def clip_per_slot(params: list[torch.nn.Parameter], max_norm: float) -> torch.Te
     return norms
 
 
-def _slot_losses(model: Encoder, inputs: torch.Tensor, labels: torch.Tensor, hook=None) -> torch.Tensor:
+def _slot_losses(model: Encoder, inputs: torch.Tensor, labels: torch.Tensor, hook=None, total: bool = False
+                 ) -> torch.Tensor:
+    """Per-slot cross-entropy over the masked positions: its mean, or its sum (``total``)."""
     pos = torch.nonzero(labels.reshape(-1) >= 0).flatten()
     logits = model(inputs, positions=pos, hook=hook)  # (P, M, V)
     target = labels.reshape(-1)[pos]
     ce = torch.nn.functional.cross_entropy(logits.reshape(-1, model.vocab), target.repeat(model.P), reduction="none")
-    return ce.reshape(model.P, -1).mean(1)
+    return ce.reshape(model.P, -1).sum(1) if total else ce.reshape(model.P, -1).mean(1)
+
+
+def _backward(model: Encoder, inputs: torch.Tensor, labels: torch.Tensor, micro: int | None) -> torch.Tensor:
+    """Per-slot batch loss (mean over its masked positions) with its gradient accumulated in the parameters: in one
+    pass, or over micro-batches of ``micro`` sequences, each adding its share Σ_micro CE / M_batch (the same
+    gradient, up to rounding, in 1/k of the activation memory)."""
+    if micro is None or micro >= inputs.shape[0]:
+        losses = _slot_losses(model, inputs, labels)
+        losses.sum().backward()
+        return losses.detach()
+    n = (labels >= 0).sum().clamp(min=1)
+    out = torch.zeros(model.P, device=inputs.device)
+    for i in range(0, inputs.shape[0], micro):
+        part = _slot_losses(model, inputs[i:i + micro], labels[i:i + micro], total=True) / n
+        part.sum().backward()
+        out += part.detach()
+    return out
 
 
 @torch.no_grad()
@@ -137,14 +158,13 @@ def train_mlm(arch: Architecture, windows: torch.Tensor, vocab: int, opt: Optim 
     while step < opt.steps:
         idx = torch.randint(0, windows.shape[0], (opt.batch,), generator=gen_data, device=windows.device)
         inputs, labels = data.mask_tokens(windows[idx], vocab, gen_data, opt.mask_prob)
-        losses = _slot_losses(model, inputs, labels)
         optim.zero_grad(set_to_none=True)
-        losses.sum().backward()
+        losses = _backward(model, inputs, labels, opt.micro_batch)
         clip_per_slot(params, opt.max_grad_norm)
         optim.step()
         sched.step()
         step += 1
-        running += losses.detach().cpu()
+        running += losses.cpu()
         count += 1
         if step % opt.log_every == 0 or step == opt.steps:
             record(running / count)
