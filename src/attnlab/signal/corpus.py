@@ -1,6 +1,7 @@
 """Text for the study: a bundled generator of TinyStories-like stories (offline, deterministic), a TinyStories
 loader for local files, a WordPiece tokenizer trained locally (HF ``tokenizers``, extra ``hf``), and packing
-of tokenised stories into fixed-length windows (spec §8 "Data").
+of tokenised stories into fixed-length windows; ``tokens(config, T, ctx)`` gives an experiment its windows
+(the repeat task of ``data`` or a text corpus).
 
 The paper trains on TinyStories (Eldan & Li 2023) with a 2000-token WordPiece vocabulary. Nothing here ever
 downloads: ``load_tinystories`` reads the official ``TinyStories-*.txt`` (stories separated by
@@ -18,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from attnlab.signal.data import N_SPECIAL, SEP
+from attnlab.core.runs import RunContext
+from attnlab.signal.data import N_SPECIAL, SEP, repeat_task
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 assert len(SPECIAL_TOKENS) == N_SPECIAL
@@ -201,3 +203,16 @@ def corpus_windows(source: str = "stories", T: int = 64, n_stories: int = 20000,
         raise ValueError(f"corpus {source!r} is not allowed; allowed: stories, tinystories")
     tok = WordPiece(texts, vocab_size)
     return pack(tok.encode(texts), T), tok
+
+
+def tokens(config, T: int, ctx: RunContext, n: int | None = None) -> tuple[torch.Tensor, int]:
+    """(N, T) token windows and the vocabulary size of ``config.corpus``: the repeat task (``n`` sequences from
+    the ``corpus`` seed), the bundled stories or local TinyStories (WordPiece trained on them). Built from
+    fixed seeds, not from a checkpointed stream, so a resumed run sees the same corpus."""
+    if config.corpus == "repeat":
+        vocab = getattr(config, "repeat_vocab", 64)
+        gen = torch.Generator().manual_seed(ctx.seed("corpus"))
+        return repeat_task(n or getattr(config, "n_train", 4096), T, vocab, gen), vocab
+    windows, tok = corpus_windows(config.corpus, T, config.n_stories, config.vocab_size, config.corpus_path,
+                                  seed=ctx.seed("corpus") % 2**31)
+    return windows, tok.vocab_size

@@ -1,8 +1,9 @@
-"""Experiments at initialisation, one per paper figure (paper 1; spec §4–5): config in, tables and arrays out.
+"""Experiments over depth (paper 1): the trainability diagram (Fig. 1c), the cosine over depth against Eq. 19
+(Figs. 1d, 1e, and a synthetic (β, α_SA) grid), the critical residual strength α_c(L) (Sec. 3.3), the tanh
+depth transition (Fig. 5) and the block without skips (Fig. C.3, App. C.3).
 
 Random streams: ``init`` (network weights and embeddings), ``data`` (input sequences), ``mc`` (Monte Carlo of
-the theory), ``eval`` (held-out data). Multi-part experiments checkpoint after each finished part. The training
-experiments (Figs. 1a/b, 1f, 4, C.2) are in ``train_experiments.py``.
+the theory). Multi-part experiments checkpoint after each finished part (``run_units``).
 """
 
 from __future__ import annotations
@@ -19,18 +20,23 @@ from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import run_units
-from attnlab.signal import data, diagram, figures, rem, theory, train
-from attnlab.signal.arch import beta_from_std, qk_std_from_beta
-from attnlab.signal.common import corpus_tokens, cpu_rng
-from attnlab.signal.configs import (
-    DepthConfig,
-    SALayerConfig,
-    TrainabilityConfig,
-    UniversalityConfig,
-)
-from attnlab.signal.model import attention, init_block
+from attnlab.signal import corpus, diagram, figures, rem, theory, train
+from attnlab.signal.arch import beta_from_std
+from attnlab.signal.configs import AlphaCConfig, DepthConfig, NoSkipConfig, TanhConfig, TrainabilityConfig
 
 STUDY = "signal"
+F64 = torch.float64
+
+
+def tanh_key(kind: str, sigma_w2: float) -> str:
+    """fig5's summary key of ``kind`` (``rho_star``, ``slope``, ``rho_L_sim``, ``rho_L_theory``, ``max_dev``)
+    at σ_w²."""
+    return f"{kind}_{sigma_w2:g}"
+
+
+def no_skip_key(kind: str, beta: float) -> str:
+    """figC3's summary key of ``kind`` (``max_dev``, ``max_dev_finite_T``) at one simulated β."""
+    return f"{kind}_beta{beta:g}"
 
 
 # -- Fig. 1c: trainability diagram ------------------------------------------------------------------------
@@ -100,8 +106,8 @@ def depth(config: DepthConfig, ctx: RunContext) -> Result:
     aa = torch.tensor([p[1] for p in pairs], dtype=torch.float64)
     tokens, vocab = (None, None)
     if config.inputs == "corpus":
-        windows, vocab = corpus_tokens(config, arch.T, ctx)
-        pick = torch.randperm(windows.shape[0], generator=cpu_rng(ctx, "data"))[: config.n_seqs]
+        windows, vocab = corpus.tokens(config, arch.T, ctx)
+        pick = torch.randperm(windows.shape[0], generator=ctx.generator("data", "cpu"))[: config.n_seqs]
         tokens = windows[pick]
 
     def compute(i: int) -> dict[str, np.ndarray]:  # one configuration (β, α_SA): a checkpointed unit
@@ -161,137 +167,129 @@ experiment(STUDY, "depth", DepthConfig.with_defaults(
     # 8 inits at quick scale: a β = 3 network attends in a frozen random pattern, so its ρ_l varies from one init
     # to the next (std 0.08 at l = 24); with 3 inits the mean wandered 0.06-0.11 from the theory, with 8 it is 0.045
     scales={"quick": {}, "paper": {"L": 60, "d": 256, "T": 128, "n_inits": 10, "n_seqs": 10}},
-    doc="Spec AC-6: synthetic ρ_0 = 0.05 tokens, (β, α_SA) grid, theory vs simulation over depth."),
-    ref="Figs. 1d/e (spec AC-6)", figure=figures.depth,
+    doc="Figs. 1d/e on synthetic ρ_0 = 0.05 tokens, (β, α_SA) grid, theory vs simulation over depth."),
+    ref="Figs. 1d/e, Eq. 19", figure=figures.depth,
     title="Cosine over depth on synthetic tokens, (β, α_SA) grid")(depth)
 
 
-# -- Fig. 3: one SA layer ---------------------------------------------------------------------------------
+
+# -- α_c(L), Sec. 3.3 -------------------------------------------------------------------------------------
 
 
-def sa_layer(config: SALayerConfig, ctx: RunContext) -> Result:
-    """Output cosine and IPR of one SA head over (β, ρ): simulation, finite-T MC (mean of ratios), Eq. 14."""
-    arch = config.arch(H=1)
-    bb, rr = (np.asarray(v, dtype=float).ravel() for v in np.meshgrid(config.betas, config.rhos, indexing="ij"))
-    C, n = bb.size, config.n_inits
-    P = C * n
-    qk = torch.tensor([qk_std_from_beta(b, arch.d, arch.T) for b in bb]).repeat_interleave(n).float()
-    rho_slot = torch.tensor(rr).repeat_interleave(n).float()
-    gen = ctx.rng("init")
-    cos_out, ipr, cos_in = torch.empty(P), torch.empty(P), torch.empty(P)
-    chunk = max(1, int(2e7 // (arch.T * (arch.T + 3 * arch.d))))
-    with ctx.progress(P, "SA layer") as bar:
-        for s in range(0, P, chunk):
-            sl = slice(s, min(P, s + chunk))
-            x = data.prescribed_cosine(rho_slot[sl], sl.stop - sl.start, 1, arch.T, arch.d, gen, ctx.device)
-            p = init_block(arch, sl.stop - sl.start, gen, ctx.device, qk[sl].to(ctx.device))
-            rec = {}
-            out = attention(x, p, 1, hook=lambda name, t, rec=rec: rec.update(A=t))
-            cos_in[sl], cos_out[sl] = data.mean_cosine(x)[:, 0].cpu(), data.mean_cosine(out)[:, 0].cpu()
-            ipr[sl] = (rec["A"] * rec["A"]).sum(-1).mean((-1, -2, -3)).cpu()
-            bar.advance(sl.stop - sl.start)
-    shape = (len(config.betas), len(config.rhos))
-    sim_cos = cos_out.double().reshape(C, n).mean(1).reshape(shape).numpy()
-    sim_ipr = ipr.double().reshape(C, n).mean(1).reshape(shape).numpy()
-    mc = rem.mc_overlaps(torch.tensor(bb), torch.tensor(rr), arch.T, config.n_rep, cpu_rng(ctx, "mc"),
-                         sigma_v2=arch.sigma_v2, sigma_b2=arch.sigma_b2)
-    mc_cos, mc_ipr = (mc[k].reshape(shape).numpy() for k in ("cos", "q_sa"))
-    eq14 = rem.sa_cosine(torch.tensor(bb), torch.tensor(rr), sigma_v2=arch.sigma_v2,
-                         sigma_b2=arch.sigma_b2).reshape(shape).numpy()
-    fine_b, fine_r = np.linspace(0.02, max(config.betas), 200), np.linspace(0, 0.98, 200)
-    heat = rem.sa_cosine(torch.tensor(fine_b)[None, :], torch.tensor(fine_r)[:, None]).numpy()
-    B, R = np.asarray(config.betas), np.asarray(config.rhos)
-    summary = {"max_dev_mc": _max_on(np.abs(sim_cos - mc_cos), B, R, (0.5, 1.0, 1.5, 2.0, 3.0), (0.05, 0.2, 0.5)),
-               "max_dev_eq14_beta3": _max_on(np.abs(sim_cos - eq14), B, R, (3.0,), tuple(r for r in R if r <= 0.5)),
-               "input_cos_error": float((cos_in.double() - rho_slot.double()).abs().mean())}
-    stars = {}
-    for j, r in enumerate(R):
-        stars[r] = _crossing(B, sim_ipr[:, j], config.ipr_level)
-        summary[f"beta_star_sim_rho{r:g}"] = stars[r]
-        summary[f"beta_star_mc_rho{r:g}"] = _crossing(B, mc_ipr[:, j], config.ipr_level)
-        summary[f"beta_star_theory_rho{r:g}"] = float(rem.beta_c(r)) / (1 - config.ipr_level)
-    scaled = [stars[r] * math.sqrt(1 - r) for r in (0.0, 0.25, 0.5) if r in stars]
-    summary["beta_star_scaled_spread"] = (max(scaled) / min(scaled) - 1) if len(scaled) > 1 else math.nan
-    ratios = [stars[r] / (float(rem.beta_c(r)) / (1 - config.ipr_level)) for r in (0.0, 0.25, 0.5) if r in stars]
-    summary["shift_ratio_min"] = min(ratios, default=math.nan)
-    summary["shift_ratio_max"] = max(ratios, default=math.nan)
-    rows = [{"beta": b, "rho": r, "sim_cos": sc, "mc_cos": mcc, "eq14": e, "sim_ipr": si, "mc_ipr": mi}
-            for b, r, sc, mcc, e, si, mi in zip(bb, rr, sim_cos.ravel(), mc_cos.ravel(), eq14.ravel(),
-                                                sim_ipr.ravel(), mc_ipr.ravel(), strict=True)]
-    arrays = {"betas": B, "rhos": R, "sim_cos": sim_cos, "sim_ipr": sim_ipr, "mc_cos": mc_cos, "mc_ipr": mc_ipr,
-              "eq14": eq14, "fine_betas": fine_b, "fine_rhos": fine_r, "heat": heat}
+def alpha_critical(config: AlphaCConfig, ctx: RunContext) -> Result:
+    """α_c(L, ε) by bisection, and random networks at L = sim_L over α_SA: ρ_L measured vs Eq. 19."""
+    arch = config.arch()
+    ac = diagram.alpha_c(arch, config.Ls, config.eps_list, rho0=config.rho0).numpy()
+    mlp_only = diagram.rho_L(arch, torch.tensor([1e6]), config.Ls, rho0=config.rho0)[:, 0].numpy()
+    sim_arch = arch.replace(L=config.sim_L)
+    alphas = np.asarray(config.sim_alphas, dtype=float)
+    with ctx.progress(1.0, f"propagate {config.sim_L} layers") as bar:
+        sim = train.simulate(sim_arch, n_inits=config.n_inits, n_seqs=config.n_seqs, rho0=config.rho0, alphas=alphas,
+                             gen=ctx.rng("init"), device=ctx.device, progress=bar.update)
+    th = theory.predict(sim_arch, sim["rho"][0], alpha_sa=torch.tensor(alphas))
+    a_sim = float(diagram.alpha_c(sim_arch, [config.sim_L], [config.sim_eps], rho0=config.rho0)[0, 0])
+    collapsed_sim = sim["rho"][-1] >= 1 - config.sim_eps
+    collapsed_theory = alphas < a_sim
+    finite = np.where(np.isfinite(ac), ac, np.nan)
+    summary = {"alpha_c_sim_L": a_sim, "alpha_c_min_step": float(np.nanmin(np.diff(finite, axis=0))),
+               "classification_agreement": float((collapsed_sim == collapsed_theory).mean()),
+               "max_dev": float(np.abs(sim["rho"][-1] - th["rho"][-1]).max()),
+               "max_dev_all_layers": float(np.nanmax(np.abs(sim["rho"] - th["rho"])))}
+    for i, L in enumerate(config.Ls):
+        summary[f"rho_L_mlp_only_L{L}"] = float(mlp_only[i])
+        for j, e in enumerate(config.eps_list):
+            summary[f"alpha_c_L{L}_eps{e:g}"] = float(ac[i, j])
+    rows = [{"L": L, "eps": e, "alpha_c": ac[i, j]} for i, L in enumerate(config.Ls)
+            for j, e in enumerate(config.eps_list)]
+    arrays = {"Ls": np.asarray(config.Ls), "eps_list": np.asarray(config.eps_list), "alpha_c": ac,
+              "mlp_only": mlp_only, "alphas_sim": alphas, **sim.to_arrays("sim_"), **th.to_arrays("theory_")}
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
-def _max_on(a: np.ndarray, B, R, bs, rs) -> float:
-    idx = [(i, j) for i, b in enumerate(B) for j, r in enumerate(R)
-           if any(np.isclose(b, bs)) and any(np.isclose(r, rs))]
-    return float(max(a[i, j] for i, j in idx)) if idx else math.nan
+experiment(STUDY, "alphac", AlphaCConfig, ref="Fig. 1c, Sec. 3.3", figure=figures.alpha_critical,
+           title="Critical residual strength α_c(L) and the simulated check")(alpha_critical)
 
 
-def _crossing(xs: np.ndarray, ys: np.ndarray, level: float) -> float:
-    """First x where ys (increasing on average) crosses ``level``, by linear interpolation; NaN if never."""
-    above = np.nonzero(ys >= level)[0]
-    if above.size == 0 or above[0] == 0:
-        return math.nan if above.size == 0 else float(xs[0])
-    i = above[0]
-    return float(xs[i - 1] + (level - ys[i - 1]) * (xs[i] - xs[i - 1]) / (ys[i] - ys[i - 1]))
+def tanh_depth(config: TanhConfig, ctx: RunContext) -> Result:
+    """Fig. 5: the block map F(ρ) for tanh MLPs (left) and ρ_l over depth (right, simulation dots); ReLU has no
+    non-trivial fixed point, tanh has one above σ_w,c² (where F'(1) = 1)."""
+    base = config.arch(activation="tanh")
+    grid = torch.linspace(0.0, 1.0, 201, dtype=F64)
+    maps, iters, summary = {}, {}, {}
+    for s in config.sigma_w2s:
+        a = base.replace(sigma_w2=s)
+        maps[s] = theory.block(grid, a)["rho"].numpy()
+        iters[s] = theory.iterate(config.rho0, a)["rho"].numpy()
+        fp = theory.fixed_points(a)
+        summary[tanh_key("rho_star", s)] = fp[-1] if fp else 1.0
+        summary[tanh_key("slope", s)] = theory.slope_at_one(a)
+    relu = base.replace(activation="relu", sigma_w2=2.0)
+    summary["relu_fixed_points"] = len(theory.fixed_points(relu))
+    summary["sigma_w2_c"] = theory.critical_sigma_w2(base)
+
+    def compute(s):
+        a = base.replace(sigma_w2=s)
+        with ctx.progress(1.0, f"tanh σ_w²={s:g}, {a.L} layers") as bar:
+            sim = train.simulate(a, n_inits=config.n_inits, n_seqs=config.n_seqs, rho0=config.rho0,
+                                 gen=ctx.rng(f"init/{s}"), device=ctx.device, progress=bar.update)
+        return {k: v[:, 0] for k, v in sim.observables.items() if k in ("rho", "rho_std")}
+
+    done = run_units(ctx, list(config.sim_sigma_w2s), lambda u: compute(u.key), "σ_w² values")
+    rows = []
+    for s in config.sim_sigma_w2s:
+        sim, th = done[s], theory.iterate(done[s]["rho"][0], base.replace(sigma_w2=s))["rho"].numpy()
+        summary[tanh_key("rho_L_sim", s)] = float(sim["rho"][-1])
+        summary[tanh_key("rho_L_theory", s)] = float(th[-1])
+        summary[tanh_key("max_dev", s)] = float(np.abs(sim["rho"] - th).max())
+        rows += [{"sigma_w2": s, "layer": layer, "rho_sim": r, "rho_std": e, "rho_theory": t}
+                 for layer, (r, e, t) in enumerate(zip(sim["rho"], sim["rho_std"], th, strict=True))]
+    arrays = {"grid": grid.numpy(), "sigma_w2s": np.asarray(config.sigma_w2s),
+              "sim_sigma_w2s": np.asarray(config.sim_sigma_w2s),
+              **{f"map_{s:g}": m for s, m in maps.items()}, **{f"theory_{s:g}": v for s, v in iters.items()},
+              **{f"sim_{s:g}": done[s]["rho"] for s in config.sim_sigma_w2s},
+              **{f"sim_std_{s:g}": done[s]["rho_std"] for s in config.sim_sigma_w2s}}
+    return Result(pd.DataFrame(rows), arrays, summary)
 
 
-experiment(STUDY, "fig3", SALayerConfig.with_defaults(
-    "Fig3Config", T=512, d=512, H=1, sigma_v2=1.0, sigma_b2=0.0,
-    # d = 1024 at quick scale: at d = 256 the simulated cosine sits 0.02-0.04 below the d → ∞ MC (finite-d)
-    scales={"quick": {"T": 256, "d": 1024, "n_inits": 2, "betas": (0.5, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0),
-                      "rhos": (0.0, 0.05, 0.2, 0.25, 0.5)}, "paper": {}},
-    doc="Fig. 3: one SA head, output cosine over (β, ρ_in): Eq. 14 (left) vs experiment (right), T = d = 512."),
-    ref="Fig. 3", figure=figures.sa_layer, title="SA phase diagram: Eq. 14 vs one simulated SA head")(sa_layer)
+experiment(STUDY, "fig5", TanhConfig.with_defaults(
+    "Fig5Config", L=200, d=512, T=128, beta=0.1, alpha_sa=1.0, alpha_mlp=1.0, sigma_v2=1.0, sigma_b2=0.0,
+    activation="tanh", scales=TanhConfig.scales,
+    doc="Fig. 5: tanh MLP, low β, α = 1, σ_v² = 1, σ_b² = 0: block map and 200-layer propagation from ρ_0 = 0.1."),
+    ref="Fig. 5", figure=figures.tanh_depth, title="tanh: a non-trivial fixed point above a critical σ_w²")(tanh_depth)
 
 
-# -- universality of β_c -----------------------------------------------------------------------------------
+def no_skip(config: NoSkipConfig, ctx: RunContext) -> Result:
+    """Fig. C.3: α_SA = α_MLP = 0. ρ after one block over (β, ρ_in) and ρ_l over (β, l) from ρ_0; a low-β block
+    maps every input to ρ = 1, high β survives a few blocks; simulation at a few β."""
+    arch = config.arch(alpha_sa=0.0, alpha_mlp=0.0)
+    B = torch.tensor(config.betas, dtype=F64)
+    R = torch.tensor(config.rhos, dtype=F64)
+    one = theory.block(R[:, None], arch, B[None, :])["rho"].numpy()
+    depth = theory.iterate(config.rho0, arch, beta=B)["rho"].numpy()
+    tb = np.asarray(config.table_betas, dtype=float)
+    with ctx.progress(1.0, "no-skip blocks") as bar:
+        sim = train.simulate(arch, n_inits=config.n_inits, n_seqs=config.n_seqs, rho0=config.rho0, betas=tb,
+                             gen=ctx.rng("init"), device=ctx.device, progress=bar.update)
+    th = theory.predict(arch, sim["rho"][0], beta=torch.tensor(tb))
+    thf = theory.predict(arch, sim["rho"][0], beta=torch.tensor(tb), finite_T=True, seed=ctx.seed("mc"))
+    summary = {"T": arch.T, "d": arch.d, "rho1_beta0.5": float(theory.block(config.rho0, arch, 0.5)["rho"]),
+               "max_dev": float(np.abs(sim["rho"] - th["rho"]).max()),
+               "max_dev_finite_T": float(np.abs(sim["rho"] - thf["rho"]).max())}
+    rows = []
+    for i, b in enumerate(tb):
+        summary[no_skip_key("max_dev", b)] = float(np.abs(sim["rho"][:, i] - th["rho"][:, i]).max())
+        summary[no_skip_key("max_dev_finite_T", b)] = float(np.abs(sim["rho"][:, i] - thf["rho"][:, i]).max())
+        for layer in (1, 2, 5, 10):
+            if layer <= arch.L:
+                summary[f"rho_{layer}_beta{b:g}"] = float(th["rho"][layer, i])
+                rows.append({"beta": b, "layer": layer, "rho_theory": th["rho"][layer, i],
+                             "rho_sim": sim["rho"][layer, i]})
+    arrays = {"betas": B.numpy(), "rhos": R.numpy(), "one_block": one, "depth": depth, "table_betas": tb,
+              **sim.to_arrays("sim_"), **th.to_arrays("theory_"), **thf.to_arrays("finite_")}
+    return Result(pd.DataFrame(rows), arrays, summary)
 
 
-def universality(config: UniversalityConfig, ctx: RunContext) -> Result:
-    """IPR of real attention layers on orthogonal tokens vs β for several (d, H, T): the crossing β* of a fixed
-    IPR level is the same for every d and H (Eq. 11 scaling), and the frozen-phase IPR does not depend on T."""
-    base = config.arch()
-    B = np.asarray(config.betas)
-    rows, curves, summary = [], {}, {}
-
-    def compute(combo):
-        d, H, T = combo
-        arch = base.replace(d=d, H=H, T=T, T_init=None)
-        qk = torch.tensor([qk_std_from_beta(b, d, T) for b in B]).repeat_interleave(config.n_inits).float()
-        P = qk.numel()
-        out = torch.empty(P)
-        chunk = max(1, int(2e7 // (T * (H * T + 3 * d))))
-        gen = ctx.rng(f"init/{d}/{H}/{T}")
-        for s in range(0, P, chunk):
-            sl = slice(s, min(P, s + chunk))
-            x = data.prescribed_cosine(0.0, sl.stop - sl.start, 1, T, d, gen, ctx.device)
-            p = init_block(arch, sl.stop - sl.start, gen, ctx.device, qk[sl].to(ctx.device))
-            rec = {}
-            attention(x, p, H, hook=lambda name, t, rec=rec: rec.update(A=t))
-            out[sl] = (rec["A"] * rec["A"]).sum(-1).mean((-1, -2, -3)).cpu()
-        return out.double().reshape(B.size, config.n_inits).mean(1).numpy()
-
-    done = run_units(ctx, [tuple(c) for c in config.combos], lambda u: compute(u.key), "(d, H, T)")
-    for d, H, T in config.combos:
-        ipr = done[(d, H, T)]
-        curves[f"ipr_{d}_{H}_{T}"] = ipr
-        star = _crossing(B, ipr, config.ipr_level)
-        summary[f"beta_star_{d}_{H}_{T}"] = star
-        summary[f"ipr_beta3_{d}_{H}_{T}"] = float(np.interp(3.0, B, ipr))
-        rows += [{"d": d, "H": H, "T": T, "beta": b, "ipr": v} for b, v in zip(B, ipr, strict=True)]
-    T0 = config.combos[0][2]
-    same_T = [summary[f"beta_star_{d}_{H}_{T}"] for d, H, T in config.combos if T == T0]
-    summary["beta_star_spread_dH"] = float((max(same_T) - min(same_T)) / np.mean(same_T))
-    d0 = max(d for d, _, _ in config.combos)
-    frozen = [summary[f"ipr_beta3_{d}_{H}_{T}"] for d, H, T in config.combos if d == d0 and H == 1]
-    summary["ipr_beta3_spread_T"] = float(max(frozen) - min(frozen))
-    return Result(pd.DataFrame(rows), {"betas": B, **curves}, summary)
-
-
-experiment(STUDY, "universality", UniversalityConfig, ref="Eqs. 11, 13 (spec §3.2)", figure=figures.universality,
-           title="β_c independent of d and H; frozen-phase IPR independent of T")(universality)
-
-from attnlab.signal import experiments_more, train_experiments  # noqa: E402,F401  (register the other figures)
+experiment(STUDY, "figC3", NoSkipConfig.with_defaults(
+    "FigC3Config", L=10, sigma_w2=2.0, sigma_v2=1.0, sigma_b2=0.0, scales=NoSkipConfig.scales,
+    doc="Fig. C.3: no skip connections, σ_w² = 2, σ_v² = 1, σ_b² = 0, ρ_0 = 0.01."),
+    ref="Fig. C.3 (App. C.3)", figure=figures.no_skip, title="Propagation without residual connections")(no_skip)

@@ -18,26 +18,30 @@ from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Unit, Units
-from attnlab.signal import corpus as corpus_mod
-from attnlab.signal import data, figures, mlm
+from attnlab.signal import corpus, data, figures, mlm
 from attnlab.signal.arch import qk_std_from_beta
-from attnlab.signal.common import corpus_tokens, cpu_rng
 from attnlab.signal.configs import AttentionMapsConfig, DeepMLMConfig, MLMConfig
 from attnlab.signal.model import attention, init_block, layer_norm
 
 STUDY = "signal"
 
 
+def slot_key(kind: str, beta: float, alpha: float, seed: int, arm: str = "") -> str:
+    """The summary key of one trained model's ``kind`` (``loss_final``, ``entropy_init``, ``entropy_final``): β,
+    α_SA, seed and, in Fig. 1f, the arm (``rank`` or ``entropy``)."""
+    return f"{kind}_{arm + '_' if arm else ''}beta{beta:g}_alpha{alpha:g}_seed{seed}"
+
+
 def attention_maps(config: AttentionMapsConfig, ctx: RunContext) -> Result:
     """Fig. 1a/b: one story through embeddings + LN and a single head at init, for each β."""
-    texts = corpus_mod.generate_stories(config.n_stories, seed=ctx.seed("corpus") % 2**31) \
-        if config.corpus != "tinystories" else corpus_mod.load_tinystories(config.corpus_path, config.n_stories)
-    tok = corpus_mod.WordPiece(texts, config.vocab_size)
+    texts = corpus.generate_stories(config.n_stories, seed=ctx.seed("corpus") % 2**31) \
+        if config.corpus != "tinystories" else corpus.load_tinystories(config.corpus_path, config.n_stories)
+    tok = corpus.WordPiece(texts, config.vocab_size)
     ids = torch.tensor(tok.encode(texts[:1])[0][: config.n_tokens])
     T = ids.numel()
     arch = config.arch(T=T, H=1)
     P = len(config.betas)
-    gen = cpu_rng(ctx, "init")  # a one-story illustration: computed on the CPU
+    gen = ctx.generator("init", "cpu")  # a one-story illustration: computed on the CPU
     emb = torch.randn((tok.vocab_size, arch.d), generator=gen) * config.emb_std
     pos = torch.randn((T, arch.d), generator=gen) * config.emb_std
     x = layer_norm(emb[ids] + pos, arch.norm).expand(P, 1, T, arch.d)
@@ -68,7 +72,7 @@ def _train(config: MLMConfig, ctx: RunContext, units: Units, arch, betas, alphas
             ctx.publish(lambda: mlm.history(state()["hist"]).to_arrays(f"{key}_" if key else ""))
 
         T = arch.T
-        windows, vocab = corpus_tokens(config, T, ctx)
+        windows, vocab = corpus.tokens(config, T, ctx)
         if config.corpus == "repeat":
             ev = data.repeat_task(config.n_eval, T, vocab, torch.Generator().manual_seed(ctx.seed("eval")))
         else:
@@ -84,14 +88,13 @@ def _train(config: MLMConfig, ctx: RunContext, units: Units, arch, betas, alphas
     return Trajectory.from_arrays(units.get(key, compute), time_name="step", source="training")
 
 
-def _summarise(tr: Trajectory, slots, prefix: str = "") -> tuple[dict, list]:
+def _summarise(tr: Trajectory, slots, arm: str = "") -> tuple[dict, list]:
     summary, rows = {}, []
     for i, (b, a, s) in enumerate(slots):
-        tag = f"{prefix}beta{b:g}_alpha{a:g}_seed{s}"
-        summary[f"loss_final_{tag}"] = float(tr["eval_loss"][-1, i])
-        summary[f"entropy_init_{tag}"] = float(tr["entropy"][0, i, 0])
-        summary[f"entropy_final_{tag}"] = float(tr["entropy"][-1, i, 0])
-        rows += [{"arm": prefix.rstrip("_"), "beta": b, "alpha": a, "seed": s, "step": int(t),
+        summary[slot_key("loss_final", b, a, s, arm)] = float(tr["eval_loss"][-1, i])
+        summary[slot_key("entropy_init", b, a, s, arm)] = float(tr["entropy"][0, i, 0])
+        summary[slot_key("entropy_final", b, a, s, arm)] = float(tr["entropy"][-1, i, 0])
+        rows += [{"arm": arm, "beta": b, "alpha": a, "seed": s, "step": int(t),
                   "loss": float(tr["loss"][k, i]), "eval_loss": float(tr["eval_loss"][k, i]),
                   "entropy_1": float(tr["entropy"][k, i, 0]), "ipr_1": float(tr["ipr"][k, i, 0])}
                  for k, t in enumerate(tr.time)]
@@ -109,13 +112,12 @@ def mlm_betas(config: MLMConfig, ctx: RunContext) -> Result:
     gaps, changes = [], []
     for s in range(config.n_seeds):
         for a in config.alphas:
-            gaps.append(summary[f"loss_final_beta{hi:g}_alpha{a:g}_seed{s}"]
-                        - summary[f"loss_final_beta{lo:g}_alpha{a:g}_seed{s}"])
-            changes.append(abs(summary[f"entropy_final_beta{hi:g}_alpha{a:g}_seed{s}"]
-                               - summary[f"entropy_init_beta{hi:g}_alpha{a:g}_seed{s}"]))
+            gaps.append(summary[slot_key("loss_final", hi, a, s)] - summary[slot_key("loss_final", lo, a, s)])
+            changes.append(abs(summary[slot_key("entropy_final", hi, a, s)]
+                               - summary[slot_key("entropy_init", hi, a, s)]))
     summary["loss_gap_min"] = min(gaps)
     summary.update(beta_low=lo, beta_high=hi, steps=config.steps)
-    summary["entropy_init_high_beta_max"] = max(summary[f"entropy_init_beta{hi:g}_alpha{a:g}_seed{s}"]
+    summary["entropy_init_high_beta_max"] = max(summary[slot_key("entropy_init", hi, a, s)]
                                                 for s in range(config.n_seeds) for a in config.alphas)
     summary["entropy_change_high_beta_max"] = max(changes)
     if vocab is not None:
@@ -149,16 +151,16 @@ def deep_mlm(config: DeepMLMConfig, ctx: RunContext) -> Result:
                  "entropy")
     rs = [(config.rank_beta, a, s) for s in range(config.n_seeds) for a in config.rank_alphas]
     es = [(b, config.entropy_alpha, s) for s in range(config.n_seeds) for b in config.entropy_betas]
-    s1, r1 = _summarise(rank, rs, "rank_")
-    s2, r2 = _summarise(ent, es, "entropy_")
+    s1, r1 = _summarise(rank, rs, "rank")
+    s2, r2 = _summarise(ent, es, "entropy")
     summary = {**s1, **s2}
     a_lo, a_hi = min(config.rank_alphas), max(config.rank_alphas)
     b_lo, b_hi = min(config.entropy_betas), max(config.entropy_betas)
-    summary["rank_gap_min"] = min(summary[f"loss_final_rank_beta{config.rank_beta:g}_alpha{a_lo:g}_seed{s}"]
-                                  - summary[f"loss_final_rank_beta{config.rank_beta:g}_alpha{a_hi:g}_seed{s}"]
+    summary["rank_gap_min"] = min(summary[slot_key("loss_final", config.rank_beta, a_lo, s, "rank")]
+                                  - summary[slot_key("loss_final", config.rank_beta, a_hi, s, "rank")]
                                   for s in range(config.n_seeds))
-    summary["entropy_gap_min"] = min(summary[f"loss_final_entropy_beta{b_hi:g}_alpha{config.entropy_alpha:g}_seed{s}"]
-                                     - summary[f"loss_final_entropy_beta{b_lo:g}_alpha{config.entropy_alpha:g}_seed{s}"]
+    summary["entropy_gap_min"] = min(summary[slot_key("loss_final", b_hi, config.entropy_alpha, s, "entropy")]
+                                     - summary[slot_key("loss_final", b_lo, config.entropy_alpha, s, "entropy")]
                                      for s in range(config.n_seeds))
     arrays = {**rank.to_arrays("rank_"), **ent.to_arrays("entropy_")}
     return Result(pd.DataFrame(r1 + r2), arrays, summary)
