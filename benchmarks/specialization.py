@@ -121,7 +121,7 @@ def _best(fns, repeat: int) -> list[float]:
 
 
 def paper_step() -> dict:
-    from attnlab.specialization import fused
+    from attnlab.specialization.train import fused
 
     dev = bench.device()
     D, L, H, gamma = 10_000, 10, 2, 0.02

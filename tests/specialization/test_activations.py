@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from attnlab.specialization.activations import (
+from attnlab.specialization.model.activations import (
     ACTIVATIONS,
     TRAINABLE,
     bsoftmax,

@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from attnlab.specialization import bayes as B
 from attnlab.specialization import theory as T
 from attnlab.specialization.data import make_law
+from attnlab.specialization.theory import bayes as B
 
 torch.set_num_threads(1)
 F64 = torch.float64

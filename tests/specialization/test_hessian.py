@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
-from attnlab.specialization import hessian as Hs
 from attnlab.specialization import theory as T
-from attnlab.specialization.data import make_law
+from attnlab.specialization.data import make_law, symsqrt
+from attnlab.specialization.theory import hessian as Hs
 
 torch.set_num_threads(1)
 F64 = torch.float64
@@ -64,7 +64,7 @@ def _whiten(s):
     m = 0, r = 0 the Hessian in m only involves these moments, so Lemma A.5 then holds to round-off."""
     F, N, L = s.z.shape
     x = torch.cat([s.u[:, None, :], s.z[:, :, 1:].permute(0, 2, 1)], 1).reshape(F * L, N)
-    x = torch.linalg.inv(T.symsqrt((x * s.w) @ x.T)) @ x
+    x = torch.linalg.inv(symsqrt((x * s.w) @ x.T)) @ x
     x = x.reshape(F, L, N)
     s.u = x[:, 0]
     s.z = torch.cat([s.z[:, :, :1], x[:, 1:].permute(0, 2, 1)], 2)

@@ -6,7 +6,7 @@ import torch
 from attnlab.core.config import resolve
 from attnlab.core.experiment import get
 from attnlab.core.memory import measured_peak
-from attnlab.specialization import budget
+from attnlab.specialization.train import budget
 
 
 @pytest.mark.parametrize("key, overrides", [

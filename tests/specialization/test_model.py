@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnlab.specialization.data import sample_spikes
-from attnlab.specialization.model import (
+from attnlab.specialization.model.attention import (
     SingleLocationAttention,
     attend,
     init_keys,

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.specialization import noise
-from attnlab.specialization.data import FlipSpike, SGDStream, sample_spikes
+from attnlab.specialization.data import FlipSpike, SGDStream, noise, sample_spikes
 from attnlab.specialization.train import simulate_sgd
 
 torch.set_num_threads(1)

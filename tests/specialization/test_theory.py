@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from attnlab.specialization import theory as T
-from attnlab.specialization.activations import get_activation
-from attnlab.specialization.data import make_law, sample_sequences, sample_spikes
+from attnlab.specialization.data import make_law, sample_sequences, sample_spikes, symsqrt
+from attnlab.specialization.model.activations import get_activation
 
 torch.set_num_threads(1)
 F64 = torch.float64
@@ -40,7 +40,7 @@ LAWS = [FLIP, make_law("gaussian", 2, nu1=3.0, nu2=1.0), make_law("onehot", 3, n
 def test_analytic_gradient_equals_autograd(law, act):
     F = law.F
     s = T.mc_samples(law, 4, 3, 600, seed=2)
-    P = T.symsqrt(torch.eye(F, dtype=F64) + 0.2 * torch.randn(2, F, F, dtype=F64))
+    P = symsqrt(torch.eye(F, dtype=F64) + 0.2 * torch.randn(2, F, F, dtype=F64))
     for prep in (s.prepare(), s.prepare(P)):
         params = _rand_params(2, 3, F)
         l1, g1 = T.loss_and_grad(*params, prep, act)
@@ -143,7 +143,7 @@ def test_finite_d_reduced_loss_matches_population_loss():
     K = torch.tensor([[1.0, 0.8], [1.0, -0.8]], dtype=F64) @ torch.linalg.solve(Ks @ Ks.T, Ks) + R
     m, q, p = K @ Ks.T, K @ K.T, Ks @ Ks.T
     mt, r = T.init_from_order_params(m, q, p)
-    P = T.symsqrt(p)
+    P = symsqrt(p)
     prep = T.mc_samples(FLIP, L, H, 50_000, symmetrize=False).prepare(P)
     b, v = torch.zeros(H, dtype=F64), torch.tensor(1.0, dtype=F64)
     for act in ACTS:

@@ -130,8 +130,8 @@ def test_softmax1_initial_rates_match_reduced_gradient():
 
     (At η = 1, r ≈ I, ∂_v Ẽ > 0, so v first *decreases*: the r = 0 signs of (A18)-(A19) do not carry over.)
     """
-    from attnlab.specialization.activations import softmax1
-    from attnlab.specialization.model import symsqrt
+    from attnlab.specialization.model.activations import softmax1
+    from attnlab.specialization.model.attention import symsqrt
 
     res = simulate_sgd(LAW, H=2, L=5, D=500, activation="softmax1", tau_max=0.06, batch=2000, seeds=[0, 1])
     tr = res.trajectory
@@ -154,7 +154,7 @@ def test_softmax1_initial_rates_match_reduced_gradient():
 
 def test_gram_chunk_sums_equal_the_direct_ones():
     """The one-pass Gram form used by simulate_sgd equals the direct analytic sums (y = X_ε)."""
-    from attnlab.specialization.train import _chunk_sums, _chunk_sums_gram
+    from attnlab.specialization.train.sgd import _chunk_sums, _chunk_sums_gram
 
     g = torch.Generator().manual_seed(3)
     S, n, L, D, H = 2, 16, 5, 40, 3

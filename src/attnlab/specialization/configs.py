@@ -7,12 +7,13 @@ D (with the p-corrected theory, spec §3.4), the number of Monte-Carlo samples a
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from attnlab.core.config import Config
-from attnlab.specialization.laws import ThetaLaw, make_law
+from attnlab.specialization.data.laws import ThetaLaw, make_law
 
 Activation = Literal["softmax", "softmax1", "bsoftmax"]
 LawName = Literal["flip", "onehot", "gaussian", "gaussian_iso"]
@@ -27,20 +28,16 @@ def law_from(name: str, F: int, nu: float, nu1: float, nu2: float) -> ThetaLaw:
     return make_law(name, F, nu=nu)
 
 
-class TheoryNumerics(Config):
-    """Numerics of the reduced-loss gradient flow (App. B, spec §5.1)."""
+class LawConfig(Config):
+    """One θ law (paper 0, Sec. II) and the sequence length L, with the numerics of the reduced-loss gradient flow
+    (App. B). Every experiment's config derives from it (figure configs are its subclasses' ``with_defaults``)."""
 
     n_mc: int = Field(100_000, ge=100, le=10_000_000, description="fixed Monte-Carlo samples of eq. (10)")
     dt: float = Field(0.02, gt=0, le=1, description="Euler step δ / initial adaptive step")
     solver: Literal["euler", "adaptive"] = Field("euler", description="euler (paper, App. B) or adaptive RK23")
     eta: float = Field(1.0, gt=0, description="init scale: k_h ~ N(0, η²/D I)")
     init_noise_var: float = Field(1e-4, ge=0, description="theory init m ~ N(0, var), r = ηI + N(0, var)")
-    symmetrize: bool = Field(True, description="sign-mirrored, stratified MC samples (spec §3.7)")
-
-
-class LawConfig(TheoryNumerics):
-    """One θ law (spec §1.2) and the sequence length L."""
-
+    symmetrize: bool = Field(True, description="sign-mirrored, stratified MC samples (docs: Notes on the paper)")
     law: LawName = Field("flip", description="flip (F=2: ν1,ν2; F>2: one-hot ν), onehot, gaussian, gaussian_iso")
     F: int = Field(2, ge=1, le=64, description="number of hidden spikes")
     nu: float = Field(2.0, gt=0, description="signal ν of one-hot / isotropic laws")
@@ -56,6 +53,17 @@ class LawConfig(TheoryNumerics):
     def theta_law(self, **changes: float) -> ThetaLaw:
         values = {"nu": self.nu, "nu1": self.nu1, "nu2": self.nu2, **changes}
         return law_from(self.law, self.F, **values)
+
+    def theory_kwargs(self) -> dict[str, Any]:
+        """The flow's numerics as keyword arguments of :func:`attnlab.specialization.theory.predict`."""
+        return {"n_mc": self.n_mc, "solver": self.solver, "dt": self.dt, "eta": self.eta,
+                "init_noise_var": self.init_noise_var, "symmetrize": self.symmetrize}
+
+
+def record_times(tau_max: float, every: float) -> np.ndarray:
+    """τ = 0, every, 2·every, ... up to the multiple of ``every`` nearest ``tau_max``: the recorded times."""
+    n = round(tau_max / every)
+    return np.linspace(0.0, n * every, n + 1)
 
 
 class SimVsTheoryConfig(LawConfig):
@@ -194,3 +202,44 @@ class CosineGridConfig(LawConfig):
     dt: float = Field(0.1, gt=0, le=1)
     solver: Literal["euler", "adaptive"] = "adaptive"
     scales = {"quick": {"nu1s": (0.5, 2, 8), "nu2s": (0.5, 2, 8), "n_mc": 10_000, "tau_max": 400.0}, "paper": {}}
+
+
+class PhasesConfig(LawConfig):
+    """Unspecialised phase (Prop. III.3): flip spike and isotropic Gaussian, theory from the paper's init."""
+
+    activation: Activation = "softmax"
+    H: int = Field(2, ge=1)
+    L: int = Field(10, ge=2)
+    tau_max: float = Field(5.0, gt=0)
+    record_every: float = Field(0.1, gt=0)
+    scales = {"quick": {"n_mc": 20_000}, "paper": {}}
+
+
+class EscapeConfig(LawConfig):
+    """Escape time from the saddle vs D (Prop. III.4)."""
+
+    activations: tuple[Activation, ...] = Field(("softmax", "bsoftmax"), min_length=1)
+    H: int = Field(2, ge=2)
+    L: int = Field(10, ge=2)
+    Ds: tuple[float, ...] = Field((1e2, 1e3, 1e4, 1e5), min_length=2)
+    threshold: float = Field(0.2, gt=0, description="τ_s: first τ with |m_12 − m_22| above this")
+    tau_max: float = Field(300.0, gt=0)
+    record_every: float = Field(0.25, gt=0)
+    solver: Literal["euler", "adaptive"] = "adaptive"
+    scales = {"quick": {"n_mc": 10_000, "tau_max": 100.0, "record_every": 0.5}, "paper": {}}
+
+
+class SplitTimeConfig(LawConfig):
+    """τ^s of Fig. 1 (flip ν = (2, 2), softmax, L = 10, H = 2) at D = 10^4 over ``seeds`` random inits."""
+
+    activation: Activation = "softmax"
+    H: int = Field(2, ge=2)
+    L: int = Field(10, ge=2)
+    D: int = Field(10_000, ge=8, le=10**9, description="dimension of the random inits (only m(0), q(0), p)")
+    seeds: int = Field(32, ge=1, le=1000)
+    thresholds: tuple[float, ...] = Field((0.05, 0.2, 0.5), min_length=1,
+                                          description="τ^s(a): first τ with |m_12 − m_22| > a")
+    tau_max: float = Field(150.0, gt=0)
+    record_every: float = Field(0.5, gt=0)
+    solver: Literal["euler", "adaptive"] = "adaptive"
+    scales = {"quick": {"seeds": 6, "n_mc": 20_000, "tau_max": 100.0}, "paper": {}}

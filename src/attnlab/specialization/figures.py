@@ -189,3 +189,44 @@ def cosine_grid(result: Result, config) -> object:
     ax.grid(False)
     fig.colorbar(im, ax=ax, label="cosine similarity of the heads")
     return fig
+
+
+def phases(result: Result, config) -> object:
+    """Prop. III.3: m_hf(τ) of the unspecialised phase, flip spike (E θ ≠ 0) and isotropic Gaussian (E θ = 0)."""
+    fig, axes = figure(2, width=3.6, height=3.0)
+    for ax, name in zip(axes, ("flip", "gaussian_iso"), strict=True):
+        a = {k.split("/", 1)[1]: v for k, v in result.arrays.items() if k.startswith(name + "/")}
+        tr = Trajectory.from_arrays(a)
+        m = tr["m"][:, 0]
+        for h in range(m.shape[1]):
+            for f in range(m.shape[2]):
+                ax.plot(tr.time, m[:, h, f], color=COLORS[f], ls="-" if h == 0 else "--",
+                        label=f"$m_{{{h + 1}{f + 1}}}$")
+        ax.set_xlabel(r"$\tau$")
+        ax.set_title(f"{name}: E θ {'≠' if name == 'flip' else '='} 0", fontsize=9)
+        ax.legend(fontsize=7)
+    return fig
+
+
+def escape(result: Result, config) -> object:
+    """Prop. III.4: τ_s against D (log scale), one line per activation."""
+    fig, ax = figure(width=3.8, height=3.0)
+    for k, (act, sub) in enumerate(result.metrics.groupby("activation", sort=False)):
+        ax.semilogx(sub["D"], sub["tau_s"], "o-", color=COLORS[k], label=act)
+    ax.set_xlabel("D")
+    ax.set_ylabel(r"$\tau_s$ (first $|m_{12}-m_{22}| > $" + f"{config.threshold:g})")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def split_time(result: Result, config) -> object:
+    """Fig. 1 text: |m_12 − m_22| against τ for every init at D = 10^4, with the thresholds of τ^s."""
+    fig, ax = figure(width=3.8, height=3.0)
+    t, gap = result.arrays["time"], result.arrays["gap"]
+    for s in range(gap.shape[1]):
+        ax.semilogy(t, np.maximum(gap[:, s], 1e-6), color=COLORS[0], lw=0.8, alpha=0.6)
+    for a in config.thresholds:
+        ax.axhline(a, color="0.5", ls=":", lw=0.8)
+    ax.set_xlabel(r"$\tau$")
+    ax.set_ylabel(r"$|m_{12}-m_{22}|$" + f" (D = {config.D:g}, {gap.shape[1]} inits)")
+    return fig

@@ -1,6 +1,6 @@
 """Peak-memory models of the specialization study's experiments (checked before a run starts: exit 2 if too big).
 
-Formulas in :mod:`attnlab.specialization.budget`: the theory holds its fixed Monte-Carlo samples and, per run
+Formulas in :mod:`attnlab.specialization.train.budget`: the theory holds its fixed Monte-Carlo samples and, per run
 in a batch, a few activation/gradient buffers of N_mc·H·L float64; the SGD of Figs. 1, 9, 10 its smallest peak
 (it takes a larger chunk when more is free). Evaluations on fresh samples (``eval_mc``) count as theory
 batches of the same size. A model returns the largest of its parts.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from attnlab.core.experiment import memory_model
 from attnlab.specialization import experiments  # noqa: F401  (registers the experiments the models attach to)
-from attnlab.specialization.budget import bayes_bytes, sgd_bytes, theory_bytes
+from attnlab.specialization.train.budget import bayes_bytes, sgd_bytes, theory_bytes
 
 REDUCE_SGD = "lower D, batch (N_b) or n_mc, or use --device cuda"
 REDUCE = "lower n_mc / eval_mc, the heads or the seeds"

@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attnlab.core.claims import Claim, ClaimContext, register
+from attnlab.core.claims import ClaimContext, claim
 from attnlab.specialization import theory
-from attnlab.specialization.activations import bsoftmax, softmax, softmax1
 from attnlab.specialization.data import iter_sequences, make_law, sample_spikes, symsqrt
-from attnlab.specialization.model import attend, order_parameters
+from attnlab.specialization.model.activations import bsoftmax, softmax, softmax1
+from attnlab.specialization.model.attention import attend, order_parameters
 
 F64 = torch.float64
 ACTS = ("softmax", "softmax1", "bsoftmax")
@@ -70,7 +70,7 @@ def finite_d_consistency(ctx: ClaimContext | None = None, D: int = 2000, n: int 
     K = torch.tensor([[1.0, 0.8], [1.0, -0.8]], dtype=F64) @ K_star + R
     op = order_parameters(K, K_star)
     prep = theory.mc_samples(law, 5, 2, 100_000, seed=12, symmetrize=False).prepare(symsqrt(op.p))
-    m_tilde = op.m @ torch.linalg.inv(symsqrt(op.p))  # the p-corrected flow's variable (spec §3.4)
+    m_tilde = op.m @ torch.linalg.inv(symsqrt(op.p))  # the p-corrected flow's variable
     worst = 0.0
     zero_b, one_v = torch.zeros(2, dtype=F64), torch.tensor(1.0, dtype=F64)
     for act in ACTS:
@@ -125,23 +125,23 @@ def order_parameter_extraction(ctx: ClaimContext | None = None) -> float:
 
 
 for _id, _ref, _statement, _fn, _tol in (
-    ("activation_identities", "Eqs. (3)-(4), (17) (spec T1)",
+    ("activation_identities", "Eqs. (3)-(4), (17)",
      "softmax rows sum to 1, softmax-1 to vS/(e^b+S), B-softmax to H and is invariant to b + c",
      activation_identities, 1e-12),
-    ("loss_at_origin", "Eq. (10), Lemma A.4 (spec T2)",
+    ("loss_at_origin", "Eq. (10), Lemma A.4",
      "at m = r = 0 the reduced loss is (L−1)/L (softmax, B-softmax) and 1 − 2s + Ls² (softmax-1)",
      loss_at_origin, 1e-12),
-    ("finite_d_consistency", "Prop. III.1, eqs. (7), (10)-(11) (spec T4)",
+    ("finite_d_consistency", "Prop. III.1, eqs. (7), (10)-(11)",
      "the network's population loss at D = 2000 equals the reduced loss of its order parameters",
      finite_d_consistency, 0.01),
-    ("permutation_invariance", "Lemma A.1 (spec T9c)",
+    ("permutation_invariance", "Lemma A.1",
      "the unspecialised manifold m_h = m_1 is invariant under the flow", permutation_invariance, 1e-6),
-    ("r_gradient_at_zero", "Lemma A.3 (spec T9d)", "r = 0 is a fixed point: ∇_r Ẽ(m, 0, b, v) = 0",
+    ("r_gradient_at_zero", "Lemma A.3", "r = 0 is a fixed point: ∇_r Ẽ(m, 0, b, v) = 0",
      r_gradient_at_zero, 1e-10),
-    ("order_parameter_extraction", "Eqs. (8)-(9) (spec T18)",
+    ("order_parameter_extraction", "Eqs. (8)-(9)",
      "m = K K*ᵀ and r rᵀ = q − m p⁻¹ mᵀ recover the planted decomposition K = A K* + R",
      order_parameter_extraction, 1e-10),
 ):
-    register(Claim(id=f"specialization.{_id}", ref=_ref, statement=_statement,
-                   how=(_fn.__doc__ or "").split("\n\n")[0].replace("\n", " ").strip(), measure=_fn,
-                   expected=_tol, relation="le"))
+    claim(id=f"specialization.{_id}", ref=_ref, statement=_statement,
+          how=(_fn.__doc__ or "").split("\n\n")[0].replace("\n", " ").strip(), measure=_fn,
+          expected=_tol, relation="le")

@@ -11,7 +11,9 @@ import math
 
 import numpy as np
 
-from attnlab.core.claims import Claim, ClaimContext, Measured, register
+from attnlab.core.claims import ClaimContext, Measured, claim
+from attnlab.specialization.experiments.sim_vs_theory import deviation_key
+from attnlab.specialization.experiments.trajectories import feature_time_key
 
 ACTS = ("softmax", "softmax1", "bsoftmax")
 
@@ -26,19 +28,18 @@ def event(value, why: str) -> float | Measured:
     return float(value) if happened(value) else Measured(math.nan, why)
 
 
-def _fig9_max(ctx: ClaimContext, key: str) -> float:
-    s = ctx.run("specialization.fig9").summary
-    return max(s[f"{key}_{a}"] for a in ACTS)
+def _fig9_max(ctx: ClaimContext, observable: str) -> float:
+    return max(ctx.summary("specialization.fig9", deviation_key(observable, a)) for a in ACTS)
 
 
-for _key, _what, _tol in (("max_dm", "m", 0.07), ("max_drr", "q − m p⁻¹ mᵀ vs r rᵀ", 0.05), ("max_db", "b", 0.02),
-                          ("max_dv", "v", 0.01), ("max_dloss", "batch loss vs Ẽ", 0.06)):
-    register(Claim(
-        id=f"specialization.sgd_matches_theory_{_key[5:]}", ref="Prop. III.2, Figs. 1, 9 (spec T11)",
+for _obs, _what, _tol in (("m", "m", 0.07), ("rr", "q − m p⁻¹ mᵀ vs r rᵀ", 0.05), ("b", "b", 0.02),
+                          ("v", "v", 0.01), ("loss", "batch loss vs Ẽ", 0.06)):
+    claim(
+        id=f"specialization.sgd_matches_theory_{_obs}", ref="Prop. III.2, Figs. 1, 9",
         statement=f"SGD with τ = γt follows the gradient flow (12): {_what}",
         how=f"fig9 (3 activations): max over τ and entries of |SGD − p-corrected theory| for {_what}",
-        measure=lambda ctx, k=_key: _fig9_max(ctx, k), expected=_tol, relation="le",
-    ))
+        measure=lambda ctx, k=_obs: _fig9_max(ctx, k), expected=_tol, relation="le",
+    )
 
 
 def _bsoftmax_bias_sum(ctx: ClaimContext) -> float:
@@ -46,12 +47,12 @@ def _bsoftmax_bias_sum(ctx: ClaimContext) -> float:
     return max(float(np.abs(a[f"bsoftmax/{src}_b"].sum(-1)).max()) for src in ("sim", "theory"))
 
 
-register(Claim(
-    id="specialization.bsoftmax_bias_invariance", ref="Eq. (4) (spec T9a)",
+claim(
+    id="specialization.bsoftmax_bias_invariance", ref="Eq. (4)",
     statement="B-softmax is invariant to b → b + c1, so Σ_h b_h stays 0 along SGD and theory",
     how="fig9: max_τ |Σ_h b_h| for B-softmax, SGD (float32) and theory", measure=_bsoftmax_bias_sum,
     expected=1e-5, relation="le",
-))
+)
 
 
 def _mc_fixed(ctx: ClaimContext) -> float:
@@ -59,11 +60,11 @@ def _mc_fixed(ctx: ClaimContext) -> float:
     return max(v for k, v in s.items() if k.startswith("max_abs_diff"))
 
 
-register(Claim(
-    id="specialization.fixed_mc_samples", ref="Fig. 8, App. B (spec T19)",
+claim(
+    id="specialization.fixed_mc_samples", ref="Fig. 8, App. B",
     statement="keeping the Monte-Carlo samples fixed along the flow changes the trajectory negligibly",
     how="fig8: max_τ |m^fixed_1f − m^resampled_1f|", measure=_mc_fixed, expected=0.03, relation="le",
-))
+)
 
 
 def _tau_s_fig1(ctx: ClaimContext) -> Measured:
@@ -84,17 +85,17 @@ def _tau_s_fig1(ctx: ClaimContext) -> Measured:
                                 f"{s['tau_s_0.2_max']:.1f}), τ^s(0.05) median {early:.1f}" + why)
 
 
-register(Claim(
+claim(
     id="specialization.tau_s_fig1", ref="Fig. 1 text, Prop. III.4",
     statement="τ^s ≈ 10 is needed at D = 10^4 before the heads split",
     how="split_time: first τ with |m_12 − m_22| > 0.2 along the flow from the empirical order parameters of "
         "random inits at D = 10^4 (L = 10, H = 2, flip (2,2), softmax); median over inits",
     measure=_tau_s_fig1, expected=10.0, relation="report",
-))
+)
 
 
 def _phase(key: str):
-    return lambda ctx: ctx.run("specialization.phases").summary[key]
+    return lambda ctx: ctx.summary("specialization.phases", key)
 
 
 for _key, _statement, _expected, _rel in (
@@ -105,11 +106,11 @@ for _key, _statement, _expected, _rel in (
      0.05, "le"),
     ("gaussian_norm_ratio", "with E θ = 0 (isotropic Gaussian) m does not move: ||m(5)|| < 5 ||m(0)||", 5.0, "le"),
 ):
-    register(Claim(
-        id=f"specialization.unspecialised_{_key}", ref="Prop. III.3, Fig. 1 (spec T10)", statement=_statement,
+    claim(
+        id=f"specialization.unspecialised_{_key}", ref="Prop. III.3, Fig. 1", statement=_statement,
         how="phases: theory, flip ν=(2,2), softmax, L=10, H=2, m(0) ~ N(0,1e-4), r(0) = I",
         measure=_phase(_key), expected=_expected, relation=_rel,
-    ))
+    )
 
 
 def _escape(key: str, reduce):
@@ -126,23 +127,23 @@ def _escape(key: str, reduce):
     return measure
 
 
-register(Claim(
-    id="specialization.escape_time_increases_with_D", ref="Prop. III.4 (spec T12)",
+claim(
+    id="specialization.escape_time_increases_with_D", ref="Prop. III.4",
     statement="the specialisation time τ_s = Θ(log D) grows with D",
     how="escape: τ_s (|m_12 − m_22| > 0.2) strictly increasing over D ∈ {1e2..1e5}, softmax and B-softmax "
         "(1 = both)", measure=_escape("increasing", min), expected=1.0, relation="ge",
-))
-register(Claim(
-    id="specialization.escape_time_log_D", ref="Prop. III.4 (spec T12)",
+)
+claim(
+    id="specialization.escape_time_log_D", ref="Prop. III.4",
     statement="τ_s ≈ a + c log D: equal increments per decade of D",
     how="escape: (max − min)/mean of the increments of τ_s per decade, worst of softmax and B-softmax",
     measure=_escape("slope_spread", max), expected=0.30, relation="le",
-))
+)
 
 
 def _feature_time(res, f: int, panel: int) -> float | Measured:
     """fig4: τ_f(0.5) of a panel, or why it is missing (feature f not learnt by the horizon)."""
-    return event(res.summary.get(f"tau_feature{f}_{panel}"), f"panel {panel}: feature {f} not learnt "
+    return event(res.summary.get(feature_time_key(f, panel)), f"panel {panel}: feature {f} not learnt "
                  f"(||m_:{f}||/√H ≤ 0.5) by τ = {float(res.arrays[f'panel{panel}/time'][-1]):g}")
 
 
@@ -164,18 +165,18 @@ def _faster(ctx: ClaimContext) -> float | Measured:
     return Measured(math.inf, t_soft.detail) if isinstance(t_soft, Measured) else t_soft - t_b
 
 
-register(Claim(
-    id="specialization.sequential_learning", ref="Lemma III.1, Fig. 4 (spec T13)",
+claim(
+    id="specialization.sequential_learning", ref="Lemma III.1, Fig. 4",
     statement="features are learnt in order of decreasing variance: f = 1 before f = 2",
     how="fig4: τ_f = first τ with ||m_{:,f}||/√H > 0.5; smallest τ_2 − τ_1 over softmax and B-softmax",
     measure=_sequential, expected=0.0, relation="ge",
-))
-register(Claim(
-    id="specialization.bsoftmax_learns_faster", ref="Fig. 4 (spec T13)",
+)
+claim(
+    id="specialization.bsoftmax_learns_faster", ref="Fig. 4",
     statement="B-softmax learns the first feature faster than softmax",
     how="fig4: τ_1(softmax) − τ_1(B-softmax)",
     measure=_faster, expected=0.0, relation="ge",
-))
+)
 
 
 def _quadrants(ctx: ClaimContext) -> float:
@@ -186,11 +187,11 @@ def _quadrants(ctx: ClaimContext) -> float:
     return float(len({(np.sign(a), np.sign(b)) for a, b in m[ok, :2]}))
 
 
-register(Claim(
-    id="specialization.hierarchical_quadrants", ref="Fig. 3 (spec T14)",
+claim(
+    id="specialization.hierarchical_quadrants", ref="Fig. 3",
     statement="softmax heads split evenly into all sign combinations: H = 4 ⇒ one head per quadrant ±s1 ± s2",
     how="fig3 panel 0: number of quadrants holding a head with |m_h1| > 1 and |m_h2| > 0.05",
     measure=_quadrants, expected=4.0, relation="ge",
-))
+)
 
 

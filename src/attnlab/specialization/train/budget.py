@@ -5,7 +5,7 @@ tensor) plus its small per-sequence terms, and a fixed part (keys, spikes, gradi
 noise's tile scratch). Its chunk is the largest the device's free memory allows (:func:`sgd_chunk`): on CUDA
 that is the whole batch of N_b = 10^4 sequences at D = 10^4, L = 10 (4 GB), one chunk per step; on the CPU it
 is capped at :data:`CPU_CHUNK_BYTES` (measured: a chunk that stays in cache is faster than a large one). The
-result does not depend on the chunk (the data are counter-based: :mod:`attnlab.specialization.noise`).
+result does not depend on the chunk (the data are counter-based: :mod:`attnlab.specialization.data.noise`).
 The theory (reduced-loss flow) holds its fixed Monte-Carlo samples: N_mc·L·(F+H) float64 and a few
 N_mc·H·L activation buffers per run in the batch.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from attnlab.core import memory
-from attnlab.specialization import noise
+from attnlab.specialization.data import noise
 
 F64 = 8
 #: the SGD's chunk on the CPU is at most this many bytes: measured fastest on a 2-core machine (benchmarks)

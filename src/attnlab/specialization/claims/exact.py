@@ -10,10 +10,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attnlab.core.claims import Claim, ClaimContext, Measured, register
-from attnlab.specialization import analysis, bayes, hessian, theory
-from attnlab.specialization.activations import bsoftmax
-from attnlab.specialization.laws import DiscreteLaw, make_law
+from attnlab.core.claims import ClaimContext, Measured, claim
+from attnlab.specialization import theory
+from attnlab.specialization.data.laws import DiscreteLaw, make_law
+from attnlab.specialization.experiments import analysis
+from attnlab.specialization.model.activations import bsoftmax
+from attnlab.specialization.theory import bayes, hessian
 
 F64 = torch.float64
 ACTS = ("softmax", "softmax1", "bsoftmax")
@@ -37,12 +39,12 @@ def _lemma_a4(ctx: ClaimContext) -> float:
     return worst
 
 
-register(Claim(
-    id="specialization.softmax1_unspecialised_gradients", ref="Lemma A.4, (A16)-(A17) (spec T3)",
+claim(
+    id="specialization.softmax1_unspecialised_gradients", ref="Lemma A.4, (A16)-(A17)",
     statement="at m = r = 0 the softmax-1 gradients in b and v take the closed forms (A16), (A17)",
     how="autodiff of the reduced loss vs closed form at three (L, H, b̃, v); max relative error",
     measure=_lemma_a4, expected=1e-10, relation="le",
-))
+)
 
 
 def _hessian_constants(ctx: ClaimContext) -> float:
@@ -68,13 +70,13 @@ def _hessian_constants(ctx: ClaimContext) -> float:
     return worst
 
 
-register(Claim(
-    id="specialization.hessian_constants", ref="Lemma III.1 / A.5, (13), (A33)-(A37) (spec T5)",
+claim(
+    id="specialization.hessian_constants", ref="Lemma III.1 / A.5, (13), (A33)-(A37)",
     statement="the Hessian in m at the unspecialised saddle is 1 1ᵀ⊗(c1 I + (c2+c4)Cov θ) − (c3+c4) I⊗Cov θ",
     how="autodiff Hessian of the MC loss (Gaussian θ, ν̃=(3,1)) vs closed-form c1..c4, 3 activations × "
         "(L,H) ∈ {(5,2),(4,3),(10,2)}; max relative error of the diagonal entries",
     measure=_hessian_constants, expected=0.03, relation="le",
-))
+)
 
 
 def _prop_iv2(ctx: ClaimContext) -> float:
@@ -95,14 +97,14 @@ def _prop_iv2(ctx: ClaimContext) -> float:
     return worst
 
 
-register(Claim(
-    id="specialization.bsoftmax_is_bayes", ref="Prop. IV.2 (corrected bias, spec T7)",
+claim(
+    id="specialization.bsoftmax_is_bayes", ref="Prop. IV.2 (corrected bias, docs: Notes on the paper)",
     statement="B-softmax with one head per support point, k_h = k̂(θ^h), b_h = log P(θ^h) − ||θ^h||²/2, "
               "is the Bayes estimator",
     how="per-sample head-averaged attention vs Bayes posterior (16) on the same samples, four discrete laws "
         "including a non-uniform one",
     measure=_prop_iv2, expected=1e-10, relation="le",
-))
+)
 
 
 def _bayes_monotone(ctx: ClaimContext) -> float:
@@ -115,12 +117,12 @@ def _bayes_monotone(ctx: ClaimContext) -> float:
     return float(np.mean(ok))
 
 
-register(Claim(
-    id="specialization.bayes_risk_decreases_with_signal", ref="Prop. IV.1, Fig. 5 right (spec T6)",
+claim(
+    id="specialization.bayes_risk_decreases_with_signal", ref="Prop. IV.1, Fig. 5 right",
     statement="the Bayes risk decreases monotonically with the signal ν (flip and isotropic Gaussian, F=2, L=5)",
     how="fraction of consecutive ν ∈ {1,2,4,8,15} with decreasing MC Bayes risk", measure=_bayes_monotone,
     expected=1.0, relation="ge",
-))
+)
 
 
 def _prop_iv3(ctx: ClaimContext) -> float:
@@ -131,12 +133,12 @@ def _prop_iv3(ctx: ClaimContext) -> float:
     return float(theory.reduced_loss(p["m"], p["r"], p["b"], p["v"], prep, "softmax1"))
 
 
-register(Claim(
-    id="specialization.softmax1_construction", ref="Prop. IV.3(b) (spec T8)",
+claim(
+    id="specialization.softmax1_construction", ref="Prop. IV.3(b)",
     statement="softmax-1 can switch heads off: the construction m = (B, −B), b = B^{3/2}, v = 2 reaches loss → 0",
     how="reduced loss of the construction at B = 6 (θ = ±B, L = 5, N_mc = 1e5)", measure=_prop_iv3,
     expected=0.05, relation="le",
-))
+)
 
 
 def _softmax_bounded(ctx: ClaimContext) -> float:
@@ -151,12 +153,12 @@ def _softmax_bounded(ctx: ClaimContext) -> float:
         return float(theory.reduced_loss(m, r, None, None, prep, "softmax").min())
 
 
-register(Claim(
-    id="specialization.softmax_not_well_specified", ref="Prop. IV.3(a) (spec T8)",
+claim(
+    id="specialization.softmax_not_well_specified", ref="Prop. IV.3(a)",
     statement="softmax cannot focus on ε for both θ and −θ: its loss stays bounded away from 0",
     how="best reduced loss over a 33×33 grid of (m1, m2) ∈ [−4B, 4B]² at B = 6", measure=_softmax_bounded,
     expected=0.3, relation="ge",
-))
+)
 
 
 def _redundant_pruning(ctx: ClaimContext) -> float:
@@ -169,12 +171,12 @@ def _redundant_pruning(ctx: ClaimContext) -> float:
     return float(curve[4] - curve[0])
 
 
-register(Claim(
-    id="specialization.pruning_redundant_heads", ref="Fig. 7, §IV (spec T17)",
+claim(
+    id="specialization.pruning_redundant_heads", ref="Fig. 7, §IV",
     statement="heads beyond one per support point are redundant: pruning them leaves the loss unchanged",
     how="B-softmax Bayes parameters with every support point twice (H=8): loss after 4 greedy removals minus "
         "before", measure=_redundant_pruning, expected=0.005, relation="le",
-))
+)
 
 
 def _early_rates(r_scale: float) -> tuple[float, float]:
@@ -196,18 +198,11 @@ def _softmax1_early(ctx: ClaimContext) -> Measured:
                                     f"{dv1:.4f}, db/dτ = {db1:.4f} (the lemma assumes small r)")
 
 
-register(Claim(
-    id="specialization.softmax1_early_v", ref="Lemma A.4, (A18)-(A19) (spec T16)",
+claim(
+    id="specialization.softmax1_early_v", ref="Lemma A.4, (A18)-(A19)",
     statement="at m = r = 0, b = 0, v = 1 the softmax-1 flow increases v and decreases b: "
               "∇_b̃Ẽ > 0 (A18), ∇_vẼ < 0 (A19)",
     how="−∇Ẽ in v and b at m = 0, r = 0 (flip (2,2), L = 5, H = 2, N_mc = 4e5); min(dv/dτ, −db/dτ) > 0; "
         "the detail also gives the rates at r = I",
     measure=_softmax1_early, expected=0.0, relation="ge",
-))
-
-
-from attnlab.specialization import (  # noqa: E402,F401  (register)
-    claims_dynamics,
-    claims_trained,
-    identities,
 )

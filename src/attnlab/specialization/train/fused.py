@@ -1,10 +1,10 @@
 """The fused SGD step (optional, Triton on CUDA): the N_b·L·D tokens of a step never touch GPU memory.
 
 The step's heavy work is three contractions of the batch X (N_b·L·D floats): the scores χ = X Kᵀ, the Gram
-matrices G = X Xᵀ per sequence, and ∇K = Σ_μ ∂χ_μᵀ X_μ (:func:`attnlab.specialization.train.gram_head`
+matrices G = X Xᵀ per sequence, and ∇K = Σ_μ ∂χ_μᵀ X_μ (:func:`attnlab.specialization.train.sgd.gram_head`
 between them). Written to memory and read three times, X costs 4× the write of ``torch.randn`` alone. Here
 each token is made where it is used from its counter (the ``splitmix64`` stream of
-:mod:`attnlab.specialization.noise`: word j of a sequence gives its tokens at flat positions 2j, 2j + 1) with
+:mod:`attnlab.specialization.data.noise`: word j of a sequence gives its tokens at flat positions 2j, 2j + 1) with
 the spike θ_μ K* planted at ε_μ, twice per step:
 
 * kernel A, one program per (seed, sequence): over tiles of d, the tokens of all L positions at once,
@@ -25,7 +25,7 @@ import os
 
 import torch
 
-from attnlab.specialization import noise
+from attnlab.specialization.data import noise
 
 Tensor = torch.Tensor
 
@@ -128,12 +128,12 @@ def _pad(x: int) -> int:
 def chunk_sums(keys: list[int], first: int, batch: int, eps: Tensor, theta: Tensor, K_star: Tensor, K: Tensor,
                b: Tensor, v: Tensor, activation: str, L: int, block_d: int = 256, seq_block: int = 64):
     """Loss and gradient sums of sequences ``first … first + n − 1`` of a step (n = eps.shape[1]), as
-    :func:`attnlab.specialization.train._chunk_sums_gram` on the stream's tokens, made in the kernels.
+    :func:`attnlab.specialization.train.sgd._chunk_sums_gram` on the stream's tokens, made in the kernels.
 
     ``keys``: the seeds' states of the step's word 0 (:func:`noise.step_keys`); eps (S, n), theta (S, n, F)
     the labels of these sequences; K_star (S, F, D), K (S, H, D) float32.
     """
-    from attnlab.specialization.train import gram_head
+    from attnlab.specialization.train.sgd import gram_head
 
     S, n = eps.shape
     H, D, F = K.shape[1], K.shape[2], K_star.shape[1]

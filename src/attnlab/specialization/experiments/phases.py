@@ -12,81 +12,22 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 import pandas as pd
 import torch
-from pydantic import Field
 
 from attnlab.core.experiment import Result, experiment
-from attnlab.core.plotting import COLORS, figure
 from attnlab.core.runs import RunContext
-from attnlab.core.trajectory import Trajectory
-from attnlab.specialization import analysis, theory
-from attnlab.specialization.configs import Activation, LawConfig, law_from
-
-
-class PhasesConfig(LawConfig):
-    """Unspecialised phase (Prop. III.3): flip spike and isotropic Gaussian, theory from the paper's init."""
-
-    activation: Activation = "softmax"
-    H: int = Field(2, ge=1)
-    L: int = Field(10, ge=2)
-    tau_max: float = Field(5.0, gt=0)
-    record_every: float = Field(0.1, gt=0)
-    scales = {"quick": {"n_mc": 20_000}, "paper": {}}
-
-
-class EscapeConfig(LawConfig):
-    """Escape time from the saddle vs D (Prop. III.4)."""
-
-    activations: tuple[Activation, ...] = Field(("softmax", "bsoftmax"), min_length=1)
-    H: int = Field(2, ge=2)
-    L: int = Field(10, ge=2)
-    Ds: tuple[float, ...] = Field((1e2, 1e3, 1e4, 1e5), min_length=2)
-    threshold: float = Field(0.2, gt=0, description="τ_s: first τ with |m_12 − m_22| above this")
-    tau_max: float = Field(300.0, gt=0)
-    record_every: float = Field(0.25, gt=0)
-    solver: Literal["euler", "adaptive"] = "adaptive"
-    scales = {"quick": {"n_mc": 10_000, "tau_max": 100.0, "record_every": 0.5}, "paper": {}}
-
-
-class SplitTimeConfig(LawConfig):
-    """τ^s of Fig. 1 (flip ν = (2, 2), softmax, L = 10, H = 2) at D = 10^4 over ``seeds`` random inits."""
-
-    activation: Activation = "softmax"
-    H: int = Field(2, ge=2)
-    L: int = Field(10, ge=2)
-    D: int = Field(10_000, ge=8, le=10**9, description="dimension of the random inits (only m(0), q(0), p)")
-    seeds: int = Field(32, ge=1, le=1000)
-    thresholds: tuple[float, ...] = Field((0.05, 0.2, 0.5), min_length=1,
-                                          description="τ^s(a): first τ with |m_12 − m_22| > a")
-    tau_max: float = Field(150.0, gt=0)
-    record_every: float = Field(0.5, gt=0)
-    solver: Literal["euler", "adaptive"] = "adaptive"
-    scales = {"quick": {"seeds": 6, "n_mc": 20_000, "tau_max": 100.0}, "paper": {}}
-
-
-def _phases_figure(result: Result, config: PhasesConfig):
-    fig, axes = figure(2, width=3.6, height=3.0)
-    for ax, name in zip(axes, ("flip", "gaussian_iso"), strict=True):
-        a = {k.split("/", 1)[1]: v for k, v in result.arrays.items() if k.startswith(name + "/")}
-        tr = Trajectory.from_arrays(a)
-        m = tr["m"][:, 0]
-        for h in range(m.shape[1]):
-            for f in range(m.shape[2]):
-                ax.plot(tr.time, m[:, h, f], color=COLORS[f], ls="-" if h == 0 else "--",
-                        label=f"$m_{{{h + 1}{f + 1}}}$")
-        ax.set_xlabel(r"$\tau$")
-        ax.set_title(f"{name}: E θ {'≠' if name == 'flip' else '='} 0", fontsize=9)
-        ax.legend(fontsize=7)
-    return fig
+from attnlab.specialization import figures, theory
+from attnlab.specialization.configs import EscapeConfig, PhasesConfig, SplitTimeConfig, law_from
+from attnlab.specialization.data import sample_spikes
+from attnlab.specialization.experiments import analysis
+from attnlab.specialization.model import init_keys, order_parameters
 
 
 @experiment("specialization", "phases", PhasesConfig, ref="Prop. III.3",
             title="Unspecialised phase: heads move together along E θ (flip), not at all if E θ = 0",
-            figure=_phases_figure)
+            figure=figures.phases)
 def phases(config: PhasesConfig, ctx: RunContext) -> Result:
     """Theory from m ~ N(0, 1e-4), r = I for the flip spike (E θ ≠ 0) and the isotropic Gaussian (E θ = 0)."""
     taus = np.linspace(0, config.tau_max, round(config.tau_max / config.record_every) + 1)
@@ -123,18 +64,8 @@ def _escape_init(H: int, F: int, D: float, seed: int) -> tuple[torch.Tensor, tor
     return m, m @ m.T + r @ r.T
 
 
-def _escape_figure(result: Result, config: EscapeConfig):
-    fig, ax = figure(width=3.8, height=3.0)
-    for k, (act, sub) in enumerate(result.metrics.groupby("activation", sort=False)):
-        ax.semilogx(sub["D"], sub["tau_s"], "o-", color=COLORS[k], label=act)
-    ax.set_xlabel("D")
-    ax.set_ylabel(r"$\tau_s$ (first $|m_{12}-m_{22}| > $" + f"{config.threshold:g})")
-    ax.legend(fontsize=8)
-    return fig
-
-
 @experiment("specialization", "escape", EscapeConfig, ref="Prop. III.4",
-            title="Escape from the unspecialised saddle: τ_s grows like log D", figure=_escape_figure)
+            title="Escape from the unspecialised saddle: τ_s grows like log D", figure=figures.escape)
 def escape(config: EscapeConfig, ctx: RunContext) -> Result:
     """The flow from the same O(D^{-1/2}) init direction at several D, on symmetrised MC samples (spec T12)."""
     law = config.theta_law()
@@ -159,27 +90,12 @@ def escape(config: EscapeConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
-def _split_figure(result: Result, config: SplitTimeConfig):
-    fig, ax = figure(width=3.8, height=3.0)
-    t, gap = result.arrays["time"], result.arrays["gap"]
-    for s in range(gap.shape[1]):
-        ax.semilogy(t, np.maximum(gap[:, s], 1e-6), color=COLORS[0], lw=0.8, alpha=0.6)
-    for a in config.thresholds:
-        ax.axhline(a, color="0.5", ls=":", lw=0.8)
-    ax.set_xlabel(r"$\tau$")
-    ax.set_ylabel(r"$|m_{12}-m_{22}|$" + f" (D = {config.D:g}, {gap.shape[1]} inits)")
-    return fig
-
-
-@experiment("specialization", "split_time", SplitTimeConfig, ref="Fig. 1 text, Prop. III.4", figure=_split_figure,
+@experiment("specialization", "split_time", SplitTimeConfig, ref="Fig. 1 text, Prop. III.4", figure=figures.split_time,
             title="τ^s at D = 10^4: when the heads of Fig. 1 split, over random inits")
 def split_time(config: SplitTimeConfig, ctx: RunContext) -> Result:
     """The flow from the order parameters m(0) = K K*ᵀ, q(0) = K Kᵀ, p = K* K*ᵀ of ``seeds`` random inits at D
     (spikes and keys drawn as the SGD's, eqs. (1) and §2.3), p-corrected; τ^s per seed and threshold, and the
     growth rate λ of |m_12 − m_22| while it is between 2× its start and 0.1 (log-linear fit)."""
-    from attnlab.specialization.data import sample_spikes
-    from attnlab.specialization.model import init_keys, order_parameters
-
     law = config.theta_law()
     g = torch.Generator().manual_seed(ctx.seed("init") % 2**31)
     ops = [order_parameters(init_keys(config.H, config.D, generator=g, eta=config.eta),

@@ -11,7 +11,7 @@ import math
 import torch
 from torch.autograd.functional import hessian, jacobian
 
-from attnlab.specialization.activations import get_activation
+from attnlab.specialization.model.activations import get_activation
 from attnlab.specialization.theory import reduced_loss
 
 Tensor = torch.Tensor

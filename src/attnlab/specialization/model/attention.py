@@ -19,8 +19,8 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from .activations import get_activation
-from .data import symsqrt
+from attnlab.specialization.data.laws import symsqrt
+from attnlab.specialization.model.activations import get_activation
 
 Tensor = torch.Tensor
 

@@ -1,6 +1,6 @@
-"""Data model of paper 0: spikes, laws of θ and sequences, eqs. (1)-(2) (spec §1).
+"""Spikes and sequences of paper 0, eqs. (1)-(2); the SGD's counter-based data stream.
 
-Stable public API (imported by ``theory.py``, ``bayes.py``, ``train.py``)::
+Public API (re-exported by :mod:`attnlab.specialization.data`)::
 
     K_star = sample_spikes(F, D, generator=g)            # (F, D), rows k*_f ~ N(0, I_D / D), eq. (1)
     law = make_law("flip", 2, nu1=2.0, nu2=2.0)          # or FlipSpike(2.0, 2.0), OneHotSpike(4, 10.0), ...
@@ -14,9 +14,8 @@ Stable public API (imported by ``theory.py``, ``bayes.py``, ``train.py``)::
     stream = SGDStream(law, seeds, N_b, L, D)            # the SGD's data: a function of (seed, step, sequence)
     eps, theta = stream.labels(t); X = stream.tokens(buf, t, first, eps, theta, K_star)
 
-The laws of θ (``make_law``, ``ThetaLaw`` and its subclasses, ``symsqrt``) live in ``laws.py`` and are
-re-exported here. Randomness always comes from an explicit ``torch.Generator``; samples are drawn on the
-generator's device.
+The laws of θ (``make_law``, ``ThetaLaw`` and its subclasses, ``symsqrt``) live in :mod:`.laws`. Randomness
+always comes from an explicit ``torch.Generator``; samples are drawn on the generator's device.
 """
 
 from __future__ import annotations
@@ -27,18 +26,8 @@ from typing import NamedTuple
 
 import torch
 
-from attnlab.specialization import noise
-from attnlab.specialization.laws import (  # noqa: F401  (the data model's public API)
-    DiscreteLaw,
-    FlipSpike,
-    GaussianLaw,
-    IsoGaussian,
-    NonIsoGaussian,
-    OneHotSpike,
-    ThetaLaw,
-    make_law,
-    symsqrt,
-)
+from attnlab.specialization.data import noise
+from attnlab.specialization.data.laws import ThetaLaw
 
 Tensor = torch.Tensor
 _F64 = torch.float64
@@ -147,7 +136,7 @@ def sample_sequences(
 class SGDStream:
     """The SGD's data (spec §5.2), chunk-independent: step t's labels ε (S, N_b) and θ (S, N_b, F) of every seed
     come from a torch generator seeded by (seed, t) (:func:`noise.step_seed`), the tokens of sequence i from the
-    counter-based noise at (seed, t, i) (:mod:`attnlab.specialization.noise`; ``method``: its default for the
+    counter-based noise at (seed, t, i) (:mod:`attnlab.specialization.data.noise`; ``method``: its default for the
     device). So any chunking of the batch, any resume point and any set of seeds trained beside a seed give that
     seed the same sequences."""
 

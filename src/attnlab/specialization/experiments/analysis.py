@@ -11,7 +11,7 @@ import torch
 
 from attnlab.core.trajectory import Trajectory, max_deviation
 from attnlab.specialization import theory
-from attnlab.specialization.activations import get_activation
+from attnlab.specialization.model.activations import get_activation
 
 
 def sim_theory_deviation(sim: Trajectory, th: Trajectory) -> dict[str, float]:

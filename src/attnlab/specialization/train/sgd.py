@@ -8,7 +8,7 @@ Many seeds train together as one batched tensor program (stacked parameters (S, 
 function of (seed, step, sequence) only (:class:`attnlab.specialization.data.SGDStream`: counter-based noise),
 so a seed's result does not depend on the seeds trained beside it, on where a run was resumed, nor on the chunk:
 each step's batch of N_b sequences is streamed in chunks of ``chunk`` sequences per seed (as many as the
-device's free memory allows: :func:`attnlab.specialization.budget.sgd_chunk`) and the gradient accumulated.
+device's free memory allows: :func:`attnlab.specialization.train.budget.sgd_chunk`) and the gradient accumulated.
 Different chunks give the same data bit for bit and the same trajectory up to float round-off (the sums over
 the batch are added in another order). The gradient is analytic in the big
 contractions (autograd only through the activation on the small (S, n, H, L) scores): it measured as fast
@@ -24,12 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..core.trajectory import Trajectory
-from . import fused, noise
-from .activations import get_activation
-from .budget import sgd_chunk
-from .data import SGDStream, ThetaLaw, sample_spikes
-from .model import attend, init_keys, order_parameters
+from attnlab.core.trajectory import Trajectory
+from attnlab.specialization.data import SGDStream, ThetaLaw, noise, sample_spikes
+from attnlab.specialization.model import attend, get_activation, init_keys, order_parameters
+from attnlab.specialization.train import fused
+from attnlab.specialization.train.budget import sgd_chunk
 
 Tensor = torch.Tensor
 OBSERVABLES = ("m", "q", "p", "rr", "b", "v", "loss")
@@ -213,10 +212,10 @@ def simulate_sgd(
     Records at the steps of :func:`record_steps` (default every Δτ = 1) the order parameters and ``loss`` =
     the loss (6) of the mini-batch drawn at that step, with the parameters before its update: an unbiased
     estimate of the population loss (7) (at t = T one more batch is drawn for it).
-    ``chunk``: sequences per seed per chunk (default :func:`attnlab.specialization.budget.sgd_chunk`: what fits);
-    the data do not depend on it. ``noise_method``: the noise's generator (:mod:`~attnlab.specialization.noise`;
+    ``chunk``: sequences per seed per chunk (default :func:`attnlab.specialization.train.budget.sgd_chunk`: what fits);
+    the data do not depend on it. ``noise_method``: the noise's generator (:mod:`~attnlab.specialization.data.noise`;
     default: mt19937 groups on the CPU, splitmix64 words on a GPU). ``fused_step``: make the tokens inside
-    the step's Triton kernels (:mod:`~attnlab.specialization.fused`; default: where Triton and CUDA are, for
+    the step's Triton kernels (:mod:`~attnlab.specialization.train.fused`; default: where Triton and CUDA are, for
     splitmix64 in float32), else chunks of ``chunk`` sequences in torch.
     ``state``: resume from a state given by ``on_step`` or ``SGDResult.state`` (bit-identical results).
     ``on_step(step, state_fn)`` is called after every ``checkpoint_every``-th update; ``progress(done, T)``

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import Claim, ClaimContext, Measured, register
+from attnlab.core.claims import ClaimContext, Measured, claim
+from attnlab.specialization.experiments.trained import final_key, off_target_key, pruned_key
 
 ACTS = ("softmax", "softmax1", "bsoftmax")
 
@@ -15,46 +16,46 @@ def _fig5_ordering(ctx: ClaimContext) -> float:
     s = ctx.run("specialization.fig5").summary
     worst = -np.inf
     for law in ("flip", "gaussian_iso"):
-        bay, bs, s1, sm = (s[f"E_{law}_bayes_H"], s[f"E_{law}_bsoftmax_H4"], s[f"E_{law}_softmax1_H4"],
-                           s[f"E_{law}_softmax_H4"])
+        bay, bs, s1, sm = (s[final_key(law, "bayes")], *(s[final_key(law, a, H=4)] for a in
+                                                           ("bsoftmax", "softmax1", "softmax")))
         worst = max(worst, bay - bs - 0.003, bs - s1, s1 - sm - 0.01)
     return float(worst)
 
 
-register(Claim(
-    id="specialization.final_loss_ordering", ref="Fig. 5, Props. IV.2-IV.3 (spec T15)",
+claim(
+    id="specialization.final_loss_ordering", ref="Fig. 5, Props. IV.2-IV.3",
     statement="E_Bayes ≤ E_B-softmax < E_softmax-1 ≤ E_softmax after training (H = 4, F = 4, ν = 10)",
     how="fig5: largest violation among the three inequalities (Bayes side with 0.003 MC slack), flip and iso "
         "Gaussian; ≤ 0 means the ordering holds",
     measure=_fig5_ordering, expected=0.0, relation="le",
-))
-register(Claim(
-    id="specialization.bsoftmax_reaches_bayes", ref="Fig. 5 left, Prop. IV.2 (spec T15)",
+)
+claim(
+    id="specialization.bsoftmax_reaches_bayes", ref="Fig. 5 left, Prop. IV.2",
     statement="with H ≥ |support| = 4 heads, trained B-softmax reaches the Bayes risk (one-hot F = 4, ν = 10)",
     how="fig5: E_B-softmax(H=4) − E_Bayes for the one-hot law",
-    measure=lambda ctx: ctx.run("specialization.fig5").summary["E_flip_bsoftmax_H4"]
-    - ctx.run("specialization.fig5").summary["E_flip_bayes_H"],
+    measure=lambda ctx: ctx.summary("specialization.fig5", final_key("flip", "bsoftmax", H=4))
+    - ctx.summary("specialization.fig5", final_key("flip", "bayes")),
     expected=0.01, relation="le",
-))
+)
 
 
 def _off_target(ctx: ClaimContext) -> float:
     """fig6: min(softmax − softmax-1, softmax-1 − B-softmax) of the attention mass on irrelevant tokens."""
-    s = ctx.run("specialization.fig6").summary
-    return min(s["off_target_softmax"] - s["off_target_softmax1"], s["off_target_softmax1"] - s["off_target_bsoftmax"])
+    soft, one, bs = (ctx.summary("specialization.fig6", off_target_key(a)) for a in ACTS)
+    return min(soft - one, one - bs)
 
 
-register(Claim(
-    id="specialization.attention_off_target_ordering", ref="Fig. 6 (spec §4.6)",
+claim(
+    id="specialization.attention_off_target_ordering", ref="Fig. 6",
     statement="softmax-1 puts less attention on irrelevant tokens than softmax, and B-softmax less still",
     how="fig6: Σ_{ℓ≠ε} s_ℓ averaged over fresh sequences; smallest of the two gaps (> 0: ordering holds)",
     measure=_off_target, expected=0.0, relation="ge",
-))
+)
 
 
 def _cost(s: dict, law: str, act: str, k: int) -> float:
     """fig7: loss increase after pruning k of the H heads."""
-    return s[f"E_{law}_{act}_pruned{k}"] - s[f"E_{law}_{act}_pruned0"]
+    return s[pruned_key(law, act, k)] - s[pruned_key(law, act, 0)]
 
 
 def _one_head_per_feature(ctx: ClaimContext) -> float:
@@ -74,34 +75,34 @@ def _pruning_gaussian(ctx: ClaimContext) -> Measured:
     H = 1 + max(int(k.rsplit("pruned", 1)[1]) for k in s if k.startswith("E_gaussian_iso_softmax_pruned"))
     costs = {a: _cost(s, "gaussian_iso", a, 4) for a in ACTS}
     free = {a: max(k for k in range(H) if _cost(s, "gaussian_iso", a, k) <= 0.05) for a in ACTS}
-    gain = {a: f5[f"E_gaussian_iso_{a}_H4"] - f5[f"E_gaussian_iso_{a}_H8"] for a in ACTS}
+    gain = {a: f5[final_key("gaussian_iso", a, H=4)] - f5[final_key("gaussian_iso", a, H=8)] for a in ACTS}
     return Measured(max(costs.values()), "pruning 4 of 8 heads costs " + ", ".join(
         f"{a} {c:.3f}" for a, c in costs.items()) + f" (one-hot law: ≤ {_one_head_per_feature(ctx):.3f}); at ≤ 0.05 "
         "only " + "/".join(str(free[a]) for a in ACTS) + " heads can go: for a continuous law every head helps, as "
         "in Fig. 5 where E(H=4) − E(H=8) = " + "/".join(f"{gain[a]:.3f}" for a in ACTS) + " (softmax/-1/B)")
 
 
-register(Claim(
+claim(
     id="specialization.pruning_keeps_one_head_per_feature", ref="Fig. 7, §IV",
     statement="after training H = 8 heads, H − F = 4 can be pruned with little loss increase (one-hot F = 4)",
     how="fig7, one-hot law: largest E(4 pruned) − E(0 pruned) over the three activations",
     measure=_one_head_per_feature, expected=0.05, relation="le",
-))
-register(Claim(
+)
+claim(
     id="specialization.pruning_specialised_heads_degrade_more", ref="Fig. 7, §IV",
     statement="pruning beyond H − F hurts softmax-1 and B-softmax more than softmax (strongly specialised heads)",
     how="fig7, one-hot and isotropic Gaussian laws: min over {softmax-1, B-softmax} of E(6) − E(0), minus that "
         "of softmax; the smaller over the two laws",
     measure=_degrade_more, expected=0.0, relation="ge",
-))
-register(Claim(
+)
+claim(
     id="specialization.pruning_gaussian", ref="Fig. 7, §IV",
     statement="for an isotropic Gaussian in dimension F too, close to H − F = 4 of H = 8 heads can be pruned without "
               "significant loss",
     how="fig7, isotropic Gaussian ν = 10, F = 4: largest E(4 pruned) − E(0 pruned) over the three activations "
         "(0.05 is the one-hot claim's tolerance); reported",
     measure=_pruning_gaussian, expected=0.05, relation="report",
-))
+)
 
 
 def _cosine_monotone(ctx: ClaimContext) -> Measured:
@@ -112,10 +113,10 @@ def _cosine_monotone(ctx: ClaimContext) -> Measured:
                                    f"{s['cos_max']:.2f})")
 
 
-register(Claim(
+claim(
     id="specialization.cosine_monotone_nu2", ref="Fig. 11, App. C 2",
     statement="the heads' cosine similarity grows monotonically with ν1 and decreases monotonically with ν2",
     how="fig11: the final cosine q_12/√(q_11 q_22) over the (ν1, ν2) grid; the smaller of the fractions of "
         "neighbouring pairs that are monotone in the stated direction (1 = monotone everywhere)",
     measure=_cosine_monotone, expected=1.0, relation="ge",
-))
+)

@@ -1,0 +1,15 @@
+"""Claims of paper 0 as checks, registered on import (``attnlab check specialization``).
+
+* :mod:`.exact` — closed forms and constructions computed directly: Lemma A.4, the Hessian constants of (13),
+  Props. IV.2, IV.3, the Bayes risk's monotonicity, redundant-head pruning;
+* :mod:`.dynamics` — read from runs: SGD = theory (Figs. 1, 9), the two phases (Props. III.3, III.4), sequential
+  and hierarchical learning (Figs. 3, 4), fixed MC samples (Fig. 8);
+* :mod:`.trained` — read from runs: final errors (Fig. 5), attention maps (Fig. 6), pruning (Fig. 7), Fig. 11;
+* :mod:`.identities` — exact identities of the model and its reduction (Prop. III.1, Lemmas A.1, A.3, eq. (4)).
+"""
+
+# isort: skip_file
+from attnlab.specialization.claims import exact  # noqa: F401  (register, in this order)
+from attnlab.specialization.claims import dynamics  # noqa: F401
+from attnlab.specialization.claims import trained  # noqa: F401
+from attnlab.specialization.claims import identities  # noqa: F401
