@@ -14,7 +14,7 @@ import pandas as pd
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
-from attnlab.core.units import run_units
+from attnlab.core.units import Unit, run_units
 from attnlab.specialization import figures, theory, train
 from attnlab.specialization.configs import ACTIVATIONS, SimVsTheoryConfig, record_times
 from attnlab.specialization.experiments import analysis
@@ -63,7 +63,8 @@ def sim_vs_theory(config: SimVsTheoryConfig, ctx: RunContext) -> Result:
     law = config.theta_law()
     taus = record_times(config.tau_max, config.record_every)
 
-    def compute(act: str) -> dict[str, np.ndarray]:
+    def compute(u: Unit) -> dict[str, np.ndarray]:
+        act = u.key
         with ctx.progress(round(config.tau_max / config.gamma), f"SGD {act} D={config.D}") as bar:
             sim = train.simulate_sgd(
                 law, H=config.H, L=config.L, D=config.D, activation=act, tau_max=config.tau_max,

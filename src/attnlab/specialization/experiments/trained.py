@@ -16,7 +16,7 @@ import pandas as pd
 
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
-from attnlab.core.units import run_units
+from attnlab.core.units import Unit, run_units
 from attnlab.specialization import figures, theory
 from attnlab.specialization.configs import (
     AttentionMapsConfig,
@@ -78,7 +78,8 @@ def final_error(config: FinalErrorConfig, ctx: RunContext) -> Result:
         return law_from(law, config.F_H, config.nu_H, config.nu_H, config.nu_H) if panel == "H" else \
             law_from(law, config.F_nu, x, x, x)
 
-    def compute(key):
+    def compute(u: Unit):
+        key = u.key
         panel, law_name, act, x = key
         law = law_of(panel, law_name, x)
         if act == "bayes":
@@ -116,7 +117,8 @@ def attention_maps(config: AttentionMapsConfig, ctx: RunContext) -> Result:
     """Train each activation (theory), then draw a few sequences and record σ(χ, b, v) (H × L each)."""
     law = config.theta_law()
 
-    def compute(act: str) -> dict[str, np.ndarray]:
+    def compute(u: Unit) -> dict[str, np.ndarray]:
+        act = u.key
         tr = theory.predict(act, law, config.L, config.H, [0.0, config.tau_max], seed=ctx.seed("init") % 2**31,
                             mc_seed=ctx.seed("mc") % 2**31, device=ctx.device, **config.theory_kwargs())
         final = analysis.final_params(tr)
@@ -142,7 +144,8 @@ def pruning(config: PruningConfig, ctx: RunContext) -> Result:
     """Train H heads (theory), then remove heads greedily (spec §5.6), loss on fresh MC after each removal."""
     keys = [(law, act) for law in config.laws for act in config.activations]
 
-    def compute(key):
+    def compute(u: Unit):
+        key = u.key
         law_name, act = key
         law = law_from(law_name, config.F, config.nu, config.nu, config.nu)
         final = _trained(ctx, config, act, law, config.H, key)
@@ -172,7 +175,8 @@ def cosine_grid(config: CosineGridConfig, ctx: RunContext) -> Result:
     """Train H = 2 heads (theory) at each (ν1, ν2) of the grid; final cosine similarity of the keys and of m."""
     keys = [(a, b) for a in config.nu1s for b in config.nu2s]
 
-    def compute(key):
+    def compute(u: Unit):
+        key = u.key
         law = config.theta_law(nu1=key[0], nu2=key[1])
         tr = theory.predict(config.activation, law, config.L, config.H, [0.0, config.tau_max],
                             seed=ctx.seed("init") % 2**31, mc_seed=ctx.seed("mc") % 2**31, device=ctx.device,

@@ -15,7 +15,7 @@ import pandas as pd
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
-from attnlab.core.units import run_units
+from attnlab.core.units import Unit, run_units
 from attnlab.specialization import figures, theory
 from attnlab.specialization.configs import McResamplingConfig, Panel, TrajectoriesConfig, record_times
 from attnlab.specialization.experiments import analysis
@@ -35,7 +35,8 @@ def trajectories(config: TrajectoriesConfig, ctx: RunContext) -> Result:
     """Theory trajectories of the heads m_h(τ) in feature space, one panel per entry of ``panels``."""
     taus = record_times(config.tau_max, config.record_every)
 
-    def compute(i: int) -> dict[str, np.ndarray]:
+    def compute(u: Unit) -> dict[str, np.ndarray]:
+        i = u.key
         p = config.panels[i]
         law = config.theta_law(nu=p.nu, nu1=p.nu1, nu2=p.nu2)
         tr = theory.predict(p.activation, law, config.L, p.H, taus, seed=ctx.seed("init", p.seed) % 2**31,
@@ -114,7 +115,8 @@ def mc_resampling(config: McResamplingConfig, ctx: RunContext) -> Result:
     taus = record_times(config.tau_max, config.record_every)
     kw = {**config.theory_kwargs(), "solver": "euler"}
 
-    def compute(mode: str) -> dict[str, np.ndarray]:
+    def compute(u: Unit) -> dict[str, np.ndarray]:
+        mode = u.key
         tr = theory.predict(config.activation, law, config.L, config.H, taus, seed=ctx.seed("init") % 2**31,
                             mc_seed=ctx.seed("mc") % 2**31, resample=(mode == "resampled"), device=ctx.device, **kw)
         return tr.to_arrays()
