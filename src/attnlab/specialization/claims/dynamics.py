@@ -181,7 +181,7 @@ claim(
 
 def _quadrants(ctx: ClaimContext) -> float:
     """fig3 panel 0 (softmax, H = 4, ν = (8, 2)): quadrants (sign m_h1, sign m_h2) covered by heads with
-    |m_h1| > 1 and |m_h2| > 0.05 at the end (T14)."""
+    |m_h1| > 1 and |m_h2| > 0.05 at the end (Fig. 3)."""
     m = ctx.run("specialization.fig3").arrays["panel0/m"][-1, 0]
     ok = (np.abs(m[:, 0]) > 1) & (np.abs(m[:, 1]) > 0.05)
     return float(len({(np.sign(a), np.sign(b)) for a, b in m[ok, :2]}))

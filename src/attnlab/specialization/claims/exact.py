@@ -1,8 +1,6 @@
-"""Claims of paper 0 as checks (spec §7, tolerances from the spec).
-
-Claims that read a figure reuse that figure's run in the store (``ctx.run``); exact identities (Lemma A.4,
-Prop. IV.2, the Hessian constants) are computed directly. What the spec says does not hold as printed
-(τ^s ≈ 10, the wording of Fig. 11, the softmax-1 signs of T16 at r ≈ I) is reported, not asserted.
+"""Claims of paper 0 computed directly, without an experiment run: Lemma A.4's gradients, the Hessian constants of
+(13), Props. IV.1-IV.3 and redundant-head pruning. Where a closed form holds only where the paper derives it (the
+softmax-1 rates (A18)-(A19) at r = 0), the detail also gives the other case.
 """
 
 from __future__ import annotations
@@ -48,8 +46,8 @@ claim(
 
 
 def _hessian_constants(ctx: ClaimContext) -> float:
-    """Max relative error of the MC autodiff Hessian blocks against the c1..c4 closed forms (T5)."""
-    n = 400_000  # the spec's size: at 1e5 the MC error of the (c3+c4) block alone is ~5%
+    """Max relative error of the MC autodiff Hessian blocks against the c1..c4 closed forms (Lemma A.5)."""
+    n = 400_000  # at 1e5 the MC error of the (c3+c4) block alone is ~5%
     cov = torch.diag(torch.tensor([3.0, 1.0], dtype=F64))
     law = make_law("gaussian", 2, nu1=3.0, nu2=1.0)
     worst = 0.0
@@ -80,7 +78,7 @@ claim(
 
 
 def _prop_iv2(ctx: ClaimContext) -> float:
-    """max |s_ℓ − π_ℓ| of B-softmax at the Prop. IV.2 parameters vs the Bayes posterior, same samples (T7)."""
+    """max |s_ℓ − π_ℓ| of B-softmax at the Prop. IV.2 parameters vs the Bayes posterior, same samples."""
     laws = [make_law("flip", 2, nu1=2.0, nu2=2.0), make_law("flip", 2, nu1=4.0, nu2=4.0),
             make_law("onehot", 4, nu=10.0),
             DiscreteLaw(((1.0, 0.5), (-2.0, 1.0), (0.3, -1.5)), (0.5, 0.3, 0.2))]
@@ -162,7 +160,7 @@ claim(
 
 
 def _redundant_pruning(ctx: ClaimContext) -> float:
-    """Prop. IV.2 parameters duplicated to H = 8 (one-hot F = 4, ν = 10): pruning 4 heads keeps E_Bayes (T17)."""
+    """Prop. IV.2 parameters duplicated to H = 8 (one-hot F = 4, ν = 10): pruning 4 heads keeps E_Bayes (Fig. 7's claim on a construction)."""
     law = make_law("onehot", 4, nu=10.0)
     p = bayes.bsoftmax_bayes_params(law, H=8)
     params = {k: np.asarray(v)[None] for k, v in p.items()}

@@ -1,6 +1,6 @@
-"""Exact identities of paper 0 registered as claims (spec §7 checks T1, T2, T4, T9c-d, T18).
+"""Exact identities of paper 0 registered as claims: eqs. (3)-(4), (8)-(11), Prop. III.1, Lemmas A.1, A.3.
 
-Each measure returns the largest deviation from an identity that holds to round-off (or, for T4, to the
+Each measure returns the largest deviation from an identity that holds to round-off (or, for Prop. III.1 at finite D, to the
 O(1/D) finite-size and Monte-Carlo error): they check that the theory's reduced variables describe the
 network, independently of any training run.
 """
@@ -21,7 +21,7 @@ ACTS = ("softmax", "softmax1", "bsoftmax")
 
 
 def activation_identities(ctx: ClaimContext | None = None) -> float:
-    """T1: softmax rows sum to 1; softmax-1 rows sum to v S/(e^b + S); B-softmax sums to H and is shift
+    """Eqs. (3)-(4), (17): softmax rows sum to 1; softmax-1 rows sum to v S/(e^b + S); B-softmax sums to H and is shift
     invariant in b; softmax-1 with b = −50 is v·softmax. Largest violation."""
     g = torch.Generator().manual_seed(0)
     chi = 2 * torch.randn(7, 3, 5, generator=g, dtype=F64)
@@ -39,7 +39,7 @@ def activation_identities(ctx: ClaimContext | None = None) -> float:
 
 
 def loss_at_origin(ctx: ClaimContext | None = None) -> float:
-    """T2: at m = 0, r = 0 the reduced loss is exact: (L−1)/L for softmax and B-softmax, 1 − 2s + L s² with
+    """Eq. (10) at m = 0, r = 0, where the reduced loss is exact: (L−1)/L for softmax and B-softmax, 1 − 2s + L s² with
     s = v/(L + e^b̃) for softmax-1. Largest deviation over L ∈ {4, 5, 10}."""
     worst = 0.0
     law = make_law("flip", 2, nu1=2.0, nu2=2.0)
@@ -57,7 +57,7 @@ def loss_at_origin(ctx: ClaimContext | None = None) -> float:
 
 
 def finite_d_consistency(ctx: ClaimContext | None = None, D: int = 2000, n: int = 20_000) -> float:
-    """T4: the empirical population loss (7) of a network with keys K = m_target K* + R (R ⊥ K*,
+    """Prop. III.1: the empirical population loss (7) of a network with keys K = m_target K* + R (R ⊥ K*,
     R Rᵀ = 0.3 I) at D = 2000, over 2·10^4 fresh sequences, against the reduced loss Ẽ(m, r) (N_mc = 10^5) at
     its actual order parameters. Largest |difference| over the three activations."""
     g = torch.Generator().manual_seed(11)
@@ -85,7 +85,7 @@ def finite_d_consistency(ctx: ClaimContext | None = None, D: int = 2000, n: int 
 
 
 def permutation_invariance(ctx: ClaimContext | None = None) -> float:
-    """T9c (Lemma A.1): started on the unspecialised manifold with head-symmetrised MC samples, the heads stay
+    """Lemma A.1: started on the unspecialised manifold with head-symmetrised MC samples, the heads stay
     identical: max_τ max_h ||m_h − m_1|| over τ ∈ [0, 20]."""
     law = make_law("flip", 2, nu1=2.0, nu2=2.0)
     m0 = torch.tensor([[[0.1, 0.05], [0.1, 0.05]]], dtype=F64)
@@ -98,7 +98,7 @@ def permutation_invariance(ctx: ClaimContext | None = None) -> float:
 
 
 def r_gradient_at_zero(ctx: ClaimContext | None = None) -> float:
-    """T9d (Lemma A.3): ∇_r Ẽ(m, 0, b, v) = 0 with antithetic ξ samples, for random m; largest entry."""
+    """Lemma A.3: ∇_r Ẽ(m, 0, b, v) = 0 with antithetic ξ samples, for random m; largest entry."""
     law = make_law("gaussian", 2, nu1=3.0, nu2=1.0)
     prep = theory.mc_samples(law, 5, 3, 4000, seed=3, antithetic=True).prepare()
     g = torch.Generator().manual_seed(4)
@@ -113,7 +113,7 @@ def r_gradient_at_zero(ctx: ClaimContext | None = None) -> float:
 
 
 def order_parameter_extraction(ctx: ClaimContext | None = None) -> float:
-    """T18: for K = A K* + R with R ⊥ K* and orthonormal K*: m = A and r rᵀ = R Rᵀ; symsqrt is symmetric."""
+    """Eqs. (8)-(9): for K = A K* + R with R ⊥ K* and orthonormal K*: m = A and r rᵀ = R Rᵀ; symsqrt is symmetric."""
     g = torch.Generator().manual_seed(5)
     K_star = sample_spikes(3, 300, generator=g, dtype=F64, orthonormal=True)
     A = torch.randn(4, 3, generator=g, dtype=F64)

@@ -12,7 +12,7 @@ ACTS = ("softmax", "softmax1", "bsoftmax")
 
 
 def _fig5_ordering(ctx: ClaimContext) -> float:
-    """Largest violation of E_Bayes ≤ E_B-softmax < E_softmax-1 ≤ E_softmax + 0.01 at H = 4 (T15); ≤ 0 holds."""
+    """Largest violation of E_Bayes ≤ E_B-softmax < E_softmax-1 ≤ E_softmax + 0.01 at H = 4 (Fig. 5); ≤ 0 holds."""
     s = ctx.run("specialization.fig5").summary
     worst = -np.inf
     for law in ("flip", "gaussian_iso"):
