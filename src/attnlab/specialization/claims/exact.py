@@ -160,7 +160,8 @@ claim(
 
 
 def _redundant_pruning(ctx: ClaimContext) -> float:
-    """Prop. IV.2 parameters duplicated to H = 8 (one-hot F = 4, ν = 10): pruning 4 heads keeps E_Bayes (Fig. 7's claim on a construction)."""
+    """Prop. IV.2 parameters duplicated to H = 8 (one-hot F = 4, ν = 10): pruning 4 heads keeps E_Bayes
+    (Fig. 7's claim on a construction)."""
     law = make_law("onehot", 4, nu=10.0)
     p = bayes.bsoftmax_bayes_params(law, H=8)
     params = {k: np.asarray(v)[None] for k, v in p.items()}
