@@ -1,4 +1,5 @@
-"""Theory: closed forms (spec AC-1), kernels (AC-2), block map and its iteration, α_c bisection, fixed points."""
+"""Theory: closed forms (Eqs. 13, 14, 19), kernels (Eqs. 17-18, B.22), block map and its iteration, α_c
+bisection, fixed points."""
 
 import math
 
@@ -42,7 +43,7 @@ def test_mc_overlaps_limits_and_table():
     assert float(mc["p_sa"][0]) == pytest.approx(1 / 64, rel=1e-3)
     assert float(mc["cos"][0]) == pytest.approx(1.0, abs=1e-6)
     assert float(mc["p_sa"][1]) < 0.05 < float(mc["q_sa"][1])  # frozen rows: own keys, p_sa sub-leading
-    # the annealed (small-β) forms of q_sa and the sub-leading p_sa (spec §3.5, §7.6) against the MC
+    # the annealed (small-β) forms of q_sa and the sub-leading p_sa (App. B.5, Eq. 15) against the MC
     mc = rem.mc_overlaps(0.5, 0.3, 256, 4, g)
     assert float(mc["q_sa"]) == pytest.approx(float(rem.q_sa_annealed(0.5, 0.3, 256)), rel=0.1)
     assert float(mc["p_sa"]) == pytest.approx(float(rem.p_sa_annealed(0.5, 0.3, 256)), rel=0.1)

@@ -12,7 +12,7 @@ from attnlab.signal.arch import Architecture
 
 
 def test_simulate_matches_theory_small():
-    """A small AC-6: random post-LN transformers follow Eq. 19 layer by layer (paired API, one compare call)."""
+    """A small Fig. 1d/e: random post-LN transformers follow Eq. 19 layer by layer (paired API, one compare call)."""
     arch = Architecture(d=128, T=64, L=12, beta=0.1)
     betas, alphas = torch.tensor([0.1, 0.1, 3.0]), torch.tensor([0.5, 2.0, 1.0])
     sim = train.simulate(arch, n_inits=2, n_seqs=2, rho0=0.05, betas=betas, alphas=alphas,
@@ -95,7 +95,7 @@ def test_training_learns_and_resumes():
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_entropy_collapse_blocks_training_ac11():
-    """Spec AC-11 at its own size (1000 steps, 2 seeds): β = 0.5 learns the repeat task, β = 5 does not."""
+    """Fig. 4 on the repeat task (1000 steps, 2 seeds): β = 0.5 learns the repeat task, β = 5 does not."""
     arch = Architecture(d=64, T=64, L=1, d_ff=64)
     w = data.repeat_task(20000, 64, 64, torch.Generator().manual_seed(0))
     tr = mlm.train_mlm(arch, w, 64, mlm.Optim(steps=1000), betas=[0.5, 5.0, 0.5, 5.0],
@@ -106,7 +106,7 @@ def test_entropy_collapse_blocks_training_ac11():
 
 
 def test_pre_ln_simulation_tracks_norm_and_cosine():
-    """The pre-LN extension (spec §2.6, §3.9): the residual norm q and the cosine follow the (q, p) recursion."""
+    """The pre-LN extension (not in the paper): the residual norm q and the cosine follow the (q, p) recursion."""
     arch = Architecture(d=256, T=64, L=3, beta=0.1, ln_position="pre")
     sim = train.simulate(arch, n_inits=4, n_seqs=2, rho0=0.05, gen=torch.Generator().manual_seed(0))
     th = theory.predict(arch, sim["rho"][0])
@@ -118,7 +118,7 @@ def test_pre_ln_simulation_tracks_norm_and_cosine():
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_rank_collapse_blocks_deep_training_ac12():
-    """Spec AC-12, rank-collapse arm: L = 8, β = 0.1, 1000 steps; α_SA = 0.1 (collapsed) vs 3.0 (propagates)."""
+    """Fig. 1f, rank-collapse arm: L = 8, β = 0.1, 1000 steps; α_SA = 0.1 (collapsed) vs 3.0 (propagates)."""
     arch = Architecture(d=64, T=64, L=8, d_ff=64, beta=0.1)
     w = data.repeat_task(20000, 64, 64, torch.Generator().manual_seed(0))
     tr = mlm.train_mlm(arch, w, 64, mlm.Optim(steps=1000), betas=[0.1], alphas=[0.1, 3.0],
@@ -130,7 +130,7 @@ def test_rank_collapse_blocks_deep_training_ac12():
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_entropy_collapse_blocks_deep_training_ac12():
-    """Spec AC-12, entropy-collapse arm: L = 4, α = 1, 1000 steps; β = 5 stays frozen and untrained, β = 0.5 learns."""
+    """Fig. 1f, entropy-collapse arm: L = 4, α = 1, 1000 steps; β = 5 stays frozen and untrained, β = 0.5 learns."""
     arch = Architecture(d=64, T=64, L=4, d_ff=64)
     w = data.repeat_task(20000, 64, 64, torch.Generator().manual_seed(0))
     tr = mlm.train_mlm(arch, w, 64, mlm.Optim(steps=1000), betas=[5.0, 0.5],

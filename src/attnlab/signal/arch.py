@@ -1,15 +1,15 @@
 """The architecture both sides of the paired API read: one validated, immutable description of a transformer
-encoder at initialisation (paper §2, spec §2), and the β conventions of Eq. 11 and App. B.1.
+encoder at initialisation (paper Sec. 2), and the β conventions of Eq. 11 and App. B.1.
 
 ``Architecture`` is what ``train.simulate`` builds random networks from and what ``theory.predict`` iterates
 Eq. 19 for. Experiment configs inherit its fields (flat keys, so ``--set beta=3`` works) and call
 ``config.arch()``.
 
-β conventions (spec §2.5, §7.2): the theory's β is the *per-head score* scale, Var(s_ab) = β² log T. The
-authors' code sets σ_qk² = β √(log T)/d_k, so with H heads its β is the per-head β divided by H
-(``beta_convention="authors_dk"``). ``T_init`` is the length the Q/K scale was set for (e.g. the 512
-positions of BERT) and ``T`` the number of keys actually attended; the theory then sees
-β_T = β √(log T_init / log T) (spec §7.3).
+β conventions (Eq. 11, App. B.1; docs/studies/signal.md, Notes on the paper): the theory's β is the *per-head score*
+scale, Var(s_ab) = β² log T. The authors' code sets σ_qk² = β √(log T)/d_k, so with H heads its β is the per-head β
+divided by H (``beta_convention="authors_dk"``). ``T_init`` is the length the Q/K scale was set for (e.g. the 512
+positions of BERT) and ``T`` the number of keys actually attended; the theory then sees β_T = β √(log T_init / log
+T) (docs/studies/signal.md, Notes on the paper).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ Convention = Literal["per_head_score", "authors_dk"]
 
 class Architecture(BaseModel):
     """A post-LN (or pre-LN) transformer encoder at initialisation: sizes, Q/K scale β, residual strengths α
-    (which multiply the skip branch, Eq. 5) and weight variances in fan-in units (spec §1)."""
+    (which multiply the skip branch, Eq. 5) and weight variances in fan-in units (Sec. 2)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -47,7 +47,7 @@ class Architecture(BaseModel):
     sigma_b2: float = Field(4e-4, ge=0, le=1e4, description="σ_b²: every bias (value, b1, b2) N(0, σ_b²)")
     activation: Activation = Field("relu", description="MLP non-linearity: relu | tanh | gelu | linear")
     norm: Norm = Field("rms", description="rms: √d x/‖x‖ (Eq. 1, the theory) | layernorm (centres, HF)")
-    ln_position: Position = Field("post", description="post (the paper) | pre (spec §2.6 extension)")
+    ln_position: Position = Field("post", description="post (the paper) | pre (an extension)")
 
     @model_validator(mode="after")
     def _heads_divide_width(self):
@@ -80,7 +80,7 @@ class Architecture(BaseModel):
 
     @property
     def beta_theory(self) -> float:
-        """The β the REM of T keys sees: β_score √(log T_init / log T) (spec §7.3)."""
+        """The β the REM of T keys sees: β_score √(log T_init / log T) (Eq. 11 at the attended length)."""
         return self.beta_score * math.sqrt(math.log(self.t_init) / math.log(self.T))
 
     @property
@@ -93,7 +93,7 @@ class Architecture(BaseModel):
 
 
 def qk_std_from_beta(beta: float, d: int, T: int) -> float:
-    """σ_qk with σ_qk⁴ d² = β² log T (per-head score convention, spec §2.5)."""
+    """σ_qk with σ_qk⁴ d² = β² log T (per-head score convention of Eq. 11)."""
     return math.sqrt(beta * math.sqrt(math.log(T)) / d)
 
 

@@ -1,6 +1,7 @@
-"""Experiment configs of the signal study: the paper's values where they survived, the spec's [R] defaults where
-they did not (spec §2.5, §5), and two scales. Every config carries the :class:`Architecture` fields (flat keys:
-``--set beta=3 --set H=6``), validated before any work (β > 0, T ≥ 2, H | d, α ≥ 0, known activation).
+"""Experiment configs of the signal study: the paper's values where it gives them, documented defaults where it does
+not (docs/studies/signal.md, Notes on the paper), and two scales. Every config carries the :class:`Architecture`
+fields (flat keys: ``--set beta=3 --set H=6``), validated before any work (β > 0, T ≥ 2, H | d, α ≥ 0, known
+activation).
 
 ``quick`` keeps the physics (same β, α, variances, depths where the claim needs them) at small width and
 sequence length, few inits and sequences; ``paper`` uses the paper's sizes (d = 720–768, T = 512, 10 × 10 or
@@ -52,7 +53,7 @@ class TrainabilityConfig(ArchConfig):
     beta_max: float = Field(5.0, gt=0)
     alpha_max: float = Field(10.0, gt=0)
     rho0: float = Field(0.0, ge=0, lt=1, description="input cosine (0: orthogonal tokens, as the paper)")
-    eps: float = Field(1e-2, gt=0, lt=1, description="rank collapse: ρ_L ≥ 1 − ε (spec §4 [R])")
+    eps: float = Field(1e-2, gt=0, lt=1, description="rank collapse: ρ_L ≥ 1 − ε (not given in the paper)")
     eps_list: tuple[float, ...] = Field((1e-1, 1e-2, 1e-3), min_length=1)
     Ls: tuple[int, ...] = Field((6, 12, 24, 48, 60, 96, 200), min_length=2, description="depths of the α_c curves")
     finite_T: bool = Field(False, description="finite-T (Monte Carlo) q_sa, p_sa instead of Eq. 13")
@@ -116,7 +117,7 @@ class UniversalityConfig(ArchConfig):
 
 
 class AlphaCConfig(ArchConfig):
-    """α_c(L) by bisection for several ε, and the simulated check that α > α_c keeps ρ_L < 1 − ε (spec AC-7)."""
+    """α_c(L) by bisection for several ε, and the simulated check that α > α_c keeps ρ_L < 1 − ε (Sec. 3.3)."""
 
     Ls: tuple[int, ...] = Field((6, 12, 24, 48, 60, 96, 200), min_length=2)
     eps_list: tuple[float, ...] = Field((1e-1, 1e-2, 1e-3), min_length=1)

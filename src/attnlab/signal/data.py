@@ -1,5 +1,6 @@
-"""Inputs of the study: token sequences with a prescribed cosine (Fig. 3, spec §5), the synthetic repeat-MLM task
-(spec AC-11) and BERT masking (mask probability 0.15, 80/10/10; HF ``DataCollatorForLanguageModeling``).
+"""Inputs of the study: token sequences with a prescribed cosine (Fig. 3, App. A.2), the synthetic repeat-MLM
+task (this project's stand-in for TinyStories at CPU scale, docs/studies/signal.md) and BERT masking (mask
+probability 0.15, 80/10/10; HF ``DataCollatorForLanguageModeling``).
 
 Text corpora (the bundled story generator, TinyStories from local files) and the tokenizer live in
 ``corpus.py``; both end as (N, T) id windows that ``mask_tokens`` turns into MLM batches.
@@ -20,7 +21,7 @@ N_SPECIAL = 5
 
 def prescribed_cosine(rho, P: int, B: int, T: int, d: int, gen: torch.Generator | None = None, device=None,
                       norm: str = "rms", dtype=torch.float32) -> torch.Tensor:
-    """Sequences x_a = LN(√ρ c + √(1−ρ) ξ_a), c, ξ_a ~ N(0, I_d): pairwise cosine ρ + O(1/√d) (spec Fig. 3).
+    """Sequences x_a = LN(√ρ c + √(1−ρ) ξ_a), c, ξ_a ~ N(0, I_d): pairwise cosine ρ + O(1/√d) (Fig. 3 right).
 
     ``rho`` is a scalar or one value per slot (P,); the result is (P, B, T, d)."""
     r = torch.as_tensor(rho, dtype=dtype, device=device).clamp(0.0, 1.0)
@@ -38,8 +39,8 @@ def mean_cosine(x: torch.Tensor) -> torch.Tensor:
 
 
 def repeat_task(n: int, T: int = 64, vocab: int = 64, gen: torch.Generator | None = None, device=None) -> torch.Tensor:
-    """The repeat-MLM task (spec AC-11): T/2 uniform content tokens followed by the same T/2 again, so a masked
-    token is recoverable only by attending to its partner T/2 positions away. ids (n, T)."""
+    """The repeat-MLM task (Figs. 4, 1f at CPU scale): T/2 uniform content tokens followed by the same T/2 again,
+    so a masked token is recoverable only by attending to its partner T/2 positions away. ids (n, T)."""
     if T % 2 or vocab <= N_SPECIAL + 1:
         raise ValueError(f"repeat task needs an even T (got {T}) and vocab > {N_SPECIAL + 1} (got {vocab})")
     half = torch.randint(N_SPECIAL, vocab, (n, T // 2), generator=gen, device=device)

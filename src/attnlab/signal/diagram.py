@@ -1,4 +1,4 @@
-"""Trainability diagrams (Fig. 1c; spec §4): entropy collapse / rank collapse / trainable over (β, α_SA).
+"""Trainability diagrams (Fig. 1c, App. A.1): entropy collapse / rank collapse / trainable over (β, α_SA).
 
 A point is *entropy-collapsed* (red, 2) when β ≥ β_c(ρ_0) — the first layer already condenses on orthogonal-ish
 tokens; otherwise Eq. 19 is iterated L times and the point is *rank-collapsed* (yellow, 1) if ρ_L ≥ 1 − ε,

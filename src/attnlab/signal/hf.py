@@ -2,7 +2,7 @@
 
 ``diagnose(config_or_model)`` maps a ``transformers`` encoder (built locally, e.g. ``BertModel(BertConfig(...))``;
 nothing is downloaded) onto the study's :class:`Architecture` — Q/K std → β (App. B.1, both conventions), the
-value and output projections folded into σ_v² (spec §2.2), W_1 / W_2 fan-in variances, the activation — and
+value and output projections folded into σ_v² (Sec. 2, App. B.3), W_1 / W_2 fan-in variances, the activation — and
 reports its phase (entropy collapse if β ≥ β_c, else the rank-collapse-prone low-variance phase), α_c for its
 depth, and ρ_L at its current residual strength.
 

@@ -1,4 +1,4 @@
-"""Mean-field kernels of the two-layer MLP (paper §3.4, App. B.8; Eqs. 17–18 = B.20–B.21, B.22).
+"""Mean-field kernels of the two-layer MLP (paper Sec. 3.4, App. B.8; Eqs. 17–18 = B.20–B.21, B.22).
 
 An LN'd token (q⁰ = 1) with cosine ρ passes W_1 (variance σ_w1²/d), φ, W_2 (variance σ_w2²/d_ff) and biases
 σ_b²: after W_1, q¹ = σ_w1² + σ_b², p¹ = σ_w1² ρ + σ_b², c¹ = p¹/q¹; after φ and W_2,
@@ -36,7 +36,7 @@ def phi(name: str, u: torch.Tensor) -> torch.Tensor:
 
 
 def dphi(name: str, u: torch.Tensor) -> torch.Tensor:
-    """φ'(u), for the stability of ρ = 1 (F'(1), spec §3.9)."""
+    """φ'(u), for the stability of ρ = 1 (F'(1) of Eq. 19, Fig. 5)."""
     if name == "relu":
         return (u > 0).to(u.dtype)
     if name == "tanh":
@@ -99,7 +99,7 @@ def gauss_cross(name: str, q: float, c) -> torch.Tensor:
 
 
 def gauss_dphi2(name: str, q: float) -> float:
-    """E φ'(√q z)², the slope of the kernel at c = 1 (spec §3.9)."""
+    """E φ'(√q z)², the slope of the kernel at c = 1 (Eq. 18; Sec. 3.4)."""
     return gauss_moment(name, q, fn=lambda u: dphi(name, u) ** 2)
 
 

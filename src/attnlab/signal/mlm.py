@@ -1,4 +1,4 @@
-"""Masked-language-model training of the encoder (paper Figs. 1f, 4, C.2; App. A; spec AC-11, AC-12).
+"""Masked-language-model training of the encoder (paper Figs. 1f, 4, C.2; App. A.1, A.3).
 
 The paper's optimiser (HF Trainer semantics): AdamW (β = (0.9, 0.999), eps 1e-8, weight decay 0.01 on weights,
 none on biases), a linear schedule with warm-up over the first 5% of the steps, gradient-norm clipping at 1.0,

@@ -1,4 +1,4 @@
-"""The transformer encoder of the paper (§2, Fig. 2; spec §2) with a leading *slot* axis.
+"""The transformer encoder of the paper (Sec. 2, Fig. 2) with a leading *slot* axis.
 
 Every parameter tensor starts with an axis P of independent networks ("slots": random inits, or configurations
 with their own β and α_SA), so a whole ensemble propagates or trains in one batched computation. A block is
@@ -46,7 +46,7 @@ def _slot(v, P: int, x: torch.Tensor) -> torch.Tensor:
 
 def init_block(arch: Architecture, P: int, gen: torch.Generator | None = None, device=None,
                qk_std=None, dtype=torch.float32) -> dict[str, torch.Tensor]:
-    """Random parameters of one block for P slots (spec §2.5): W_Q, W_K ~ N(0, σ_qk²) with σ_qk from β (Eq. 11),
+    """Random parameters of one block for P slots (Sec. 2): W_Q, W_K ~ N(0, σ_qk²) with σ_qk from β (Eq. 11),
     W_V ~ N(0, σ_v²/d), W_1 ~ N(0, σ_w²/d), W_2 ~ N(0, σ_w²/d_ff), biases N(0, σ_b²).
 
     ``qk_std`` (a scalar or a (P,) tensor) overrides the Q/K std, e.g. one β per slot."""
@@ -126,7 +126,7 @@ def _call(hook: Hook | None, name: str, t: torch.Tensor) -> torch.Tensor:
 
 class Encoder(nn.Module):
     """A BERT-style MLM encoder for P slots trained together: word + absolute position embeddings → LN → L
-    blocks → linear MLM head (spec AC-11 model). Parameters carry the slot axis; ``alpha_sa`` and the Q/K
+    blocks → linear MLM head (the model of Fig. 4, App. A.3). Parameters carry the slot axis; ``alpha_sa`` and the Q/K
     std may differ per slot (one β per slot), everything else follows ``arch``."""
 
     def __init__(self, arch: Architecture, vocab: int, P: int = 1, *, gen: torch.Generator | None = None,

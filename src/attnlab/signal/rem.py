@@ -1,10 +1,10 @@
-"""Self-attention as a Random Energy Model (paper §3.1–3.2, App. B.2–B.7, C.1; spec §3.2–3.6, §3.11).
+"""Self-attention as a Random Energy Model (paper Secs. 3.1–3.2, App. B.2–B.7, C.1).
 
 Closed forms (asymptotic in log T): the critical β_c(ρ) = √(2/(1−ρ)) (Eq. 13), the IPR q_sa (Eq. 13 = B.12),
 the normalised row entropy (B.18), the frozen-phase entropy under Poisson–Dirichlet weights, the one-layer
 cosine update (Eq. 14) and the finite-T heuristic (Eq. 15 / B.19).
 
-Finite T: the exact second-order Gaussian field of the scores (spec §3.2),
+Finite T: the exact second-order Gaussian field of the scores (Eq. 10, App. B.2),
 s_ab = σ_s [ρ G + √(ρ(1−ρ)) (g_a + h_b) + (1−ρ) e_ab], in which G and g_a cancel in the softmax, is sampled
 directly (:func:`mc_overlaps`) for q_sa, p_sa and the mean-of-ratios output cosine; :class:`OverlapTable`
 caches it on a (β, ρ) grid for depth iterations and diagrams. All functions broadcast over tensors.
@@ -42,7 +42,8 @@ def entropy_norm(beta, rho=0.0) -> torch.Tensor:
 
 
 def entropy_frozen(beta, rho=0.0) -> torch.Tensor:
-    """O(1) entropy of a frozen row under PD(m*), m* = β_c/β: ψ(1) − ψ(1 − m*) (spec §3.4); inf below β_c."""
+    """O(1) entropy of a frozen row under PD(m*), m* = β_c/β: ψ(1) − ψ(1 − m*) (the REM frozen phase, Sec. 3.2.3);
+    inf below β_c."""
     beta, rho = torch.broadcast_tensors(_t(beta), _t(rho))
     m = beta_c(rho) / beta
     out = torch.special.digamma(torch.ones_like(m)) - torch.special.digamma((1.0 - m).clamp(min=1e-300))
@@ -78,14 +79,15 @@ def q_sa_finite_heuristic(beta, rho, T: int) -> torch.Tensor:
 
 
 def q_sa_annealed(beta, rho, T: int) -> torch.Tensor:
-    """Annealed IPR e^{σ_s²(1−ρ)}/T = T^{β²(1−ρ) − 1}: exact to leading order while β²(1−ρ) < 1/2 (spec §7.6)."""
+    """Annealed IPR e^{σ_s²(1−ρ)}/T = T^{β²(1−ρ) − 1}: exact to leading order while β²(1−ρ) < 1/2 (Eq. 15;
+    docs/studies/signal.md, Notes on the paper)."""
     beta, rho = torch.broadcast_tensors(_t(beta), _t(rho))
     return float(T) ** (beta**2 * (1 - rho) - 1)
 
 
 def p_sa_annealed(beta, rho, T: int) -> torch.Tensor:
     """Sub-leading cross-overlap of two rows in the annealed region, p_sa ≈ T^{−(1 − β²ρ(1−ρ))} (B.13–B.16,
-    spec §3.5): → 0 as T → ∞, which is why Eq. 14 keeps p^SA = ρ."""
+    App. B.5): → 0 as T → ∞, which is why Eq. 14 keeps p^SA = ρ."""
     beta, rho = torch.broadcast_tensors(_t(beta), _t(rho))
     return float(T) ** (-(1 - beta**2 * rho * (1 - rho)))
 
@@ -95,7 +97,7 @@ def p_sa_annealed(beta, rho, T: int) -> torch.Tensor:
 
 def sample_attention(beta, rho, T: int, n_rep: int, gen: torch.Generator | None = None,
                      device=None, dtype=F64) -> torch.Tensor:
-    """Attention matrices (…, n_rep, T, T) drawn from the Gaussian score field of spec §3.2 / §3.6.
+    """Attention matrices (…, n_rep, T, T) drawn from the Gaussian score field of Eq. 10 (App. B.2, B.7).
 
     ``beta`` and ``rho`` broadcast to a batch shape; the key field h_b is shared by all rows (correlation ρ
     between two rows' key-dependent parts), the row field cancels in the softmax.
@@ -112,7 +114,7 @@ def sample_attention(beta, rho, T: int, n_rep: int, gen: torch.Generator | None 
 def row_stats(beta, rho, T: int, n_rows: int = 64, n_rep: int = 1, gen: torch.Generator | None = None,
               device=None, dtype=torch.float32) -> dict[str, torch.Tensor]:
     """IPR and S/log T of ``n_rows`` rows of the score field (rows share the key field): O(n_rows T) per draw,
-    so T = 4096 is cheap (App. B.4 / Fig. B.1 simulations; spec AC-3). Broadcasts over β and ρ; one draw of
+    so T = 4096 is cheap (App. B.4 / Fig. B.1 simulations). Broadcasts over β and ρ; one draw of
     all β at a time to bound memory."""
     beta, rho = torch.broadcast_tensors(_t(beta, device), _t(rho, device))
     sig = (beta * math.sqrt(math.log(T)))[..., None, None].to(dtype)
@@ -137,7 +139,7 @@ def attention_stats(A: torch.Tensor) -> dict[str, torch.Tensor]:
 
 def mc_overlaps(beta, rho, T: int, n_rep: int = 4, gen: torch.Generator | None = None, *, sigma_v2: float = 1.0,
                 sigma_b2: float = 0.0, device=None, chunk: int = 2**25) -> dict[str, torch.Tensor]:
-    """Finite-T q_sa, p_sa, IPR/entropy and the measured SA output cosine, by Monte Carlo (spec §3.6).
+    """Finite-T q_sa, p_sa, IPR/entropy and the measured SA output cosine, by Monte Carlo (App. B.7, Sec. 3.2.2).
 
     ``cos`` is the mean over pairs a ≠ c of C_ac/√(C_aa C_cc) with C = σ_v²(ρ + (1−ρ) A Aᵀ) + σ_b² (the
     experiments' "mean of ratios"); ``cos_ratio`` is Eq. 14/16 with the MC q_sa, p_sa ("ratio of means").
@@ -171,7 +173,7 @@ def mc_overlaps(beta, rho, T: int, n_rep: int = 4, gen: torch.Generator | None =
 
 class OverlapTable:
     """Finite-T (q_sa, p_sa) on a (β, ρ) grid, bilinearly interpolated: the MC of :func:`mc_overlaps` done
-    once, for depth iterations and trainability diagrams at finite T (spec §8: cache the MC on a grid)."""
+    once, for depth iterations and trainability diagrams at finite T (the Monte Carlo cached on a grid)."""
 
     def __init__(self, T: int, betas=None, rhos=None, n_rep: int = 4, seed: int = 0, device=None) -> None:
         self.T = T
@@ -205,7 +207,7 @@ def _bilinear(table, xs, ys, x, y) -> torch.Tensor:
 
 def bulk_radius(sigma_s, T: int) -> torch.Tensor:
     """Bordenave–Caputo–Chafaï radius of the non-Perron bulk of a random Markov matrix with i.i.d. lognormal
-    weights exp(s), s ~ N(0, σ_s²): √(e^{σ_s²} − 1)/√T (spec §3.11)."""
+    weights exp(s), s ~ N(0, σ_s²): √(e^{σ_s²} − 1)/√T (App. C.1)."""
     return torch.sqrt(torch.expm1(_t(sigma_s) ** 2) / T)
 
 

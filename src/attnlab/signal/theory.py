@@ -1,14 +1,14 @@
-"""Signal propagation through a full transformer block and its iteration over depth (paper §3.3–3.4, Eq. 19).
+"""Signal propagation through a full transformer block and its iteration over depth (paper Secs. 3.3–3.4, Eq. 19).
 
-One block (post-LN, spec §3.9): Eq. 13 → (q_SA, p_SA) (Eq. 8) → residual and LN, Eq. 16 → MLP kernel,
+One block (post-LN, Secs. 3.2–3.4): Eq. 13 → (q_SA, p_SA) (Eq. 8) → residual and LN, Eq. 16 → MLP kernel,
 Eqs. 17–18 / B.22 → residual and LN, Eq. 19. Every function broadcasts over tensors of ρ, β and α_SA, so a
-200 × 200 trainability diagram is one tensor computation per layer. The pre-LN extension (spec §2.6, §3.9)
+200 × 200 trainability diagram is one tensor computation per layer. The pre-LN extension (not in the paper)
 tracks (q, p) instead of ρ alone.
 
 ``predict(arch, rho0)`` is the theory side of the paired API: a :class:`Trajectory` over layers l = 0..L with
 the same observables as ``train.simulate`` (``rho``, ``rho_mid``, ``q``, ``ipr``, ``entropy``,
 ``q_attn_out``, ``q_mlp_out``; block observables are NaN at l = 0). ``finite_T=True`` replaces Eq. 13 by the
-finite-T Monte Carlo of the score field (spec §3.6), tabulated once (:class:`rem.OverlapTable`).
+finite-T Monte Carlo of the score field (App. B.7), tabulated once (:class:`rem.OverlapTable`).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def block(rho, arch: Architecture, beta=None, alpha_sa=None, table: rem.OverlapT
         out = torch.where(den > 0, (p2 + a_mlp**2 * rho_mid) / den.clamp(min=1e-300), torch.ones_like(den))
         out = torch.where(rho >= 1, torch.ones_like(out), out.clamp(0.0, 1.0))      # Eq. 19
         q_out = torch.ones_like(out)
-    else:  # pre-LN (spec §3.9): the residual stream keeps its norm; attention and MLP see LN(x)
+    else:  # pre-LN (an extension): the residual stream keeps its norm; attention and MLP see LN(x)
         q = torch.ones_like(rho) if q is None else _t(q)
         p = rho * q
         q_mid, p_mid = a_sa**2 * q + q_attn, a_sa**2 * p + p_attn
@@ -111,11 +111,11 @@ def predict(arch: Architecture, rho0, L: int | None = None, *, beta=None, alpha_
                       source="theory", meta={"finite_T": bool(table is not None), "T": arch.T})
 
 
-# -- fixed points and depth behaviour (spec §3.9) ----------------------------------------------------------
+# -- fixed points and depth behaviour (Sec. 3.4, Fig. 5) ----------------------------------------------------------
 
 
 def slope_at_one(arch: Architecture, sigma_w2=None, alpha_sa=None) -> float:
-    """F'(1) of the post-LN block map (low-variance phase; spec §3.9):
+    """F'(1) of the post-LN block map (low-variance phase; Eq. 19, Fig. 5):
     [α_SA²/(σ_v² + σ_b² + α_SA²)] · [(σ_w⁴ E φ'(√q¹ z)² + α_MLP²)/(q² + α_MLP²)]."""
     sw2 = arch.sigma_w2 if sigma_w2 is None else sigma_w2
     a = arch.alpha_sa if alpha_sa is None else alpha_sa

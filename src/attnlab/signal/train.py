@@ -1,5 +1,5 @@
 """Simulation at initialisation: propagate token sequences through random networks and measure, per layer, what
-the theory predicts (the paired API's simulation side; paper Figs. 1d/e, 3, 5, spec AC-5..AC-8).
+the theory predicts (the paired API's simulation side; paper Figs. 1d/e, 3, 5, C.3).
 
 ``simulate(arch, …)`` draws ``n_inits`` random networks for each configuration (a β and/or α_SA per
 configuration, so a whole grid runs in one batched computation), feeds each the same ``n_seqs`` sequences
