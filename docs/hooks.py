@@ -1,0 +1,183 @@
+"""MkDocs build hook: the tables and lists of the docs that must follow the code, generated at every build.
+
+A page puts a marker on a line of its own and the build replaces it:
+
+* ``<!-- attnlab:experiments STUDY -->``: the study's registered experiments (name, title, paper reference, what the
+  quick and paper scales set), from :func:`attnlab.core.experiment.experiments`;
+* ``<!-- attnlab:claims STUDY -->``: the study's registered claims (id, paper reference, statement) joined with the
+  committed record ``results/claims/<scale>/<study>[-cuda].json``: the last quick and paper verdict, measured value
+  and detail of each (:mod:`attnlab.core.record`);
+* ``<!-- attnlab:reference PACKAGE -->``: one mkdocstrings block (``::: module``) per public module found under the
+  package's folder, so the API reference follows files that move.
+
+An unknown study or package, or a marker left in a page, is a build warning, which ``mkdocs build --strict`` turns
+into a failure.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("mkdocs.plugins.attnlab")
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+RECORD = ROOT / "results" / "claims"
+MARKER = re.compile(r"^<!--\s*attnlab:(\w+)\s+([\w.]+)\s*-->\s*$", re.MULTILINE)
+FENCE = re.compile(r"(^(?:```|~~~).*?^(?:```|~~~)[ \t]*$)", re.MULTILINE | re.DOTALL)
+SCALES = ("quick", "paper")
+
+
+def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
+    def expand(match: re.Match) -> str:
+        kind, arg = match.groups()
+        maker = {"experiments": experiments_table, "claims": claims_table, "reference": reference}.get(kind)
+        if maker is None:
+            log.warning("%s: unknown marker attnlab:%s (known: experiments, claims, reference)", page.file.src_path,
+                        kind)
+            return match.group(0)
+        try:
+            return maker(arg)
+        except LookupError as exc:
+            log.warning("%s: %s", page.file.src_path, exc.args[0])
+            return match.group(0)
+
+    # markers inside fenced code blocks (a page showing the markers themselves) stay as they are
+    parts = FENCE.split(markdown)
+    return "".join(part if i % 2 else MARKER.sub(expand, part) for i, part in enumerate(parts))
+
+
+# -- the registry ---------------------------------------------------------------------------------------------------
+@functools.cache
+def _registry() -> tuple[dict[str, list], dict[str, list]]:
+    """Experiments and claims of every study, by study (imports the studies once per build)."""
+    from attnlab.core.claims import claims
+    from attnlab.core.experiment import experiments
+
+    by_study: dict[str, list] = {}
+    for exp in experiments():
+        by_study.setdefault(exp.study, []).append(exp)
+    claims_by: dict[str, list] = {}
+    for c in claims():
+        claims_by.setdefault(c.study, []).append(c)
+    return by_study, claims_by
+
+
+def _study(study: str, table: dict[str, list]) -> list:
+    if study not in table:
+        raise LookupError(f"no registered study {study!r}; known: {', '.join(sorted(table))}")
+    return table[study]
+
+
+def _cell(text: Any) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _overrides(values: dict[str, Any]) -> str:
+    return ", ".join(f"`{k}={_value(v)}`" for k, v in values.items())
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, tuple | list):
+        return "[" + ",".join(_value(x) for x in v) + "]"
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def experiments_table(study: str) -> str:
+    rows = [
+        "| experiment | what it runs | paper | quick scale sets | paper scale sets |",
+        "|---|---|---|---|---|",
+    ]
+    for exp in _study(study, _registry()[0]):
+        scales = exp.config.scales
+        quick = _overrides(scales.get("quick", {})) or "the paper's values"
+        paper = _overrides(scales.get("paper", {})) or "the paper's values"
+        star = " ★" if exp.headline else ""
+        rows.append(f"| `{exp.key}`{star} | {_cell(exp.title)} | {_cell(exp.ref)} | {_cell(quick)} | {_cell(paper)} |")
+    note = ("\n\nGenerated from the registry at build time. ★: a headline experiment (`attnlab reproduce` runs it). "
+            f"Run one with `attnlab run {study}.NAME [--scale paper] [--set KEY=VALUE]`; "
+            f"`attnlab list {study} --params` lists every parameter with its paper default.\n")
+    return "\n".join(rows) + note
+
+
+# -- the committed record -------------------------------------------------------------------------------------------
+def _record(study: str, scale: str) -> tuple[dict[str, dict], list[str]]:
+    """Entries of the study's committed records at ``scale`` (CPU and GPU; the newer entry of a claim wins) and a
+    line per record file read."""
+    entries: dict[str, dict] = {}
+    seen = []
+    for path in sorted((RECORD / scale).glob(f"{study}.json")) + sorted((RECORD / scale).glob(f"{study}-cuda.json")):
+        doc = json.loads(path.read_text())
+        seen.append(f"`{path.relative_to(ROOT)}` ({doc.get('device', 'cpu')}, {doc.get('date', '?')[:10]}, "
+                    f"commit {str(doc.get('commit', '?'))[:8]}: {_counts(doc.get('counts', {}))})")
+        for e in doc.get("claims", []):
+            old = entries.get(e["claim"])
+            if old is None or str(e.get("date", "")) >= str(old.get("date", "")):
+                entries[e["claim"]] = {**e, "device": doc.get("device", "cpu")}
+    return entries, seen
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "empty"
+
+
+def _verdict(entry: dict | None, measured_here: bool) -> str:
+    if not measured_here:
+        return "not at this scale"
+    if entry is None:
+        return "not measured yet"
+    value = entry.get("measured")
+    shown = f" {value:.4g}" if isinstance(value, int | float) else ""
+    gpu = " (GPU)" if str(entry.get("device", "cpu")).startswith("cuda") else ""
+    detail = f": {entry['detail']}" if entry.get("detail") else ""
+    return f"**{entry['verdict']}**{gpu}{shown} (expected {entry.get('expected', '?')}){detail}"
+
+
+def claims_table(study: str) -> str:
+    registered = _study(study, _registry()[1])
+    records = {scale: _record(study, scale) for scale in SCALES}
+    rows = ["| claim | paper | statement | last quick verdict | last paper verdict |", "|---|---|---|---|---|"]
+    for c in registered:
+        cells = [_verdict(records[s][0].get(c.id), s in c.scales) for s in SCALES]
+        rows.append(f"| `{c.id}` | {_cell(c.ref)} | {_cell(c.statement)} | {_cell(cells[0])} | {_cell(cells[1])} |")
+    read = [line for s in SCALES for line in records[s][1]]
+    source = ("from " + "; ".join(read)) if read else "no committed record of this study yet (`make check` writes one)"
+    head = (f"{len(registered)} claims registered, verdicts {source}. Generated at build time from the registry "
+            f"and `results/claims/` ([how the record is kept](../claims.md)); `attnlab check {study}` measures them "
+            "again.\n\n")
+    return head + "\n".join(rows) + "\n"
+
+
+# -- the API reference ----------------------------------------------------------------------------------------------
+def _modules(package: str) -> list[str]:
+    """Public modules under ``package``'s folder (depth first, in name order): no ``_private`` ones, no tests."""
+    folder = SRC.joinpath(*package.split("."))
+    if not (folder / "__init__.py").exists():
+        raise LookupError(f"no package {package!r} under src/")
+    out = []
+    for path in sorted(folder.rglob("*.py")):
+        rel = path.relative_to(SRC).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if any(p.startswith("_") for p in parts) or any(p in ("static", "tests") for p in parts):
+            continue
+        if path.name == "__init__.py" and not _has_docstring(path):
+            continue
+        out.append(".".join(parts))
+    return out
+
+
+def _has_docstring(path: Path) -> bool:
+    import ast
+
+    return ast.get_docstring(ast.parse(path.read_text())) is not None
+
+
+def reference(package: str) -> str:
+    blocks = [f"::: {module}\n    options:\n      members_order: source\n" for module in _modules(package)]
+    return "\n".join(blocks)
