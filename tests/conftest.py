@@ -1,18 +1,32 @@
-"""Test set-up: one BLAS/torch thread (2-core machines), quiet progress, the toy plug-in study."""
+"""Test set-up: one BLAS/torch thread (2-core machines), quiet progress, the example study.
+
+The example study ``examples/my_study`` (study ``toy``: a seeded random walk, and its sandbox view) is found through
+its entry points, as any third-party study: ``make`` installs it (``pip install --no-deps -e examples/my_study``).
+Where it is not installed the tests still find it, through the deprecated variables, and
+``tests/plugins/test_entry_points.py`` fails saying how to install it.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ["ATTNLAB_QUIET"] = "1"
-PLUGINS = Path(__file__).parent / "plugins"
-sys.path.insert(0, str(PLUGINS))
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), os.environ.get("PYTHONPATH")]))
-os.environ["ATTNLAB_PLUGINS"] = "attnlab_toy"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "my_study"
+if "toy" not in {ep.name for ep in entry_points(group="attnlab.studies")}:
+    sys.path.insert(0, str(EXAMPLE))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(EXAMPLE), os.environ.get("PYTHONPATH")]))
+    os.environ["ATTNLAB_PLUGINS"] = "my_study.experiments,my_study.claims"
+    os.environ["ATTNLAB_SANDBOX_PLUGINS"] = "my_study.views.plugin"
+    from attnlab.core import experiment as _experiment
+
+    _experiment._DEPRECATED_SAID.update({"ATTNLAB_PLUGINS", "ATTNLAB_SANDBOX_PLUGINS"})  # said once, here
+    print("tests: examples/my_study is not installed (pip install --no-deps -e examples/my_study): it is found through "
+          "the deprecated ATTNLAB_PLUGINS / ATTNLAB_SANDBOX_PLUGINS", file=sys.stderr)
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -2,7 +2,7 @@
 (``attnlab sandbox --no-browser`` on a free 127.0.0.1 port, read from its printed address), and Debian's Chromium
 driven by Playwright.
 
-The server loads the test plug-in ``sandbox_toy`` (this directory) through ``ATTNLAB_SANDBOX_PLUGINS``, checkpoints
+The server finds the example study's plug-in (``examples/my_study``, study ``toy``) through its entry point, checkpoints
 every epoch and publishes live snapshots every 0.25 s, so job tests stop and resume runs quickly.
 """
 
@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
+sys.path.insert(0, str(HERE))  # sandbox_helpers
 CHROMIUM = os.environ.get("ATTNLAB_CHROMIUM", "/usr/bin/chromium")
 from sandbox_helpers import BIG, SMALL, SPEC, Server, Stored, start_server, stop_server  # noqa: E402
 

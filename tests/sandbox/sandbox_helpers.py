@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SERVER_ENV = {"ATTNLAB_SANDBOX_PLUGINS": "sandbox_toy", "ATTNLAB_CHECKPOINT_EVERY": "0",
-              "ATTNLAB_PUBLISH_EVERY": "0.25", "ATTNLAB_QUIET": "1"}
+SERVER_ENV = {"ATTNLAB_CHECKPOINT_EVERY": "0", "ATTNLAB_PUBLISH_EVERY": "0.25", "ATTNLAB_QUIET": "1"}
 
 #: the stored runs every test may open (created once per session, in process, through the run store)
 BIG = {"k": 3, "n_train": 16, "batch_size": 16, "epochs": 1000, "log_every": 20, "head_metrics": False}  # 1001 snaps

@@ -142,7 +142,7 @@ def test_malformed_posts_and_the_server_survives(server, stored):
 
 
 def test_a_failing_panel_is_a_500_line_and_the_server_goes_on(server, stored):
-    run_id = stored.walk  # a run of the test study, shown by the test plug-in sandbox_toy
+    run_id = stored.walk  # a run of the test study, shown by the example study's plug-in (examples/my_study)
     status, body = server.call("GET", f"api/runs/{run_id}/frames?panels=boom")
     assert status == 500 and body["error"] == "internal error: RuntimeError: the boom panel always fails"
     frames = server.get(f"api/runs/{run_id}/frames?start=4&panels=walk")["frames"]

@@ -1,8 +1,10 @@
-"""A sandbox plug-in for the test study ``toy.walk`` (tests/plugins/attnlab_toy.py), loaded by the server under test
-through ``ATTNLAB_SANDBOX_PLUGINS=sandbox_toy`` exactly as a third-party study's plug-in would be.
+"""The toy study in the sandbox: one opener per experiment, turning a run's stored arrays into a view whose panels
+are plain Plotly figures (``attnlab.sandbox.traces`` builds the traces).
 
-Its jobs are cheap (a random walk that sleeps per step), so the job-control tests need no training. The panel
-``boom`` raises on purpose: the server must answer 500 with one line and keep serving.
+Frames are the steps (one per stored position), one variant. The panels double as a gallery of what the page
+draws: the walk itself, legends outside (``spread``) and inside (``inset``) the plot, error bars, log axes over a
+decade or several (``decades``, ``digits``), category axes (``kinds``), a series over the steps (``norm``), and
+``boom``, hidden by default, which raises to show that a failing panel is reported in one line while the others draw.
 """
 
 from __future__ import annotations
@@ -78,22 +80,24 @@ class WalkView(View):
         return {"norm": {"data": [T.line(self.times, norm)], "layout": T.layout("norm", xlabel="step")}}
 
 
+def open_walk(experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapping[str, Any],
+              config: Mapping[str, Any]) -> View:
+    """The view of a ``toy.walk`` run (a 1-D walk gets a zero second coordinate to be drawn in the plane)."""
+    path = np.asarray(arrays["path"])
+    if path.shape[1] < 2:
+        path = np.concatenate([path, np.zeros((len(path), 1))], 1)
+    return WalkView(times=np.arange(1, len(path) + 1, dtype=float), time_label="step", variants=["walk"],
+                    panels=[PanelSpec("walk", "walk"), PanelSpec("spread", "spread"), PanelSpec("inset", "inset"),
+                            PanelSpec("decades", "decades"), PanelSpec("digits", "digits"),
+                            PanelSpec("kinds", "kinds"),
+                            PanelSpec("norm", "norm", "series"),
+                            PanelSpec("boom", "always fails", default=False)], path=path)
+
+
 class WalkPlugin(StudyPlugin):
     study = "toy"
-    experiments = ("toy.walk",)
-    forms = {"toy.walk": ("steps", "dim", "sleep", "fail_at", "seed")}
-
-    def open(self, experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapping[str, Any],
-             config: Mapping[str, Any], live: bool) -> View:
-        path = np.asarray(arrays["path"])
-        if path.shape[1] < 2:
-            path = np.concatenate([path, np.zeros((len(path), 1))], 1)
-        return WalkView(times=np.arange(1, len(path) + 1, dtype=float), time_label="step", variants=["walk"],
-                        panels=[PanelSpec("walk", "walk"), PanelSpec("spread", "spread"), PanelSpec("inset", "inset"),
-                                PanelSpec("decades", "decades"), PanelSpec("digits", "digits"),
-                                PanelSpec("kinds", "kinds"),
-                                PanelSpec("norm", "norm", "series"),
-                                PanelSpec("boom", "always fails", default=False)], path=path)
+    openers = {"walk": open_walk}
+    forms = {"toy.walk": ("steps", "dim", "sleep", "fail_at", "seed")}  # the start form's fields
 
 
-register(WalkPlugin())
+PLUGIN = register(WalkPlugin())

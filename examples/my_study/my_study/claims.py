@@ -1,0 +1,23 @@
+"""Claims: what the theory predicts, measured on runs (``attnlab check toy``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnlab.core.claims import claim
+from my_study.theory import diffusion_ratio
+
+
+def _diffusion(ctx) -> float:
+    """E|x_T|² / (dim·T) over a few seeds: 1 for a unit-variance walk without drift."""
+    values = []
+    for seed in range(4):
+        r = ctx.run("toy.walk", seed=seed)
+        steps, dim = r.arrays["path"].shape
+        values.append(r.summary["final_norm"] ** 2 / (dim * steps))
+    return float(np.mean(values))
+
+
+claim("toy.diffusion", "—", "a unit-variance random walk diffuses: E|x_T|² = dim·T",
+      "mean over 4 seeds of |x_T|²/(dim·T)", _diffusion, expected=diffusion_ratio(drift=0.0), relation="approx",
+      tolerance=0.9)

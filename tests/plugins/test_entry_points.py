@@ -1,0 +1,87 @@
+"""Plug-ins through entry points (issue 17): the five studies and ``examples/my_study`` register the same way, under
+``attnlab.studies`` and ``attnlab.views``; the old variables still work for one release, with a one-line warning."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from importlib.metadata import entry_points
+
+import pytest
+
+from attnlab import STUDIES
+from attnlab.core.config import ConfigError
+from attnlab.core.experiment import get, known_studies, load_studies, study_modules
+from attnlab.sandbox import plugin
+
+INSTALL = "pip install --no-deps -e examples/my_study (what `make` does)"
+
+
+def test_the_studies_and_the_example_are_installed_entry_points():
+    studies = {ep.name: ep.value for ep in entry_points(group="attnlab.studies")}
+    views = {ep.name: ep.value for ep in entry_points(group="attnlab.views")}
+    assert "toy" in studies and "toy" in views, f"the example study is not installed: {INSTALL}"
+    assert studies == {**{s: f"attnlab.{s}" for s in STUDIES}, "toy": "my_study"}
+    assert views == {**{s: f"attnlab.{s}.views.plugin" for s in STUDIES}, "toy": "my_study.views.plugin"}
+
+
+def test_the_example_is_found_through_its_entry_points_not_a_variable():
+    if "toy" not in {ep.name for ep in entry_points(group="attnlab.studies")}:
+        pytest.fail(f"the example study is not installed: {INSTALL}")
+    assert "ATTNLAB_PLUGINS" not in os.environ and "ATTNLAB_SANDBOX_PLUGINS" not in os.environ
+    assert list(study_modules()) == [*STUDIES, "toy"]  # the built-ins first, in their order
+    assert known_studies()[: len(STUDIES) + 1] == [*STUDIES, "toy"]
+    assert get("toy.walk").memory is not None and get("toy.walk").figure is not None
+    assert plugin.plugin_for("toy.walk").study == "toy"
+    assert list(plugin.view_modules()) == [*STUDIES, "toy"]
+
+
+def test_an_unknown_study_is_one_line():
+    with pytest.raises(ConfigError, match=r"^unknown study 'nope'; allowed: specialization, .*toy"):
+        load_studies(["nope"])
+
+
+LEGACY = textwrap.dedent('''
+    from attnlab.core.config import Config
+    from attnlab.core.experiment import Result, experiment
+
+    class C(Config):
+        scales = {"quick": {}, "paper": {}}
+
+    @experiment("legacy", "noop", C)
+    def noop(config, ctx):
+        return Result(summary={"x": 1.0})
+''')
+LEGACY_VIEW = textwrap.dedent('''
+    from attnlab.sandbox.plugin import StudyPlugin, register
+
+    class P(StudyPlugin):
+        study = "legacy"
+        openers = {"noop": lambda *a: None}
+
+    register(P())
+''')
+PROBE = ("from attnlab.core.experiment import get; from attnlab.sandbox.plugin import plugins, plugin_for; "
+         "get('legacy.noop'); get('legacy.noop'); plugins(); print(plugin_for('legacy.noop').study)")
+
+
+def test_the_deprecated_variables_still_work_with_one_line_each(tmp_path):
+    (tmp_path / "legacy_study.py").write_text(LEGACY)
+    (tmp_path / "legacy_view.py").write_text(LEGACY_VIEW)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+           "ATTNLAB_PLUGINS": "legacy_study", "ATTNLAB_SANDBOX_PLUGINS": "legacy_view"}
+    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "legacy"
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 2, lines  # one line per variable, once per process
+    assert lines[0].startswith("attnlab: $ATTNLAB_PLUGINS is deprecated") and "'attnlab.studies'" in lines[0]
+    assert lines[1].startswith("attnlab: $ATTNLAB_SANDBOX_PLUGINS is deprecated") and "'attnlab.views'" in lines[1]
+
+
+def test_a_variable_naming_a_missing_module_is_one_line(monkeypatch):
+    monkeypatch.setenv("ATTNLAB_PLUGINS", "no_such_study_module")
+    with pytest.raises(ConfigError, match=r"^ATTNLAB_PLUGINS names 'no_such_study_module', which cannot be"):
+        load_studies()
