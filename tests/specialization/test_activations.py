@@ -1,4 +1,4 @@
-"""Attention activations (spec §2.2, check T1)."""
+"""Attention activations, eqs. (3)-(4) and (17)."""
 
 import pytest
 import torch

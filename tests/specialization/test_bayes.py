@@ -1,5 +1,5 @@
 """Bayes estimator and risk, Prop. IV.2 (B-softmax optimum) and Prop. IV.3 (softmax-1 construction)
-(spec §3.11-§3.13, checks T6, T7, T8)."""
+(Props. IV.1-IV.3, eq. (16))."""
 
 import itertools
 import math
@@ -19,7 +19,7 @@ THREE = make_law("discrete", 2, values=[[2.0, 0.0], [-1.0, 1.5], [0.5, -2.5]], p
 @pytest.mark.parametrize("law", [make_law("flip", 2, nu=2.0), make_law("flip", 2, nu=4.0),
                                  make_law("flip", 4, nu=10.0), THREE])
 def test_prop_iv2_bsoftmax_equals_bayes_per_sample(law):
-    """T7: on the same samples B-softmax at m_h = θ^h, r = 0, b_h = log P(θ^h) - ||θ^h||²/2 gives the Bayes
+    """Prop. IV.2: on the same samples B-softmax at m_h = θ^h, r = 0, b_h = log P(θ^h) - ||θ^h||²/2 gives the Bayes
     posterior exactly, hence the same loss per sample."""
     s = T.mc_samples(law, 5, law.support()[0].shape[0], 5000, seed=1)
     prep = s.prepare()
@@ -31,7 +31,7 @@ def test_prop_iv2_bsoftmax_equals_bayes_per_sample(law):
     chi = T.scores(p["m"][None], p["r"][None], prep)[0].transpose(0, 1)  # (N, H, L)
     s_l = torch.softmax((chi + p["b"][:, None]).flatten(1), -1).reshape(chi.shape).sum(1)
     assert (s_l - B.bayes_posterior(B.samples_chi_star(s), law)).abs().max() < 1e-10
-    if law is THREE:  # the paper's printed bias -||θ||² log P/2 is not optimal (spec §8.2)
+    if law is THREE:  # the paper's printed bias -||θ||² log P/2 is not optimal (docs/studies/specialization.md)
         sq = (p["m"] ** 2).sum(-1)
         typo = -sq * torch.log(torch.tensor([0.5, 0.3, 0.2], dtype=F64)) / 2
         worse = T.reduced_loss(p["m"], p["r"], typo, p["v"], prep, "bsoftmax")
@@ -40,7 +40,7 @@ def test_prop_iv2_bsoftmax_equals_bayes_per_sample(law):
 
 def test_bsoftmax_optimum_loss_equals_bayes_risk_and_duplicates():
     """The B-softmax optimum, evaluated on independent MC samples, equals the Bayes risk within MC error;
-    duplicating heads (H = 8 for 4 support points) does not change the estimator (T17, first part)."""
+    duplicating heads (H = 8 for 4 support points) does not change the estimator (Fig. 7's redundancy)."""
     law = make_law("flip", 4, nu=10.0)
     risk, se = B.bayes_risk(law, 5, 200_000, seed=3)
     prep = T.mc_samples(law, 5, 8, 100_000, seed=4).prepare()
@@ -54,7 +54,7 @@ def test_bsoftmax_optimum_loss_equals_bayes_risk_and_duplicates():
 
 
 def test_bayes_risk_table_properties():
-    """T6 (reduced N): seed-independence, monotone decrease in ν, flip < iso-Gaussian at equal ν (F = 2)."""
+    """Prop. IV.1 (reduced N): seed-independence, monotone decrease in ν, flip < iso-Gaussian at equal ν (F = 2)."""
     r1, s1 = B.bayes_risk(make_law("flip", 2, nu=2.0), 5, 200_000, seed=0)
     r2, s2 = B.bayes_risk(make_law("flip", 2, nu=2.0), 5, 200_000, seed=1)
     assert abs(r1 - r2) <= min(0.004, 3 * math.hypot(s1, s2)) + 1e-4 and 0 < s1 < 0.003
@@ -68,7 +68,7 @@ def test_bayes_risk_table_properties():
 
 
 def test_gaussian_bayes_posterior_is_quadratic_attention():
-    """§3.11: for θ ~ N(0, Diag(ν̃)) the posterior is softmax_ℓ Σ_f ν̃_f c_f² / (2(1+ν̃_f))."""
+    """Eq. (16): for θ ~ N(0, Diag(ν̃)) the posterior is softmax_ℓ Σ_f ν̃_f c_f² / (2(1+ν̃_f))."""
     law = make_law("gaussian", 2, nu1=3.0, nu2=1.0)
     chi = torch.randn(50, 2, 5, dtype=F64)
     nu = torch.tensor([3.0, 1.0], dtype=F64)
@@ -86,7 +86,7 @@ def _softmax_grid_best(prep, B_, n_grid=25):
 
 
 def test_prop_iv3_softmax1_construction():
-    """T8 (reduced: N = 2000, softmax grid 25×25 over [-4B, 4B]²): θ = ±B (F = 1), L = 5, H = 2, r = 0."""
+    """Prop. IV.3 (reduced: N = 2000, softmax grid 25×25 over [-4B, 4B]²): θ = ±B (F = 1), L = 5, H = 2, r = 0."""
     cons, grid, bayes = [], [], []
     for B_ in (1.0, 2.0, 3.0, 4.0, 6.0):
         law = make_law("discrete", 1, values=[[B_], [-B_]], probs=[0.5, 0.5])

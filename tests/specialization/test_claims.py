@@ -38,7 +38,7 @@ def test_exact_claims_pass(tmp_path, name):
 
 
 def test_softmax1_early_rates_hold_at_r_zero_and_reverse_at_r_identity(tmp_path):
-    """T16: (A18)-(A19) at m = r = 0 (closed forms of (A16)-(A17): dv/dτ = 1/18, db/dτ = −1/216 at L = 5, H = 2);
+    """Lemma A.4: (A18)-(A19) at m = r = 0 (closed forms of (A16)-(A17): dv/dτ = 1/18, db/dτ = −1/216 at L = 5, H = 2);
     the detail reports the reversed signs at r = I."""
     from attnlab.core.runs import RunStore
 
@@ -92,7 +92,7 @@ def test_exact_identities():
 
 
 def test_finite_d_consistency_reduced_size():
-    """T4 at D = 600 over 6000 sequences: sampling error ~0.01, O(1/D) bias ~0.002."""
+    """Prop. III.1 at D = 600 over 6000 sequences: sampling error ~0.01, O(1/D) bias ~0.002."""
     from attnlab.specialization.claims import identities as ident
 
     assert ident.finite_d_consistency(D=600, n=6000) < 0.03

@@ -37,7 +37,7 @@ def test_make_law_classes_and_moments():
     assert isinstance(make_law("onehot", 2, nu=1.0), OneHotSpike)
     assert isinstance(make_law("gaussian", 2, nu1=8.0, nu2=2.0), NonIsoGaussian)
     assert isinstance(make_law("gaussian_iso", 3, nu=9.0), IsoGaussian)
-    # closed-form moments of spec §1.2
+    # closed-form moments of the laws of Sec. II
     flip = FlipSpike(2.0, 3.0)
     torch.testing.assert_close(flip.mean(), torch.tensor([math.sqrt(2.0), 0.0], dtype=F64))
     torch.testing.assert_close(flip.cov(), torch.diag(torch.tensor([0.0, 3.0], dtype=F64)))
@@ -93,7 +93,7 @@ def test_gaussian_log_marginal_matches_quadrature(law):
     for pp in (torch.eye(2, dtype=F64), p):
         torch.testing.assert_close(law.log_marginal(c, pp), _grid_log_marginal(law, c, pp), atol=1e-6, rtol=0)
     torch.testing.assert_close(law.log_marginal(c), law.log_marginal(c, torch.eye(2, dtype=F64)))
-    if law.mean().abs().max() == 0:  # spec §3.11 quadratic form, up to the constant −½ log det(I + Σ)
+    if law.mean().abs().max() == 0:  # eq. (16)'s Gaussian integral: quadratic, up to −½ log det(I + Σ)
         nu = law.cov().diagonal()
         expect = (nu * c**2 / (2 * (1 + nu))).sum(-1) - 0.5 * torch.log1p(nu).sum()
         torch.testing.assert_close(law.log_marginal(c), expect)
@@ -102,8 +102,8 @@ def test_gaussian_log_marginal_matches_quadrature(law):
 def test_discrete_log_marginals_match_spec_closed_forms():
     c = torch.randn(50, 2, generator=torch.Generator().manual_seed(0), dtype=F64) * 3
     nu1, nu2 = 2.0, 3.0
-    spec = math.sqrt(nu1) * c[:, 0] + torch.log(torch.cosh(math.sqrt(nu2) * c[:, 1])) - (nu1 + nu2) / 2
-    torch.testing.assert_close(FlipSpike(nu1, nu2).log_marginal(c), spec)
+    want = math.sqrt(nu1) * c[:, 0] + torch.log(torch.cosh(math.sqrt(nu2) * c[:, 1])) - (nu1 + nu2) / 2
+    torch.testing.assert_close(FlipSpike(nu1, nu2).log_marginal(c), want)
     c4 = torch.randn(50, 4, dtype=F64, generator=torch.Generator().manual_seed(1)) * 3
     spec4 = torch.logsumexp(math.sqrt(10.0) * c4, -1) - math.log(4) - 5.0
     torch.testing.assert_close(OneHotSpike(4, 10.0).log_marginal(c4), spec4)

@@ -1,5 +1,5 @@
 """Saddle analysis: Lemma A.4 (softmax-1 fixed point), Hessian constants c1-c4 (Lemma III.1 / A.5) and
-escape rates (checks T3, T5)."""
+escape rates (Lemmas A.4, A.5)."""
 
 import math
 
@@ -28,7 +28,7 @@ def test_constants_closed_form_equal_definition(act, L, H):
 
 @pytest.mark.parametrize("L,H,b,v", [(5, 2, 0.0, 1.0), (4, 3, 0.7, 1.4), (10, 8, -1.0, 0.9)])
 def test_lemma_a4_softmax1_gradients(L, H, b, v):
-    """T3: autodiff at m = 0, r = 0, b = b̃1 vs (A16), (A17) (exact: σ is constant there)."""
+    """Lemma A.4: autodiff at m = 0, r = 0, b = b̃1 vs (A16), (A17) (exact: σ is constant there)."""
     prep = T.mc_samples(make_law("flip", 2, nu1=2.0, nu2=2.0), L, H, 200).prepare()
     m, r = torch.zeros(1, H, 2, dtype=F64), torch.zeros(1, H, H, dtype=F64)
     bb, vv = torch.full((1, H), b, dtype=F64), torch.full((1,), v, dtype=F64)
@@ -73,7 +73,7 @@ def _whiten(s):
 
 @pytest.mark.parametrize("act", ACTS)
 def test_mc_hessian_matches_lemma_a5(act):
-    """T5: Gaussian θ, ν̃ = (3, 1), m = 0, r = 0: the autodiff Hessian in m equals
+    """Lemma A.5: Gaussian θ, ν̃ = (3, 1), m = 0, r = 0: the autodiff Hessian in m equals
     2[1 1ᵀ ⊗ (c1 I + (c2+c4) Cov θ) - (c3+c4) I ⊗ Cov θ] — to 1e-9 with moment-matched samples,
     within 5% of max |entry| on raw MC samples (N = 10^5)."""
     law = make_law("gaussian", 2, nu1=3.0, nu2=1.0)
@@ -89,14 +89,15 @@ def test_mc_hessian_matches_lemma_a5(act):
             assert (hs_raw - want).abs().max() < 0.05 * want.abs().max()
         hs = Hs.hessian_m(act, _whiten(raw).prepare(), H, 2, b, v)
         assert (hs - want).abs().max() < 1e-9, (L, H, hs - want)
-        # the blocks of the spec's check T5
+        # the blocks of (13)
         cross, diff = hs[0, :, 1, :] / 2, (hs[0, :, 1, :] - hs[0, :, 0, :]) / 2
         assert torch.allclose(cross, c["c1"] * torch.eye(2, dtype=F64) + (c["c2"] + c["c4"]) * cov, atol=1e-9)
         assert torch.allclose(diff, (c["c3"] + c["c4"]) * cov, atol=1e-9)
 
 
 def test_escape_rates():
-    """§3.9 / T12: flip (2,2), softmax, L = 10, H = 2: λ = 2(c3+c4)ν2 = 0.144 along the flipping direction."""
+    """Lemma III.1, Prop. III.4: flip (2,2), softmax, L = 10, H = 2: λ = 2(c3+c4)ν2 = 0.144 along the
+    flipping direction."""
     law = make_law("flip", 2, nu1=2.0, nu2=2.0)
     lam = Hs.escape_rates("softmax", 10, 2, law.mean(), law.cov())
     assert abs(float(lam[0]) - 0.144) < 1e-12 and abs(float(lam[1])) < 1e-12

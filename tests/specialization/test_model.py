@@ -1,4 +1,4 @@
-"""Estimator of eq. (3): forward vs naive loops, cache, init (§2.3), pruning (§4.7), order params (§3.1)."""
+"""Estimator of eq. (3): forward vs naive loops, cache, init (Sec. II), pruning (Fig. 7), order params (8)-(9)."""
 
 import math
 

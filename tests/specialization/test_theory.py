@@ -1,5 +1,5 @@
-"""Reduced loss (10)-(11), its gradient, and the gradient flow (12) (spec §3.2-§3.4, §5.1, checks T2, T4,
-T9, T10, T16, T18)."""
+"""Reduced loss (10)-(11), its gradient, and the gradient flow (12) (Prop. III.1, Lemmas A.1, A.3, A.4,
+Prop. III.3, eqs. (8)-(9), App. B)."""
 
 import math
 
@@ -24,7 +24,7 @@ def _rand_params(S, H, F, seed=0):
 
 @pytest.mark.parametrize("act", ACTS)
 def test_exact_loss_at_zero(act):
-    """T2: at m = 0, r = 0 σ is constant, so the MC loss is exact."""
+    """Eq. (10) at the origin: at m = 0, r = 0 σ is constant, so the MC loss is exact."""
     prep = T.mc_samples(FLIP, 5, 2, 500).prepare()
     z = torch.zeros(1, 2, 2, dtype=F64), torch.zeros(1, 2, 2, dtype=F64)
     val = float(T.reduced_loss(*z, torch.zeros(1, 2, dtype=F64), torch.ones(1, dtype=F64), prep, act)[0])
@@ -67,7 +67,7 @@ def test_gradient_vs_finite_differences(act):
 
 
 def test_lemma_a3_grad_r_vanishes_at_r0():
-    """T9(d): with antithetic ξ, ∇_r Ẽ(m, 0, b, v) = 0 exactly."""
+    """Lemma A.3: with antithetic ξ, ∇_r Ẽ(m, 0, b, v) = 0 exactly."""
     prep = T.mc_samples(FLIP, 5, 3, 1000, antithetic=True).prepare()
     m, _, b, v = _rand_params(1, 3, 2)
     for act in ACTS:
@@ -79,8 +79,8 @@ def test_lemma_a3_grad_r_vanishes_at_r0():
 
 
 def test_mq_form_equals_r_form():
-    """§3.3: dm/dτ = -G_m - 2 G_q m, dq/dτ = -(G_m mᵀ + m G_mᵀ) - 2(G_q q + q G_q) (p = I), with Ẽ(m, q) from
-    the Gaussian-column form χ_{:,ℓ} = δ_ℓ0 mθ + q^{1/2} ζ on independent samples: equal within MC error."""
+    """Eq. (12) in (m, q): dm/dτ = -G_m - 2 G_q m, dq/dτ = -(G_m mᵀ + m G_mᵀ) - 2(G_q q + q G_q) (p = I), with Ẽ(m, q)
+    from the Gaussian-column form χ_{:,ℓ} = δ_ℓ0 mθ + q^{1/2} ζ on independent samples: equal within MC error."""
     H, L, n = 2, 5, 200_000
     m = torch.tensor([[0.8, 0.5], [0.7, -0.4]], dtype=F64)
     r = torch.tensor([[0.6, 0.1], [-0.2, 0.5]], dtype=F64)
@@ -113,7 +113,7 @@ def test_mq_form_equals_r_form():
 
 
 def test_order_parameter_extraction():
-    """T18: K = A K* + R, R ⊥ K*, K* orthonormal: m = A, r rᵀ = R Rᵀ; symsqrt symmetric PSD."""
+    """Eqs. (8)-(9): K = A K* + R, R ⊥ K*, K* orthonormal: m = A, r rᵀ = R Rᵀ; symsqrt symmetric PSD."""
     g = torch.Generator().manual_seed(0)
     D, H, F = 300, 3, 2
     Ks = sample_spikes(F, D, generator=g, dtype=F64, orthonormal=True)
@@ -134,7 +134,7 @@ def _empirical_loss(K, b, v, act, law, Ks, L, n, seed):
 
 
 def test_finite_d_reduced_loss_matches_population_loss():
-    """T4 (reduced): finite-D population loss (7) vs p-corrected Ẽ from the measured (m, q, p)."""
+    """Prop. III.1 (reduced): finite-D population loss (7) vs p-corrected Ẽ from the measured (m, q, p)."""
     g = torch.Generator().manual_seed(1)
     D, H, L = 1000, 2, 5
     Ks = sample_spikes(2, D, generator=g, dtype=F64)
@@ -176,7 +176,7 @@ def test_euler_autograd_vs_adaptive_analytic(act):
 
 
 def test_trajectory_observables_and_invariants():
-    """Names/shapes shared with the simulation; T9(a,b): frozen parameters, Σ_h b_h = 0 for B-softmax."""
+    """Names/shapes shared with the simulation; eq. (4): frozen parameters, Σ_h b_h = 0 for B-softmax."""
     taus = [0.0, 1.0, 2.0]
     for act in ACTS:
         tr = T.predict(act, FLIP, 5, 3, taus, n_seeds=2, n_mc=600, solver="adaptive")
@@ -195,7 +195,7 @@ def test_trajectory_observables_and_invariants():
 
 
 def test_lemma_a1_unspecialised_manifold_invariant():
-    """T9(c): on M_u with head-symmetrised samples the heads stay identical."""
+    """Lemma A.1: on M_u with head-symmetrised samples the heads stay identical."""
     s = T.mc_samples(FLIP, 5, 2, 1000, head_cyclic=True)
     p = {"m": torch.tensor([[[0.1, 0.05], [0.1, 0.05]]], dtype=F64),
          "r": torch.tensor([[[0.9, 0.1], [0.1, 0.9]]], dtype=F64),
@@ -207,7 +207,7 @@ def test_lemma_a1_unspecialised_manifold_invariant():
 
 
 def test_unspecialised_phase_timing():
-    """T10: flip (2,2), softmax, L = 10, H = 2, theory init."""
+    """Prop. III.3: flip (2,2), softmax, L = 10, H = 2, theory init."""
     tr = T.predict("softmax", FLIP, 10, 2, [0.0, 1.0, 5.0], n_mc=4000, solver="adaptive", seed=1)
     m = torch.as_tensor(tr["m"])[:, 0]
     rise = float(m[1, :, 0].mean() - m[0, :, 0].mean())
@@ -221,8 +221,8 @@ def test_unspecialised_phase_timing():
 
 
 def test_softmax1_early_dynamics():
-    """T16 / (A18)-(A19): at m ≈ 0, r = 0.5 I: ∂Ẽ/∂b_h > 0 and ∂Ẽ/∂v < 0 (b decreases, v increases).
-    At η = 1 (r = I) the signs are reversed (score noise inflates Σ s_ℓ²): the spec's claim that (A18)-(A19)
+    """Lemma A.4, (A18)-(A19): at m ≈ 0, r = 0.5 I: ∂Ẽ/∂b_h > 0 and ∂Ẽ/∂v < 0 (b decreases, v increases).
+    At η = 1 (r = I) the signs are reversed (score noise inflates Σ s_ℓ²): the reading that (A18)-(A19)
     also hold at r ≈ I is not true at L = 5; checked here so that a change is noticed."""
     prep = T.mc_samples(FLIP, 5, 2, 20000).prepare()
     p = T.theory_init(2, 2, n_seeds=1)
@@ -235,7 +235,7 @@ def test_softmax1_early_dynamics():
 def test_p_correction_and_resample_options():
     """Empirical init with p ≠ I: p-corrected and uncorrected flows agree early but not exactly; τ = 0 record
     reproduces the input order parameters; a resampled-MC flow stays close to the fixed-MC one
-    (T19, reduced)."""
+    (Fig. 8, reduced)."""
     g = torch.Generator().manual_seed(2)
     D = 200
     Ks = sample_spikes(2, D, generator=g, dtype=F64)

@@ -1,4 +1,4 @@
-"""SGD of eqs. (5)-(6): gradients, chunking, seed batching, resume, recording, early-phase physics (§7)."""
+"""SGD of eqs. (5)-(6): gradients, chunking, seed batching, resume, recording, early-phase physics (Prop. III.3)."""
 
 import numpy as np
 import pytest
@@ -101,7 +101,7 @@ def test_recording_shapes_progress_and_frozen_parameters():
     assert {k: tr[k].shape for k in shapes} == shapes
     assert calls == [(t, 10) for t in range(1, 11)]
     assert res.K.shape == (2, 4, 30) and res.K_star.shape == (2, 3, 30)
-    # recorded values agree with the final tensors; B-softmax: Σ_h b_h = 0 and v frozen (spec T9)
+    # recorded values agree with the final tensors; B-softmax: Σ_h b_h = 0 and v frozen (eq. (4))
     np.testing.assert_allclose(tr["b"][-1], res.b.double().numpy())
     np.testing.assert_allclose(tr["m"][-1], (res.K.double() @ res.K_star.double().mT).numpy())
     assert np.abs(tr["b"][-1]).max() > 1e-4 and np.abs(tr["b"].sum(-1)).max() < 1e-6
@@ -112,7 +112,7 @@ def test_recording_shapes_progress_and_frozen_parameters():
 
 
 def test_sgd_unspecialized_phase_aligns_with_mean():
-    """Spec §7 T10 at small D: the loss decreases and every head aligns with E θ = (√ν1, 0)."""
+    """Prop. III.3 at small D: the loss decreases and every head aligns with E θ = (√ν1, 0)."""
     res = simulate_sgd(LAW, H=2, L=5, D=300, activation="softmax", tau_max=4.0, seeds=[0], record_every=1.0)
     tr = res.trajectory
     loss, m = tr["loss"][:, 0], tr["m"][:, 0]  # (T,), (T, H, F)
@@ -125,7 +125,7 @@ def test_sgd_unspecialized_phase_aligns_with_mean():
 
 
 def test_softmax1_initial_rates_match_reduced_gradient():
-    """Spec T16, SGD side: the initial batch loss and dv/dτ equal Ẽ and −∂_v Ẽ of the reduced loss (10),
+    """Lemma A.4, SGD side: the initial batch loss and dv/dτ equal Ẽ and −∂_v Ẽ of the reduced loss (10),
     evaluated in the exact Gaussian-column form χ_{:,ℓ} ~ N(δ_{ℓε} mθ, q) at the run's own m(0), q(0).
 
     (At η = 1, r ≈ I, ∂_v Ẽ > 0, so v first *decreases*: the r = 0 signs of (A18)-(A19) do not carry over.)

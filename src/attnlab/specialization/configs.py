@@ -1,8 +1,8 @@
-"""Experiment configs of the specialization study: paper defaults (spec §1.3, §2.3, §3.3, §4) and scales.
+"""Experiment configs of the specialization study: the paper's settings (figure captions, App. B) and scales.
 
 Every config validates its θ law when built (``make_law``), so F mismatching the law, ν ≤ 0 or ν1 < ν2 for
 the non-isotropic Gaussian stop with one line before any work. ``quick`` scales keep the physics and shrink
-D (with the p-corrected theory, spec §3.4), the number of Monte-Carlo samples and the time horizon.
+D (with the p-corrected theory, docs/studies/specialization.md), the number of Monte-Carlo samples and the time horizon.
 """
 
 from __future__ import annotations
@@ -76,8 +76,8 @@ class SimVsTheoryConfig(LawConfig):
     gamma: float = Field(0.02, gt=0, le=10, description="SGD learning rate γ; τ = γ t")
     tau_max: float = Field(30.0, gt=0, le=1e5)
     record_every: float = Field(0.5, gt=0, description="Δτ between recorded points")
-    p_correction: bool = Field(True, description="finite-D p-corrected theory (spec §3.4)")
-    symmetrize: bool = Field(False, description="the SGD's own init breaks the symmetries (spec §3.7)")
+    p_correction: bool = Field(True, description="finite-D p-corrected theory (docs: Notes on the paper)")
+    symmetrize: bool = Field(False, description="the SGD's own init breaks the symmetries")
     # N_mc = 1e5 also at quick scale: at 2e4 the fixed-sample bias shifts the B-softmax escape by ~1 in τ
     scales = {"quick": {"D": 500, "n_mc": 100_000, "solver": "adaptive", "record_every": 1.0}, "paper": {}}
 
@@ -142,7 +142,7 @@ class FinalErrorConfig(LawConfig):
 
 
 class PruningConfig(LawConfig):
-    """Greedy head pruning after training (Fig. 7, spec §4.7, §5.6)."""
+    """Greedy head pruning after training (Fig. 7)."""
 
     activations: tuple[Activation, ...] = Field(ACTIVATIONS, min_length=1)
     laws: tuple[LawName, ...] = Field(("flip", "gaussian_iso"), min_length=1)

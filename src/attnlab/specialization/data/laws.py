@@ -1,12 +1,12 @@
-"""Laws of θ of paper 0 (spec §1.2): the spike strengths planted in the relevant token, eq. (2).
+"""Laws of θ of paper 0 (Sec. II): the spike strengths planted in the relevant token, eq. (2).
 
 Laws (all immutable, hashable frozen dataclasses, subclasses of ``ThetaLaw``):
 
 ==================  =========================  ==========================================================
-``make_law`` name   class                      definition (spec §1.2)
+``make_law`` name   class                      definition (Sec. II)
 ==================  =========================  ==========================================================
 'flip'  (F = 2)     ``FlipSpike(nu1, nu2)``    θ = (√ν1, s√ν2), s = ±1 w.p. 1/2 (``nu=`` sets both)
-'flip'  (F ≥ 3)     ``OneHotSpike(F, nu)``     θ = √ν e_f, f ~ Unif[F] (spec §8.11)
+'flip'  (F ≥ 3)     ``OneHotSpike(F, nu)``     θ = √ν e_f, f ~ Unif[F] (Sec. II)
 'onehot' (F ≥ 2)    ``OneHotSpike(F, nu)``     same, any F ≥ 2
 'gaussian'          ``NonIsoGaussian(F, nu1, nu2)``   θ_f ~ N(0, ν̃_f), ν̃ = linspace(ν1, ν2, F), ν1 ≥ ν2
 'gaussian_iso'      ``IsoGaussian(F, nu)``     θ ~ N(0, ν I_F)
@@ -15,8 +15,8 @@ Laws (all immutable, hashable frozen dataclasses, subclasses of ``ThetaLaw``):
 ==================  =========================  ==========================================================
 
 Λ is returned *exactly*, constants included (they cancel in the Bayes posterior softmax_ℓ Λ(χ*_ℓ) of
-eq. (16)); the optional ``p = K* K*ᵀ`` gives the finite-D weight e^{-θᵀpθ/2} (spec §8.18). Randomness
-always comes from an explicit ``torch.Generator``; samples are drawn on the generator's device.
+eq. (16)); the optional ``p = K* K*ᵀ`` gives the finite-D weight e^{-θᵀpθ/2} (docs/studies/specialization.md).
+Randomness always comes from an explicit ``torch.Generator``; samples are drawn on the generator's device.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ _F64 = torch.float64
 def symsqrt(a: Tensor) -> Tensor:
     """Symmetric PSD square root of the symmetric part of ``a`` (..., n, n): eigh, eigenvalues clamped at 0.
 
-    Used for Gaussian sampling, for r = symsqrt(q − m p⁻¹ mᵀ) (spec §3.1) and for P = p^{1/2} (§3.4)."""
+    Used for Gaussian sampling, for r = symsqrt(q − m p⁻¹ mᵀ) (eq. (9)) and for P = p^{1/2} (the finite-D
+    p-correction)."""
     w, u = torch.linalg.eigh((a + a.mT) / 2)
     return (u * w.clamp(min=0).sqrt().unsqueeze(-2)) @ u.mT
 
@@ -68,11 +69,11 @@ class ThetaLaw:
         raise NotImplementedError
 
     def log_marginal(self, c: Tensor, p: Tensor | None = None) -> Tensor:
-        """Λ(c) = log ∫ exp(θᵀc − θᵀpθ/2) P_θ(dθ) for c of shape (..., F) (spec §3.11; p = I_F default)."""
+        """Λ(c) = log ∫ exp(θᵀc − θᵀpθ/2) P_θ(dθ) for c of shape (..., F) (eq. (16); p = I_F default)."""
         raise NotImplementedError
 
     def log_marginal_weight(self, c: Tensor, p: Tensor | None = None) -> Tensor:
-        """Alias of :meth:`log_marginal` (the spec's name)."""
+        """Alias of :meth:`log_marginal` (the name in eq. (16)'s derivation)."""
         return self.log_marginal(c, p)
 
     def support(self) -> tuple[Tensor, Tensor]:
@@ -156,7 +157,7 @@ class DiscreteLaw(_Discrete):
 
 @dataclass(frozen=True)
 class FlipSpike(_Discrete):
-    """Flipping spike, F = 2: θ = (√ν1, s√ν2), s = ±1 with prob. 1/2 (spec §1.2)."""
+    """Flipping spike, F = 2: θ = (√ν1, s√ν2), s = ±1 with prob. 1/2 (Sec. II)."""
 
     nu1: float
     nu2: float
@@ -175,7 +176,7 @@ class FlipSpike(_Discrete):
 
 @dataclass(frozen=True)
 class OneHotSpike(_Discrete):
-    """One-hot ("flipping" for F > 2) spike: θ = √ν e_f, f ~ Unif[F] (spec §1.2, §8.11)."""
+    """One-hot ("flipping" for F > 2) spike: θ = √ν e_f, f ~ Unif[F] (Sec. II)."""
 
     n_features: int
     nu: float
@@ -267,7 +268,7 @@ class GaussianLaw(_Gaussian):
 
 @dataclass(frozen=True)
 class NonIsoGaussian(_Gaussian):
-    """θ_f ~ N(0, ν̃_f) independent, ν̃ = linspace(ν1, ν2, F) (F = 1: ν̃ = ν1), ν1 ≥ ν2 > 0 (spec §1.2)."""
+    """θ_f ~ N(0, ν̃_f) independent, ν̃ = linspace(ν1, ν2, F) (F = 1: ν̃ = ν1), ν1 ≥ ν2 > 0 (Sec. II)."""
 
     n_features: int
     nu1: float
@@ -301,7 +302,7 @@ class NonIsoGaussian(_Gaussian):
 
 @dataclass(frozen=True)
 class IsoGaussian(_Gaussian):
-    """θ ~ N(0, ν I_F) (spec §1.2)."""
+    """θ ~ N(0, ν I_F) (Sec. II)."""
 
     n_features: int
     nu: float

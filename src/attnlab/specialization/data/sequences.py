@@ -45,7 +45,7 @@ def sample_spikes(
     """K* ∈ R^{F×D} with rows k*_f ~ N(0, I_D/D) iid, eq. (1).
 
     ``orthonormal=True`` orthonormalises the rows (so p = K*K*ᵀ = I_F exactly): a deviation from (1)
-    for tests only (spec §3.4).
+    for tests only.
     """
     if F < 1 or D < F:
         raise ValueError(f"sample_spikes: need 1 <= F <= D, got F={F}, D={D}")
@@ -134,7 +134,7 @@ def sample_sequences(
 
 
 class SGDStream:
-    """The SGD's data (spec §5.2), chunk-independent: step t's labels ε (S, N_b) and θ (S, N_b, F) of every seed
+    """The SGD's data, chunk-independent: step t's labels ε (S, N_b) and θ (S, N_b, F) of every seed
     come from a torch generator seeded by (seed, t) (:func:`noise.step_seed`), the tokens of sequence i from the
     counter-based noise at (seed, t, i) (:mod:`attnlab.specialization.data.noise`; ``method``: its default for the
     device). So any chunking of the batch, any resume point and any set of seeds trained beside a seed give that

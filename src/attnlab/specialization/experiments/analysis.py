@@ -15,7 +15,7 @@ from attnlab.specialization.model.activations import get_activation
 
 
 def sim_theory_deviation(sim: Trajectory, th: Trajectory) -> dict[str, float]:
-    """Largest |simulation − theory| over the common time grid (spec T11): m, rr, b, v and the loss."""
+    """Largest |simulation − theory| over the common time grid (Prop. III.2): m, rr, b, v and the loss."""
     dev = max_deviation(sim, th, ["m", "rr", "b", "v", "loss"])
     return {f"max_d{k}": v for k, v in dev.items()}
 
@@ -35,7 +35,7 @@ def first_time(values: np.ndarray, times: np.ndarray, threshold: float) -> float
 
 
 def specialization_time(m: np.ndarray, times: np.ndarray, threshold: float = 0.2, feature: int = 1) -> float:
-    """τ^s: first time two heads differ by more than ``threshold`` along ``feature`` (spec T12). m (T,H,F)."""
+    """τ^s: first time two heads differ by more than ``threshold`` along ``feature`` (Prop. III.4). m (T,H,F)."""
     col = m[..., feature]
     spread = col.max(-1) - col.min(-1)
     return first_time(spread, times, threshold)
@@ -71,10 +71,10 @@ def _t(x, device="cpu") -> torch.Tensor:
 
 
 def eval_loss(params: dict, activation: str, law, L: int, n: int, seed: int, *, keep=None, device="cpu") -> np.ndarray:
-    """Reduced loss (10) of trained parameters on fresh MC samples (spec §5.1 ``eval_fresh_mc``), per seed.
+    """Reduced loss (10) of trained parameters on fresh MC samples (App. B), per seed.
 
     ``keep`` (list of head indices) evaluates the pruned model: rows of m, r, b restricted to the kept heads
-    (all columns of r, ξ is shared), i.e. head averages over kept heads only (spec §4.7).
+    (all columns of r, ξ is shared), i.e. head averages over kept heads only (Fig. 7; docs/studies/specialization.md).
     """
     m, r, b, v = (_t(params[k], device) for k in ("m", "r", "b", "v"))
     H = m.shape[1]
@@ -88,7 +88,7 @@ def eval_loss(params: dict, activation: str, law, L: int, n: int, seed: int, *, 
 
 
 def greedy_pruning(params: dict, activation: str, law, L: int, n: int, seed: int, device="cpu") -> np.ndarray:
-    """Spec §5.6: remove, one at a time, the head whose removal gives the lowest loss. Returns (S, H):
+    """Fig. 7: remove, one at a time, the head whose removal gives the lowest loss. Returns (S, H):
     the loss after pruning 0, 1, ..., H−1 heads, for each seed."""
     S, H = params["m"].shape[:2]
     curves = np.zeros((S, H))
@@ -129,7 +129,7 @@ def attention_maps(params: dict, activation: str, law, L: int, n: int, seed: int
 
 
 def off_target_mass(params: dict, activation: str, law, L: int, n: int, seed: int) -> np.ndarray:
-    """Average head-averaged attention on the irrelevant tokens, Σ_{ℓ≠ε} s_ℓ (spec §4.6 proxy), per seed."""
+    """Average head-averaged attention on the irrelevant tokens, Σ_{ℓ≠ε} s_ℓ (Fig. 6, made a number), per seed."""
     m, r = _t(params["m"]), _t(params["r"])
     samples = theory.mc_samples(law, L, m.shape[1], n, seed=seed, symmetrize=True)
     prep = samples.prepare()

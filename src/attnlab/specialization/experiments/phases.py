@@ -1,4 +1,4 @@
-"""Experiments on the two phases of the dynamics (Props. III.3, III.4; spec §3.6, checks T10, T12).
+"""Experiments on the two phases of the dynamics (Props. III.3, III.4; App. A 2).
 
 * ``phases``: the unspecialised phase from the theory init — the heads move together along E θ within
   τ = O(1), and do not move at all when E θ = 0 (Gaussian θ).
@@ -67,7 +67,7 @@ def _escape_init(H: int, F: int, D: float, seed: int) -> tuple[torch.Tensor, tor
 @experiment("specialization", "escape", EscapeConfig, ref="Prop. III.4",
             title="Escape from the unspecialised saddle: τ_s grows like log D", figure=figures.escape)
 def escape(config: EscapeConfig, ctx: RunContext) -> Result:
-    """The flow from the same O(D^{-1/2}) init direction at several D, on symmetrised MC samples (spec T12)."""
+    """The flow from the same O(D^{-1/2}) init direction at several D, on symmetrised MC samples (Prop. III.4)."""
     law = config.theta_law()
     taus = np.linspace(0, config.tau_max, round(config.tau_max / config.record_every) + 1)
     inits = [_escape_init(config.H, config.F, D, ctx.seed("init") % 2**31) for D in config.Ds]
@@ -94,7 +94,7 @@ def escape(config: EscapeConfig, ctx: RunContext) -> Result:
             title="τ^s at D = 10^4: when the heads of Fig. 1 split, over random inits")
 def split_time(config: SplitTimeConfig, ctx: RunContext) -> Result:
     """The flow from the order parameters m(0) = K K*ᵀ, q(0) = K Kᵀ, p = K* K*ᵀ of ``seeds`` random inits at D
-    (spikes and keys drawn as the SGD's, eqs. (1) and §2.3), p-corrected; τ^s per seed and threshold, and the
+    (spikes and keys drawn as the SGD's, eq. (1) and Sec. II), p-corrected; τ^s per seed and threshold, and the
     growth rate λ of |m_12 − m_22| while it is between 2× its start and 0.1 (log-linear fit)."""
     law = config.theta_law()
     g = torch.Generator().manual_seed(ctx.seed("init") % 2**31)

@@ -141,7 +141,7 @@ def attention_maps(config: AttentionMapsConfig, ctx: RunContext) -> Result:
 @experiment(STUDY, "fig7", PruningConfig, ref="Fig. 7", figure=figures.pruning,
             title="Greedy head pruning of trained models (H=8, F=4, ν=10)")
 def pruning(config: PruningConfig, ctx: RunContext) -> Result:
-    """Train H heads (theory), then remove heads greedily (spec §5.6), loss on fresh MC after each removal."""
+    """Train H heads (theory), then remove heads greedily (Fig. 7), loss on fresh MC after each removal."""
     keys = [(law, act) for law in config.laws for act in config.activations]
 
     def compute(u: Unit):

@@ -67,7 +67,7 @@ def _panels(**grid: Any) -> tuple[Panel, ...]:
 
 
 _NU_GRID = (0.5, 2.0, 8.0)
-# Specialization at L = 4-5 takes τ ~ 10^2-10^3 (spec §4 conventions); the adaptive solver follows the same
+# Specialization at L = 4-5 takes τ ~ 10^2-10^3 (Figs. 2-4); the adaptive solver follows the same
 # flow as Euler δ = 0.02 (within rtol) at a fraction of the steps.
 _TRAJ_DEFAULTS = {"tau_max": 1000.0, "record_every": 1.0, "solver": "adaptive"}
 _quick = {"n_mc": 10_000, "tau_max": 400.0, "record_every": 2.0}

@@ -1,4 +1,4 @@
-"""Attention activations σ of paper 0, eqs. (3)-(4) and (17) (spec §2.2).
+"""Attention activations σ of paper 0, eqs. (3)-(4) and (17).
 
 Stable API (imported by ``model.py`` and ``theory.py``)::
 
@@ -52,7 +52,7 @@ def softmax(chi: Tensor, b=None, v=None) -> Tensor:
 
 
 def softmax1(chi: Tensor, b=None, v=None) -> Tensor:
-    """Softmax-1 with head-wise sink e^{b_h} and global scale v (spec §2.2, item 2).
+    """Softmax-1 with head-wise sink e^{b_h} and global scale v (eq. (3), Sec. II).
 
     Stable at large scores: with M_h = max(b_h, max_ℓ χ_hℓ),
     σ_hℓ = v e^{χ_hℓ-M_h} / (e^{b_h-M_h} + Σ_ℓ' e^{χ_hℓ'-M_h}).

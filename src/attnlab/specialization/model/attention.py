@@ -1,6 +1,7 @@
-"""The multi-head single-location attention estimator of paper 0, eq. (3) (spec §2.1, §2.3, §3.1, §5.6).
+"""The multi-head single-location attention estimator of paper 0, eq. (3), its init (Sec. II) and order
+parameters (8)-(9).
 
-    model = SingleLocationAttention(H, D, "softmax1", generator=g)  # init §2.3: k_h ~ N(0, η² I/D)
+    model = SingleLocationAttention(H, D, "softmax1", generator=g)  # init: k_h ~ N(0, η² I/D)
     y_hat = model(X)                                                # X (n, L, D) -> (n, D)
     y_hat, cache = model.run_with_cache(X)                          # scores, attention, weights, output
     small = prune_heads(model, keep=[0, 2])                         # new model, ŷ averaged over kept heads
@@ -34,7 +35,7 @@ def init_keys(
     device: torch.device | str | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> Tensor:
-    """K(0) ∈ R^{H×D}, rows k_h ~ N(0, η² I_D / D) iid (spec §2.3); drawn in float64, then cast."""
+    """K(0) ∈ R^{H×D}, rows k_h ~ N(0, η² I_D / D) iid (Sec. II, before eq. (5)); drawn in float64, then cast."""
     k = torch.randn(H, D, generator=generator, device=torch.device(generator.device), dtype=torch.float64)
     return (eta / math.sqrt(D) * k).to(device=device or k.device, dtype=dtype)
 
@@ -131,10 +132,11 @@ class SingleLocationAttention(nn.Module):
 
 
 def prune_heads(model: SingleLocationAttention, keep: Sequence[int]) -> SingleLocationAttention:
-    """A new model made of the heads ``keep`` only (spec §4.7, §5.6).
+    """A new model made of the heads ``keep`` only (Fig. 7).
 
-    The rescaling rule of spec §4.7 is the model itself on fewer heads: ŷ = (1/|keep|) Σ_{h∈keep} σ_hᵀX;
-    for B-softmax both head sums of eq. (4) run over kept heads; softmax-1 keeps its trained b_h and v.
+    Fig. 7's rescaling rule (docs/studies/specialization.md, Notes on the paper) is the model itself on fewer heads:
+    ŷ = (1/|keep|) Σ_{h∈keep} σ_hᵀX; for B-softmax both head sums of eq. (4) run over kept heads; softmax-1 keeps
+    its trained b_h and v.
     """
     keep = list(keep)
     if not keep or len(set(keep)) != len(keep) or not all(0 <= h < model.H for h in keep):
@@ -167,7 +169,7 @@ class OrderParameters(NamedTuple):
 
 
 def order_parameters(K: Tensor, K_star: Tensor) -> OrderParameters:
-    """Order parameters of spec §3.1 from keys K (*B, H, D) and spikes K* (*B, F, D), computed in float64."""
+    """Order parameters (8)-(9) from keys K (*B, H, D) and spikes K* (*B, F, D), computed in float64."""
     K, K_star = K.detach().double(), K_star.detach().double()
     m = K @ K_star.mT
     q = K @ K.mT

@@ -1,5 +1,5 @@
-"""Bayes-optimal estimation for paper 0 (spec §3.11-§3.13): Bayes posterior (16) and Bayes risk,
-the Bayes-softmax construction of Prop. IV.2 (with the spec's corrected bias) and the softmax-1
+"""Bayes-optimal estimation for paper 0 (Sec. IV): Bayes posterior (16) and Bayes risk,
+the Bayes-softmax construction of Prop. IV.2 (with the corrected bias: docs/studies/specialization.md) and the softmax-1
 construction of Prop. IV.3. Constructions return reduced parameters {m, r, b, v} that can be fed to
 :func:`attnlab.specialization.theory.reduced_loss` on the same MC samples.
 """
@@ -18,7 +18,7 @@ Tensor = torch.Tensor
 def bayes_posterior(chi_star: Tensor, law, p: Tensor | None = None) -> Tensor:
     """π_ℓ = P(ε = ℓ | χ*) = softmax_ℓ Λ(χ*_{:,ℓ}), eq. (16) in reduced variables; χ* (..., F, L) -> (..., L).
 
-    Λ is the law's ``log_marginal`` (closed form per law, §3.11); ``p`` the finite-D weight (spec §8.18)."""
+    Λ is the law's ``log_marginal`` (closed form per law, eq. (16)); ``p`` the finite-D weight."""
     lam = law.log_marginal(chi_star.mT, p)  # (..., L)
     return torch.softmax(lam, dim=-1)
 
@@ -38,7 +38,7 @@ def bayes_per_sample(samples: MCSamples, law) -> Tensor:
 
 def bayes_risk(law, L: int, n: int = 400_000, *, seed: int = 0, chunk: int = 100_000,
                dtype=torch.float64, device="cpu") -> tuple[float, float]:
-    """E_Bayes = E Σ_ℓ (δ_ℓε - π_ℓ(χ*))² (spec §3.11, normalised by D [RESOLVED]) by MC with n samples
+    """E_Bayes = E Σ_ℓ (δ_ℓε - π_ℓ(χ*))² (normalised by D like (7)) by MC with n samples
     (discrete θ stratified, Gaussian θ integrated). Returns (risk, standard error)."""
     total, sq, wsum = 0.0, 0.0, 0.0
     for i in range(math.ceil(n / chunk)):
@@ -54,8 +54,9 @@ def bayes_risk(law, L: int, n: int = 400_000, *, seed: int = 0, chunk: int = 100
 
 def bsoftmax_bayes_params(law, H: int | None = None, dtype=torch.float64) -> dict:
     """Prop. IV.2: B-softmax with one head per support point θ^h: m_h = θ^h, r = 0,
-    b_h = log P(θ^h) - ||θ^h||²/2 ([RESOLVED] bias, spec §8.2). ``H`` > |support| repeats support points
-    cyclically (b_h lowered by log(copies) so the estimator is unchanged). Returns {m, r, b, v}."""
+    b_h = log P(θ^h) - ||θ^h||²/2 (the corrected bias, docs/studies/specialization.md).
+    ``H`` > |support| repeats support points cyclically (b_h lowered by log(copies) so the estimator is
+    unchanged). Returns {m, r, b, v}."""
     info = law_info(law)
     if info["kind"] != "discrete":
         raise ValueError("bsoftmax_bayes_params needs a discrete law (is_discrete=True)")

@@ -26,12 +26,12 @@ PARAMS = ("m", "r", "b", "v")
 
 
 # ----------------------------------------------------------------------------------------------
-# Gradient flow (12), r unconstrained (spec §3.3)
+# Gradient flow (12), r unconstrained
 
 
 def theory_init(H: int, F: int, *, n_seeds: int = 1, init_noise_var: float = 1e-4, eta: float = 1.0,
                 seed: int = 0, dtype=torch.float64, device="cpu") -> dict:
-    """Theory-only init (App. B, spec §3.3): m ~ N(0, init_noise_var), r = η I + N(0, init_noise_var), b = 0,
+    """Theory-only init (App. B): m ~ N(0, init_noise_var), r = η I + N(0, init_noise_var), b = 0,
     v = 1; one row per seed (seed, seed+1, ... drawn from one generator)."""
     g = torch.Generator().manual_seed(seed)
     sd = math.sqrt(init_noise_var)
@@ -130,7 +130,7 @@ def predict(activation: str, law, L: int, H: int, taus, *, m0: Tensor | None = N
 
     Init: from the simulation's order parameters if ``m0`` is given (m0 (S,H,F), q0 (S,H,H), p (F,F) or
     (S,F,F); r0 = symsqrt(q0 - m0 p⁻¹ m0ᵀ), b = 0, v = 1), else :func:`theory_init` with ``n_seeds`` seeds.
-    ``p_correction`` (§3.4): run on m̃ = m p^{-1/2} with θ -> p^{1/2}θ and report m = m̃ p^{1/2}.
+    ``p_correction`` (finite-D p-correction): run on m̃ = m p^{-1/2} with θ -> p^{1/2}θ and report m = m̃ p^{1/2}.
     ``symmetrize`` (default: True for theory-only runs, False from m0) as in :func:`mc_samples`.
     Observables (S = batch): m (S,H,F), q (S,H,H), p (S,F,F), rr = r rᵀ (S,H,H), b (S,H), v (S,), loss (S,)
     (the MC loss on the training samples). ``meta``: solver statistics and the final raw r (``r_final``).

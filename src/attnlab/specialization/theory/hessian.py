@@ -1,4 +1,4 @@
-"""Saddle analysis of paper 0 (spec §3.6-§3.9): softmax-1 unspecialised fixed point (Lemma A.4,
+"""Saddle analysis of paper 0 (App. A 2): softmax-1 unspecialised fixed point (Lemma A.4,
 (A16)-(A19), (A39)), Hessian constants c1-c4 of Lemma III.1 / A.5 ((13), (A33)-(A37)) in closed form and
 by autodiff, the autodiff Hessian of the MC reduced loss in m, and the linearised escape rates / times
 of the specialisation phase (Prop. III.4).
@@ -46,7 +46,8 @@ def softmax1_unspecialised(L: int, H: int, b: float, v: float) -> dict:
 
 
 def constants_closed_form(activation: str, L: int, H: int, b: float = 0.0) -> dict:
-    """c1..c4 of the §3.9 table (c2 with the spec's corrected Σ_ℓ). softmax-1 at b̃ = b, v = (L + e^b)/L."""
+    """c1..c4 of (A33)-(A37) (c2 with Σ_ℓ, not Σ_ℓℓ': docs/studies/specialization.md).
+    softmax-1 at b̃ = b, v = (L + e^b)/L."""
     if activation in ("softmax", "bsoftmax"):
         c1 = (L - 1) / (H**2 * L**2)
         c2 = (L - 1) / (H**2 * L**3)
@@ -106,7 +107,7 @@ def hessian_m(activation: str, prep: dict, H: int, F: int, b: float = 0.0, v: fl
 
 
 # ---------------------------------------------------------------------------------------------
-# escape from the unspecialised saddle (Prop. III.4, §3.9 consequences)
+# escape from the unspecialised saddle (Prop. III.4, from the Hessian (13))
 
 
 def escape_rates(activation: str, L: int, H: int, mean: Tensor, cov: Tensor, b: float = 0.0) -> Tensor:

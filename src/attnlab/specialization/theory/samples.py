@@ -37,7 +37,8 @@ def law_info(law) -> dict:
 
 
 def _sign_symmetries(info: dict, F: int) -> list[Tensor]:
-    """Diagonal sign flips R (as vectors) that leave the law of θ invariant (spec §3.7)."""
+    """Diagonal sign flips R (as vectors) that leave the law of θ invariant
+    (docs/studies/specialization.md, Notes on the paper)."""
     out = []
     for signs in itertools.product((1.0, -1.0), repeat=F):
         R = torch.tensor(signs, dtype=torch.float64)
@@ -58,7 +59,7 @@ def _sign_symmetries(info: dict, F: int) -> list[Tensor]:
 
 
 # ----------------------------------------------------------------------------------------------
-# Monte Carlo samples (§3.2, §5.1)
+# Monte Carlo samples (App. B)
 
 
 @dataclass

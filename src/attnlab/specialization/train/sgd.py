@@ -1,4 +1,4 @@
-"""Online mini-batch SGD of the single-location attention, eqs. (5)-(6) (spec §2.4, §5.2).
+"""Online mini-batch SGD of the single-location attention, eqs. (5)-(6).
 
     res = simulate_sgd(FlipSpike(2, 2), H=2, L=5, D=500, activation="softmax", tau_max=30, seeds=[0, 1])
     res.trajectory["m"]       # (T, S, H, F) at τ = γ t;  also q, p, rr, b, v, loss
@@ -36,7 +36,7 @@ STREAM = "counter-v1"  # the data stream's version: a state from another stream 
 
 
 def seed_generator(seed: int, stream: int, device: torch.device | str = "cpu") -> torch.Generator:
-    """An independent torch.Generator for (seed, stream): stream 0 = spikes and init, 1 = data (spec §5.2)."""
+    """An independent torch.Generator for (seed, stream): stream 0 = spikes and init, 1 = data."""
     word = np.random.SeedSequence([int(seed), int(stream)]).generate_state(1, np.uint64)[0]
     return torch.Generator(device=device).manual_seed(int(word) & (2**63 - 1))
 
@@ -207,7 +207,7 @@ def simulate_sgd(
 ) -> SGDResult:
     """Online SGD (5) on the mini-batch loss (6), N_b = ``batch`` (default D) fresh sequences per step.
 
-    Runs t = 0..T-1 updates, T = round(tau_max/γ), for all ``seeds`` at once. Per seed: K* and K(0) (§2.3,
+    Runs t = 0..T-1 updates, T = round(tau_max/γ), for all ``seeds`` at once. Per seed: K* and K(0) (Sec. II,
     scale ``eta``) from ``seed_generator(seed, 0)``, data from :class:`SGDStream` (stream 1); b = 0, v = 1.
     Records at the steps of :func:`record_steps` (default every Δτ = 1) the order parameters and ``loss`` =
     the loss (6) of the mini-batch drawn at that step, with the parameters before its update: an unbiased
