@@ -81,69 +81,7 @@ def _overrides(sets: list[str] | None, config_file: Path | None) -> dict[str, An
     return values
 
 
-@app.command("list")
-@_guard
-def list_(
-    study: Annotated[str | None, typer.Argument(help="only this study, or STUDY.EXPERIMENT for one experiment's "
-                                                    "parameters")] = None,
-    params: Annotated[bool, typer.Option("--params", help="show every parameter: type, default, allowed values, "
-                                                          "description")] = False,
-    json_: JsonOpt = False,
-) -> None:
-    """Studies, experiments (one per paper figure), their scales and parameters."""
-    from attnlab.core.claims import claims
-    from attnlab.core.experiment import experiments, get
-
-    if study is not None and "." in study:
-        return _list_experiment(get(study), json_)
-    exps = experiments(study)
-    if json_:
-        print(json.dumps([_experiment_json(e) for e in exps], indent=2, default=str))
-        return
-    table = Table(title="attnlab experiments", show_lines=params)
-    for col in ("experiment", "paper", "title", "quick scale", "paper scale"):
-        table.add_column(col, overflow="fold")
-    for e in exps:
-        title = e.title + (" [headline]" if e.headline else "")
-        if params:
-            title += "\n" + "\n".join(
-                f"  {p['name']}: {p['type']} = {p['default']}" + (f" ({p['allowed']})" if p["allowed"] else "")
-                + (f" — {p['description']}" if p["description"] else "") for p in e.config.parameters())
-        table.add_row(e.key, e.ref, title, _scale_text(e, "quick"), _scale_text(e, "paper") or "paper defaults")
-    out_console.print(table)
-    out_console.print(f"{len(claims(study))} claims registered; see `attnlab check`. "
-                      "`attnlab list STUDY.EXPERIMENT` shows one experiment's parameters.")
-
-
-def _scale_text(e: Any, scale: str) -> str:
-    return ", ".join(f"{k}={v}" for k, v in e.config.scales.get(scale, {}).items())
-
-
-def _experiment_json(e: Any) -> dict[str, Any]:
-    return {"experiment": e.key, "ref": e.ref, "title": e.title, "headline": e.headline,
-            "scales": {s: e.config.scales.get(s, {}) for s in SCALES}, "parameters": e.config.parameters()}
-
-
-def _list_experiment(e: Any, json_: bool) -> None:
-    """One experiment: its paper reference and doc, then each parameter with both scales' values."""
-    if json_:
-        print(json.dumps(_experiment_json(e), indent=2, default=str))
-        return
-    out_console.print(f"[bold]{e.key}[/bold] — {escape(e.title)} ({escape(e.ref)})" + (" [headline]" if e.headline
-                                                                                       else ""), highlight=False)
-    doc = " ".join((e.config.__doc__ or "").split())
-    if doc:
-        out_console.print(escape(doc), highlight=False)
-    table = Table(show_lines=False)
-    for col in ("parameter", "type", "default", "quick", "paper", "allowed", "description"):
-        table.add_column(col, overflow="fold")
-    for p in e.config.parameters():
-        quick, paper = (p[f"scale_{s}"] for s in ("quick", "paper"))
-        table.add_row(p["name"], p["type"], str(p["default"]), "" if quick == p["default"] else str(quick),
-                      "" if paper == p["default"] else str(paper), p["allowed"], p["description"])
-    out_console.print(table)
-    out_console.print("quick/paper: the value that scale sets (blank: the default). Change any with "
-                      f"`attnlab run {e.key} --set NAME=VALUE`.", highlight=False)
+from attnlab import cli_list  # noqa: E402, F401 (registers `attnlab list` first; it uses this module's app and options)
 
 
 @app.command()
