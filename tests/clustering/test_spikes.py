@@ -119,14 +119,25 @@ def test_claim_measures_on_summaries():
           "d2_full_n_ce_below_1e-3": 0, "d2_full_max_grad_ce_below_1e-3": None}
     assert C.d5_fraction([s9]) == 1.0 and C.d5_fraction([s9], "full") == pytest.approx(1 / 2)
     assert math.isnan(C.d5_fraction([{"units": "d2_mini", "d2_mini_n_eligible": 1, "d2_mini_n_ratio_ge5": 1}]))
-    assert C.d8_max_grad([s9]) == pytest.approx(0.002)
-    assert math.isnan(C.d8_max_grad([{"units": "d2_mini", "d2_mini_n_ce_below_1e-3": 0}]))
     s13 = {"units": "d2", "d2_n_onsets": 6, "d2_n_ratio_ge2": 5}
     assert C.d7_counts([s13]) == (5, 6)
 
 
+def test_gradient_exponent_reads_the_rate_of_prop2():
+    """||∇L|| = c·𝓔^a within each seed (c differs between seeds) gives the pooled slope a; seeds that never get
+    below 1e-2 over half a decade do not count, and without any the claim is NaN with a reason."""
+    e = np.logspace(-1, -4, 40)[:, None] * np.ones(3)
+    g = np.sqrt(e) * np.array([1.0, 30.0, 5.0])
+    g[:, 2], e[:, 2] = 0.3, 0.5                               # a failed seed on the plateau
+    out = C.gradient_exponent([{"grad_total": g, "tv_error": e, "train_loss": e}])
+    assert out.value == pytest.approx(0.5) and "over 2 seeds" in out.detail and "0.50 to 0.50" in out.detail
+    none = C.gradient_exponent([{"grad_total": g[:, 2:], "tv_error": e[:, 2:], "train_loss": e[:, 2:]}])
+    assert math.isnan(none.value) and "nothing to measure" in none.detail
+
+
 def test_claim_measures_on_tiny_runs(runs):
     s9 = runs["fig9"][1].summary
+    assert len(C.unit_curves(runs["fig9"][1])) == len(s9["units"].split(","))
     assert C.prop4_max_ratio([s9]) <= 1.0
     assert 0 <= C.prop4_paper_violation_fraction([s9]) <= 1
     rem = load_result(runs["remedies"][1].run_dir)[1]

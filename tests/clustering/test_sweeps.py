@@ -8,7 +8,7 @@ import torch
 from attnlab.clustering import sweep_claims, sweeps
 from attnlab.clustering.analysis import EPS_GRID
 from attnlab.core.config import ConfigError, resolve
-from attnlab.core.experiment import get
+from attnlab.core.experiment import Result, get
 from attnlab.core.runs import RunStore, load_result
 
 torch.set_num_threads(1)
@@ -224,13 +224,14 @@ def test_quick_claims_hold(tmp_path):
     assert not failed(results), [(r.claim, r.measured, r.expected, r.detail) for r in failed(results)]
 
 
-def test_d8_max_grad_over_solved_models(tmp_path):
-    """D8 reads each unit's largest final grad norm among CE < 1e-3 models; units with none solved are NaN."""
-    a = _summary_result(**{"max_grad_ce_below_1e-3_d2": 3e-3, "n_ce_below_1e-3_d2": 2})
-    b = _summary_result(**{"max_grad_ce_below_1e-3_d8": None, "n_ce_below_1e-3_d8": 0})
-    assert sweep_claims.max_grad_solved([a, b]) == 3e-3
-    assert np.isnan(sweep_claims.max_grad_solved([b]))
+def test_d8_gradient_exponent_over_sweep_units(tmp_path):
+    """D8 pools every d unit's curves: ||∇L|| = c·𝓔 in each seed gives slope 1; units carry 𝓔 as tv_error."""
+    e = np.logspace(-1, -5, 30)[:, None] * np.array([1.0, 2.0])
+    a = Result(None, {"ds": np.array([2]), "d2/grad_total": 50 * e, "d2/tv_error": e,
+                                   "d2/train_loss": e}, {})
+    out = sweep_claims.gradient_exponent(sweep_claims.sweep_curves([a]))
+    assert out.value == pytest.approx(1.0) and "2 seeds" in out.detail and "≤ 0.001 (||∇L||/CE = 50 to 50)" in out.detail
     r = _run(tmp_path, "fig7", n_seeds=3)
     solved = r.arrays["d2/train_loss"][-1] < 1e-3
     assert r.summary["n_ce_below_1e-3_d2"] == solved.sum() and r.arrays["d2/grad_total"].shape == (
-        len(r.arrays["d2/epochs"]), 3)
+        len(r.arrays["d2/epochs"]), 3) == r.arrays["d2/tv_error"].shape

@@ -424,13 +424,24 @@ def classify_heads(params: Params, spec: ModelSpec, task: Task, probe: Probe = N
     return head_type({**met, "test_acc": test_acc}, **thresholds)
 
 
+def _attn_maps(params: Params, spec: ModelSpec, x: torch.Tensor) -> torch.Tensor:
+    """Each seed's (sentences × N) attention map, flattened, centred and scaled to unit norm. (S, B·N)"""
+    a = _collect(params, spec, x, ("attn",))["attn"].flatten(1).double()
+    a = a - a.mean(1, keepdim=True)
+    return a / a.norm(dim=1, keepdim=True).clamp_min(1e-300)
+
+
 def attn_init_final_corr(params_init: Params, params_final: Params, spec: ModelSpec,
                          x: torch.Tensor) -> torch.Tensor:
-    """Pearson correlation of the (sentences × N) attention maps at two snapshots (spec §3.4 item 10). (S,)"""
-    a0 = _collect(params_init, spec, x, ("attn",))["attn"].flatten(1).double()
-    a1 = _collect(params_final, spec, x, ("attn",))["attn"].flatten(1).double()
-    a0, a1 = a0 - a0.mean(1, keepdim=True), a1 - a1.mean(1, keepdim=True)
-    return (a0 * a1).sum(1) / (a0.norm(dim=1) * a1.norm(dim=1)).clamp_min(1e-300)
+    """Pearson correlation of the (sentences × N) attention maps at two snapshots (Fig. 5). (S,)"""
+    return (_attn_maps(params_init, spec, x) * _attn_maps(params_final, spec, x)).sum(1)
+
+
+def attn_corr_matrix(params_init: Params, params_final: Params, spec: ModelSpec, x: torch.Tensor) -> torch.Tensor:
+    """Pearson correlation of seed i's attention map at the first snapshot with seed j's at the second: (S, S),
+    whose diagonal is ``attn_init_final_corr`` and whose off-diagonal entries are the baseline of Fig. 5's claim
+    (how much a final map resembles an initialisation it did not start from)."""
+    return _attn_maps(params_init, spec, x) @ _attn_maps(params_final, spec, x).T
 
 
 # ----------------------------------------------------------------------------------------------- monitors

@@ -181,6 +181,30 @@ def cooccurrence_rate(loss_spike_mask: object, grad_spike_mask: object, steps_pe
     return _out(out, one)
 
 
+def gradient_error_exponent(runs: list[tuple[object, object]], below: float = 1e-2, min_points: int = 5,
+                            min_decades: float = 0.5) -> tuple[float, np.ndarray]:
+    """Rate at which the full-batch gradient norm vanishes with the error 𝓔 (paper 4, Prop. 2: ||∇L|| =
+    O(B̃·√𝓔), an exponent ≥ 1/2 at bounded weights): the least-squares slope of log ||∇L|| against log 𝓔 over the
+    logged epochs with 0 < 𝓔 < ``below``, within each seed (seed means removed, one slope pooled over the seeds of
+    every run). A seed counts with ≥ ``min_points`` such epochs spanning ≥ ``min_decades`` of 𝓔. ``runs``: pairs
+    (grad (E, S), error (E, S)). Returns (pooled slope, per-seed slopes); NaN and an empty array if no seed counts."""
+    xs, ys, per = [], [], []
+    for grad, error in runs:
+        g, e = _as2d(grad)[0], _as2d(error)[0]
+        for s in range(g.shape[1]):
+            m = (e[:, s] > 0) & (e[:, s] < below) & (g[:, s] > 0)
+            if m.sum() < min_points or np.ptp(np.log10(e[m, s])) < min_decades:
+                continue
+            x, y = np.log(e[m, s]), np.log(g[m, s])
+            xs.append(x - x.mean())
+            ys.append(y - y.mean())
+            per.append(float((xs[-1] * ys[-1]).sum() / (xs[-1] ** 2).sum()))
+    if not per:
+        return float("nan"), np.zeros(0)
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    return float((x * y).sum() / (x * x).sum()), np.array(per)
+
+
 # ----------------------------------------------------------------------------------------------- statistics
 def spearman(a: object, b: object) -> float:
     """Spearman rank correlation (average ranks for ties; pairs with a NaN dropped). NaN if undefined."""

@@ -280,14 +280,22 @@ Fig5Config = _Fig5.with_defaults(
 
 
 def attention_change(h: History, i0: int = 0, i1: int = -1) -> dict[str, np.ndarray]:
-    """attn_init_final_corr over the whole probe grid, attention mass on I and attn_by_value at two snapshots."""
+    """Attention-map correlations over the whole probe grid (seed i at i0 with seed j at i1: ``attn_corr_matrix``;
+    its diagonal ``attn_corr``), attention mass on I and attn_by_value at two snapshots."""
     p0, p1 = h.params_at(i0), h.params_at(i1)
     x, _, _ = h.task.probe_grid()
-    out = {"attn_corr": analysis.attn_init_final_corr(p0, p1, h.spec, x).numpy()}
+    corr = analysis.attn_corr_matrix(p0, p1, h.spec, x).numpy()
+    out = {"attn_corr": np.diag(corr).copy(), "attn_corr_matrix": corr}
     for tag, prm in (("start", p0), ("end", p1)):
         out[f"attn_prefix_mass_{tag}"] = analysis.attn_prefix_mass(prm, h.spec, h.task).numpy()
         out[f"attn_by_value_{tag}"] = analysis.attn_by_value(prm, h.spec, h.task).numpy()  # (S, p)
     return out
+
+
+def other_corr(corr: np.ndarray) -> np.ndarray:
+    """For each final map j, its mean correlation with the initial maps of the other seeds i ≠ j. (S,)"""
+    S = len(corr)
+    return (corr.sum(0) - np.diag(corr)) / max(S - 1, 1)
 
 
 @experiment(STUDY, "fig5", Fig5Config, ref="Fig. 5", figure=figures.fig5,
@@ -301,6 +309,8 @@ def fig5(config: TrainConfig, ctx: RunContext) -> Result:
     summary: dict[str, Any] = {
         "attn_corr_mean": float(ch["attn_corr"].mean()), "attn_corr_min": float(ch["attn_corr"].min()),
         "attn_corr_solved_mean": float(ch["attn_corr"][solved].mean()) if solved.any() else float("nan"),
+        "attn_corr_other_solved_mean": float(other_corr(ch["attn_corr_matrix"])[solved].mean()) if solved.any()
+        else float("nan"),
         "n_solved": int(solved.sum()), "attn_prefix_mass_start": float(ch["attn_prefix_mass_start"].mean()),
         "attn_prefix_mass_end": float(ch["attn_prefix_mass_end"].mean())}
     for v in range(hist.task.p):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.clustering import sweeps  # noqa: F401  (registers the experiments the claims run)
+from attnlab.clustering.spike_claims import gradient_exponent
 from attnlab.core.claims import Claim, ClaimContext, register
 from attnlab.core.experiment import Result
 
@@ -63,12 +64,10 @@ def roughness_ratio(result: Result) -> float:
     return s["roughness_seed0"] / s["roughness_mean"] if s["roughness_mean"] else float("nan")
 
 
-def max_grad_solved(results: list[Result]) -> float:
-    """D8: the largest final full-batch gradient norm among models with final train CE < 1e-3, over the units of
-    ``results``; NaN if no model is solved."""
-    vals = [v for r in results for k, v in r.summary.items()
-            if k.startswith("max_grad_ce_below_1e-3_d") and v is not None and np.isfinite(v)]
-    return float(max(vals)) if vals else float("nan")
+def sweep_curves(results: list[Result]) -> list[dict[str, np.ndarray]]:
+    """Each d unit's logged curves (grad_total, tv_error, train_loss: (E, S)), over the units of ``results``."""
+    return [{k: r.arrays[f"d{int(d)}/{k}"] for k in ("grad_total", "tv_error", "train_loss")}
+            for r in results for d in r.arrays["ds"]]
 
 
 # ----------------------------------------------------------------------------------------------- claims
@@ -113,11 +112,13 @@ register(Claim(
     scales=("quick",),
 ))
 register(Claim(
-    id="clustering.solved_small_gradient", ref="Prop. 2 (spec D8)",
-    statement="solved ⇒ small gradient: final train CE < 1e-3 implies full-batch gradient norm < 1e-2",
-    how="the D2 (d=8, k=5) and D3 (d=2, k=3) runs, 300 epochs: the largest final full-batch grad norm among seeds "
-        "with final train CE < 1e-3 (NaN if none)",
-    measure=lambda ctx: max_grad_solved([_fig7(ctx), _d2(ctx)]), expected=1e-2, relation="le", scales=("quick",),
+    id="clustering.solved_small_gradient", ref="Prop. 2, Prop. 4",
+    statement="solved ⇒ small gradient: the full-batch gradient norm vanishes with the error, ||∇L|| = O(B̃·√𝓔)",
+    how="the D2 (d=8, k=5) and D3 (d=2, k=3) runs, 300 epochs, logged every 5: slope of log ||∇L|| against "
+        "log 𝓔 over the epochs with 𝓔 < 1e-2, within each seed that gets there (≥ 5 epochs over ≥ half a decade), "
+        "pooled; ≥ 0.5 is Prop. 2's rate at bounded weights",
+    measure=lambda ctx: gradient_exponent(sweep_curves([_fig7(ctx), _d2(ctx)])), expected=0.5, relation="ge",
+    scales=("quick",),
 ))
 # D6 (Fig. 7): at quick scale on the spec's D3 (d = 2, k = 3) and D2 (d = 8, k = 5) runs separately, at paper scale
 # on fig7 (d = 2, k = 5, 20 models, 1000 epochs).

@@ -39,9 +39,11 @@ def unit_config(config: TrainConfig, **changes: Any) -> TrainConfig:
 
 
 def curves(hist: History) -> Curves:
-    """Logged epochs, test accuracy, train loss and full-batch gradient norm (E, S), final parameters (S, ...)."""
+    """Logged epochs, test accuracy, train loss, error 𝓔 and full-batch gradient norm (E, S), final parameters
+    (S, ...)."""
     return {"epochs": hist.epochs, "test_acc": hist.metric("test_acc"), "train_loss": hist.metric("train_loss"),
-            "grad_total": hist.metric("grad_total"), **{f"final/{k}": v[-1] for k, v in hist.snapshots.items()}}
+            "tv_error": hist.metric("tv_error"), "grad_total": hist.metric("grad_total"),
+            **{f"final/{k}": v[-1] for k, v in hist.snapshots.items()}}
 
 
 def first_epoch(acc: np.ndarray, epochs: np.ndarray, level: float = SUCCESS) -> np.ndarray:
