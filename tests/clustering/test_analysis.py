@@ -273,6 +273,28 @@ def test_two_stage_detectors():
     assert D.peak_plateau_ratio(grad[:, 0], 58.0, 61.0) == pytest.approx(10.0)
 
 
+def test_drop_peak_ratio_is_anchored_on_the_loss():
+    """The drop starts where the loss is 5 % below its epoch-5 value (t_0 = 57 here); the plateau window ends 2
+    epochs before it, so a slow descent's rising gradient is not counted as plateau."""
+    e = np.arange(200.0)
+    loss = 0.693 - 0.6 * _sig((e - 60) / 2)
+    grad = np.full((200, 2), 0.1)
+    grad[55:70, 0] = 1.0                                                    # the drop's gradient, 10× the plateau
+    tf = np.array([65.0, np.nan])
+    ratio = D.drop_peak_ratio(grad, np.stack([loss, loss], 1), tf)
+    assert ratio[0] == pytest.approx(10.0) and np.isnan(ratio[1])          # seed 1 never fitted
+    early = 0.693 - 0.6 * _sig((e - 10) / 2)                               # the loss falls before epoch 15
+    assert np.isnan(D.drop_peak_ratio(grad[:, 0], early, 20.0))
+
+
+def test_gradient_error_exponent():
+    err = np.logspace(-1, -5, 50)[:, None] * np.ones(2)
+    grad = 3.0 * err ** 0.75 * np.array([1.0, 10.0])
+    slope, per = D.gradient_error_exponent([(grad, err)])
+    assert slope == pytest.approx(0.75) and per == pytest.approx([0.75, 0.75])
+    assert np.isnan(D.gradient_error_exponent([(grad, np.full_like(err, 0.5))])[0])   # never below 1e-2
+
+
 def test_loss_spikes_and_onsets():
     e = np.arange(200.0)
     loss = 0.7 * np.exp(-e / 10) + 0.01

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from attnlab.clustering import circuits
 from attnlab.clustering import experiments as X
 from attnlab.clustering.history import History
 from attnlab.core.config import ConfigError, resolve
@@ -68,7 +69,7 @@ def test_fig1_construction_metrics(runs):
 
 def test_training_summaries_are_consistent(runs):
     s = runs["circuits"][1].summary
-    assert sum(s[f"n_{t}"] for t in X.TYPES) == s["n_models"] == 3
+    assert sum(s[f"n_{t}"] for t in circuits.TYPES) == s["n_models"] == 3
     assert s["n_failed_misclassified"] == 0
     st = runs["stationarity"][1].summary
     assert st["accuracy_min"] == 1.0 and st["ce_end"] <= st["ce_start"]
@@ -76,7 +77,7 @@ def test_training_summaries_are_consistent(runs):
     fin = History.from_arrays(t.arrays, "finetune/")
     assert fin.task.p == 3 and fin.snapshots["E"].shape[2] == 3
     tr = runs["train"][1].summary
-    assert sum(tr[f"n_{t}"] for t in X.TYPES) == 2 and 0 <= tr["mean_test_acc"] <= tr["best_test_acc"] <= 1
+    assert sum(tr[f"n_{t}"] for t in circuits.TYPES) == 2 and 0 <= tr["mean_test_acc"] <= tr["best_test_acc"] <= 1
 
 
 def test_circuit_metrics_and_taxonomy_on_the_construction():
@@ -91,10 +92,10 @@ def test_circuit_metrics_and_taxonomy_on_the_construction():
     task = X.Task(2, 12, 5)
     h = History(spec, task, [0, 1], np.array([0]), {k: v.numpy() for k, v in stacked.items()}, np.array([0]),
                 {"test_acc": np.array([[1.0, 1.0]])})
-    m = X.circuit_metrics(h)
+    m = circuits.circuit_metrics(h)
     assert m["head_type"][0] == "ideal" and m["n_clusters"][0] == 6
     assert m["R_suffix"][1] > 0.02 and m["head_type"][1] in ("partial", "fuzzy")
-    assert X._representatives(m) == {"ideal": 0, m["head_type"][1]: 1}
+    assert circuits.representatives(m) == {"ideal": 0, m["head_type"][1]: 1}
 
 
 def test_two_stage_seed_choice():
@@ -103,11 +104,11 @@ def test_two_stage_seed_choice():
     epochs = np.arange(60)
     loss = np.full((60, 5), 0.69)
     loss[40, 2] = 5.0  # seed 2 spikes after clustering
-    assert X.choose_two_stage_seed(m, loss, epochs, 10) == (4, "clean two-stage")
-    assert X.choose_two_stage_seed(m, loss, epochs, 10, max_spike=10.0) == (2, "clean two-stage")
-    assert X.choose_two_stage_seed(m, loss, epochs, 50) == (1, "solved clustering")
+    assert circuits.choose_two_stage_seed(m, loss, epochs, 10) == (4, "clean two-stage")
+    assert circuits.choose_two_stage_seed(m, loss, epochs, 10, max_spike=10.0) == (2, "clean two-stage")
+    assert circuits.choose_two_stage_seed(m, loss, epochs, 50) == (1, "solved clustering")
     none = {k: v[:1] for k, v in m.items()}
-    assert X.choose_two_stage_seed(none, loss[:, :1], epochs, 10) == (0, "best (none solved)")
+    assert circuits.choose_two_stage_seed(none, loss[:, :1], epochs, 10) == (0, "best (none solved)")
 
 
 def test_interrupted_transfer_resumes_to_the_same_result(tmp_path, monkeypatch):

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.clustering import spike_claims as C
-from attnlab.clustering import spikes as K
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.history import History
+from attnlab.clustering.spikes import claims as C
+from attnlab.clustering.spikes import experiments as K
 from attnlab.clustering.train import train
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.experiment import get
@@ -114,11 +114,14 @@ def test_spike_stats_on_synthetic_curves():
 
 
 def test_claim_measures_on_summaries():
-    s9 = {"units": "d2_mini,d2_full", "d2_mini_n_eligible": 3, "d2_mini_n_ratio_ge5": 3, "d2_full_n_eligible": 2,
-          "d2_full_n_ratio_ge5": 1, "d2_mini_n_ce_below_1e-3": 1, "d2_mini_max_grad_ce_below_1e-3": 0.002,
-          "d2_full_n_ce_below_1e-3": 0, "d2_full_max_grad_ce_below_1e-3": None}
-    assert C.d5_fraction([s9]) == 1.0 and C.d5_fraction([s9], "full") == pytest.approx(1 / 2)
-    assert math.isnan(C.d5_fraction([{"units": "d2_mini", "d2_mini_n_eligible": 1, "d2_mini_n_ratio_ge5": 1}]))
+    s9 = {"units": "d2_mini,d2_full", "d2_mini_n_drop_eligible": 3, "d2_mini_n_drop_ratio_ge5": 3,
+          "d2_mini_drop_ratio_min": 7.0, "d2_full_n_drop_eligible": 2, "d2_full_n_drop_ratio_ge5": 1,
+          "d2_full_drop_ratio_min": 2.0, "d2_mini_n_eligible": 2, "d2_mini_n_ratio_ge5": 1}
+    mini, full = C.d5_fraction([s9]), C.d5_fraction([s9], "full")
+    assert mini.value == 1.0 and full.value == pytest.approx(1 / 2)
+    assert "smallest ratio 7.0" in mini.detail and "instead 1 of 2" in mini.detail and "instead 0 of 0" in full.detail
+    one = {"units": "d2_mini", "d2_mini_n_drop_eligible": 1, "d2_mini_n_drop_ratio_ge5": 1}
+    assert math.isnan(C.d5_fraction([one]).value)
     s13 = {"units": "d2", "d2_n_onsets": 6, "d2_n_ratio_ge2": 5}
     assert C.d7_counts([s13]) == (5, 6)
 

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.clustering import sweep_claims, sweeps
 from attnlab.clustering.analysis import EPS_GRID
+from attnlab.clustering.sweeps import claims as sweep_claims
+from attnlab.clustering.sweeps import experiments as sweeps
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.experiment import Result, get
 from attnlab.core.runs import RunStore, load_result
@@ -230,7 +231,8 @@ def test_d8_gradient_exponent_over_sweep_units(tmp_path):
     a = Result(None, {"ds": np.array([2]), "d2/grad_total": 50 * e, "d2/tv_error": e,
                                    "d2/train_loss": e}, {})
     out = sweep_claims.gradient_exponent(sweep_claims.sweep_curves([a]))
-    assert out.value == pytest.approx(1.0) and "2 seeds" in out.detail and "≤ 0.001 (||∇L||/CE = 50 to 50)" in out.detail
+    assert out.value == pytest.approx(1.0) and "2 seeds" in out.detail
+    assert "≤ 0.001 (||∇L||/CE = 50 to 50)" in out.detail
     r = _run(tmp_path, "fig7", n_seeds=3)
     solved = r.arrays["d2/train_loss"][-1] < 1e-3
     assert r.summary["n_ce_below_1e-3_d2"] == solved.sum() and r.arrays["d2/grad_total"].shape == (

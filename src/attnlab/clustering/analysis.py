@@ -10,141 +10,31 @@ learning, spikes) live in :mod:`attnlab.clustering.dynamics`.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 
 import numpy as np
 import torch
 
-from attnlab.clustering.data import Task, encode
+from attnlab.clustering.data import Task
 from attnlab.clustering.dynamics import spearman  # noqa: F401  (re-exported: D6 sparsity vs accuracy)
-from attnlab.clustering.model import ModelSpec, Params, activation, forward, normalize, softmax_last, token_table
+from attnlab.clustering.model import ModelSpec, Params, activation, normalize, softmax_last, token_table
+from attnlab.clustering.probe import (  # noqa: F401  (Grid, grid, MAX_ELEMENTS re-exported)
+    MAX_ELEMENTS,
+    Grid,
+    Probe,
+    chunks,
+    collect,
+    grid,
+    group_mean,
+    span_projector,
+    sq_norm,
+    xi_stats,
+)
 
 F64 = torch.float64
 
-MAX_ELEMENTS = 2**25                                  # per forward chunk, ≈ S·B·(N·d·4 + 3h + n_emb) elements
 EPS_GRID = torch.logspace(-5, 2, 50, dtype=torch.float64)  # spec §5.4: ε ∈ [1e-5, 1e2], 50 points
 HEAD_THRESHOLDS = {"acc_min": 0.9, "r_max": 0.02, "mass_min": 0.9, "fuzzy_min": 0.5}  # spec §3.4 item 8
-
-
-# ----------------------------------------------------------------------------------------------- plumbing
-@dataclass(frozen=True)
-class Grid:
-    """A probe set prepared for the head metrics (``grid``): sentences, their prefix and multiset ids."""
-
-    x: torch.Tensor        # (B, N) sentences
-    pre: torch.Tensor      # (B,) prefix id in [0, n_pre)
-    mid: torch.Tensor      # (B,) multiset id of the prefix in [0, n_mid)
-    mid_pre: torch.Tensor  # (n_pre,) multiset id of each prefix
-    y: torch.Tensor        # (B,) labels
-    n_pre: int
-    n_mid: int
-    n_suf: int             # > 0 iff x is the prefix-major product grid: x[i] = (prefix i // n_suf, suffix i % n_suf)
-
-
-Probe = tuple[torch.Tensor, torch.Tensor, torch.Tensor] | torch.Tensor | Grid | None
-
-
-def _make_grid(task: Task, x: torch.Tensor, pre: torch.Tensor | None, suf: torch.Tensor | None = None) -> Grid:
-    if pre is None:
-        pre = torch.unique(encode(x[:, list(task.idx)], task.p), return_inverse=True)[1]
-    B = len(pre)
-    n_pre = int(pre.max()) + 1 if B else 0
-    mid = task.multiset_id(x)
-    mid_pre = torch.zeros(n_pre, dtype=torch.long, device=x.device).scatter_(0, pre, mid)
-    n_suf = int(suf.max()) + 1 if suf is not None and B else 0
-    i = torch.arange(B, device=x.device)
-    if not (n_suf and task.spurious and n_pre * n_suf == B and torch.equal(pre, i // n_suf)
-            and torch.equal(suf, i % n_suf)):
-        n_suf = 0
-    return Grid(x, pre, mid, mid_pre, task.labels(x), n_pre, task.n_classes, n_suf)
-
-
-@functools.lru_cache(maxsize=16)
-def _default_grid(task: Task, device: str) -> Grid:
-    return _make_grid(task, *task.probe_grid(device=device))
-
-
-def grid(task: Task, probe: Probe, device: torch.device | str) -> Grid:
-    """``probe`` (None: the task's probe grid) prepared once, to pass as ``probe`` to the metrics."""
-    if isinstance(probe, Grid):
-        return probe
-    if probe is None:
-        return _default_grid(task, str(device))
-    if isinstance(probe, torch.Tensor):
-        return _make_grid(task, probe.to(device), None)
-    return _make_grid(task, *(t.to(device) for t in probe))
-
-
-def _chunks(params: Params, spec: ModelSpec, x: torch.Tensor,
-            max_elements: int = MAX_ELEMENTS) -> Iterator[dict[str, torch.Tensor]]:
-    """Forward activations for consecutive seed chunks (S_c models at a time), without gradients."""
-    S, B = params["E"].shape[0], x.shape[0]
-    per_seed = B * (spec.N * spec.d * 4 + 3 * spec.h + spec.n_emb)
-    size = max(1, max_elements // max(per_seed, 1))
-    with torch.no_grad():
-        for s0 in range(0, S, size):
-            yield forward({k: v[s0:s0 + size].detach() for k, v in params.items()}, x, spec)
-
-
-def _collect(params: Params, spec: ModelSpec, x: torch.Tensor, names: tuple[str, ...],
-             max_elements: int = MAX_ELEMENTS) -> dict[str, torch.Tensor]:
-    parts = [{n: a[n] for n in names} for a in _chunks(params, spec, x, max_elements)]
-    return {n: torch.cat([p[n] for p in parts]) for n in names}
-
-
-def _group_mean(v: torch.Tensor, g: torch.Tensor, G: int) -> torch.Tensor:
-    """Means of v (S, B, d) over the groups g (B,) → (S, G, d)."""
-    sums = v.new_zeros(v.shape[0], G, v.shape[2]).index_add_(1, g, v)
-    cnt = torch.bincount(g, minlength=G).clamp_min(1).to(v)
-    return sums / cnt[None, :, None]
-
-
-def _sq(v: torch.Tensor) -> torch.Tensor:
-    return v.pow(2).sum((1, 2))
-
-
-def _xi_stats(xi: torch.Tensor, g: Grid, proj: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-    """R_suffix, R_perm and cluster_score (spec §3.4 items 4–6) from ξ (S, B, d), in float64, by the exact
-    variance decomposition over prefixes (a multiset is a union of prefixes): only one pass over the B sentences.
-    A degenerate ξ (no variance) counts as invariant (R = 0) but unclustered (cluster_score = 0)."""
-    xi = xi.double()
-    if proj is not None:
-        xi = xi @ proj.double()
-    S = xi.shape[0]
-    if g.n_suf:
-        xr = xi.view(S, g.n_pre, g.n_suf, -1)
-        m_pre = xr.mean(2)                                                          # (S, P, d)
-        within_suf = (xr - m_pre[:, :, None]).pow(2).sum((1, 2, 3))
-        n = torch.full((g.n_pre,), float(g.n_suf), dtype=xi.dtype, device=xi.device)
-    else:
-        m_pre = _group_mean(xi, g.pre, g.n_pre)
-        within_suf = _sq(xi - m_pre[:, g.pre])
-        n = torch.bincount(g.pre, minlength=g.n_pre).to(xi)
-    w = n[None, :, None]
-    mean_all = (w * m_pre).sum(1, keepdim=True) / n.sum()
-    m_mid = (w * m_pre).new_zeros(S, g.n_mid, m_pre.shape[2]).index_add_(1, g.mid_pre, w * m_pre)
-    m_mid = m_mid / torch.zeros(g.n_mid, dtype=xi.dtype, device=xi.device).index_add_(0, g.mid_pre, n
-                                                                                     ).clamp_min(1)[None, :, None]
-    total = within_suf + (w * (m_pre - mean_all).pow(2)).sum((1, 2))
-    within_mid = within_suf + (w * (m_pre - m_mid[:, g.mid_pre]).pow(2)).sum((1, 2))
-    energy = within_suf + (w * m_pre.pow(2)).sum((1, 2))                                     # Σ ||ξ||²
-    tot_pre = _sq(m_pre - m_pre.mean(1, keepdim=True))
-    within_perm = _sq(m_pre - _group_mean(m_pre, g.mid_pre, g.n_mid)[:, g.mid_pre])
-    ok, ok_pre = total > 1e-12 * energy, tot_pre > 1e-12 * _sq(m_pre)
-    zero = torch.zeros_like(total)
-    return {"cluster_score": torch.where(ok, 1 - within_mid / total.clamp_min(1e-300), zero),
-            "R_suffix": torch.where(ok, within_suf / total.clamp_min(1e-300), zero),
-            "R_perm": torch.where(ok_pre, within_perm / tot_pre.clamp_min(1e-300), zero)}
-
-
-def _span_projector(params: Params, rtol: float = 1e-6) -> torch.Tensor:
-    """Orthogonal projector (S, d, d) onto span{E(v)} ∪ span{w_i} (spec §3.4 item 6 caveat)."""
-    M = torch.cat([params["E"], params["W"]], dim=1).detach().double()
-    _, s, vh = torch.linalg.svd(M, full_matrices=False)
-    keep = (s > rtol * s[:, :1]).to(M)
-    return vh.transpose(-1, -2) @ (keep[..., None] * vh)
 
 
 # ----------------------------------------------------------------------------------------------- head metrics
@@ -184,7 +74,7 @@ def grid_pass(params: Params, spec: ModelSpec, task: Task, probe: Probe = None, 
 def pass_metrics(g: Grid, xi: torch.Tensor, mass: torch.Tensor,
                  logits: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
     """``head_metrics`` from one pass's ξ and attention mass; with ``logits`` also min_xi_norm and margin."""
-    out = _xi_stats(xi, g)
+    out = xi_stats(xi, g)
     out["attn_prefix_mass"] = mass.double()
     if logits is not None:
         out["min_xi_norm"] = xi.norm(dim=-1).amin(-1).double()
@@ -253,14 +143,14 @@ def _logits_from_xi(params: Params, spec: ModelSpec, xi: torch.Tensor) -> torch.
 def attn_prefix_mass(params: Params, spec: ModelSpec, task: Task, probe: Probe = None) -> torch.Tensor:
     """mean_x Σ_{t∈I} a_t(x) (spec §3.4 item 1): k/N for uniform attention, ≈ 1 for an ideal head. (S,)"""
     g = grid(task, probe, params["E"].device)
-    return _collect(params, spec, g.x, ("attn",))["attn"][..., list(task.idx)].sum(-1).mean(-1)
+    return collect(params, spec, g.x, ("attn",))["attn"][..., list(task.idx)].sum(-1).mean(-1)
 
 
 def attn_by_value(params: Params, spec: ModelSpec, task: Task, probe: Probe = None) -> torch.Tensor:
     """Mean attention a_t on informative tokens with value v, v < p (§3.4 item 1; Fig. 5 remark). (S, p);
     NaN for a value absent from the informative positions of the probe."""
     g = grid(task, probe, params["E"].device)
-    a = _collect(params, spec, g.x, ("attn",))["attn"][..., list(task.idx)].double()   # (S, B, k)
+    a = collect(params, spec, g.x, ("attn",))["attn"][..., list(task.idx)].double()   # (S, B, k)
     onehot = torch.nn.functional.one_hot(g.x[:, list(task.idx)], task.p).double()      # (B, k, p)
     return torch.einsum("sbk,bkv->sv", a, onehot) / onehot.sum((0, 1))
 
@@ -310,8 +200,8 @@ def xi_invariance(params: Params, spec: ModelSpec, task: Task, probe: Probe = No
     """R_suffix, R_perm, cluster_score (spec §3.4 items 4–6), each (S,). ``project``: ξ projected on
     span{E(v)} ∪ span{w_i} first (the directions the MLP and unembedding read; matters only for d > 2)."""
     g = grid(task, probe, params["E"].device)
-    xi = _collect(params, spec, g.x, ("xi",))["xi"]
-    return _xi_stats(xi, g, _span_projector(params) if project else None)
+    xi = collect(params, spec, g.x, ("xi",))["xi"]
+    return xi_stats(xi, g, span_projector(params) if project else None)
 
 
 def R_suffix(params: Params, spec: ModelSpec, task: Task, probe: Probe = None) -> torch.Tensor:
@@ -367,7 +257,7 @@ def clusters(params: Params, spec: ModelSpec, task: Task, probe: Probe = None, *
     """n_clusters (S,) long, cluster_purity (S,) (fraction of clusters holding a single label) and the
     labels (S, B) of :func:`cluster_labels` on the probe grid (spec §3.4 item 7; ideal = C(k+p−1, k))."""
     g = grid(task, probe, params["E"].device)
-    lab = cluster_labels(_collect(params, spec, g.x, ("xi",))["xi"], rel_threshold)
+    lab = cluster_labels(collect(params, spec, g.x, ("xi",))["xi"], rel_threshold)
     n, purity = [], []
     big = torch.iinfo(torch.long).max
     y = g.y.cpu()
@@ -426,7 +316,7 @@ def classify_heads(params: Params, spec: ModelSpec, task: Task, probe: Probe = N
 
 def _attn_maps(params: Params, spec: ModelSpec, x: torch.Tensor) -> torch.Tensor:
     """Each seed's (sentences × N) attention map, flattened, centred and scaled to unit norm. (S, B·N)"""
-    a = _collect(params, spec, x, ("attn",))["attn"].flatten(1).double()
+    a = collect(params, spec, x, ("attn",))["attn"].flatten(1).double()
     a = a - a.mean(1, keepdim=True)
     return a / a.norm(dim=1, keepdim=True).clamp_min(1e-300)
 
@@ -447,7 +337,7 @@ def attn_corr_matrix(params_init: Params, params_final: Params, spec: ModelSpec,
 # ----------------------------------------------------------------------------------------------- monitors
 def accuracy(params: Params, spec: ModelSpec, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Fraction of sentences whose argmax logit is the label. (S,)"""
-    z = _collect(params, spec, x, ("logits",))["logits"]
+    z = collect(params, spec, x, ("logits",))["logits"]
     return (z.argmax(-1) == y).double().mean(-1)
 
 
@@ -459,7 +349,7 @@ def min_token_norm(params: Params, p: int | None = None) -> torch.Tensor:
 
 def min_xi_norm(params: Params, spec: ModelSpec, x: torch.Tensor) -> torch.Tensor:
     """min over the sentences x of ||ξ|| (spec §5.3; the pre-MLP normalisation). (S,)"""
-    return _collect(params, spec, x, ("xi",))["xi"].norm(dim=-1).amin(-1)
+    return collect(params, spec, x, ("xi",))["xi"].norm(dim=-1).amin(-1)
 
 
 def _margin(z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -471,7 +361,7 @@ def _margin(z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 def decision_margin(params: Params, spec: ModelSpec, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """min over sentences of ζ_y − max_{j≠y} ζ_j (spec §5.3); negative iff some sentence is misclassified. (S,)"""
-    return _margin(_collect(params, spec, x, ("logits",))["logits"], y)
+    return _margin(collect(params, spec, x, ("logits",))["logits"], y)
 
 
 def lr_over_norm(lr: float, params: Params, p: int | None = None) -> torch.Tensor:
@@ -486,7 +376,7 @@ def sparsity_curve(params: Params, spec: ModelSpec, x: torch.Tensor, eps: torch.
     Returns (S, n_eps), non-decreasing in ε; ``eps`` defaults to ``EPS_GRID`` = logspace(1e-5, 1e2, 50)."""
     eps = EPS_GRID if eps is None else torch.as_tensor(eps, dtype=torch.float64)
     out = []
-    for acts in _chunks(params, spec, x, max_elements):
+    for acts in chunks(params, spec, x, max_elements):
         v = acts["hidden"].abs().flatten(1).double().sort(-1).values                  # (S_c, B·h)
         e = eps.to(v.device).expand(v.shape[0], -1).contiguous()
         out.append(torch.searchsorted(v, e).double() / v.shape[1])                    # count of |·| < ε

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from attnlab.clustering.experiments import other_corr
+from attnlab.clustering.circuits import other_corr
 from attnlab.core.claims import Claim, ClaimContext, Measured, register
 
 S = "clustering"
@@ -198,4 +198,5 @@ register(Claim(
 ))
 
 
-from attnlab.clustering import spike_claims, sweep_claims  # noqa: E402,F401
+from attnlab.clustering.spikes import claims as _spike_claims  # noqa: E402,F401  (register their claims)
+from attnlab.clustering.sweeps import claims as _sweep_claims  # noqa: E402,F401

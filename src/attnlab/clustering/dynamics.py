@@ -101,6 +101,33 @@ def peak_plateau_ratio(grad_total: object, t_cluster: object, t_fit: object, epo
     return _out(out, one)
 
 
+def drop_peak_ratio(grad_total: object, loss: object, t_fit: object, epochs: object = None, skip: float = 5,
+                    fall: float = 0.05, back: float = 25) -> np.ndarray:
+    """Gradient norm at a loss drop over the plateau before it (paper 4 §4.3, Fig. 9: "loss drops occur in tandem
+    with high gradient norms"), both anchored on the loss itself: the drop starts at t_0, the first epoch ≥
+    ``skip`` whose train loss is ``fall`` (5 %) below its value at epoch ``skip`` (after the initialisation
+    transient); the ratio is the max full-batch gradient norm over [t_0, t_fit + 3] over its median on
+    [max(skip, t_0 − back), t_0 − 2). NaN where the loss never falls, t_0 < skip + 10 (no plateau to compare
+    with) or t_fit is NaN. (S,)"""
+    g, one = _as2d(grad_total)
+    L, _ = _as2d(loss)
+    ep = _epochs(epochs, len(g))
+    tf = np.broadcast_to(np.atleast_1d(np.asarray(t_fit, float)), g.shape[1])
+    out = np.full(g.shape[1], np.nan)
+    i0 = int(np.searchsorted(ep, skip))
+    for s in range(g.shape[1]):
+        below = np.flatnonzero((ep >= skip) & (L[:, s] < (1 - fall) * L[min(i0, len(ep) - 1), s]))
+        if not below.size or not np.isfinite(tf[s]) or ep[below[0]] < skip + 10:
+            continue
+        t0 = ep[below[0]]
+        base = g[(ep >= max(skip, t0 - back)) & (ep < t0 - 2), s]
+        peak = g[(ep >= t0) & (ep <= max(t0, tf[s]) + 3), s]
+        if base.size and peak.size:
+            med = np.median(base)
+            out[s] = peak.max() / med if med > 0 else np.inf
+    return _out(out, one)
+
+
 # ----------------------------------------------------------------------------------------------- spikes
 def loss_spikes(loss: object, window: int = 20, factor: float = 1.5, min_jump: float = 0.05,
                 start_frac: float = 0.5) -> np.ndarray:

@@ -1,12 +1,9 @@
-"""Circuit figures of paper 4 (Figs 1–6, 8, 15; spec §3.1–3.4, §4, §6, §7 C3, C4, D4, D9–D11): config in, tables
-and arrays out, no plotting (drawings in ``figures.py``).
-
-Every trained run is stored in the Result's arrays with ``History.to_arrays(prefix)`` — prefix ``run/`` (and
-``pretrain/`` / ``finetune/`` for the transfer) — so the sandbox reopens it: ``History.from_arrays(arrays, "run/")``.
-Training checkpoints after every epoch (at most every 30 s) and resumes bit-identically on CPU.
-
-Quick scale uses k = 3 (a 3-sparse parity escapes its plateau within a few hundred epochs at d = 2; the plateau
-grows steeply with k, spec §7.0), paper scale the paper's k = 5 and 1000 epochs.
+"""Circuit figures of paper 4 (Figs 1-6, 8, 15; §3, §4.2-4.3, App. A.2): config in, tables and arrays out, no
+plotting (``figures.py``); per-model measurements in ``circuits.py``. Every trained run is stored in the arrays with
+``History.to_arrays(prefix)`` (``run/``; ``pretrain/`` and ``finetune/`` for the transfer), so the sandbox reopens
+it. Training checkpoints every epoch (at most every 30 s) and resumes bit-identically on CPU. Quick scale uses
+k = 3 (a 3-sparse parity escapes its plateau within a few hundred epochs at d = 2; the plateau grows steeply with
+k), paper scale the paper's k = 5 and 1000 epochs.
 """
 
 from __future__ import annotations
@@ -20,10 +17,19 @@ import torch
 from pydantic import Field, model_validator
 
 from attnlab.clustering import analysis, dynamics, figures, theory
+from attnlab.clustering.circuits import (
+    attention_change,
+    choose_two_stage_seed,
+    circuit_metrics,
+    d4_counts,
+    other_corr,
+    representatives,
+    run_frame,
+    type_counts,
+)
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.data import Task
 from attnlab.clustering.history import History
-from attnlab.clustering.memory import train_bytes
 from attnlab.clustering.model import ModelSpec, forward
 from attnlab.clustering.train import train, transfer
 from attnlab.clustering.units import epoch_frame, train_units
@@ -33,78 +39,15 @@ from attnlab.core.runs import RunContext
 from attnlab.core.units import Unit
 
 STUDY = "clustering"
-TYPES = ("ideal", "value_corrected", "partial", "fuzzy", "failed")
 #: (p, N, k, d, h) of the C3 construction checks besides the visual case (spec §7 C3): 6, 21, 10, 35 clusters
 C3_CONFIGS = ((2, 12, 5, 3, 12), (3, 12, 5, 4, 16), (3, 8, 3, 4, 16), (5, 8, 3, 6, 24))
 
 
 # ----------------------------------------------------------------------------------------------- helpers
-def _as_train_config(cfg: TrainConfig, **changes: Any) -> TrainConfig:
+def as_train_config(cfg: TrainConfig, **changes: Any) -> TrainConfig:
     """The plain ``TrainConfig`` part of an experiment config (plus ``changes``)."""
     values = {k: v for k, v in cfg.model_dump().items() if k in TrainConfig.model_fields}
     return TrainConfig(**{**values, **changes})
-
-
-def model_frame(h: History, m: dict[str, np.ndarray], **extra: Any) -> pd.DataFrame:
-    """Long table of the per-seed final metrics of ``circuit_metrics`` (observable ``final/<name>``)."""
-    rows = [pd.DataFrame({"epoch": int(h.epochs[-1]), "seed": m["seed"], "observable": f"final/{k}",
-                          "value": np.asarray(v, dtype=float), "head_type": m["head_type"]})
-            for k, v in m.items() if k not in ("seed", "head_type")]
-    return pd.concat(rows, ignore_index=True).assign(**extra)
-
-
-def run_frame(h: History, m: dict[str, np.ndarray], **extra: Any) -> pd.DataFrame:
-    return pd.concat([epoch_frame(h, m["head_type"], **extra), model_frame(h, m, **extra)], ignore_index=True)
-
-
-def circuit_metrics(h: History, index: int = -1) -> dict[str, np.ndarray]:
-    """§3.4 metrics of every seed at snapshot ``index`` (default the last), its head type and t_cluster/t_fit."""
-    params = h.params_at(index)
-    spec, task = h.spec, h.task
-    em = h.epoch_metrics
-    row = int(np.abs(h.epochs - h.snapshot_epochs[index]).argmin())  # the epoch log at that snapshot
-    x, _, _ = task.probe_grid()
-    out = {k: v.numpy() for k, v in analysis.head_metrics(params, spec, task).items()}
-    cl = analysis.clusters(params, spec, task)
-    out["n_clusters"], out["cluster_purity"] = cl["n_clusters"].numpy(), cl["cluster_purity"].numpy()
-    pc = analysis.pos_collapse(params, spec, task)
-    out["pos_collapse_in"], out["pos_collapse_out"] = pc["in"].numpy(), pc["out"].numpy()
-    out["value_collapse_out"] = analysis.value_collapse_out(params, spec, task).numpy()
-    out["probe_acc"] = analysis.accuracy(params, spec, x, task.labels(x)).numpy()
-    for name in ("test_acc", "unseen_acc", "train_loss", "train_acc", "grad_total"):
-        if name in em:
-            out[name] = np.asarray(em[name][row], dtype=float)
-    acc = out.get("test_acc", out["probe_acc"])
-    out["head_type"] = np.array(analysis.head_type({**out, "test_acc": acc}))
-    if "cluster_score" in em:
-        out["t_cluster"] = dynamics.t_cluster(em["cluster_score"], h.epochs)
-    if "test_acc" in em:
-        out["t_fit"] = dynamics.t_fit(em["test_acc"], h.epochs)
-    out["seed"] = np.asarray(h.seeds)
-    return out
-
-
-def _type_counts(types: np.ndarray) -> dict[str, int]:
-    return {f"n_{t}": int((types == t).sum()) for t in TYPES}
-
-
-def _representatives(m: dict[str, np.ndarray]) -> dict[str, int]:
-    """Index of the seed shown for each head type found: best test accuracy, then most invariant ξ."""
-    acc = m.get("test_acc", m["probe_acc"])
-    reps = {}
-    for t in TYPES:
-        idx = np.flatnonzero(m["head_type"] == t)
-        if idx.size:
-            reps[t] = int(idx[np.lexsort((m["R_suffix"][idx] + m["R_perm"][idx], -acc[idx]))[0]])
-    return reps
-
-
-def _d4(m: dict[str, np.ndarray]) -> dict[str, float]:
-    """D4 counts: solved clustering-type seeds (test acc ≥ 0.9, final cluster_score ≥ 0.9) and how many of them
-    have t_cluster ≤ t_fit + 1."""
-    sel = (m.get("test_acc", m["probe_acc"]) >= 0.9) & (m["cluster_score"] >= 0.9)
-    ok = sel & (m["t_cluster"] <= m["t_fit"] + 1)
-    return {"d4_n_clustering_solved": int(sel.sum()), "d4_n_cluster_first": int(ok.sum())}
 
 
 # ----------------------------------------------------------------------------------------------- Fig. 1
@@ -217,7 +160,7 @@ def stationarity(config: StationarityConfig, ctx: RunContext) -> Result:
     params, spec = theory.build_clustering_head(config.p, config.N, config.k, config.d, config.spec().h,
                                                 lam=10 * config.c, mu=10 * config.c)
     params = {k: v.expand(config.n_seeds, *v.shape[1:]).clone() for k, v in params.items()}
-    cfg = _as_train_config(config)
+    cfg = as_train_config(config)
     unit = (cfg.epochs, lambda u: train(cfg, device=ctx.device, params=params, spec=spec, state=u.resume,
                                         **u.hooks.kwargs()))
     hist = train_units(ctx, {"run": unit}, "D9 training")["run"]
@@ -250,14 +193,14 @@ CircuitsConfig = _Circuits.with_defaults(
             title="Circuit taxonomy of trained heads (value-corrected, partial, fuzzy)")
 def circuits(config: TrainConfig, ctx: RunContext) -> Result:
     """Train ``n_seeds`` models, measure §3.4 metrics of each final model and its head type."""
-    hist = train_units(ctx, {"run": _as_train_config(config)}, "circuits")["run"]
+    hist = train_units(ctx, {"run": as_train_config(config)}, "circuits")["run"]
     m = circuit_metrics(hist)
-    reps = _representatives(m)
+    reps = representatives(m)
     wrong = (m["test_acc"] < 0.9) & (m["head_type"] != "failed")
-    summary: dict[str, Any] = {**_type_counts(m["head_type"]), "n_models": hist.n_seeds,
+    summary: dict[str, Any] = {**type_counts(m["head_type"]), "n_models": hist.n_seeds,
                                "n_solved": int((m["test_acc"] >= 0.9).sum()),
                                "n_failed_misclassified": int(wrong.sum()),
-                               **{f"rep_{t}": hist.seeds[i] for t, i in reps.items()}, **_d4(m)}
+                               **{f"rep_{t}": hist.seeds[i] for t, i in reps.items()}, **d4_counts(m)}
     solved = m["test_acc"] >= 0.9
     for key in ("attn_prefix_mass", "cluster_score", "n_clusters"):
         summary[f"{key}_solved_mean"] = float(m[key][solved].mean()) if solved.any() else float("nan")
@@ -279,30 +222,11 @@ Fig5Config = _Fig5.with_defaults(
     "1000 epochs.")
 
 
-def attention_change(h: History, i0: int = 0, i1: int = -1) -> dict[str, np.ndarray]:
-    """Attention-map correlations over the whole probe grid (seed i at i0 with seed j at i1: ``attn_corr_matrix``;
-    its diagonal ``attn_corr``), attention mass on I and attn_by_value at two snapshots."""
-    p0, p1 = h.params_at(i0), h.params_at(i1)
-    x, _, _ = h.task.probe_grid()
-    corr = analysis.attn_corr_matrix(p0, p1, h.spec, x).numpy()
-    out = {"attn_corr": np.diag(corr).copy(), "attn_corr_matrix": corr}
-    for tag, prm in (("start", p0), ("end", p1)):
-        out[f"attn_prefix_mass_{tag}"] = analysis.attn_prefix_mass(prm, h.spec, h.task).numpy()
-        out[f"attn_by_value_{tag}"] = analysis.attn_by_value(prm, h.spec, h.task).numpy()  # (S, p)
-    return out
-
-
-def other_corr(corr: np.ndarray) -> np.ndarray:
-    """For each final map j, its mean correlation with the initial maps of the other seeds i ≠ j. (S,)"""
-    S = len(corr)
-    return (corr.sum(0) - np.diag(corr)) / max(S - 1, 1)
-
-
 @experiment(STUDY, "fig5", Fig5Config, ref="Fig. 5", figure=figures.fig5,
             title="Attention at initialisation vs after training")
 def fig5(config: TrainConfig, ctx: RunContext) -> Result:
     """Attention maps before and after training; their correlation per seed (spec §3.4 item 10)."""
-    hist = train_units(ctx, {"run": _as_train_config(config)}, "fig5")["run"]
+    hist = train_units(ctx, {"run": as_train_config(config)}, "fig5")["run"]
     ch = attention_change(hist)
     acc = hist.epoch_metrics["test_acc"][-1]
     solved = acc >= 0.9
@@ -351,8 +275,8 @@ TransferConfig = _Transfer.with_defaults(
             title="Transfer of the circuit p = 2 → p = 3")
 def transfer_circuit(config: TrainConfig, ctx: RunContext) -> Result:
     """Pretrain on p, finetune on p_new from the pretrained weights (``train.transfer``)."""
-    pre_cfg = _as_train_config(config)
-    new_cfg = _as_train_config(config, p=config.p_new, epochs=config.epochs_new)
+    pre_cfg = as_train_config(config)
+    new_cfg = as_train_config(config, p=config.p_new, epochs=config.epochs_new)
 
     def finetune(u: Unit) -> History:
         pre = History.from_arrays(u.done["pretrain"])
@@ -409,28 +333,11 @@ Fig8Config = _Fig8.with_defaults(
     doc=_Fig8.__doc__ + " Quick: k = 3, 128 seeds, 150 epochs (≈ 2.5 min); paper: k = 5, 100 seeds, 1000 epochs.")
 
 
-def choose_two_stage_seed(m: dict[str, np.ndarray], loss: np.ndarray, epochs: np.ndarray, min_plateau: int = 10,
-                          max_gap: float = 50, max_spike: float = 2.0) -> tuple[int, str]:
-    """Index of the first seed with a clean two-stage profile (see ``_Fig8``), and which rule picked it; falls
-    back to the first solved clustering-type seed, the first solved seed, then the best one."""
-    solved = (m["test_acc"] >= 0.9) & (m["cluster_score"] >= 0.9)
-    tc, tf = m["t_cluster"], m["t_fit"]
-    calm = np.zeros(len(tc), dtype=bool)
-    for s in np.flatnonzero(solved & np.isfinite(tc)):
-        after = loss[epochs >= tc[s] - 5, s]
-        calm[s] = after.size > 0 and after.max() <= max_spike * after[0]
-    clean = solved & calm & (tc >= min_plateau) & (tc <= tf + 1) & (tf - tc <= max_gap)
-    for rule, mask in (("clean two-stage", clean), ("solved clustering", solved), ("solved", m["test_acc"] >= 0.9)):
-        if mask.any():
-            return int(np.flatnonzero(mask)[0]), rule
-    return int(np.argmax(m["test_acc"])), "best (none solved)"
-
-
 @experiment(STUDY, "fig8", Fig8Config, ref="Fig. 8", figure=figures.fig8, headline=True,
             title="Two-stage learning: clustering first, then fitting the MLP")
 def fig8(config: TrainConfig, ctx: RunContext) -> Result:
     """Train seeds with per-epoch snapshots; pick the shown seed and its 4 snapshot epochs."""
-    hist = train_units(ctx, {"run": _as_train_config(config)}, "fig8")["run"]
+    hist = train_units(ctx, {"run": as_train_config(config)}, "fig8")["run"]
     m = circuit_metrics(hist)
     i, rule = choose_two_stage_seed(m, hist.epoch_metrics["train_loss"], hist.epochs, config.min_plateau,
                                     config.max_gap, config.max_spike)
@@ -441,7 +348,7 @@ def fig8(config: TrainConfig, ctx: RunContext) -> Result:
     summary: dict[str, Any] = {
         "seed_shown": hist.seeds[i], "seed_rule": rule, "t_cluster": float(m["t_cluster"][i]),
         "t_fit": float(m["t_fit"][i]), "test_acc": float(m["test_acc"][i]), "drop1": float(drops[0]),
-        "drop2": float(drops[1]), "n_solved": int((m["test_acc"] >= 0.9).sum()), **_d4(m),
+        "drop2": float(drops[1]), "n_solved": int((m["test_acc"] >= 0.9).sum()), **d4_counts(m),
         **{f"snapshot{k + 1}": float(hist.snapshot_epochs[j]) for k, j in enumerate(idx)}}
     arrays = {**hist.to_arrays("run/"), **{f"model/{k}": v for k, v in m.items()}, "shown": np.array(i),
               "strip_epochs": hist.snapshot_epochs[idx]}
@@ -455,14 +362,14 @@ TrainRunConfig = TrainConfig.with_defaults(
         "each snapshot. Quick: k = 3, 300 epochs; paper: the paper's k = 5, 1000 epochs.")
 
 
-@experiment(STUDY, "train", TrainRunConfig, ref="§4.1 (visual sandbox)", figure=figures.train_run, memory=train_bytes,
+@experiment(STUDY, "train", TrainRunConfig, ref="§4.1 (visual sandbox)", figure=figures.train_run,
             title="Train any configuration and keep its snapshots (open it in `attnlab render` or the sandbox)")
 def train_run(config: TrainConfig, ctx: RunContext) -> Result:
     """Train ``n_seeds`` models with snapshots; per-seed circuit metrics and head types at the end. While it trains,
     the history so far is published under the same ``run/`` names for live viewers (``ctx.publish``: the sandbox)."""
     from attnlab.clustering.train import Recorder
 
-    cfg = _as_train_config(config)
+    cfg = as_train_config(config)
 
     def so_far(state: dict[str, Any]) -> dict[str, np.ndarray]:
         rec = Recorder(cfg, list(state["params"]), cfg.n_seeds, ctx.device, 0)
@@ -483,9 +390,10 @@ def train_run(config: TrainConfig, ctx: RunContext) -> Result:
     m = circuit_metrics(hist)
     acc = m.get("test_acc", m["probe_acc"])
     summary: dict[str, Any] = {"n_solved": int((acc >= 0.9).sum()), "mean_test_acc": float(acc.mean()),
-                               "best_test_acc": float(acc.max()), **_type_counts(m["head_type"])}
+                               "best_test_acc": float(acc.max()), **type_counts(m["head_type"])}
     arrays = {**hist.to_arrays("run/"), **{f"model/{k}": v for k, v in m.items()}}
     return Result(run_frame(hist, m), arrays, summary)
 
 
-from attnlab.clustering import spikes, sweeps  # noqa: E402,F401  (register their experiments)
+from attnlab.clustering.spikes import experiments as _spikes  # noqa: E402,F401  (register their experiments)
+from attnlab.clustering.sweeps import experiments as _sweeps  # noqa: E402,F401

@@ -1,4 +1,6 @@
-"""Peak memory of a clustering training run (``train.train``), for ``attnlab.core.memory``'s "would not fit" check.
+"""Peak memory of the clustering experiments, for ``attnlab.core.memory``'s "would not fit" check: the model of one
+training run (``train.train``) and, for every experiment, the largest of its training units plus the records of
+the units it keeps while the next one trains.
 
 The model is linear in the number of seeds S; per seed it counts (f = bytes of the dtype; n = n_train, N, p, d,
 h, n_emb, B = batch size, C = p^N sentences when the record is read from the enumerated space):
@@ -27,7 +29,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from attnlab.clustering import experiments as X
+from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.data import MAX_ENUMERATION
+from attnlab.clustering.spikes import experiments as K
+from attnlab.clustering.spikes.configs import parse_variant
+from attnlab.clustering.sweeps import experiments as W
+from attnlab.core.experiment import memory_model
 
 TAIL_CHUNK = 2**19        # hidden units per chunk of the record's closed-form tail (step.chunked_tail)
 
@@ -59,6 +67,7 @@ def per_seed_bytes(cfg: Any, device: str | None = None) -> int:
     return int(out)
 
 
+@memory_model("clustering.train", "clustering.circuits", "clustering.fig5", "clustering.fig8")
 def train_bytes(cfg: Any) -> tuple[int, str]:
     """The run's peak bytes (all seeds, plus the tail chunk and a fixed 64 MiB of workspace) and what to reduce."""
     f = 8 if cfg.dtype == "float64" else 4
@@ -72,3 +81,66 @@ def max_seeds(cfg: Any, free: int, device: str = "cuda") -> int:
     """How many seeds of ``cfg`` fit in ``free`` bytes on ``device``."""
     f = 8 if cfg.dtype == "float64" else 4
     return max(0, (free - 64 * 2**20 - 12 * TAIL_CHUNK * f) // per_seed_bytes(cfg, device))
+
+
+def record_bytes(cfg: TrainConfig) -> int:
+    """Host bytes of a finished unit's record that an experiment keeps: snapshots and per-epoch rows of all seeds."""
+    f = 8 if cfg.dtype == "float64" else 4
+    snaps = cfg.epochs // cfg.snapshot_every + 2 if cfg.snapshot_every else 2
+    return cfg.n_seeds * (snaps * cfg.spec().n_params * f + (cfg.epochs // cfg.log_every + 2) * 30 * 8)
+
+
+def units_bytes(units: list[TrainConfig]) -> tuple[int, str]:
+    """An experiment of sequential training units: its largest unit's run plus every unit's kept record."""
+    peaks = [train_bytes(u)[0] for u in units]
+    i = max(range(len(units)), key=peaks.__getitem__)
+    keep = sum(record_bytes(u) for j, u in enumerate(units) if j != i)
+    return peaks[i] + keep, f"reduce n_seeds (= {units[i].n_seeds}; the largest unit trains p = {units[i].p}, " \
+                            f"d = {units[i].d})"
+
+
+@memory_model("clustering.transfer_circuit")
+def transfer_bytes(cfg: Any) -> tuple[int, str]:
+    return units_bytes([X.as_train_config(cfg), X.as_train_config(cfg, p=cfg.p_new, epochs=cfg.epochs_new)])
+
+
+@memory_model("clustering.stationarity")
+def stationarity_bytes(cfg: Any) -> tuple[int, str]:
+    return train_bytes(X.as_train_config(cfg, n_seeds=1, epochs=cfg.epochs))
+
+
+@memory_model("clustering.fig9", "clustering.fig17")
+def dynamics_bytes(cfg: Any) -> tuple[int, str]:
+    units = []
+    for d in K.unit_dims(cfg):
+        units.append(K.dim_config(cfg, d))
+        if cfg.full_batch:
+            units.append(K.dim_config(cfg, d, batch_size=cfg.n_train, lr=cfg.full_batch_lr or cfg.lr,
+                                       epochs=cfg.full_batch_epochs or cfg.epochs, log_every=cfg.full_batch_log_every))
+    return units_bytes(units)
+
+
+@memory_model("clustering.fig11", "clustering.fig12", "clustering.fig13", "clustering.fig18")
+def spike_bytes(cfg: Any) -> tuple[int, str]:
+    return units_bytes([K.dim_config(cfg, d) for d in K.unit_dims(cfg)])
+
+
+@memory_model("clustering.remedies")
+def remedies_bytes(cfg: Any) -> tuple[int, str]:
+    return units_bytes([K.plain_config(cfg, **parse_variant(v)) for v in cfg.variants])
+
+
+@memory_model("clustering.fig7", "clustering.fig19")
+def sparsity_bytes(cfg: Any) -> tuple[int, str]:
+    return units_bytes([W.unit_config(cfg, d=d) for d in cfg.dims()])
+
+
+@memory_model("clustering.fig14")
+def fig14_bytes(cfg: Any) -> tuple[int, str]:
+    ps = sorted(set(cfg.ps) | set(cfg.ft_ps))
+    return units_bytes([W.unit_config(cfg, epochs=cfg.phase1_epochs)] + [W.unit_config(cfg, p=q) for q in ps])
+
+
+@memory_model("clustering.fig16")
+def fig16_bytes(cfg: Any) -> tuple[int, str]:
+    return units_bytes([W.unit_config(cfg, **change) for change in cfg.settings().values()])

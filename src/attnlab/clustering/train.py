@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from attnlab.clustering import analysis, streams
+from attnlab.clustering import analysis, probe, streams
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.data import Task, encode
 from attnlab.clustering.history import History
@@ -45,7 +45,7 @@ class Data:
     y_test: torch.Tensor
     x_unseen: torch.Tensor
     y_unseen: torch.Tensor
-    probe_grid: analysis.Grid
+    probe_grid: probe.Grid
     space: SpaceIndex | None = None  # set when the probe grid is every sentence in code order (p=2, N=12)
 
 
@@ -79,7 +79,7 @@ def make_data(task: Task, cfg: TrainConfig, seeds: list[int], device: torch.devi
     x_train = torch.stack(xs).to(device)
     x_test = torch.stack([t[:n_t] for t in tests]).to(device)
     x_unseen = torch.stack([u[:n_u] for u in unseen]).to(device)
-    grid = analysis.grid(task, task.probe_grid(device=device), device)
+    grid = probe.grid(task, task.probe_grid(device=device), device)
     space = None
     if len(grid.x) == task.space and torch.equal(encode(grid.x, task.p), torch.arange(task.space, device=device)):
         codes = encode(x_train, task.p)

@@ -30,13 +30,21 @@ def _pairs(summaries: Iterable[dict[str, Any]], *keys: str, units=lambda u: True
     return out
 
 
-def d5_fraction(summaries: Iterable[dict[str, Any]], kind: str = "mini") -> float:
-    """D5: fraction of eligible seeds (t_cluster ≥ 8, test accuracy reached 0.9) whose full-batch gradient norm
-    peaks at ≥ 5× its plateau median around the drop (spec §7.0), over the runs of ``kind`` (mini | full); NaN
-    with fewer than 2 eligible seeds."""
-    rows = _pairs(summaries, "n_eligible", "n_ratio_ge5", units=lambda u: u.endswith(f"_{kind}"))
+def d5_fraction(summaries: Iterable[dict[str, Any]], kind: str = "mini") -> Measured:
+    """Fraction of the seeds of the runs of ``kind`` (mini | full) whose full-batch gradient norm during the loss
+    drop is ≥ 5× its median on the plateau before it (``dynamics.drop_peak_ratio``: seeds with a plateau of ≥ 10
+    epochs that fitted); NaN with fewer than 2 such seeds. The detail adds the t_cluster-anchored ratio."""
+    mine = lambda u: u.endswith(f"_{kind}")  # noqa: E731
+    rows = _pairs(summaries, "n_drop_eligible", "n_drop_ratio_ge5", "drop_ratio_min", units=mine)
     n, ok = sum(r[0] or 0 for r in rows), sum(r[1] or 0 for r in rows)
-    return ok / n if n >= 2 else math.nan
+    old = _pairs(summaries, "n_eligible", "n_ratio_ge5", units=mine)
+    n_old, ok_old = sum(r[0] or 0 for r in old), sum(r[1] or 0 for r in old)
+    low = min((r[2] for r in rows if r[2] is not None), default=math.nan)
+    if n < 2:
+        return Measured(math.nan, f"{n} seed(s) with a plateau of ≥ 10 epochs and a fit: fewer than 2")
+    return Measured(ok / n, f"{ok} of {n} seeds with a plateau and a fit have the peak ≥ 5× the plateau median "
+                            f"(smallest ratio {low:.1f}); with the plateau window anchored at t_cluster instead "
+                            f"{ok_old} of {n_old}, because the cluster score passes 0.9 late in the drop.")
 
 
 def d7_counts(summaries: Iterable[dict[str, Any]]) -> tuple[int, int]:
@@ -83,6 +91,21 @@ def prop4_paper_violation_fraction(summaries: Iterable[dict[str, Any]]) -> float
     return sum(r[0] for r in rows) / n if n else math.nan
 
 
+def prop4_paper(result: Result) -> Measured:
+    """The printed bound along training: the violation fraction, with the largest ||∇L||² / (B̂·𝓔) in the detail."""
+    frac = prop4_paper_violation_fraction([result.summary])
+    units = [u for u in str(result.summary["units"]).split(",") if f"{u}/prop4/grad_sq" in result.arrays]
+    ratios = [result.arrays[f"{u}/prop4/grad_sq"] / (result.arrays[f"{u}/prop4/bound_paper"]
+                                                     * result.arrays[f"{u}/prop4/tv"]) for u in units]
+    if not ratios:
+        return Measured(math.nan, "no run of the paper's model (sphere normaliser) to check")
+    top = max(float(np.max(r)) for r in ratios)
+    n = sum(len(r) for r in ratios)
+    return Measured(frac, f"{n} snapshots of the drawn seeds: largest ||∇L||²/(B̂·𝓔) = {top:.1e}; the printed proof "
+                          "uses ||M||op = 1 and ||zᵀ||op ≤ √d, which do not hold in general, yet the bound holds here "
+                          "with that margin.")
+
+
 def smooth_minus_sphere(result: Result, variant: str = "norm=smooth") -> float:
     """Mean spike onsets per 1000 epochs of ``variant`` minus the baseline's (same seeds)."""
     names = [str(v) for v in result.arrays["variants"]]
@@ -99,20 +122,20 @@ def _d7(ctx: ClaimContext) -> float:
 
 
 register(Claim(
-    id=f"{S}.drops_at_gradient_peaks", ref="§4.3, Fig. 9 (spec D5)",
-    statement="loss drops coincide with gradient-norm peaks: the full-batch gradient norm around the drop is ≥ 5× "
-              "its plateau median",
-    how="fig9 mini-batch run (batch 32): over seeds with t_cluster ≥ 8 whose test accuracy reached 0.9 (≥ 2 "
-        "needed), the fraction with max grad norm on [t_c−3, t_f+3] ≥ 5× its median on [t_c−25, t_c−5)",
+    id=f"{S}.drops_at_gradient_peaks", ref="§4.3, Fig. 13 (mini-batch), Fig. 9",
+    statement="loss drops coincide with gradient-norm peaks in mini-batch training: the full-batch gradient norm "
+              "during the drop is ≥ 5× its plateau median",
+    how="fig9 mini-batch run (batch 32): over seeds whose loss sits ≥ 10 epochs on a plateau and that fit (≥ 2 "
+        "needed), the fraction with max grad norm on [t_0, t_fit + 3] ≥ 5× its median on [t_0 − 25, t_0 − 2), t_0 "
+        "the first epoch with the train loss 5 % below its epoch-5 value",
     measure=lambda ctx: d5_fraction([ctx.run(f"{S}.fig9").summary]), expected=0.8, relation="ge",
     scales=("quick",),
 ))
 register(Claim(
-    id=f"{S}.drops_at_gradient_peaks_full_batch", ref="§4.3, Fig. 9 full batch (spec D5 statistic)",
-    statement="in full-batch training too, the gradient norm around the loss drop is ≥ 5× its plateau median",
-    how="fig9 full-batch run (lr 1e-2): the D5 fraction over its eligible seeds; reported, the spec's D5 is "
-        "defined on mini-batch runs",
-    measure=lambda ctx: d5_fraction([ctx.run(f"{S}.fig9").summary], "full"), expected=0.8, relation="report",
+    id=f"{S}.drops_at_gradient_peaks_full_batch", ref="§4.3, Fig. 9",
+    statement="in full-batch training (Fig. 9), the gradient norm during the loss drop is ≥ 5× its plateau median",
+    how="fig9 full-batch run (lr 1e-2): the same fraction over its seeds",
+    measure=lambda ctx: d5_fraction([ctx.run(f"{S}.fig9").summary], "full"), expected=0.8, relation="ge",
 ))
 register(Claim(
     id=f"{S}.spikes_with_gradient_spikes", ref="§4.4, Fig. 13 (spec D7)",
@@ -138,12 +161,11 @@ register(Claim(
     measure=lambda ctx: prop4_max_ratio([ctx.run(f"{S}.fig9").summary]), expected=1.0, relation="le",
 ))
 register(Claim(
-    id=f"{S}.prop4_paper_bound_violations", ref="Prop. 4 as printed (spec §5.2 known flaws)",
-    statement="the printed bound B̂ of Prop. 4 holds along training",
-    how="fig9: fraction of checked snapshots with ||∇_{qVWU}L||² > B̂·𝓔 (B̂ uses ||M||op = 1 and ||zᵀ||op ≤ √d, "
-        "which are not valid; reported, not asserted)",
-    measure=lambda ctx: prop4_paper_violation_fraction([ctx.run(f"{S}.fig9").summary]), expected=0.0,
-    relation="report",
+    id=f"{S}.prop4_paper_bound_violations", ref="Prop. 4 as printed, App. C.3",
+    statement="the printed bound B̂ of Prop. 4 holds along training: ||∇_{q,V,W,U} L||² ≤ B̂·𝓔",
+    how="fig9: fraction of checked snapshots (≤ 200 of the drawn seed of each run, float64, probe grid) with "
+        "||∇L||² > B̂·𝓔 (B̂ as printed in eq. (33), \"2n\" read as 2N); the largest ratio in the detail",
+    measure=lambda ctx: prop4_paper(ctx.run(f"{S}.fig9")), expected=0.0, relation="le",
 ))
 register(Claim(
     id=f"{S}.smooth_norm_reduces_spikes", ref="§4.4 remedy (spec §5.3)",

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.clustering import sweeps  # noqa: F401  (registers the experiments the claims run)
-from attnlab.clustering.spike_claims import gradient_exponent
+from attnlab.clustering.spikes.claims import gradient_exponent
+from attnlab.clustering.sweeps import experiments as _experiments  # noqa: F401  (registers what the claims run)
 from attnlab.core.claims import Claim, ClaimContext, register
 from attnlab.core.experiment import Result
 

@@ -16,10 +16,11 @@ import pandas as pd
 import torch
 from pydantic import Field, model_validator
 
-from attnlab.clustering import analysis, sweep_figures
+from attnlab.clustering import analysis
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.data import n_multisets
 from attnlab.clustering.history import History
+from attnlab.clustering.sweeps import figures as sweep_figures
 from attnlab.clustering.train import train, transfer
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
