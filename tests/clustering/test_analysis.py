@@ -1,4 +1,4 @@
-"""Clustering-head metrics and training-dynamics detectors (spec 004 §3.4, §5.1, §5.3, §5.4, §7.0)."""
+"""Clustering-head metrics and training-dynamics detectors (paper 4 §3-4, App. A.1; docs/studies/clustering.md)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ F64 = torch.float64
 
 
 def ideal_head() -> dict[str, torch.Tensor]:
-    """Spec §3.2 "Concrete numbers for the default visual case" (a = b = 1, R = 10, β = 20, λ = μ = 10)."""
+    """The construction's numbers for the default visual case (a = b = 1, R = 10, β = 20, λ = μ = 10)."""
     s = math.sqrt(2)
     tau = torch.tensor([-2.0, -1, 1, 2, 3, 4], dtype=F64)
     W = torch.zeros(8, 2, dtype=F64)
@@ -125,7 +125,7 @@ def test_head_type_thresholds():
 
 # ----------------------------------------------------------------------------------------------- correctness
 def _reference_stats(xi: np.ndarray, pre: np.ndarray, mid: np.ndarray) -> dict[str, float]:
-    """Spec §3.4 items 4–6 literally, one seed, loops over groups."""
+    """Head metrics 4-6 literally, one seed, loops over groups."""
     tot = ((xi - xi.mean(0)) ** 2).sum()
     m_pre = np.stack([xi[pre == i].mean(0) for i in range(pre.max() + 1)])
     r_suf = sum(((xi[pre == i] - m_pre[i]) ** 2).sum() for i in range(len(m_pre))) / tot

@@ -1,9 +1,10 @@
-"""Claims of the circuit figures (spec §7 C3, C4, D4, D9, D10; Figs 5, 6): each measured at a reduced size (the
+"""Claims of the circuit figures (check C3, C4, D4, D9, D10; Figs 5, 6): each measured at a reduced size (the
 construction claims at full size), the training claims' logic on given summaries, and (slow) the whole check."""
 
 import math
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
@@ -53,9 +54,9 @@ def test_registered_with_refs():
     by_id = {c.id: c for c in claims("clustering")}
     for name in MINE:
         c = by_id[f"clustering.{name}"]
-        assert "spec" in c.ref or "Fig" in c.ref, c.ref
+        assert "spec" not in c.ref.lower() and any(w in c.ref for w in ("Fig", "Prop", "§", "App")), c.ref
     reported = {n for n in MINE if by_id[f"clustering.{n}"].relation == "report"}
-    assert reported == {"ideal_head_breaks_at_small_scale", "attention_init_final_similar", "transfer_better_focus"}
+    assert reported == set()
 
 
 @pytest.mark.parametrize("name", ["ideal_head_accuracy", "ideal_head_stationary", "ideal_head_six_clusters",
@@ -69,8 +70,9 @@ def test_exact_claims_pass(tiny_ctx, name):
     assert claim.verdict(measured) == "pass", (name, measured)
 
 
-def test_reported_construction_claims(tiny_ctx):
-    assert _claim("ideal_head_breaks_at_small_scale").measure(tiny_ctx) < 1.0
+def test_construction_breaks_at_small_scale(tiny_ctx):
+    claim = _claim("ideal_head_breaks_at_small_scale")
+    assert claim.verdict(claim.measure(tiny_ctx)) == "pass"
 
 
 def test_soft_head_stays_under_adam(tiny_ctx):
@@ -80,10 +82,43 @@ def test_soft_head_stays_under_adam(tiny_ctx):
         assert claim.verdict(claim.measure(tiny_ctx)) == "pass", (name, claim.measure(tiny_ctx))
 
 
-def test_attention_and_transfer_measures_are_finite(tiny_ctx):
-    corr = _claim("attention_init_final_similar").measure(tiny_ctx)
-    assert math.isnan(corr) or -1.0 <= corr <= 1.0  # NaN: no solved model at this size
-    assert math.isfinite(_claim("transfer_better_focus").measure(tiny_ctx))
+def test_attention_and_transfer_measures_need_three_solved_seeds(tiny_ctx):
+    for name in ("attention_init_final_similar", "transfer_better_focus"):
+        m = _claim(name).measure(tiny_ctx)
+        assert math.isnan(m.value) and "fewer than 3" in m.detail, (name, m)
+
+
+class ArraysCtx:
+    """Answers ``ctx.run(name)`` with given arrays."""
+
+    def __init__(self, **arrays):
+        self.arrays = arrays
+
+    def run(self, name, **_):
+        return SimpleNamespace(arrays=self.arrays[name.split(".", 1)[1]], summary={})
+
+
+def test_fig5_claim_compares_own_and_other_initialisations():
+    """Solved seeds whose final map matches its own initial map (0.8) and not the others' (0.1): the interval of
+    the difference stays above 0; with the roles swapped it is below."""
+    corr = np.full((4, 4), 0.1) + np.diag([0.7, 0.75, 0.65, 0.6])
+    acc = np.array([1.0, 0.95, 0.92, 0.5])
+    claim = _claim("attention_init_final_similar")
+    good = claim.measure(ArraysCtx(fig5={"attn/attn_corr_matrix": corr, "test_acc": acc}))
+    assert claim.verdict(good.value) == "pass" and "3 solved of 4" in good.detail
+    bad = claim.measure(ArraysCtx(fig5={"attn/attn_corr_matrix": 0.9 - corr, "test_acc": acc}))
+    assert claim.verdict(bad.value) == "fail"
+
+
+def test_transfer_focus_claim_is_paired_over_solved_pretrained_seeds():
+    start, acc = np.array([0.3, 0.4, 0.5, 0.2]), np.array([1.0, 1.0, 0.95, 0.3])
+    claim = _claim("transfer_better_focus")
+    arrays = {"model_pre/test_acc": acc, "attn/attn_prefix_mass_start": start,
+              "attn/attn_prefix_mass_end": start + np.array([0.1, 0.12, 0.11, -0.5])}
+    up = claim.measure(ArraysCtx(transfer_circuit=arrays))
+    assert claim.verdict(up.value) == "pass" and "3 of 4 seeds solved p = 2" in up.detail
+    arrays["attn/attn_prefix_mass_end"] = start - 0.1
+    assert claim.verdict(claim.measure(ArraysCtx(transfer_circuit=arrays)).value) == "fail"
 
 
 def test_cluster_first_pools_runs_and_needs_two_seeds():

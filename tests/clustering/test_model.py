@@ -1,4 +1,4 @@
-"""The one-block transformer of paper 4 (spec §2; checks B1-B6) plus variants, hooks, vocabulary growth."""
+"""The one-block transformer of paper 4 (paper §2; checks B1-B6) plus variants, hooks, vocabulary growth."""
 
 import math
 

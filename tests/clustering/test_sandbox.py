@@ -1,4 +1,4 @@
-"""Visual sandbox (paper 4 §4.1, Figs 1, 5, 8; spec §4 and §7 E1–E4): panel data, rendering, animation."""
+"""Visual sandbox (paper 4 §4.1, Figs 1, 5, 8): panel data, rendering, animation."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ FAST = {"grid": 40, "region_grid": 30}  # coarse level-line grids keep the tests
 
 
 def ideal_head() -> tuple[dict[str, torch.Tensor], ModelSpec]:
-    """Spec §3.2 "Concrete numbers for the default visual case" (p=2, N=12, k=5, d=2, h=8), float64, S = 1."""
+    """The construction's numbers for the default visual case (p=2, N=12, k=5, d=2, h=8), float64, S = 1."""
     W = np.zeros((8, 2))
     W[:6] = [[35.3553, 63.6396], [35.3553, 49.4975], [35.3553, 21.2132], [35.3553, 7.0711], [35.3553, -7.0711],
              [35.3553, -21.2132]]

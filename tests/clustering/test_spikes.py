@@ -68,7 +68,7 @@ def test_dynamics_units_and_prop4(runs):
 def test_curvature_matches_theory(runs):
     _, rec = runs["fig10"]
     s = rec.summary
-    assert s["max_rel_err_sphere_vs_1_over_r"] < 1e-6          # ||D(x/||x||)|| = 1/||x|| (spec B6)
+    assert s["max_rel_err_sphere_vs_1_over_r"] < 1e-6          # ||D(x/||x||)|| = 1/||x||
     assert s["max_jac_smooth"] <= 1.5 + 1e-6 and s["max_jac_smooth_inf"] < 10
     assert s["angle_deg_near"] > 5 * s["angle_deg_far"]
 
@@ -140,7 +140,9 @@ def test_gradient_exponent_reads_the_rate_of_prop2():
 
 def test_claim_measures_on_tiny_runs(runs):
     s9 = runs["fig9"][1].summary
-    assert len(C.unit_curves(runs["fig9"][1])) == len(s9["units"].split(","))
+    curves = C.unit_curves(load_result(runs["fig9"][1].run_dir)[1])
+    assert len(curves) == len(s9["units"].split(",")) and all(c["tv_error"].shape == c["grad_total"].shape
+                                                              for c in curves)
     assert C.prop4_max_ratio([s9]) <= 1.0
     assert 0 <= C.prop4_paper_violation_fraction([s9]) <= 1
     rem = load_result(runs["remedies"][1].run_dir)[1]

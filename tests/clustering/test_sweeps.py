@@ -44,7 +44,7 @@ def test_fig7_sparsity_curves(tmp_path):
     r = _run(tmp_path, "fig7")
     curve = r.arrays["d2/sparsity"]
     assert curve.shape == (4, len(EPS_GRID))
-    assert (np.diff(curve, axis=1) >= 0).all()                     # non-decreasing in ε (spec D6)
+    assert (np.diff(curve, axis=1) >= 0).all()                     # non-decreasing in ε
     assert (curve[:, 0] < 0.2).all() and (curve[:, -1] == 1).all()  # ≈ 0 at 1e-5, 1 at 1e2
     s = r.summary
     assert s["n_models_d2"] == 4 and 0 <= s["n_success_d2"] <= 4

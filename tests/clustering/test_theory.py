@@ -1,4 +1,4 @@
-"""Theory of paper 4 (spec §3.2, §3.3, §5.2; checks C1-C7): explicit clustering head, Lemma 1/2 closed-form
+"""Theory of paper 4 (paper 4 §3, Fig. 1, App. B-C): explicit clustering head, Lemma 1/2 closed-form
 gradients, Prop. 3 stationarity residuals and the Prop. 4 gradient bound. Everything in float64."""
 
 import itertools
@@ -68,7 +68,7 @@ def test_c1_lemma2_logit_gradients_match_autograd():
 def test_c1_printed_factor_is_wrong_when_xi_not_unit():
     """Documentation: the printed M = (I − ξ̄ξ̄ᵀ)/||ξ̄|| only agrees with autograd when ||ξ|| = 1. Its error in
     (I + Qᵀ)E(j) is (||ξ|| − 1)·QᵀE(j), so it is > 1 % per model as soon as some |‖ξ‖ − 1| > 0.1, but a single
-    (x, j) can fall below 1 % when QᵀE(j) is small (the spec's "whenever" is per model, not per pair)."""
+    (x, j) can fall below 1 % when QᵀE(j) is small."""
     for spec, params, x in _random_cases():
         xi_norm = forward(params, x, spec)["xi"][0].norm(dim=-1)
         assert float((xi_norm - 1).abs().max()) > 0.1
@@ -117,7 +117,7 @@ def test_construction_concrete_numbers():
 
 
 def _cluster_metrics(xi, pre_id, mset_id, n_pre, n_suf):
-    """R_suffix, R_perm, cluster_score of spec §3.4 computed directly (probe grid, prefix-major)."""
+    """R_suffix, R_perm, cluster_score (head metrics 4-6) computed directly (probe grid, prefix-major)."""
     grid = xi.view(n_pre, n_suf, -1)
     total = float((xi - xi.mean(0)).pow(2).sum())
     pre_mean = grid.mean(1)                                                              # ξ̄_pre
@@ -157,7 +157,7 @@ def test_c3_construction_is_an_ideal_clustering_head(cfg):
     n_pre = p**k
     r_suffix, r_perm, score = _cluster_metrics(xi, pre_id, mset, n_pre, len(xg) // n_pre)
     assert r_suffix < 1e-6 and r_perm < 1e-6 and score > 0.999999
-    # head_type "ideal" (spec §3.4 item 8): solved, R_suffix, R_perm ≤ 0.02 and attention mass ≥ 0.9 — all hold
+    # head_type "ideal" (head metric 8): solved, R_suffix, R_perm ≤ 0.02 and attention mass ≥ 0.9 — all hold
 
 
 def test_construction_general_informative_set():
@@ -273,7 +273,7 @@ def test_c6_corrected_gradient_bound_holds(record_property):
 
 
 def test_paper_bound_fails_for_small_xi():
-    """Documentation (spec §5.2 flaw (1)): with V shrunk, ||M||op = 1/||ξ|| is large and B̂ of eq. (33) is
+    """Documentation (docs note 11 flaw (1)): with V shrunk, ||M||op = 1/||ξ|| is large and B̂ of eq. (33) is
     exceeded; the corrected bound still holds."""
     task = Task(2, 12, 5)
     spec = ModelSpec(p=2, N=12, d=2)

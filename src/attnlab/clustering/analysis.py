@@ -1,8 +1,9 @@
-"""Measuring a clustering head in trained parameters (spec 004 §3.1, §3.4, §5.3 monitors, §5.4 sparsity).
+"""Measuring a clustering head in trained parameters (paper 4 §3-4; the head metrics of
+docs/studies/clustering.md, the §4.4 monitors, App. A.1 sparsity).
 
 Every function takes stacked parameters with a leading seed axis S (``model.py``) and returns tensors of shape
 (S,) or (S, ...), computed under ``torch.no_grad``; nothing couples two seeds. Metrics on sentence embeddings ξ
-are evaluated on the probe grid G = {prefixes} × {suffixes} (spec §1) unless a ``probe`` is given: either the
+are evaluated on the probe grid G = {prefixes} × {suffixes} (paper §2) unless a ``probe`` is given: either the
 ``(x, prefix_id, suffix_id)`` triple of :meth:`Task.probe_grid` or a plain (B, N) tensor of sentences. Forward
 passes are chunked over seeds so that S·B·N·d stays below ``max_elements``. Time-series detectors (two-stage
 learning, spikes) live in :mod:`attnlab.clustering.dynamics`.
@@ -33,15 +34,15 @@ from attnlab.clustering.probe import (  # noqa: F401  (Grid, grid, MAX_ELEMENTS 
 
 F64 = torch.float64
 
-EPS_GRID = torch.logspace(-5, 2, 50, dtype=torch.float64)  # spec §5.4: ε ∈ [1e-5, 1e2], 50 points
-HEAD_THRESHOLDS = {"acc_min": 0.9, "r_max": 0.02, "mass_min": 0.9, "fuzzy_min": 0.5}  # spec §3.4 item 8
+EPS_GRID = torch.logspace(-5, 2, 50, dtype=torch.float64)  # paper App. A.1: ε ∈ [1e-5, 1e2], 50 points
+HEAD_THRESHOLDS = {"acc_min": 0.9, "r_max": 0.02, "mass_min": 0.9, "fuzzy_min": 0.5}  # head metric 8
 
 
 # ----------------------------------------------------------------------------------------------- head metrics
 def head_metrics(params: Params, spec: ModelSpec, task: Task, probe: Probe = None, *, monitors: bool = False,
                  max_elements: int = MAX_ELEMENTS) -> dict[str, torch.Tensor]:
-    """Cheap per-epoch monitors (spec §5.1) from one pass over the probe grid: cluster_score, attn_prefix_mass,
-    R_suffix, R_perm, each (S,) float64; with ``monitors`` also min_xi_norm and margin (§5.3).
+    """Cheap per-epoch monitors (paper §4.3) from one pass over the probe grid: cluster_score, attn_prefix_mass,
+    R_suffix, R_perm, each (S,) float64; with ``monitors`` also min_xi_norm and margin (§4.4).
 
     The pass reads the n_emb·N token table Z(v, t) instead of the (S, B, N, d) embeddings of ``forward``
     (ξ = Σ_t a_t V Z(x_t, t)); on the prefix × suffix grid the softmax sums are further split into a prefix
@@ -141,7 +142,7 @@ def _logits_from_xi(params: Params, spec: ModelSpec, xi: torch.Tensor) -> torch.
 
 
 def attn_prefix_mass(params: Params, spec: ModelSpec, task: Task, probe: Probe = None) -> torch.Tensor:
-    """mean_x Σ_{t∈I} a_t(x) (spec §3.4 item 1): k/N for uniform attention, ≈ 1 for an ideal head. (S,)"""
+    """mean_x Σ_{t∈I} a_t(x) (head metric 1): k/N for uniform attention, ≈ 1 for an ideal head. (S,)"""
     g = grid(task, probe, params["E"].device)
     return collect(params, spec, g.x, ("attn",))["attn"][..., list(task.idx)].sum(-1).mean(-1)
 
@@ -170,7 +171,7 @@ def _diameter(X: torch.Tensor) -> torch.Tensor:
 
 
 def pos_collapse(params: Params, spec: ModelSpec, task: Task) -> dict[str, torch.Tensor]:
-    """Positional collapse (spec §3.4 item 2, property P1): ``in``/``out`` = max_{t,t'} ||P(t) − P(t')|| /
+    """Positional collapse (head metric 2, property P1): ``in``/``out`` = max_{t,t'} ||P(t) − P(t')|| /
     mean_t ||P(t)|| over t ∈ I / t ∉ I, (S,); ``in_Z``/``out_Z`` the same on Z(v, ·) for each v, (S, p)."""
     P = params["P"].detach().double()
     Z = _Z(params, spec, task.p).double()
@@ -186,7 +187,7 @@ def pos_collapse(params: Params, spec: ModelSpec, task: Task) -> dict[str, torch
 
 
 def value_collapse_out(params: Params, spec: ModelSpec, task: Task) -> torch.Tensor:
-    """mean_{t∉I} max_{v,v'} ||VZ(v,t) − VZ(v',t)|| / mean_{t∈I} (same) (spec §3.4 item 3): ≈ 0 when V
+    """mean_{t∉I} max_{v,v'} ||VZ(v,t) − VZ(v',t)|| / mean_{t∈I} (same) (head metric 3): ≈ 0 when V
     collapses the spurious tokens (the "faulty attention corrected by value" head of Fig. 2). (S,)"""
     VZ = _Z(params, spec, task.p).double() @ params["V"].detach().double()[:, None].transpose(-1, -2)
     spread = _diameter(VZ.transpose(1, 2))                                              # (S, N)
@@ -197,7 +198,7 @@ def value_collapse_out(params: Params, spec: ModelSpec, task: Task) -> torch.Ten
 
 def xi_invariance(params: Params, spec: ModelSpec, task: Task, probe: Probe = None, *,
                   project: bool = False) -> dict[str, torch.Tensor]:
-    """R_suffix, R_perm, cluster_score (spec §3.4 items 4–6), each (S,). ``project``: ξ projected on
+    """R_suffix, R_perm, cluster_score (head metric 4–6), each (S,). ``project``: ξ projected on
     span{E(v)} ∪ span{w_i} first (the directions the MLP and unembedding read; matters only for d > 2)."""
     g = grid(task, probe, params["E"].device)
     xi = collect(params, spec, g.x, ("xi",))["xi"]
@@ -222,7 +223,7 @@ def cluster_score(params: Params, spec: ModelSpec, task: Task, probe: Probe = No
 
 # ----------------------------------------------------------------------------------------------- clusters
 def cluster_labels(xi: torch.Tensor, rel_threshold: float = 0.02) -> torch.Tensor:
-    """Single-linkage clusters of ξ (S, B, d) at distance ≤ rel_threshold·diam (spec §3.4 item 7), i.e. the
+    """Single-linkage clusters of ξ (S, B, d) at distance ≤ rel_threshold·diam (head metric 7), i.e. the
     connected components of the threshold graph, found per seed by breadth-first search whose frontier is
     compared (in one matrix product) with the points not reached yet. Returns (S, B) long cluster indices
     0, 1, ... in order of first appearance."""
@@ -255,7 +256,7 @@ def cluster_labels(xi: torch.Tensor, rel_threshold: float = 0.02) -> torch.Tenso
 def clusters(params: Params, spec: ModelSpec, task: Task, probe: Probe = None, *,
              rel_threshold: float = 0.02) -> dict[str, torch.Tensor]:
     """n_clusters (S,) long, cluster_purity (S,) (fraction of clusters holding a single label) and the
-    labels (S, B) of :func:`cluster_labels` on the probe grid (spec §3.4 item 7; ideal = C(k+p−1, k))."""
+    labels (S, B) of :func:`cluster_labels` on the probe grid (head metric 7; ideal = C(k+p−1, k))."""
     g = grid(task, probe, params["E"].device)
     lab = cluster_labels(collect(params, spec, g.x, ("xi",))["xi"], rel_threshold)
     n, purity = [], []
@@ -283,7 +284,7 @@ def cluster_purity(params: Params, spec: ModelSpec, task: Task, probe: Probe = N
 
 # ----------------------------------------------------------------------------------------------- taxonomy
 def head_type(metrics: Mapping[str, object], **thresholds: float) -> list[str]:
-    """Head taxonomy of spec §3.4 item 8 from per-seed metrics (keys test_acc, attn_prefix_mass, R_suffix,
+    """Head taxonomy of head metric 8 from per-seed metrics (keys test_acc, attn_prefix_mass, R_suffix,
     R_perm; arrays (S,) or scalars): failed | ideal | value_corrected | fuzzy | partial.
     Thresholds (defaults ``HEAD_THRESHOLDS``): acc_min, r_max, mass_min, fuzzy_min."""
     th = {**HEAD_THRESHOLDS, **thresholds}
@@ -342,13 +343,13 @@ def accuracy(params: Params, spec: ModelSpec, x: torch.Tensor, y: torch.Tensor) 
 
 
 def min_token_norm(params: Params, p: int | None = None) -> torch.Tensor:
-    """min_{x<p, t} ||E(x) + P(t)|| (spec §5.3; the curvature of x/||x|| is 1/||x||). (S,)"""
+    """min_{x<p, t} ||E(x) + P(t)|| (docs note 17; the curvature of x/||x|| is 1/||x||). (S,)"""
     E = params["E"].detach()[:, :p] if p is not None else params["E"].detach()
     return (E[:, :, None] + params["P"].detach()[:, None]).norm(dim=-1).flatten(1).amin(1)
 
 
 def min_xi_norm(params: Params, spec: ModelSpec, x: torch.Tensor) -> torch.Tensor:
-    """min over the sentences x of ||ξ|| (spec §5.3; the pre-MLP normalisation). (S,)"""
+    """min over the sentences x of ||ξ|| (docs note 17; the pre-MLP normalisation). (S,)"""
     return collect(params, spec, x, ("xi",))["xi"].norm(dim=-1).amin(-1)
 
 
@@ -360,19 +361,19 @@ def _margin(z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def decision_margin(params: Params, spec: ModelSpec, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """min over sentences of ζ_y − max_{j≠y} ζ_j (spec §5.3); negative iff some sentence is misclassified. (S,)"""
+    """min over sentences of ζ_y − max_{j≠y} ζ_j (docs note 17); negative iff some sentence is misclassified. (S,)"""
     return _margin(collect(params, spec, x, ("logits",))["logits"], y)
 
 
 def lr_over_norm(lr: float, params: Params, p: int | None = None) -> torch.Tensor:
-    """lr / min_token_norm: the step can move a token past the origin when ≥ 1 (spec §5.3, η < ||x|| test). (S,)"""
+    """lr / min_token_norm: the step can move a token past the origin when ≥ 1 (docs note 17, η < ||x|| test). (S,)"""
     return lr / min_token_norm(params, p)
 
 
 # ----------------------------------------------------------------------------------------------- sparsity
 def sparsity_curve(params: Params, spec: ModelSpec, x: torch.Tensor, eps: torch.Tensor | None = None,
                    max_elements: int = MAX_ELEMENTS) -> torch.Tensor:
-    """sparsity_ε = fraction of entries of σ(W ξ̄) (sentences × h) with |·| < ε (App. A.1; spec §5.4).
+    """sparsity_ε = fraction of entries of σ(W ξ̄) (sentences × h) with |·| < ε (App. A.1; paper App. A.1).
     Returns (S, n_eps), non-decreasing in ε; ``eps`` defaults to ``EPS_GRID`` = logspace(1e-5, 1e2, 50)."""
     eps = EPS_GRID if eps is None else torch.as_tensor(eps, dtype=torch.float64)
     out = []
@@ -385,7 +386,7 @@ def sparsity_curve(params: Params, spec: ModelSpec, x: torch.Tensor, eps: torch.
 
 def sparsity_summary(curve: torch.Tensor, eps: torch.Tensor | None = None, lo: float = 1e-3,
                      hi: float = 10.0) -> torch.Tensor:
-    """Mean of sparsity_ε over ε ∈ [lo, hi] (spec §7.0, used by D6). curve (S, n_eps) → (S,)"""
+    """Mean of sparsity_ε over ε ∈ [lo, hi] (docs checks, used by D6). curve (S, n_eps) → (S,)"""
     eps = EPS_GRID if eps is None else torch.as_tensor(eps, dtype=torch.float64)
     keep = (eps >= lo * (1 - 1e-9)) & (eps <= hi * (1 + 1e-9))
     return torch.as_tensor(curve)[..., keep.to(torch.as_tensor(curve).device)].mean(-1)

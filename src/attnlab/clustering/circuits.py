@@ -1,4 +1,4 @@
-"""Per-model measurements of trained runs for the circuit figures of paper 4 (Figs 2-6, 8, 15): the §3.4 metrics
+"""Per-model measurements of trained runs for the circuit figures of paper 4 (Figs 2-6, 8, 15): the head metrics (docs)
 and head type of every seed (``circuit_metrics``), the attention maps before and after training (Figs 5, 6), the
 seed a two-stage figure shows (Fig. 8), and the long tables an experiment returns.
 """
@@ -30,7 +30,7 @@ def run_frame(h: History, m: dict[str, np.ndarray], **extra: Any) -> pd.DataFram
 
 
 def circuit_metrics(h: History, index: int = -1) -> dict[str, np.ndarray]:
-    """§3.4 metrics of every seed at snapshot ``index`` (default the last), its head type and t_cluster/t_fit."""
+    """Head metrics of every seed at snapshot ``index`` (default the last), its head type and t_cluster/t_fit."""
     params = h.params_at(index)
     spec, task = h.spec, h.task
     em = h.epoch_metrics

@@ -1,4 +1,4 @@
-"""Claims of paper 4's circuit figures and theory (Figs 1–6, 8; Prop. 1; spec §7 C3, C4, D4, D9, D10).
+"""Claims of paper 4's circuit figures and theory (Figs 1–6, 8; Prop. 1; check C3, C4, D4, D9, D10).
 
 The construction claims read ``clustering.fig1`` (no training, every scale); the training claims reuse the runs
 of ``stationarity``, ``circuits``, ``fig5``, ``fig8`` and ``transfer_circuit``. What the paper states without a
@@ -28,26 +28,26 @@ def _fig1(ctx: ClaimContext) -> dict:
 
 
 register(Claim(
-    id=f"{S}.ideal_head_accuracy", ref="Fig. 1, §3.2 (spec C3)",
+    id=f"{S}.ideal_head_accuracy", ref="Fig. 1, §3.2",
     statement="the explicit clustering head (p=2, N=12, k=5, d=2, h=8) classifies every sentence correctly",
     how="fig1: accuracy of the §3.2 construction on all 4096 sentences (float64)",
     measure=lambda ctx: _fig1(ctx)["accuracy"], expected=1.0, relation="ge",
 ))
 register(Claim(
-    id=f"{S}.ideal_head_stationary", ref="Prop. 1 / Prop. 3 (spec C3)",
+    id=f"{S}.ideal_head_stationary", ref="Prop. 1 / Prop. 3",
     statement="a clustering head is a stationary point: ∇_{q,V,W,U} L = 0",
     how="fig1: ||∇_{q,V,W,U} L|| of the construction (λ = μ = 10) by autograd over all 4096 sentences",
     measure=lambda ctx: _fig1(ctx)["grad_norm"], expected=1e-8, relation="le",
 ))
 register(Claim(
-    id=f"{S}.ideal_head_six_clusters", ref="Fig. 1, §3 footnote 1 (spec C3)",
+    id=f"{S}.ideal_head_six_clusters", ref="Fig. 1, §3 footnote 1",
     statement="the sentence embeddings ξ of a clustering head form C(k+p−1, k) = 6 clusters for p = 2, k = 5",
     how="fig1: single-linkage clusters of ξ over the probe grid (threshold 2 % of the diameter)",
     measure=lambda ctx: _fig1(ctx)["n_clusters"], expected=6, relation="approx",
 ))
 for _p, _N, _k, _d, _n in ((2, 12, 5, 3, 6), (3, 12, 5, 4, 21), (3, 8, 3, 4, 10), (5, 8, 3, 6, 35)):
     register(Claim(
-        id=f"{S}.ideal_head_clusters_p{_p}_N{_N}_k{_k}", ref="§3, footnote 1 (spec C3)",
+        id=f"{S}.ideal_head_clusters_p{_p}_N{_N}_k{_k}", ref="§3, footnote 1",
         statement=f"the construction for p={_p}, N={_N}, k={_k}, d={_d} has C(k+p−1,k) = {_n} ξ clusters and "
                   "is correct",
         how=f"fig1 check config (p,N,k,d) = ({_p},{_N},{_k},{_d}): n_clusters on the probe grid; NaN if its "
@@ -69,13 +69,13 @@ def _scaling_ratio(ctx: ClaimContext) -> float:
 
 
 register(Claim(
-    id=f"{S}.ideal_head_gradient_vanishes_with_scale", ref="Prop. 1 caveat (spec C4, §8 item 10)",
+    id=f"{S}.ideal_head_gradient_vanishes_with_scale", ref="Prop. 1 caveat",
     statement="for finite weights ∇L ≠ 0 but it decreases strictly as the construction sharpens (λ = μ = 10c)",
     how="fig1: max over consecutive c ∈ {0.2, 0.3, 0.5, 1} of ||∇L||(c_next)/||∇L||(c), accuracy 1 at each c",
     measure=_scaling_ratio, expected=0.5, relation="le",
 ))
 register(Claim(
-    id=f"{S}.ideal_head_breaks_at_small_scale", ref="Prop. 1 caveat (spec C4)",
+    id=f"{S}.ideal_head_breaks_at_small_scale", ref="Prop. 1 caveat",
     statement="at c = 0.1 (λ = μ = 1) the GeLU units are no longer ReLU-like and the construction misclassifies "
               "sentences: accuracy below 1",
     how="fig1: accuracy of the construction at c = 0.1 on all 4096 sentences (float64; ≤ 0.99: at least 41 wrong)",
@@ -84,7 +84,7 @@ register(Claim(
 
 
 # ----------------------------------------------------------------------------------------------- D9
-# At the spec's c = 0.2 (λ = μ = 2, a soft head with a small non-zero gradient) and at a sharp c = 0.5.
+# At c = 0.2 (λ = μ = 2, a soft head with a small non-zero gradient) and at a sharp c = 0.5.
 def _stat(ctx: ClaimContext, c: float) -> dict:
     return ctx.run(f"{S}.stationarity", c=c).summary
 
@@ -92,14 +92,14 @@ def _stat(ctx: ClaimContext, c: float) -> dict:
 for _c in (0.2, 0.5):
     _tag = "" if _c == 0.2 else "_sharp"
     register(Claim(
-        id=f"{S}.stationary_under_training_accuracy{_tag}", ref="Prop. 1 (spec D9)",
+        id=f"{S}.stationary_under_training_accuracy{_tag}", ref="Prop. 1",
         statement=f"Adam started at the clustering head (c = {_c}, λ = μ = {10 * _c:g}) keeps it: accuracy stays 1.0 "
                   "on all sentences",
         how=f"stationarity (c = {_c}): min over 20 epochs (lr 1e-3, bs 32, fresh train set) of the full-space accuracy",
         measure=lambda ctx, c=_c: _stat(ctx, c)["accuracy_min"], expected=1.0, relation="ge",
     ))
     register(Claim(
-        id=f"{S}.stationary_under_training_ce{_tag}", ref="Prop. 1 (spec D9)",
+        id=f"{S}.stationary_under_training_ce{_tag}", ref="Prop. 1",
         statement=f"Adam started at the clustering head (c = {_c}) does not increase the full-space cross-entropy",
         how=f"stationarity (c = {_c}): full-space CE after 20 epochs minus at the start (float64)",
         measure=lambda ctx, c=_c: _stat(ctx, c)["ce_increase"], expected=0.0, relation="le", tolerance=1e-12,
@@ -117,20 +117,20 @@ def _cluster_first(ctx: ClaimContext) -> float:
 
 
 register(Claim(
-    id=f"{S}.clustering_precedes_fitting", ref="§4.3, Fig. 8 (spec D4)",
+    id=f"{S}.clustering_precedes_fitting", ref="§4.3, Fig. 8",
     statement="two-stage learning: ξ clusters (cluster score ≥ 0.9) no later than the test accuracy reaches 0.9",
     how="fig8 + circuits: over solved seeds with final cluster_score ≥ 0.9 (≥ 2 needed), the fraction with "
         "t_cluster ≤ t_fit + 1",
     measure=_cluster_first, expected=0.9, relation="ge",
 ))
 register(Claim(
-    id=f"{S}.taxonomy_failed_models", ref="§4.2 (spec D10)",
+    id=f"{S}.taxonomy_failed_models", ref="§4.2",
     statement="every model with test accuracy < 0.9 is labelled 'failed' by the head taxonomy",
     how="circuits: number of models with final test acc < 0.9 and another head type",
     measure=lambda ctx: ctx.run(f"{S}.circuits").summary["n_failed_misclassified"], expected=0, relation="approx",
 ))
 register(Claim(
-    id=f"{S}.taxonomy_value_corrected", ref="Fig. 2, §4.2 (spec D10)",
+    id=f"{S}.taxonomy_value_corrected", ref="Fig. 2, §4.2",
     statement="training finds 'faulty attention corrected by value' heads: suffix-invariant ξ with attention "
               "mass on t ≤ k below 0.9",
     how="circuits: number of solved models of head type value_corrected",

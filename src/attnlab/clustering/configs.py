@@ -1,4 +1,4 @@
-"""Configs of the clustering study: the paper's defaults (spec §1–2, §2.4, Appendix A of the spec) and scales.
+"""Configs of the clustering study: the paper's defaults (paper §2, App. A; docs notes 1-5) and scales.
 
 ``TrainConfig`` is one training run of S seeds trained together (seeds ``seed .. seed+n_seeds-1``). The
 ``pal`` preset is the model and training of the public code the paper's figures came from (facebookresearch/pal,
@@ -33,10 +33,10 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 class TrainConfig(Config):
-    """Adam on sparse modular addition, S seeds vectorised (spec §2.4, §7.0)."""
+    """Adam on sparse modular addition, S seeds vectorised (paper App. A)."""
 
-    preset: Literal["paper", "pal"] = Field("paper", description="paper (spec §2) or pal (the public code's model)")
-    # task (spec §1)
+    preset: Literal["paper", "pal"] = Field("paper", description="paper (paper §2) or pal (the public code's model)")
+    # task (paper §2)
     p: int = Field(2, ge=2, le=97, description="modulus = vocabulary size")
     N: int = Field(12, ge=1, le=256, description="sequence length")
     k: int = Field(5, ge=1, le=256, description="number of informative positions")
@@ -44,7 +44,7 @@ class TrainConfig(Config):
     n_train: int = Field(2048, ge=1, le=10_000_000, description="training points, drawn with replacement")
     test_mode: TestMode = Field("iid", description="iid fresh draws | complement of the train set | full space")
     n_test: int = Field(2048, ge=1, le=10_000_000, description="test points (iid) / cap on unseen sentences")
-    # model (spec §2)
+    # model (paper §2)
     d: int = Field(2, ge=1, le=4096, description="embedding dimension")
     h: int | None = Field(None, ge=1, le=65536, description="MLP width (default 4d)")
     n_emb: int | None = Field(None, ge=2, le=4096, description="token-table rows (default p)")
@@ -61,7 +61,7 @@ class TrainConfig(Config):
                                                        "or one row per neuron so neuron i does not depend on h (pal)")
     streams: Literal["attnlab", "pal"] = Field("attnlab", description="random streams: attnlab's named per-seed "
                                                "streams, or pal's (seed s = pal's --seed s)")
-    # optimisation (spec §2.4)
+    # optimisation (paper App. A)
     lr: float = Field(3e-3, gt=0, le=10, description="Adam learning rate of E, P, q, V")
     mlp_lr_factor: float = Field(1.0, gt=0, le=100, description="γ_mlp: the MLP (W, U) learns at lr·γ_mlp")
     beta1: float = Field(0.9, ge=0, lt=1)

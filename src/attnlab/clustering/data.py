@@ -1,4 +1,4 @@
-"""Sparse modular addition (paper 4 §2, eq. (SMA); spec §1).
+"""Sparse modular addition (paper 4 §2, eq. (SMA); paper §2).
 
 y = (Σ_{t∈I} x_t) mod p for a length-N sequence over F_p = {0..p-1}; only the k positions of the informative
 index set I matter (I = the first k positions by default). The training set is 2^11 draws *with replacement*
@@ -18,7 +18,7 @@ import torch
 from attnlab.core.config import ConfigError
 
 TestMode = Literal["iid", "complement", "full"]
-MAX_ENUMERATION = 2**20  # p^N above this is sampled, never enumerated (spec §1)
+MAX_ENUMERATION = 2**20  # p^N above this is sampled, never enumerated (paper §2)
 PROBE_LIMIT = 2**16      # probe grids larger than this keep one random suffix per prefix (p ≥ 5 at k = 5)
 MAX_PREFIXES = 2**20     # the probe grid enumerates every prefix: p^k must stay below this
 
@@ -101,7 +101,7 @@ class Task:
         """At most n sentences not in ``train``, in random order: a random subset of the enumerated complement
         when p^N ≤ 2^20 (all of it when it has ≤ n sentences), else n fresh draws that miss ``train``. (The full
         complement is ≈ 529 000 sentences at p = 3, N = 12: evaluated at every log for every seed it does not
-        fit in memory; spec §1 asks for a subsample.)"""
+        fit in memory; p^N ≤ 2^20 allows.)"""
         seen = encode(train.cpu(), self.p)
         if self.space <= MAX_ENUMERATION:
             mask = torch.ones(self.space, dtype=torch.bool)
@@ -115,7 +115,7 @@ class Task:
 
     def probe_grid(self, n_suffixes: int | None = None, seed: int = 0,
                    device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Probe sentences = all p^k prefixes × a set of suffixes (§4.1; spec §1).
+        """Probe sentences = all p^k prefixes × a set of suffixes (§4.1; paper §2).
 
         Suffixes: all p^(N-k) of them when that is ≤ 128 and ``n_suffixes`` is None (p=2, N=12: the whole
         space), else ``n_suffixes`` (default 16, or 1 when p^k × 16 exceeds PROBE_LIMIT: 1.6M sentences at

@@ -1,4 +1,5 @@
-"""Time-series detectors for the training dynamics (spec 004 §5.1 two-stage learning, §5.3 spikes, §7.0).
+"""Time-series detectors for the training dynamics (paper 4 §4.3 two-stage learning, §4.4 spikes; the
+statistics of docs/studies/clustering.md).
 
 Inputs are numpy-like curves with time first and seeds second, as stored in a ``History``: epoch metrics
 (E, S), step metrics (T, S); a 1-D curve is one seed and gives a squeezed result. Epoch curves are assumed
@@ -36,12 +37,12 @@ def first_at_least(series: object, threshold: float, epochs: object = None) -> n
 
 
 def t_cluster(cluster_score: object, epochs: object = None, threshold: float = 0.9) -> np.ndarray:
-    """First epoch with cluster_score ≥ 0.9 (spec §5.1, §7.0). (S,)"""
+    """First epoch with cluster_score ≥ 0.9 (paper §4.3; docs checks). (S,)"""
     return first_at_least(cluster_score, threshold, epochs)
 
 
 def t_fit(test_acc: object, epochs: object = None, threshold: float = 0.9) -> np.ndarray:
-    """First epoch with test accuracy ≥ 0.9 (spec §5.1, §7.0). (S,)"""
+    """First epoch with test accuracy ≥ 0.9 (paper §4.3; docs checks). (S,)"""
     return first_at_least(test_acc, threshold, epochs)
 
 
@@ -58,7 +59,7 @@ def smooth(series: object, window: int = 5) -> np.ndarray:
 
 def drop_epochs(loss: object, n: int = 2, window: int = 5, epochs: object = None,
                 min_separation: float | None = None) -> np.ndarray:
-    """The ``n`` epochs where the smoothed (window 5) loss falls fastest (spec §5.1): local minima of the slope
+    """The ``n`` epochs where the smoothed (window 5) loss falls fastest (paper §4.3): local minima of the slope
     (< 0), most negative first, at least ``min_separation`` (default ``window``) epochs apart; returned sorted
     by epoch, NaN-padded. (S, n)"""
     a, one = _as2d(loss)
@@ -82,7 +83,7 @@ def drop_epochs(loss: object, n: int = 2, window: int = 5, epochs: object = None
 
 def peak_plateau_ratio(grad_total: object, t_cluster: object, t_fit: object, epochs: object = None,
                        min_t_cluster: float = 8) -> np.ndarray:
-    """D5 ratio (spec §7.0): max full-batch grad norm over epochs [t_c − 3, t_f + 3] over its median on
+    """D5 ratio (docs checks): max full-batch grad norm over epochs [t_c − 3, t_f + 3] over its median on
     [max(1, t_c − 25), t_c − 5). NaN where t_c < ``min_t_cluster`` or unknown; t_f NaN or < t_c counts as t_c. (S,)"""
     g, one = _as2d(grad_total)
     ep = _epochs(epochs, len(g))
@@ -131,7 +132,7 @@ def drop_peak_ratio(grad_total: object, loss: object, t_fit: object, epochs: obj
 # ----------------------------------------------------------------------------------------------- spikes
 def loss_spikes(loss: object, window: int = 20, factor: float = 1.5, min_jump: float = 0.05,
                 start_frac: float = 0.5) -> np.ndarray:
-    """Epoch loss spikes (spec §5.3): L(e) > 1.5·min_{[e−20, e)} L and L(e) − min ≥ 0.05, counted only after the
+    """Epoch loss spikes (docs note 17): L(e) > 1.5·min_{[e−20, e)} L and L(e) − min ≥ 0.05, counted only after the
     first epoch with L < 0.5·L(0). Boolean (E, S)."""
     a, one = _as2d(loss)
     E, S = a.shape
@@ -147,7 +148,7 @@ def loss_spikes(loss: object, window: int = 20, factor: float = 1.5, min_jump: f
 
 def grad_spikes(grad: object, window: int = 50, factor: float = 3.0, min_history: int = 10,
                 block: int = 4096) -> np.ndarray:
-    """Steps whose total gradient norm exceeds 3× the median of the previous ``window`` steps (spec §5.3);
+    """Steps whose total gradient norm exceeds 3× the median of the previous ``window`` steps (docs note 17);
     steps with fewer than ``min_history`` previous steps are never spikes. Boolean (T, S)."""
     a, one = _as2d(grad)
     T = len(a)
@@ -163,7 +164,7 @@ def grad_spikes(grad: object, window: int = 50, factor: float = 3.0, min_history
 
 
 def spike_onsets(spikes: object, min_gap: int = 10) -> list[np.ndarray] | np.ndarray:
-    """Spike onsets (spec §7.0): entries of the boolean spike mask (E, S) that come ≥ ``min_gap`` epochs after
+    """Spike onsets (docs checks): entries of the boolean spike mask (E, S) that come ≥ ``min_gap`` epochs after
     the previous spike (the first spike is an onset). Per seed an array of entry indices."""
     m = np.asarray(spikes, dtype=bool)
     one = m.ndim == 1
@@ -177,7 +178,7 @@ def spike_onsets(spikes: object, min_gap: int = 10) -> list[np.ndarray] | np.nda
 
 def onset_grad_ratio(grad_total: object, onsets: list[np.ndarray] | np.ndarray,
                      window: int = 20) -> list[np.ndarray] | np.ndarray:
-    """Full-batch grad norm at each onset over its median on the previous ``window`` epochs (spec §7.0, D7);
+    """Full-batch grad norm at each onset over its median on the previous ``window`` epochs (docs checks, D7);
     NaN for an onset at entry 0."""
     g, one = _as2d(grad_total)
     per_seed = [onsets] if one else onsets
@@ -190,7 +191,7 @@ def onset_grad_ratio(grad_total: object, onsets: list[np.ndarray] | np.ndarray,
 
 def cooccurrence_rate(loss_spike_mask: object, grad_spike_mask: object, steps_per_epoch: int,
                       epochs: object = None, steps: object = None, tol: int = 1) -> np.ndarray:
-    """Fraction of loss spikes with a grad-norm spike within ±``tol`` epochs (spec §5.3); NaN without loss spikes.
+    """Fraction of loss spikes with a grad-norm spike within ±``tol`` epochs (docs note 17); NaN without loss spikes.
     Masks (E, S) and (T, S); ``steps`` are 0-based optimiser-step numbers (default arange(T)), step s running
     during epoch 1 + s // steps_per_epoch (whose loss is logged at epoch number 1 + s // steps_per_epoch). (S,)"""
     lm = np.asarray(loss_spike_mask, dtype=bool)

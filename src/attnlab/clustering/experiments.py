@@ -39,7 +39,7 @@ from attnlab.core.runs import RunContext
 from attnlab.core.units import Unit
 
 STUDY = "clustering"
-#: (p, N, k, d, h) of the C3 construction checks besides the visual case (spec §7 C3): 6, 21, 10, 35 clusters
+#: (p, N, k, d, h) of the C3 construction checks besides the visual case: 6, 21, 10, 35 clusters
 C3_CONFIGS = ((2, 12, 5, 3, 12), (3, 12, 5, 4, 16), (3, 8, 3, 4, 16), (5, 8, 3, 6, 24))
 
 
@@ -52,7 +52,7 @@ def as_train_config(cfg: TrainConfig, **changes: Any) -> TrainConfig:
 
 # ----------------------------------------------------------------------------------------------- Fig. 1
 class IdealHeadConfig(Config):
-    """Fig. 1: the explicit clustering head of spec §3.2 (no training); C3 cluster counts and the C4 scaling.
+    """Fig. 1: the explicit clustering head of paper §3, Fig. 1 (no training); C3 cluster counts and the C4 scaling.
     Quick = paper (≈ 5 s on one core)."""
 
     p: int = Field(2, ge=2, le=97)
@@ -153,7 +153,7 @@ StationarityConfig = _Stationarity.with_defaults(
     snapshot_every=1, head_metrics=True)
 
 
-@experiment(STUDY, "stationarity", StationarityConfig, ref="Prop. 1 (spec D9)", figure=figures.stationarity,
+@experiment(STUDY, "stationarity", StationarityConfig, ref="Prop. 1", figure=figures.stationarity,
             title="The clustering head is (nearly) stationary under Adam")
 def stationarity(config: StationarityConfig, ctx: RunContext) -> Result:
     """Train from the construction; the head should stay correct and its full-space CE should not increase."""
@@ -178,7 +178,7 @@ def stationarity(config: StationarityConfig, ctx: RunContext) -> Result:
 # ----------------------------------------------------------------------------------------------- Figs. 2–4
 class _Circuits(TrainConfig):
     """Figs. 2–4: train S seeds at d = 2, classify every model (ideal / value_corrected / partial / fuzzy / failed,
-    spec §3.4 item 8) and show one representative of each type."""
+    head metric 8) and show one representative of each type."""
 
     scales = {"quick": {"k": 3, "n_seeds": 128, "epochs": 200}, "paper": {}}
 
@@ -192,7 +192,7 @@ CircuitsConfig = _Circuits.with_defaults(
 @experiment(STUDY, "circuits", CircuitsConfig, ref="Figs. 2–4", figure=figures.circuits,
             title="Circuit taxonomy of trained heads (value-corrected, partial, fuzzy)")
 def circuits(config: TrainConfig, ctx: RunContext) -> Result:
-    """Train ``n_seeds`` models, measure §3.4 metrics of each final model and its head type."""
+    """Train ``n_seeds`` models, measure the head metrics of each final model and its head type."""
     hist = train_units(ctx, {"run": as_train_config(config)}, "circuits")["run"]
     m = circuit_metrics(hist)
     reps = representatives(m)
@@ -225,7 +225,7 @@ Fig5Config = _Fig5.with_defaults(
 @experiment(STUDY, "fig5", Fig5Config, ref="Fig. 5", figure=figures.fig5,
             title="Attention at initialisation vs after training")
 def fig5(config: TrainConfig, ctx: RunContext) -> Result:
-    """Attention maps before and after training; their correlation per seed (spec §3.4 item 10)."""
+    """Attention maps before and after training; their correlation per seed (head metric 10)."""
     hist = train_units(ctx, {"run": as_train_config(config)}, "fig5")["run"]
     ch = attention_change(hist)
     acc = hist.epoch_metrics["test_acc"][-1]
@@ -317,7 +317,7 @@ def transfer_circuit(config: TrainConfig, ctx: RunContext) -> Result:
 # ----------------------------------------------------------------------------------------------- Fig. 8
 class _Fig8(TrainConfig):
     """Fig. 8: two-stage learning — ξ at 4 snapshots chosen from t_cluster / t_fit (t_c−5, t_c+1, (t_c+t_f)/2,
-    t_f+5; spec §6) next to the loss with red dashed lines. Shown seed: the first solved clustering-type seed with
+    t_f+5; paper Fig. 8) next to the loss with red dashed lines. Shown seed: the first solved clustering-type seed with
     a clean two-stage profile: a plateau (t_cluster ≥ ``min_plateau``), clustering no later than fitting
     (t_cluster ≤ t_fit + 1), fitting soon after (t_fit − t_cluster ≤ ``max_gap``) and no large loss spike from
     t_cluster − 5 on (loss ≤ ``max_spike`` × its value at t_cluster − 5)."""

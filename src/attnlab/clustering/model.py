@@ -1,7 +1,7 @@
-"""The paper's one-block transformer (paper 4 §2, App. B.1; spec §2), as a pure function of stacked parameters.
+"""The paper's one-block transformer (paper 4 §2, App. B.1; paper §2), as a pure function of stacked parameters.
 
 Parameters live in a dict of tensors with a leading *seed* axis S, so that S independent models train in one
-vectorised computation (spec §9): every operation is batched over S and nothing couples two seeds.
+vectorised computation (docs): every operation is batched over S and nothing couples two seeds.
 
     z_t = Norm(E(x_t) + P(t))                         token embedding on the sphere       (eq. token embedding)
     a   = softmax(z^T q / sqrt(d)),  ξ = V z a        one head, one learned query          (eq. sentence embedding)
@@ -136,7 +136,7 @@ def activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
 def init_params(spec: ModelSpec, seeds: list[int] | tuple[int, ...], *, dtype: torch.dtype = torch.float32,
                 device: torch.device | str = "cpu") -> Params:
     """PyTorch-default initialisation (App. A), one independent generator per (seed, parameter) so that
-    changing h leaves E, P, q, V bitwise identical (spec §2.3): E, P ~ N(0,1) (nn.Embedding); V, W ~
+    changing h leaves E, P, q, V bitwise identical (paper App. A): E, P ~ N(0,1) (nn.Embedding); V, W ~
     U(±1/sqrt(d)), U ~ U(±1/sqrt(h)) (nn.Linear); q ~ N(0,1) | U(±1/sqrt(d)) | 0; biases as nn.Linear.
     ``mlp_init="nested"`` draws the MLP as :func:`nested_mlp` from one stream per seed instead."""
     d, h = spec.d, spec.h

@@ -97,7 +97,7 @@ def sq_norm(v: torch.Tensor) -> torch.Tensor:
 
 
 def xi_stats(xi: torch.Tensor, g: Grid, proj: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-    """R_suffix, R_perm and cluster_score (spec §3.4 items 4–6) from ξ (S, B, d), in float64, by the exact
+    """R_suffix, R_perm and cluster_score (head metric 4–6) from ξ (S, B, d), in float64, by the exact
     variance decomposition over prefixes (a multiset is a union of prefixes): only one pass over the B sentences.
     A degenerate ξ (no variance) counts as invariant (R = 0) but unclustered (cluster_score = 0)."""
     xi = xi.double()
@@ -131,7 +131,7 @@ def xi_stats(xi: torch.Tensor, g: Grid, proj: torch.Tensor | None = None) -> dic
 
 
 def span_projector(params: Params, rtol: float = 1e-6) -> torch.Tensor:
-    """Orthogonal projector (S, d, d) onto span{E(v)} ∪ span{w_i} (spec §3.4 item 6 caveat)."""
+    """Orthogonal projector (S, d, d) onto span{E(v)} ∪ span{w_i} (head metric 6)."""
     M = torch.cat([params["E"], params["W"]], dim=1).detach().double()
     _, s, vh = torch.linalg.svd(M, full_matrices=False)
     keep = (s > rtol * s[:, :1]).to(M)

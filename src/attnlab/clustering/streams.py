@@ -1,7 +1,7 @@
 """Where a run's random numbers come from: attnlab's named per-seed streams, or the public code's (``streams="pal"``).
 
 ``attnlab`` (default): every seed draws its initialisation (one generator per parameter), training set, test
-set, batch order and dropout masks from its own named stream ``stream_seed(seed, name)`` (spec §2.3).
+set, batch order and dropout masks from its own named stream ``stream_seed(seed, name)`` (paper App. A).
 
 ``pal``: seed s draws what facebookresearch/pal's training script draws under ``--seed s`` (behaviour read off
 the public code and checked against its saved weights, not its code): one torch generator seeded with s gives,

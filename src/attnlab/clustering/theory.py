@@ -1,11 +1,11 @@
-"""The paper's theory (paper 4, App. B-C; spec §3.2, §3.3, §5.2): an explicit clustering head, the closed-form
+"""The paper's theory (paper 4 §3, Fig. 1, App. B-C): an explicit clustering head, the closed-form
 gradients of Lemma 1/2 and Prop. 3, and the gradient bound of Prop. 2/4 (as printed and corrected).
 
 Pure tensor code for ONE model (params with seed axis S = 1, float64 recommended), vectorised over a batch of
 sentences x (B, N). θ = (q, V, W, U); E and P are fixed (App. B.1). Paper notation in code layout: z (B, N, d)
 holds the columns z_t, s = softmax(zᵀq/√d) (B, N), ξ = V z s, ξ̄ = ξ/||ξ|| (eq. 1), Σ_ξ̄ = diag σ'(Wξ̄) (eq. 3),
 Δ_z = (z/√d)(I_N − s 1ᵀ) (eq. 4), A_z = diag(s) (eq. 2), M = (I − ξ̄ξ̄ᵀ)/||ξ|| (eq. 15; Lemma 2/3/5 and Prop. 3
-print the factor 1/||ξ̄|| = 1, a typo — spec §8 item 8), Q = U Σ_ξ̄ W M, C_x = Σ_j (p̂_j − p_j) E(j).
+print the factor 1/||ξ̄|| = 1, a typo — docs note 7-8), Q = U Σ_ξ̄ W M, C_x = Σ_j (p̂_j − p_j) E(j).
 Only the paper's model is supported: sphere normalisation, no biases, no norm gains.
 """
 
@@ -22,7 +22,7 @@ from attnlab.clustering.model import ModelSpec, Params, forward, loss_per_seed
 from attnlab.core.config import ConfigError
 
 GROUPS = ("q", "V", "W", "U")
-SIGMA_PRIME_MAX = 1.13  # sup_x |σ'(x)| = Φ(√2) + √2 φ(√2) ≈ 1.1290 for the exact GeLU (spec §5.2 flaw (3))
+SIGMA_PRIME_MAX = 1.13  # sup_x |σ'(x)| = Φ(√2) + √2 φ(√2) ≈ 1.1290 for the exact GeLU (docs note 11)
 
 
 # ----------------------------------------------------------------------------------------------- construction
@@ -30,7 +30,7 @@ def build_clustering_head(p: int, N: int, k: int, d: int, h: int, *, a: float = 
                           R: float = 10.0, beta: float = 20.0, lam: float = 10.0, mu: float = 10.0,
                           informative: tuple[int, ...] | list[int] | None = None,
                           dtype: torch.dtype = torch.float64) -> tuple[Params, ModelSpec]:
-    """The explicit clustering head of spec §3.2 (realises Fig. 1 / Prop. 1's (P1)-(P4)); S = 1 params.
+    """The explicit clustering head of paper §3, Fig. 1 (realises Fig. 1 / Prop. 1's (P1)-(P4)); S = 1 params.
 
     Case A (d ≥ p+1): E(v) = a·e_v, ê = e_p. Case B (p = 2, d = 2): E = (∓a, 0), ê = e_1. P(t) = b·ê on the
     informative positions, −R·ê elsewhere; q = β·ê; V = I. ξ then depends only on the prefix count vector and
@@ -70,7 +70,7 @@ def build_clustering_head(p: int, N: int, k: int, d: int, h: int, *, a: float = 
 
 
 def _interpolation_coefficients(p: int, K: int) -> torch.Tensor:
-    """C[v, i] with Σ_i C[v,i] ReLU(S − τ_i) = 1{S mod p = v} on S = 0..K (spec §3.2 (c))."""
+    """C[v, i] with Σ_i C[v,i] ReLU(S − τ_i) = 1{S mod p = v} on S = 0..K (paper §3, Fig. 1 (c))."""
     S = torch.arange(K + 1)
     g = (S[None] % p == torch.arange(p)[:, None]).to(torch.float64)           # g_v(S), (p, K+1)
     delta = g[:, 1] - g[:, 0]
@@ -189,7 +189,7 @@ def _norms(params: Params, spec: ModelSpec) -> tuple[float, float, float, float]
 def bound_paper(params: Params, x: torch.Tensor, spec: ModelSpec) -> float:
     """B̂ of Prop. 4 / eq. (33) as printed ("2n" read as 2N): ||∇_θ L||² ≤ B̂·𝓔 claimed, with B = max|E_vi|,
     B̂ = 4dB²[(2N√d||V||(1+√(2/π)||W||²||U||))² + d(1+2||W||||U||)² + 4||U||² + ||W||²]. Not a valid bound in
-    general (it uses ||M||op = 1 and ||zᵀ||op ≤ √d; spec §5.2); ``x`` is unused, kept for symmetry."""
+    general (it uses ||M||op = 1 and ||zᵀ||op ≤ √d; docs note 11); ``x`` is unused, kept for symmetry."""
     B, nV, nW, nU = _norms(params, spec)
     d, N = spec.d, spec.N
     q_term = (2 * N * math.sqrt(d) * nV * (1 + math.sqrt(2 / math.pi) * nW**2 * nU)) ** 2
@@ -197,7 +197,7 @@ def bound_paper(params: Params, x: torch.Tensor, spec: ModelSpec) -> float:
 
 
 def bound_corrected(params: Params, x: torch.Tensor, spec: ModelSpec) -> float:
-    """Rigorous version of Prop. 4 (spec §5.2 RESOLUTION, §8 item 11), with κ = max_x 1/||ξ(x)|| over x:
+    """Rigorous version of Prop. 4 (docs note 11), with κ = max_x 1/||ξ(x)|| over x:
     ||∇_θ L||² ≤ 4dB²𝓔·[(N(1+√N)/√d·||V||·c_Q)² + c_Q² + 1.13²||U||² + ||W||²], c_Q = 1 + 1.13κ||U||·||W||
     (||M||op = 1/||ξ||, ||zᵀ||op ≤ √N, ||zs|| ≤ 1, sup|σ'| ≤ 1.13, E||C_x||² ≤ 4dB²𝓔)."""
     B, nV, nW, nU = _norms(params, spec)

@@ -1,4 +1,4 @@
-"""Adam on sparse modular addition, many seeds in one vectorised computation (paper 4 App. A; spec §2.4, §9).
+"""Adam on sparse modular addition, many seeds in one vectorised computation (paper 4 App. A; paper App. A, §9).
 
 The loop reads top to bottom like a plain PyTorch training script; the twists are the leading seed axis S on
 every parameter and the step itself: ``step.loss_and_grads`` (the backward pass written out) and a packed Adam,

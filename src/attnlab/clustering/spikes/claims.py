@@ -1,9 +1,9 @@
-"""Claims of paper 4 on training dynamics and loss spikes (§4.3, §4.4, Prop. 2/4; spec §7.0, §7.1 C6, D5, D7,
+"""Claims of paper 4 on training dynamics and loss spikes (§4.3, §4.4, Prop. 2/4; docs checks D5, D7,
 D8), measured on the runs of ``spikes.py`` (``ctx.run`` reuses them from the store).
 
 Registered at the scale where they were measured to hold (quick; the paper-scale runs take hours and were not
 run). The paper's printed gradient bound and the "smooth normaliser reduces spikes" suggestion are reported,
-not asserted: the paper gives no spike counts and the printed bound is not a valid bound (spec §5.2).
+not asserted: the paper gives no spike counts and the printed bound is not a valid bound (docs note 11).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def smooth_minus_sphere(result: Result, variant: str = "norm=smooth") -> float:
 
 def _d7(ctx: ClaimContext) -> float:
     summaries = [ctx.run(f"{S}.fig13").summary]
-    if d7_counts(summaries)[1] < 5:  # spec §7.1 D7 fallback: d = 2, k = 3, lr = 1e-2, 300 epochs, 8 seeds
+    if d7_counts(summaries)[1] < 5:  # check D7's fallback: d = 2, k = 3, lr = 1e-2, 300 epochs, 8 seeds
         summaries.append(ctx.run(f"{S}.fig13", k=3, lr=1e-2, epochs=300, n_seeds=8).summary)
     ok, n = d7_counts(summaries)
     return ok / n if n >= 5 else math.nan
@@ -138,10 +138,10 @@ register(Claim(
     measure=lambda ctx: d5_fraction([ctx.run(f"{S}.fig9").summary], "full"), expected=0.8, relation="ge",
 ))
 register(Claim(
-    id=f"{S}.spikes_with_gradient_spikes", ref="§4.4, Fig. 13 (spec D7)",
+    id=f"{S}.spikes_with_gradient_spikes", ref="§4.4, Fig. 13",
     statement="loss spikes co-occur with gradient-norm spikes",
-    how="fig13 (d = 2, lr 1e-2): fraction of loss-spike onsets (§5.3 detector, ≥ 10 epochs apart) whose full-batch "
-        "grad norm is ≥ 2× its trailing 20-epoch median (≥ 5 onsets; else the spec's k = 3, 300-epoch run is added)",
+    how="fig13 (d = 2, lr 1e-2): fraction of loss-spike onsets (docs note 17, ≥ 10 epochs apart) whose full-batch "
+        "grad norm is ≥ 2× its trailing 20-epoch median (≥ 5 onsets; else a k = 3, 300-epoch run is added)",
     measure=_d7, expected=0.7, relation="ge", scales=("quick",),
 ))
 register(Claim(
@@ -154,7 +154,7 @@ register(Claim(
     expected=0.5, relation="ge", scales=("quick",),
 ))
 register(Claim(
-    id=f"{S}.prop4_bound_along_training", ref="Prop. 4, App. C.3 (spec C6, §5.2)",
+    id=f"{S}.prop4_bound_along_training", ref="Prop. 4, App. C.3",
     statement="along training, ||∇_{q,V,W,U} L||² ≤ bound_corrected · 𝓔 at every logged epoch",
     how="fig9: every snapshot (≤ 200) of the drawn seed of each run, float64 on the 4096-sentence probe grid; the "
         "max of ||∇L||² / (bound_corrected·𝓔)",
@@ -168,7 +168,7 @@ register(Claim(
     measure=lambda ctx: prop4_paper(ctx.run(f"{S}.fig9")), expected=0.0, relation="le",
 ))
 register(Claim(
-    id=f"{S}.smooth_norm_reduces_spikes", ref="§4.4 remedy (spec §5.3)",
+    id=f"{S}.smooth_norm_reduces_spikes", ref="§4.4 remedy (docs note 17)",
     statement="smoothing the normaliser, f(x) = s(||x||)x/||x||, reduces loss spikes",
     how="remedies (d = 2, lr 1e-2, same seeds): spike onsets per 1000 epochs with norm = smooth minus with the "
         "sphere; negative = fewer spikes. The paper gives no counts; reported, not asserted",

@@ -14,7 +14,7 @@ from pydantic import Field, model_validator
 from attnlab.clustering.configs import TrainConfig
 from attnlab.core.config import Config
 
-#: keys a ``remedies`` variant may change (spec §5.3 "Ablations")
+#: keys a ``remedies`` variant may change (paper §4.4)
 VARIANT_KEYS = ("norm", "grad_clip", "h", "weight_decay", "lr", "adam_eps", "mlp_lr_factor", "batch_size")
 
 
@@ -41,7 +41,7 @@ class DynamicsConfig(TrainConfig):
 
 
 class SpikeConfig(TrainConfig):
-    """Figs 11–13, 18: mini-batch runs with loss-spike detection (spec §5.3; onsets §7.0)."""
+    """Figs 11–13, 18: mini-batch runs with loss-spike detection (docs note 17)."""
 
     dims: tuple[int, ...] | None = Field(None, description="embedding dimensions, one run each (None: d)")
     spike_rank: int = Field(0, ge=0, description="Figs 11/12: which onset to dissect, by loss jump (0 = largest)")
@@ -73,7 +73,7 @@ class CurvatureConfig(Config):
 
 
 class RemediesConfig(TrainConfig):
-    """Spike remedies (§4.4; spec §5.3 "Ablations"): spike onsets per 1000 epochs for each variant of the base
+    """Spike remedies (§4.4; paper §4.4): spike onsets per 1000 epochs for each variant of the base
     config. A variant is "baseline" or "key=value[,key=value]" with keys in VARIANT_KEYS."""
 
     variants: tuple[str, ...] = Field(

@@ -1,4 +1,4 @@
-"""Training dynamics of paper 4 (§4.3–4.4, App. A.4; spec §5.1–5.3, §6 rows 9–13, 17, 18, §7.0): two-stage
+"""Training dynamics of paper 4 (§4.3–4.4, App. A.4; paper §4.3-4.4, App. A.4; docs/studies/clustering.md): two-stage
 learning and per-layer gradient norms (Figs 9, 17), the curvature of x ↦ x/||x|| (Fig. 10), loss spikes and
 the feed-forward mechanism behind them (Figs 11, 12), loss spikes vs gradient-norm spikes (Figs 13, 18) and
 the spike remedies of §4.4 (``remedies``; the paper gives no spike counts — every count here is ours).
@@ -7,8 +7,8 @@ Config in (``configs.py``), tables and arrays out, no plotting (drawings in ``fi
 with ``History.to_arrays(prefix)`` (prefix = the unit name + "/"), so figures and claims reopen it.
 
 Quick scale uses k = 2 (a 2-sparse parity escapes its plateau within ~20–60 epochs at d = 2, 3 and 64 on one
-core; k = 3 mostly does not within 150 epochs at d = 2, k = 5 rarely within 1000, spec §7.0); paper scale the
-paper's k = 5 and 1000 epochs. Spike runs use lr = 1e-2 (spec §7.1 D7 fallback), where spikes are frequent.
+core; k = 3 mostly does not within 150 epochs at d = 2, k = 5 rarely within 1000, docs checks); paper scale the
+paper's k = 5 and 1000 epochs. Spike runs use lr = 1e-2 (check D7's fallback), where spikes are frequent.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _nanstat(fn: Callable, a: np.ndarray) -> float:
 
 # ----------------------------------------------------------------------------------------------- Figs 9, 17
 def two_stage(h: History) -> dict[str, np.ndarray]:
-    """Per-seed two-stage statistics (spec §5.1, §7.0): t_cluster, t_fit, the two loss drops, the D5 peak/plateau
+    """Per-seed two-stage statistics (§4.3; docs checks): t_cluster, t_fit, the two loss drops, the D5 peak/plateau
     ratio (eligible: t_cluster ≥ 8 and the test accuracy reached 0.9), the same ratio anchored on the loss drop
     (``dynamics.drop_peak_ratio``), final CE and full-batch grad norm."""
     em, ep = h.epoch_metrics, h.epochs
@@ -94,7 +94,7 @@ def pick_seed(st: dict[str, np.ndarray], show: int | None = None) -> int:
 
 def prop4_along(h: History, seed: int, points: int = 200) -> dict[str, np.ndarray]:
     """Prop. 4 at the snapshots of one seed (float64, the probe grid as the data distribution; θ = (q, V, W, U)):
-    ||∇_θ L||², 𝓔, bound_corrected and bound_paper (spec §5.2, C6). Empty for non-paper models."""
+    ||∇_θ L||², 𝓔, bound_corrected and bound_paper (docs note 11, C6). Empty for non-paper models."""
     if h.spec.norm != "sphere" or set(h.snapshots) - {"E", "P", "q", "V", "W", "U"}:
         return {}
     x, _, _ = h.task.probe_grid()
@@ -215,8 +215,8 @@ def fig10(config: CurvatureConfig, ctx: RunContext) -> Result:
 
 # ----------------------------------------------------------------------------------------------- spikes
 def spike_stats(h: History) -> dict[str, np.ndarray]:
-    """Loss spikes of every seed (spec §5.3 detector on the full-batch train loss; onsets ≥ 10 epochs apart,
-    §7.0) with, per onset, the D7 ratio (full-batch grad norm over its trailing 20-epoch median), the loss jump
+    """Loss spikes of every seed (the detector of docs note 17, on the full-batch train loss; onsets ≥ 10 epochs apart,
+    docs checks) with, per onset, the D7 ratio (full-batch grad norm over its trailing 20-epoch median), the loss jump
     and whether a mini-batch grad-norm spike (3× trailing-50-step median) falls within ±1 epoch; per seed the
     chance rate of that co-occurrence (fraction of epochs with a grad spike within ±1 epoch)."""
     em = h.epoch_metrics
@@ -302,7 +302,7 @@ def choose_spike(h: History, st: dict[str, np.ndarray], rank: int = 0) -> tuple[
         return int(st["onset_seed"][k]), entry, f"{kind} at epoch {h.epochs[entry]:g}"
     jump = np.diff(loss, axis=0)
     e, s = np.unravel_index(int(np.argmax(jump)), jump.shape)
-    return int(s), int(e) + 1, "largest loss increase (no §5.3 spike)"
+    return int(s), int(e) + 1, "largest loss increase (no detected spike)"
 
 
 def anatomy(h: History, seed: int, before: int, after: int) -> dict[str, np.ndarray]:
@@ -364,11 +364,11 @@ experiment(STUDY, "fig12", Fig11Config, ref="Fig. 12, §4.4", figure=spike_figur
 
 
 # ----------------------------------------------------------------------------------------------- remedies
-@experiment(STUDY, "remedies", RemediesConfigDefault, ref="§4.4 remedies (spec §5.3 ablations)",
+@experiment(STUDY, "remedies", RemediesConfigDefault, ref="§4.4 remedies (§4.4)",
             figure=spike_figures.remedies, title="Loss-spike remedies: spikes per 1000 epochs (our counts)")
 def remedies(config: RemediesConfig, ctx: RunContext) -> Result:
     """One run of the same seeds per variant; spike onsets per 1000 epochs (all epochs, and per 1000 epochs
-    after the loss first fell below half its initial value, where the §5.3 detector is armed)."""
+    after the loss first fell below half its initial value, where the spike detector is armed)."""
     hists = train_units(ctx, {v: plain_config(config, **parse_variant(v)) for v in config.variants}, "remedies")
     arrays: dict[str, np.ndarray] = {"variants": np.array(config.variants)}
     summary: dict[str, Any] = {}

@@ -1,4 +1,4 @@
-"""Figures of the training-dynamics experiments (paper 4 Figs 9–13, 17, 18 and the spike remedies; spec §5).
+"""Figures of the training-dynamics experiments (paper 4 Figs 9–13, 17, 18 and the spike remedies).
 
 Each function takes the stored ``Result`` (and its config) and returns a matplotlib figure in the house style
 (``core.plotting``); runs are reopened with ``History.from_arrays(result.arrays, prefix)``. Geometry panels of
@@ -206,7 +206,7 @@ def spike_levels(result, config) -> Figure:
     ax.plot(ep, em["train_loss"][:, seed], color=COLORS[0], label="train loss")
     on = result.arrays["run/spikes/onset_seed"] == seed
     ax.plot(result.arrays["run/spikes/onset_epoch"][on], em["train_loss"][result.arrays["run/spikes/onset_index"][on],
-            seed], "v", color=RED, ms=6, label="spike onsets (§5.3)")
+            seed], "v", color=RED, ms=6, label="spike onsets")
     ax.set_yscale("log")
     ax.set_xlabel("epoch")
     ax.set_title(f"seed {h.seeds[seed]}: loss {s['loss_before']:.3g} → {s['loss_after']:.3g}", fontsize=9)
@@ -343,7 +343,7 @@ def spike_grads(result, config) -> Figure:
 # ----------------------------------------------------------------------------------------------- remedies
 def remedies(result, config) -> Figure:
     """Spike onsets per 1000 epochs (mean ± s.e. over seeds) per variant: over all epochs, and over the epochs
-    after the loss first fell below half its initial value (the §5.3 detector is armed; seeds that got there);
+    after the loss first fell below half its initial value (the spike detector is armed; seeds that got there);
     and the final test accuracy. Our counts: the paper gives none."""
     a = result.arrays
     names = [str(v) for v in a["variants"]]

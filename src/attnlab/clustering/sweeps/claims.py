@@ -1,9 +1,9 @@
-"""Claims of the multi-seed experiments of paper 4 (Figs 7, 14, 16, 19; spec §7 D2, D3, D6).
+"""Claims of the multi-seed experiments of paper 4 (Figs 7, 14, 16, 19; check D2, D3, D6).
 
 Each claim reads a stored run of ``sweeps`` (``ctx.run``) through a measuring function of a ``Result`` (tested at
 tiny size in ``tests/clustering/test_sweeps.py``). The learnability checks D2/D3 pin their configs explicitly.
 What is only stated for the paper's sizes (20/20 from d = 8, Fig. 14's bars) is asserted at paper scale, and its
-quick-scale twin ``<id>_quick`` is reported with the spec's number as ``expected``.
+quick-scale twin ``<id>_quick`` is reported with the paper's number as ``expected``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from attnlab.clustering.sweeps import experiments as _experiments  # noqa: F401 
 from attnlab.core.claims import Claim, ClaimContext, register
 from attnlab.core.experiment import Result
 
-D3 = {"d": 2, "k": 3, "lr": 3e-3, "n_seeds": 16, "epochs": 300, "log_every": 5}          # spec §7.1 D3
-D2 = {"ds": (8,), "k": 5, "lr": 3e-3, "n_seeds": 16, "epochs": 300, "log_every": 5}       # spec §7.1 D2
+D3 = {"d": 2, "k": 3, "lr": 3e-3, "n_seeds": 16, "epochs": 300, "log_every": 5}          # check D3
+D2 = {"ds": (8,), "k": 5, "lr": 3e-3, "n_seeds": 16, "epochs": 300, "log_every": 5}       # check D2
 MIN_GROUP = 3  # D6 needs ≥ 3 solved and ≥ 3 failed models
 
 
@@ -87,25 +87,25 @@ def _both(quick_report: bool, **kw) -> None:
 
 
 register(Claim(
-    id="clustering.learnability_d2_k3", ref="Spec §7.1 D3",
+    id="clustering.learnability_d2_k3", ref="Fig. 19, App. A.4 (check D3)",
     statement="d = 2, k = 3, lr 3e-3, 300 epochs: ≥ 4 of 16 seeds reach test accuracy ≥ 0.99",
     how="fig7 at d=2, k=3, 16 seeds, 300 epochs: seeds whose logged test accuracy reaches 0.99 at some epoch",
     measure=lambda ctx: _fig7(ctx).summary["n_reach99_d2"], expected=4, relation="ge", scales=("quick",),
 ))
 register(Claim(
-    id="clustering.learnability_d2_k3_stuck", ref="Spec §7.1 D3",
+    id="clustering.learnability_d2_k3_stuck", ref="Fig. 19, App. A.4 (check D3)",
     statement="unsolved D3 seeds include some stuck at chance (test acc < 0.6) for ≥ 100 epochs",
     how="fig7 D3 run: unsolved seeds whose test accuracy stays < 0.6 over ≥ 100 consecutive logged epochs",
     measure=lambda ctx: _fig7(ctx).summary["n_stuck100_d2"], expected=1, relation="ge", scales=("quick",),
 ))
 register(Claim(
-    id="clustering.learnability_d8_k5", ref="Spec §7.1 D2",
+    id="clustering.learnability_d8_k5", ref="Fig. 19, App. A.4 (check D2)",
     statement="d = 8, k = 5, lr 3e-3, 300 epochs: ≥ 5 of 16 seeds reach test accuracy ≥ 0.9",
     how="fig19 at d=8 only, k=5, 16 seeds, 300 epochs: seeds whose logged test accuracy reaches 0.9",
     measure=lambda ctx: _d2(ctx).summary["n_reach90_d8"], expected=5, relation="ge", scales=("quick",),
 ))
 register(Claim(
-    id="clustering.learnability_d8_k5_loss", ref="Spec §7.1 D2",
+    id="clustering.learnability_d8_k5_loss", ref="Fig. 19, App. A.4 (check D2)",
     statement="d = 8, k = 5, 300 epochs: every seed's final train loss ≤ 0.70",
     how="fig19 D2 run: max over the 16 seeds of the final full-batch train loss",
     measure=lambda ctx: _d2(ctx).summary["max_final_train_loss_d8"], expected=0.70, relation="le",
@@ -120,18 +120,18 @@ register(Claim(
     measure=lambda ctx: gradient_exponent(sweep_curves([_fig7(ctx), _d2(ctx)])), expected=0.5, relation="ge",
     scales=("quick",),
 ))
-# D6 (Fig. 7): at quick scale on the spec's D3 (d = 2, k = 3) and D2 (d = 8, k = 5) runs separately, at paper scale
+# D6 (Fig. 7): at quick scale on the checks D3 (d = 2, k = 3) and D2 (d = 8, k = 5) runs separately, at paper scale
 # on fig7 (d = 2, k = 5, 20 models, 1000 epochs).
 for _tag, _run, _d, _scales in (("", _fig7, 2, ("quick", "paper")), ("_d8_k5", _d2, 8, ("quick",))):
     register(Claim(
-        id=f"clustering.sparsity_denser_success{_tag}", ref="Fig. 7, App. A.1 (spec D6)",
+        id=f"clustering.sparsity_denser_success{_tag}", ref="Fig. 7, App. A.1",
         statement="successful models have denser activations: mean sparsity over ε ∈ [1e-3, 10] below failed ones'",
         how=f"mean sparsity summary of successful (test acc > 0.9) minus failed models at d = {_d} (NaN if < 3 in a "
             "group); quick: the D3 (d=2, k=3) and D2 (d=8, k=5) runs; paper: fig7 (d=2, k=5)",
         measure=lambda ctx, run=_run, d=_d: sparsity_gap(run(ctx), d), expected=0.0, relation="le", scales=_scales,
     ))
     register(Claim(
-        id=f"clustering.sparsity_spearman{_tag}", ref="Fig. 7, App. A.1 (spec D6)",
+        id=f"clustering.sparsity_spearman{_tag}", ref="Fig. 7, App. A.1",
         statement="sparsity decreases as accuracy increases: Spearman(sparsity, test accuracy) < −0.3",
         how=f"Spearman correlation over the models of the D6 run at d = {_d} (NaN if < 3 solved or < 3 failed)",
         measure=lambda ctx, run=_run, d=_d: sparsity_spearman(run(ctx), d), expected=-0.3, relation="le",

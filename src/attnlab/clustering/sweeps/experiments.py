@@ -1,10 +1,10 @@
 """Multi-seed statistics of paper 4: activation sparsity vs success (Figs 7, 19; App. A.1, A.4), transfer
-p = 2 → p' (Fig. 14; App. A.2) and the hyper-parameter ablation (Fig. 16; App. A.3). Spec §5.4, §6, §7 D2/D3/D6,
-§8 items 12, 15, 19.
+p = 2 → p' (Fig. 14; App. A.2) and the hyper-parameter ablation (Fig. 16; App. A.3).
+Checks D2, D3, D6 and notes 13, 15, 16 of docs/studies/clustering.md.
 
 Every experiment is a list of *units*, each one vectorised multi-seed ``train`` call (a value of d, a bar, a
 hyper-parameter setting). Finished units are checkpointed, and so is the unit in progress (its resumable training
-state), so an interrupted run resumes mid-unit. Success = final test accuracy > 0.9 (App. A.1, spec §8 item 19).
+state), so an interrupted run resumes mid-unit. Success = final test accuracy > 0.9 (App. A.1, docs note 16).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def longest_below(acc: np.ndarray, epochs: np.ndarray, level: float = 0.6) -> np
 # ----------------------------------------------------------------------------------------------- Figs 7, 19
 class SparsityConfig(TrainConfig):
     """Figs 7/19 (App. A.1, A.4): n_seeds models per d trained for ``epochs``, then the activation sparsity
-    sparsity_ε = P(|σ(Wξ̄)| < ε) over the probe sentences (spec §5.4) against the final test accuracy."""
+    sparsity_ε = P(|σ(Wξ̄)| < ε) over the probe sentences (paper App. A.1) against the final test accuracy."""
 
     ds: tuple[int, ...] | None = Field(None, description="embedding dimensions, h = 4d each (None: just d)")
 
@@ -88,7 +88,7 @@ class SparsityConfig(TrainConfig):
 Fig7Config = SparsityConfig.with_defaults(
     "Fig7Config", n_seeds=20, log_every=10,
     scales={"quick": {"k": 3, "n_seeds": 16, "epochs": 300, "log_every": 5}, "paper": {}},
-    doc="Fig. 7: activation sparsity vs ε of 20 models at d = 2 (k = 5, 1000 epochs). Quick = spec D3 (k = 3, "
+    doc="Fig. 7: activation sparsity vs ε of 20 models at d = 2 (k = 5, 1000 epochs). Quick = check D3 (k = 3, "
         "16 seeds, 300 epochs; 7 of 16 seeds solve, so both groups of Fig. 7 are populated): about 1 min on one "
         "core.")
 Fig19Config = SparsityConfig.with_defaults(
@@ -148,7 +148,7 @@ experiment(STUDY, "fig19", Fig19Config, ref="Fig. 19", figure=sweep_figures.fig1
 class TransferSweepConfig(TrainConfig):
     """Fig. 14 (App. A.2): bars of test accuracy over n_seeds runs, (a) from scratch on each p' in ``ps`` for
     ``epochs``, (b) ``pretrain_epochs`` on p (= 2) then ``epochs`` on each p' in ``ft_ps`` via ``train.transfer``
-    (new token rows N(0,1), fresh Adam, new data; spec §8 item 15). Finetuned and scratch runs of a seed share
+    (new token rows N(0,1), fresh Adam, new data; docs note 15). Finetuned and scratch runs of a seed share
     their p' data and batch order, so a bar pair differs only by the initialisation."""
 
     ps: tuple[int, ...] = Field(tuple(range(2, 11)), description="moduli trained from scratch")
@@ -240,7 +240,7 @@ AXES = {"batch_size": "batch_sizes", "h": "hs", "lr": "lrs", "mlp_lr_factor": "m
 
 class AblationConfig(TrainConfig):
     """Fig. 16 (App. A.3): test accuracy after ``epochs`` along one-dimensional sweeps around the defaults
-    (spec §6 grid); every setting is one vectorised n_seeds run. Seeds draw init, data and batches from their own
+    (the paper's grid); every setting is one vectorised n_seeds run. Seeds draw init, data and batches from their own
     streams, so seed ``seed`` has the same E, P, q, V, data and batch order in every setting: (a) = that seed,
     (b) = mean ± s.e. over the seeds."""
 
@@ -281,7 +281,7 @@ Fig16Config = AblationConfig.with_defaults(
     scales={"quick": {"d": 8, "k": 3, "n_seeds": 32, "epochs": 60, "log_every": 5, "batch_sizes": (16, 32, 128),
                       "hs": (8, 32, 128), "lrs": (1e-3, 3e-3, 1e-2), "mlp_lr_factors": (0.1, 0.3, 1.0)},
             "paper": {}},
-    doc="Fig. 16: 24 distinct settings × 100 seeds × 1000 epochs (spec §6 grid, d = 2, k = 5). Quick: d = 8, "
+    doc="Fig. 16: 24 distinct settings × 100 seeds × 1000 epochs (the paper's grid, d = 2, k = 5). Quick: d = 8, "
         "k = 3, 3 values per axis (9 distinct settings), 32 seeds (with 8 the seed mean was itself too noisy to "
         "look smoother than one seed), 60 epochs: a few minutes on one core.")
 
