@@ -146,7 +146,8 @@ def test_claim_measures_on_tiny_runs(runs):
     assert C.prop4_max_ratio([s9]) <= 1.0
     assert 0 <= C.prop4_paper_violation_fraction([s9]) <= 1
     rem = load_result(runs["remedies"][1].run_dir)[1]
-    assert math.isfinite(C.smooth_minus_sphere(rem, "norm=smooth"))
+    out = C.smooth_minus_sphere(rem, "norm=smooth")
+    assert math.isfinite(out.value) and "onsets per 1000 epochs" in out.detail
 
 
 @pytest.mark.parametrize(

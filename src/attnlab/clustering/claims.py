@@ -189,13 +189,14 @@ def transfer_focus(ctx: ClaimContext) -> Measured:
                         f"{int((end > start).sum())}; 95 % interval of the gain from {lo:.2f}).")
 
 
-register(Claim(
-    id=f"{S}.transfer_better_focus", ref="Fig. 6, App. A.2",
-    statement="after finetuning p = 2 → 3 the model focuses better on the informative tokens",
+_FOCUS = dict(
+    ref="Fig. 6, App. A.2", statement="after finetuning p = 2 → 3 the model focuses better on the informative tokens",
     how="transfer_circuit: over the seeds whose p = 2 phase solved it (test acc ≥ 0.9), attention mass on t ≤ k at "
         "the end of the p = 3 phase minus at its start; the lower end of the 95 % t-interval of its mean",
-    measure=transfer_focus, expected=0.0, relation="ge",
-))
+    measure=transfer_focus, expected=0.0)
+register(Claim(id=f"{S}.transfer_better_focus", relation="ge", scales=("paper",), **_FOCUS))
+# Quick scale (k = 3, 200 + 100 epochs): no measurable gain (the interval straddles 0); reported.
+register(Claim(id=f"{S}.transfer_better_focus_quick", relation="report", scales=("quick",), **_FOCUS))
 
 
 from attnlab.clustering.spikes import claims as _spike_claims  # noqa: E402,F401  (register their claims)
