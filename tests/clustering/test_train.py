@@ -1,4 +1,4 @@
-"""Training of paper 4's model (paper App. A, §7 D1, D11; config errors of §8 / issue item 9): smoke run and its
+"""Training of paper 4's model (paper App. A, App. A.2 transfer; config errors): smoke run and its
 records, bit-exact resume, seeds trained together = each seed alone, transfer mechanics, one-line config errors."""
 
 import io

@@ -148,7 +148,7 @@ def attn_prefix_mass(params: Params, spec: ModelSpec, task: Task, probe: Probe =
 
 
 def attn_by_value(params: Params, spec: ModelSpec, task: Task, probe: Probe = None) -> torch.Tensor:
-    """Mean attention a_t on informative tokens with value v, v < p (§3.4 item 1; Fig. 5 remark). (S, p);
+    """Mean attention a_t on informative tokens with value v, v < p (head metric 1; Fig. 5 remark). (S, p);
     NaN for a value absent from the informative positions of the probe."""
     g = grid(task, probe, params["E"].device)
     a = collect(params, spec, g.x, ("attn",))["attn"][..., list(task.idx)].double()   # (S, B, k)
@@ -206,18 +206,18 @@ def xi_invariance(params: Params, spec: ModelSpec, task: Task, probe: Probe = No
 
 
 def R_suffix(params: Params, spec: ModelSpec, task: Task, probe: Probe = None) -> torch.Tensor:
-    """Fraction of ξ-variance due to the suffix (§3.4 item 4); 0 = suffix-invariant. (S,)"""
+    """Fraction of ξ-variance due to the suffix (head metric 4); 0 = suffix-invariant. (S,)"""
     return xi_invariance(params, spec, task, probe)["R_suffix"]
 
 
 def R_perm(params: Params, spec: ModelSpec, task: Task, probe: Probe = None) -> torch.Tensor:
-    """Variance of the suffix-averaged ξ̄_pre within multisets over its total (§3.4 item 5); 0 = invariant. (S,)"""
+    """Variance of the suffix-averaged ξ̄_pre within multisets over its total (head metric 5); 0 = invariant. (S,)"""
     return xi_invariance(params, spec, task, probe)["R_perm"]
 
 
 def cluster_score(params: Params, spec: ModelSpec, task: Task, probe: Probe = None, *,
                   project: bool = False) -> torch.Tensor:
-    """R² of ξ explained by the prefix multiset over the grid (§3.4 item 6); 1 for an ideal head. (S,)"""
+    """R² of ξ explained by the prefix multiset over the grid (head metric 6); 1 for an ideal head. (S,)"""
     return xi_invariance(params, spec, task, probe, project=project)["cluster_score"]
 
 

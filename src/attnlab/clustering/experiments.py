@@ -86,7 +86,7 @@ def _sentences(task: Task, n: int, seed: int) -> torch.Tensor:
 
 
 def ideal_head_metrics(params: dict, spec: ModelSpec, task: Task, x: torch.Tensor) -> dict[str, Any]:
-    """Accuracy, CE and ||∇_{q,V,W,U} L|| on sentences x, and the §3.4 head metrics on the probe grid."""
+    """Accuracy, CE and ||∇_{q,V,W,U} L|| on sentences x, and the head metrics on the probe grid."""
     y = task.labels(x)
     with torch.no_grad():
         z = forward(params, x, spec, tokens=False)["logits"][0]
