@@ -121,8 +121,10 @@ class PLFitConfig(PottsDataConfig):
     reg_form: Literal["sum", "mean"] = Field("sum", description="λ/(2M)||θ||² ('sum', eq. (7)) or λ/2||θ||²")
     n_real: int = Field(30, ge=1, le=1000, description="realisations: random training subsets and inits")
     attn: Literal["softmax", "softmax_nosink", "linear"] = "softmax"
-    max_iter: int = Field(3000, ge=10, le=100_000, description="L-BFGS iteration cap")
+    max_iter: int = Field(20_000, ge=10, le=1_000_000, description="L-BFGS iteration cap per fit")
     gtol: float = Field(1e-6, gt=0, description="L-BFGS stop: max |gradient| < gtol")
+    warm_start: bool = Field(True, description="start the fit at M from the same realisation's fit at the "
+                                               "previous M of the (ascending) grid; else from a fresh init")
     scales = {"quick": {"n_real": 5}, "paper": {}}
 
     @field_validator("lams")
@@ -136,16 +138,19 @@ class PLFitConfig(PottsDataConfig):
     def _sizes_fit(self):
         if max(self.Ms) > self.M_train or min(self.Ms) < 1:
             raise ValueError(f"key 'Ms' = {list(self.Ms)}: sample sizes must lie in 1..M_train = {self.M_train}")
+        if self.warm_start and list(self.Ms) != sorted(set(self.Ms)):
+            raise ValueError(f"key 'Ms' = {list(self.Ms)}: warm starts follow the grid, which must ascend "
+                             "(or set warm_start = false)")
         return self
 
 
 Fig3RightConfig = PLFitConfig.with_defaults(
     "Fig3RightConfig", doc="Fig. 3-right: test loss of factored attention vs the number of samples (L-BFGS).",
     # quick: the spec check-20 grid (M <= 200) at the paper's small λ, 4 realisations
-    scales={"quick": {"Ms": (1, 2, 3, 5, 10, 15, 20, 30, 40, 60, 80, 120, 200), "lams": (1e-4,), "n_real": 4,
-                      "max_iter": 2000}, "paper": {}})
+    scales={"quick": {"Ms": (1, 2, 3, 5, 10, 15, 20, 30, 40, 60, 80, 120, 200), "lams": (1e-4,), "n_real": 4},
+            "paper": {}})
 ConsistencyConfig = PLFitConfig.with_defaults(
-    "ConsistencyConfig", Ms=(120, 400, 1000, 3000), lams=(1e-2,), n_real=3,
+    "ConsistencyConfig", Ms=(120, 400, 1000, 3000), lams=(1e-2,), n_real=3, max_iter=3000, warm_start=False,
     scales={"quick": {"Ms": (120, 400, 3000), "n_real": 2}, "paper": {}},
     doc="PL consistency (spec check 10): corr(A, J) and test - optimal along M (L-BFGS, reg 'sum', λ = 1e-2).")
 
@@ -169,6 +174,8 @@ class GibbsConfig(PottsDataConfig):
     target: float = Field(0.3, gt=0, lt=1, description="target mean Hamming distance (paper: 0.3)")
     chain_samples: int = Field(4000, ge=2, description="saved configurations of the paper-faithful chain")
     chain_thin: int = Field(10_000, ge=1, description="sweeps between them (paper: 10000)")
+    chain_count: int = Field(8, ge=1, le=1000, description="independent paper-faithful chains at the tuned β (one "
+                                                           "computation; the first is the one shown)")
     scales = {"quick": {"chain_samples": 200, "chain_thin": 500}, "paper": {"chain_samples": 300}}
 
     @field_validator("betas")

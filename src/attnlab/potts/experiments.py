@@ -173,7 +173,8 @@ def fig2d(config: Fig2dConfig, ctx: RunContext) -> Result:
 
 def _pl_sweep(config: PLFitConfig, ctx: RunContext) -> tuple[PottsData, dict]:
     """L-BFGS fits at every M: all realisations and all λ in one batched computation per M. Realisation r uses
-    the first M of its own random permutation of the training set (nested subsets across M) and its own init."""
+    the first M of its own random permutation of the training set (nested subsets across M) and its own init;
+    with ``warm_start`` the fit at M starts from the same realisation's fit at the previous M (the grid ascends)."""
     data = _data(config, ctx)
     n_train = data.train.shape[0]
     perm_gen = torch.Generator(device=data.train.device)
@@ -184,19 +185,59 @@ def _pl_sweep(config: PLFitConfig, ctx: RunContext) -> tuple[PottsData, dict]:
     perms = torch.stack(perms)
     lams = torch.tensor(config.lams, dtype=torch.float64).repeat_interleave(config.n_real)
     inits = _seeds(ctx, "init", config.n_real) * len(config.lams)
+    shape = (len(config.lams), config.n_real)
 
     def compute(u: Unit) -> dict[str, np.ndarray]:
         M = u.key
         c = data.train[perms[:, :M]].repeat(len(config.lams), 1, 1)  # (n_lam · n_real, M, L)
+        k = config.Ms.index(M)
+        prev = u.done.get(config.Ms[k - 1]) if config.warm_start and k > 0 else None
+        init = None if prev is None else tuple(torch.as_tensor(prev[n]).flatten(0, 1) for n in ("W", "V"))
         fit = fit_lbfgs(c, data, lam=lams.to(c.device), reg_form=config.reg_form, attn=config.attn, seeds=inits,
-                        max_iter=config.max_iter, gtol=config.gtol)
+                        max_iter=config.max_iter, gtol=config.gtol, init=init)
         A = fit.A(config.attn).cpu()
-        shape = (len(config.lams), config.n_real)
         out = {"test": fit.test_loss, "train": fit.train_loss, "corr": metrics.corr_offdiag(A, data.potts.J.cpu()),
-               "converged": fit.converged, "n_iter": fit.n_iter, "grad_norm": fit.grad_norm}
-        return {k: v.cpu().numpy().reshape(shape) for k, v in out.items()}
+               "converged": fit.converged, "n_iter": fit.n_iter, "grad_norm": fit.grad_norm,
+               "train_acc": fit.train_acc}
+        res = {k: v.cpu().numpy().reshape(shape) for k, v in out.items()}
+        return {**res, "W": fit.W.cpu().numpy().reshape(*shape, *fit.W.shape[-2:]),
+                "V": fit.V.cpu().numpy().reshape(*shape, *fit.V.shape[-2:])}
 
     return data, run_units(ctx, list(config.Ms), compute, "sample sizes")
+
+
+def _rise_fall(df: pd.DataFrame, tag: str) -> dict[str, float]:
+    """Fig. 3-right's shape at one λ from the fits (rows: M, realisation): the M of the largest mean test loss,
+    the rise max_{M <= 20} test - test(M = 1) and the fall test(M = 1) - test(M = 200) of the means with the
+    standard errors of the paired per-realisation differences, and the separability window: the largest M up to
+    which every fit classifies every one of its training sites correctly (train_acc = 1: the layer separates the
+    data) and the smallest M at which none does; ``peak_steps_*`` counts the grid steps from the peak to that
+    window (0: inside). A fit with train_acc < 1 at λ → 0 is evidence, not proof, of non-separability (the
+    objective is not convex)."""
+    test = df.pivot(index="M", columns="realisation", values="test")
+    mean, Ms = test.mean(1), list(test.index)
+    peak = int(mean.idxmax())
+    acc = df.groupby("M")["train_acc"]
+    every, none = (acc.min() >= 1.0).to_numpy(), (acc.max() < 1.0).to_numpy()
+    lo = (len(Ms) if every.all() else int(every.argmin())) - 1  # index of the last M before a fit fails to separate
+    hi = int(none.argmax()) if none.any() else None
+    out = {f"argmax_M_{tag}": float(peak), f"separable_M_{tag}": float(Ms[lo]) if lo >= 0 else float("nan"),
+           f"inseparable_M_{tag}": float(Ms[hi]) if hi is not None else float("nan")}
+    k = Ms.index(peak)
+    out[f"peak_steps_{tag}"] = float(max(lo - k, k - hi, 0)) if lo >= 0 and hi is not None else float("nan")
+
+    def sem(d: pd.Series) -> float:
+        return float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
+
+    if 1 in test.index:
+        top = mean[mean.index <= 20].idxmax()
+        out[f"rise_{tag}"], out[f"rise_sem_{tag}"] = float(mean[top] - mean[1]), sem(test.loc[top] - test.loc[1])
+        if 200 in test.index:
+            out[f"fall_{tag}"], out[f"fall_sem_{tag}"] = float(mean[1] - mean[200]), sem(test.loc[1] - test.loc[200])
+    return out
+
+
+FIT_REPORT = ("test", "train", "corr", "train_acc", "n_iter", "grad_norm", "converged")  # one row per fit
 
 
 def _pl_result(config: PLFitConfig, data: PottsData, done: dict) -> Result:
@@ -205,12 +246,13 @@ def _pl_result(config: PLFitConfig, data: PottsData, done: dict) -> Result:
         for k, lam in enumerate(config.lams):
             for r in range(config.n_real):
                 rows.append({"M": M, "alpha": M / data.potts.L, "lam": lam, "realisation": r,
-                             **{key: float(done[M][key][k, r]) for key in ("test", "train", "corr", "n_iter",
-                                                                           "grad_norm", "converged")}})
+                             **{key: float(done[M][key][k, r]) for key in FIT_REPORT}})
         arrays.update({f"M{M}/{key}": v for key, v in done[M].items()})
     df = pd.DataFrame(rows)
     df["gap"] = df["test"] - data.optimal_loss
-    summary: dict[str, float] = {"optimal_loss": data.optimal_loss, "converged_fraction": float(df["converged"].mean())}
+    summary: dict[str, float] = {"optimal_loss": data.optimal_loss, "L": float(data.potts.L),
+                                 "converged_fraction": float(df["converged"].mean()),
+                                 "max_grad_norm": float(df["grad_norm"].max()), "max_n_iter": float(df["n_iter"].max())}
     means = df.groupby(["lam", "M"])[["test", "gap", "corr", "train"]].mean()
     for lam in config.lams:
         m = means.loc[lam]
@@ -218,12 +260,7 @@ def _pl_result(config: PLFitConfig, data: PottsData, done: dict) -> Result:
             summary[f"test_M{M}_lam{lam:g}"] = float(m.loc[M, "test"])
             summary[f"corr_M{M}_lam{lam:g}"] = float(m.loc[M, "corr"])
             summary[f"gap_M{M}_lam{lam:g}"] = float(m.loc[M, "gap"])
-        summary[f"argmax_M_lam{lam:g}"] = float(m["test"].idxmax())
-        if 1 in config.Ms:
-            small = [M for M in config.Ms if M <= 20]
-            summary[f"rise_lam{lam:g}"] = float(m.loc[small, "test"].max() - m.loc[1, "test"])
-            if 200 in config.Ms:
-                summary[f"fall_lam{lam:g}"] = float(m.loc[1, "test"] - m.loc[200, "test"])
+        summary.update(_rise_fall(df[df["lam"] == lam], f"lam{lam:g}"))
         corr, gap = m["corr"].to_numpy(), m["gap"].to_numpy()
         summary[f"min_corr_increase_lam{lam:g}"] = float(np.diff(corr).min()) if len(corr) > 1 else float("nan")
         summary[f"min_gap_decrease_lam{lam:g}"] = float(-np.diff(gap).max()) if len(gap) > 1 else float("nan")
@@ -323,27 +360,35 @@ def gibbs_scan(config: GibbsConfig, ctx: RunContext) -> Result:
                                 n_samples=config.pilot_samples, burn_in=config.burn_in, thin=config.pilot_thin,
                                 order=config.order)
             return {"d_single": d.cpu().numpy(), "beta_tuned": np.array([beta])}
-        beta = float(u.done["single"]["beta_tuned"][0])  # the paper-faithful chain: one chain, thin sweeps apart
+        beta = float(u.done["single"]["beta_tuned"][0])  # paper-faithful chains: each one chain, thin sweeps apart
+        n = config.chain_count
         state = u.resume or {"c": None, "samples": [], "energies": []}
         block = max(1, min(config.chain_samples, 20))
-        with ctx.progress(config.chain_samples, f"paper-faithful chain at β = {beta:.3g}") as bar:
-            while (have := sum(len(x) for x in state["samples"])) < config.chain_samples:
-                run = gibbs(potts, 1, min(block, config.chain_samples - have), burn_in=config.chain_thin,
+        with ctx.progress(config.chain_samples, f"{n} paper-faithful chain(s) at β = {beta:.3g}") as bar:
+            while (have := sum(x.shape[1] for x in state["samples"])) < config.chain_samples:
+                run = gibbs(potts, n, min(block, config.chain_samples - have), burn_in=config.chain_thin,
                             thin=config.chain_thin, generator=g, beta=beta, order=config.order, init=state["c"])
                 state["c"] = run.samples[:, -1]
-                state["samples"].append(run.samples[0].cpu())
-                state["energies"].append(run.energies[0].cpu())
-                bar.update(have + len(state["samples"][-1]))
+                state["samples"].append(run.samples.cpu())
+                state["energies"].append(run.energies.cpu())
+                bar.update(have + state["samples"][-1].shape[1])
                 u.save(lambda: state)
-        samples = torch.cat(state["samples"])
-        return {"samples": samples.numpy(), "energies": torch.cat(state["energies"]).numpy(),
-                "d_chain": np.array([float(mean_pairwise_hamming(samples, potts.C))])}
+        samples = torch.cat(state["samples"], 1)  # (chain_count, chain_samples, L)
+        d = np.array([float(mean_pairwise_hamming(x, potts.C)) for x in samples])
+        return {"samples": samples[0].numpy(), "energies": torch.cat(state["energies"], 1)[0].numpy(),
+                "d_chain": d[:1], "d_chains": d}
 
     done = run_units(ctx, ["pooled", "single", "chain"], compute, "β scan and the paper-faithful chain")
     d_single = done["single"]["d_single"]
     summary: dict[str, float] = {"beta_tuned": float(done["single"]["beta_tuned"][0]), "target": config.target,
                                  "d_chain": float(done["chain"]["d_chain"][0])}
     summary["d_chain_minus_target"] = summary["d_chain"] - config.target
+    d = done["chain"]["d_chains"]
+    summary.update(d_chains_mean=float(d.mean()), d_chains_min=float(d.min()), d_chains_max=float(d.max()),
+                   d_chains_within_tol=float((np.abs(d - config.target) <= 0.05).mean()),
+                   d_pilot_tuned=float(d_single[list(config.betas).index(summary["beta_tuned"])]),
+                   pilot_sweeps=float(config.pilot_samples * config.pilot_thin),
+                   chain_sweeps=float(config.chain_samples * config.chain_thin))
     for b, dp, ds in zip(config.betas, done["pooled"]["d_pooled"], d_single, strict=True):
         summary[f"d_pooled_beta{b:g}"], summary[f"d_single_beta{b:g}"] = float(dp), float(ds)
     dp = done["pooled"]["d_pooled"]

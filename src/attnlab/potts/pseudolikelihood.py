@@ -32,9 +32,10 @@ class PLFit:
     V: Tensor  # (S, C, C)
     test_loss: Tensor  # (S,)
     train_loss: Tensor  # (S,) unregularised MLM loss on each fit's own samples
-    grad_norm: Tensor
+    grad_norm: Tensor  # (S,) final max |gradient| of the regularised objective
     n_iter: Tensor
     converged: Tensor
+    train_acc: Tensor  # (S,) share of training sites whose largest logit is the true colour (1: separated)
 
     def A(self, attn: Attn = "softmax") -> Tensor:
         return attention(self.W, attn)
@@ -77,20 +78,29 @@ def fit_lbfgs(
     max_iter: int = 2000,
     gtol: float = 1e-6,
     weights: Tensor | None = None,
+    init: tuple[Tensor, Tensor] | None = None,
 ) -> PLFit:
     """Factored PLM: minimise the MLM loss of factored attention on each sample set c[s] (S, M, L) to convergence.
 
-    float64; initial parameters as :func:`init_params` from ``seeds`` (default 0..S-1)."""
+    float64; initial parameters as :func:`init_params` from ``seeds`` (default 0..S-1), or ``init = (W, V)``
+    ((S, L, L), (S, C, C)): a warm start, e.g. from the fits on a smaller nested sample set."""
     c = c.to(data.test.device)
     S, _, L = c.shape
     C = data.potts.C
-    seeds = list(range(S)) if seeds is None else list(seeds)
-    gens = [model_generators(s, c.device)[0] for s in seeds]
-    p0 = init_params("factored", S, L, C, gens, torch.float64, attn, init_scale)
-    x0 = torch.cat([p0["W"].reshape(S, -1), p0["V"].reshape(S, -1)], -1)
+    if init is None:
+        seeds = list(range(S)) if seeds is None else list(seeds)
+        gens = [model_generators(s, c.device)[0] for s in seeds]
+        p0 = init_params("factored", S, L, C, gens, torch.float64, attn, init_scale)
+        init = p0["W"], p0["V"]
+    elif init[0].shape != (S, L, L) or init[1].shape != (S, C, C):
+        raise ValueError(f"init (W, V) has shapes {tuple(init[0].shape)}, {tuple(init[1].shape)}: need "
+                         f"({S}, {L}, {L}) and ({S}, {C}, {C}) for {S} fits of L = {L}, C = {C}")
+    x0 = torch.cat([init[0].reshape(S, -1), init[1].reshape(S, -1)], -1).to(c.device, torch.float64)
     res = lbfgs(pl_objective(c, lam, reg_form, attn, weights), x0, max_iter=max_iter, gtol=gtol)
     W, V = unpack(res.x, L)
     with torch.no_grad():
         test_loss = mlm_loss(factored_logits(data.test, W, V, attn), data.test)
-        train_loss = mlm_loss(factored_logits(c, W, V, attn), c, weights)
-    return PLFit(W, V, test_loss, train_loss, res.grad_norm, res.n_iter, res.converged)
+        logits = factored_logits(c, W, V, attn)
+        train_loss = mlm_loss(logits, c, weights)
+        train_acc = (logits.argmax(-1) == c).double().mean((-1, -2))
+    return PLFit(W, V, test_loss, train_loss, res.grad_norm, res.n_iter, res.converged, train_acc)
