@@ -184,11 +184,9 @@ class AttentionMapsConfig(ArchConfig, CorpusMixin):
     scales = {"quick": {"d": 256, "n_stories": 500}, "paper": {"d": 768}}
 
 
-class MLMConfig(ArchConfig, CorpusMixin):
-    """Figs. 4, C.2, 1f: MLM training from several initialisations (one slot per β × α × seed)."""
+class MLMTraining(Config):
+    """The optimiser and task fields every MLM training shares (App. A: AdamW, linear schedule, batch 64, p = 0.15)."""
 
-    betas: tuple[float, ...] = Field((0.5, 3.0, 5.0), min_length=1)
-    alphas: tuple[float, ...] = Field((1.0,), min_length=1)
     n_seeds: int = Field(1, ge=1, le=100)
     steps: int = Field(1000, ge=1, le=10_000_000)
     lr: float = Field(5e-4, gt=0, le=1)
@@ -209,7 +207,14 @@ class MLMConfig(ArchConfig, CorpusMixin):
                      self.mask_prob, self.log_every, self.n_eval, self.micro_batch)
 
 
-class DeepMLMConfig(MLMConfig):
+class MLMConfig(ArchConfig, CorpusMixin, MLMTraining):
+    """Figs. 4, C.2: MLM training from several initialisations (one slot per β × α × seed)."""
+
+    betas: tuple[float, ...] = Field((0.5, 3.0, 5.0), min_length=1)
+    alphas: tuple[float, ...] = Field((1.0,), min_length=1)
+
+
+class DeepMLMConfig(ArchConfig, CorpusMixin, MLMTraining):
     """Fig. 1f: a rank-collapse arm (deep, low β, α_SA below / above α_c(L)) and an entropy-collapse arm
     (shallower, β above / below β_c), each trained as one batched run."""
 

@@ -20,7 +20,7 @@ from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Unit, Units
 from attnlab.signal import corpus, data, figures, mlm
 from attnlab.signal.arch import qk_std_from_beta
-from attnlab.signal.configs import AttentionMapsConfig, DeepMLMConfig, MLMConfig
+from attnlab.signal.configs import AttentionMapsConfig, DeepMLMConfig, MLMConfig, MLMTraining
 from attnlab.signal.model import attention, init_block, layer_norm
 
 STUDY = "signal"
@@ -61,7 +61,7 @@ experiment(STUDY, "fig1ab", AttentionMapsConfig, ref="Fig. 1a, 1b", figure=figur
            title="Attention at initialisation: nearly uniform (low β) vs sharp (high β)")(attention_maps)
 
 
-def _train(config: MLMConfig, ctx: RunContext, units: Units, arch, betas, alphas, key: str = "") -> Trajectory:
+def _train(config: MLMTraining, ctx: RunContext, units: Units, arch, betas, alphas, key: str = "") -> Trajectory:
     """One batched MLM run over ``betas`` × ``alphas`` × seeds: the run's unit ``key``, resumable mid-training.
     Every logged step is also published (``ctx.publish``) under the arrays' final names (``{key}_time``, …), so the
     sandbox shows the arm in training live."""
