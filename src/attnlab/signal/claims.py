@@ -336,8 +336,9 @@ def _low_lr(ctx) -> Measured:
     learned = _best_loss(c2, lo) < 0.5 * uniform
     why = ("so the gap measures the mitigation" if learned else
            f"so neither model has learned and the gap says nothing about mitigation; at lr 5e-4 (Fig. 4) β = {lo:g} "
-           f"reaches {_best_loss(f4, lo):.2f} in {f4.summary['steps']:g} steps. Showing the effect needs at least the "
-           "same lr × steps at lr 1e-4 (5 000 steps, about 8 CPU-minutes a model pair), beyond the quick scale")
+           f"reaches {_best_loss(f4, lo):.2f} in {f4.summary['steps']:g} steps. A test needs about the same lr × "
+           "steps at lr 1e-4 (4 000-5 000 steps), beyond the quick scale; one such run did not show the mitigation "
+           "on this task (docs/studies/signal.md)")
     return Measured(s["loss_gap_min"], f"lr 1e-4, {s['steps']:g} steps: final loss {_best_loss(c2, lo):.2f} "
                     f"(β = {lo:g}) and {_best_loss(c2, hi):.2f} (β = {hi:g}) against the uniform {uniform:.2f}, {why}")
 
