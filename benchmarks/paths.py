@@ -41,7 +41,8 @@ import numpy as np
 import torch
 
 from attnlab.core import bench
-from attnlab.paths import data, diagnostics, kernels, model, theory, train
+from attnlab.paths import diagnostics, kernels, model, theory, train
+from attnlab.paths.markov import data
 
 THREADS = bench.threads()
 F64 = torch.float64

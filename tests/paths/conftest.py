@@ -9,14 +9,15 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.paths import data, kernels
+from attnlab.paths import kernels
+from attnlab.paths.markov import data
 
 torch.set_num_threads(1)
 
 
 def _markov(layout: str = "all", P: int = 100, P_test: int = 300, seed: int = 0, readout=1,
             sigma_perp: float = 1.0, random_strength: float = 1.0) -> kernels.Problem:
-    """Spec §7 seeds: data s, test s + 1000, heads s + 1."""
+    """The Markov checks' seeds: data s, test s + 1000, heads s + 1."""
     G = torch.Generator
     return data.markov_problem(data.MarkovTask(sigma_perp=sigma_perp), layout, P, P_test,
                                data=G().manual_seed(seed), test=G().manual_seed(seed + 1000),

@@ -1,9 +1,10 @@
-"""The Markov task (spec B1, B2) and its heads."""
+"""The Markov task (check B1, B2) and its heads."""
 
 import pytest
 import torch
 
-from attnlab.paths import data, model
+from attnlab.paths import model
+from attnlab.paths.markov import data
 
 
 def test_switch_rates_and_noise_variances():

@@ -5,7 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.paths import episodes, gd, images, model, pruning
+from attnlab.paths import model
+from attnlab.paths.oneshot import data as images
+from attnlab.paths.oneshot import episodes, pruning
+from attnlab.paths.oneshot import train as gd
 
 
 @pytest.mark.parametrize("gz", [False, True])
@@ -138,7 +141,7 @@ def test_head_scores_and_order():
 
 
 def test_block_share_reads_the_h1_blocks():
-    from attnlab.paths.oneshot_experiments import block_share
+    from attnlab.paths.oneshot.experiments import block_share
 
     Hs = (4, 4)
     h1 = pruning.path_heads(Hs)[:, 0]

@@ -25,8 +25,9 @@ import pytest
 import torch
 
 from attnlab.core.config import ConfigError, parse_sets, resolve
-from attnlab.paths import data, diagnostics, kernels, model, theory
-from attnlab.paths.experiments import Fig2cConfig
+from attnlab.paths import diagnostics, kernels, model, theory
+from attnlab.paths.markov import data
+from attnlab.paths.markov.experiments import Fig2cConfig
 
 F64 = torch.float64
 

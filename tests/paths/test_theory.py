@@ -1,4 +1,4 @@
-"""The action, its gradient and the saddle point (spec checks A3-A8)."""
+"""The action, its gradient and the saddle point (checks A3-A8)."""
 
 import math
 

@@ -45,7 +45,7 @@ def test_rhat_and_ess_on_known_chains():
 
 def test_gibbs_agrees_with_theory_on_a_small_problem(random_problem):
     """Sampled mean predictor and U against the saddle point (N = 10, random features, P = 30): a fast check; the
-    spec's gated comparisons (B9, B10, C) are claims."""
+    gated comparisons (checks B9, B10, C) are claims."""
     pb = random_problem((2, 1), P=30, P_test=40, D=12, seed=3)
     kern = kernels.PathKernels(pb.Xi)
     th = theory.predict(pb, [10.0], 0.1, kern=kern)

@@ -1,7 +1,7 @@
 """The action S({U^(ℓ)}) of the finite-width theory and its analytic gradient (Eqs. 11-12, 32-34).
 
 With n_ℓ = Π_{k≥ℓ} H_k partial paths at level ℓ, order parameters U^(ℓ) (n_ℓ × n_ℓ, ℓ = 1..L) and the
-scalar u = U^(L+1), and the convention U^(L+2) = 1, H_{L+1} = 1, the action (32)-(33) reads (spec §2.3)
+scalar u = U^(L+1), and the convention U^(L+2) = 1, H_{L+1} = 1, the action (32)-(33) reads
 
     S = Σ_{ℓ=1}^{L+1} [ σ⁻² Σ_{h ≤ H_ℓ} Tr(U^(ℓ)_[h,h] (U^(ℓ+1))⁻¹) − ln det U^(ℓ) + H_ℓ ln det U^(ℓ+1) ] + α ℰ(U^(1))
     ℰ(U) = (1/P) [ln det(K(U) + τI) + Yᵀ(K(U) + τI)⁻¹Y],      α = P/N                           (12)/(34)
@@ -14,7 +14,7 @@ level-ℓ order parameter is a Wishart matrix with N_ℓ degrees of freedom arou
 of the entropy is weighted by N_ℓ/N̄ and uses σ_ℓ⁻² (σ_a⁻² at ℓ = L+1), the energy by α = P/N̄ with
 N̄ = max_ℓ N_ℓ (any N̄ gives the same U*), and σ_0² multiplies the kernel (:class:`PathKernels`). Equal widths
 and variances give the paper's action above.
-Its gradient (spec §2.4, re-derived and checked by finite differences in the tests):
+Its gradient (re-derived from Eqs. 32-34, checked by finite differences: check A3):
 
     ∂S/∂U^(ℓ) = σ⁻² I_{H_ℓ} ⊗ (U^(ℓ+1))⁻¹ − (U^(ℓ))⁻¹
                 + [ℓ ≥ 2] (H_{ℓ−1}(U^(ℓ))⁻¹ − σ⁻²(U^(ℓ))⁻¹ Σ_h U^(ℓ−1)_[h,h] (U^(ℓ))⁻¹) + [ℓ = 1] α B,
@@ -63,7 +63,7 @@ def prior_variances(Hs: Sequence[int], sigma2: float = 1.0, variances: Sequence[
 def gp_levels(Hs: Sequence[int], sigma2: float = 1.0, device=None,
               variances: Sequence[float] | None = None) -> list[Tensor]:
     """The GP-limit (α = 0) saddle point U^(ℓ) = σ_a² Π_{k≥ℓ} σ_k² I for ℓ = 1..L+1 (σ^{2(L+2−ℓ)} I for one σ²;
-    spec §2.3, check A4)."""
+    check A4)."""
     var = prior_variances(Hs, sigma2, variances)
     out, v = [], var[-1]
     for ell in range(len(Hs), -1, -1):  # ℓ = L+1 (u) down to 1

@@ -1,4 +1,4 @@
-"""Experiment configs of the paths study: paper defaults (Sec. 4, App. E-H, spec §4) and the quick scale.
+"""Experiment configs of the paths study: paper defaults (Sec. 4, App. E-H) and the quick scale.
 
 Validation runs before any work (core.config): P < 1, τ ≤ 0, a head list that does not match L, a patch that
 does not divide the image, a missing data directory... each stops with one line naming the key, the value
@@ -32,8 +32,11 @@ def _positive(key: str, values: tuple) -> tuple:
     return values
 
 
-class TheoryNumerics(Config):
-    """Numerics of the saddle-point solve (spec §2.7) and the prior."""
+class TheoryNumerics(BaseModel):
+    """Numerics of the saddle-point solve (App. E) and the prior: fields mixed into the configs below, which
+    derive from ``Config`` directly (a figure's config is then at most two levels below it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
     sigma2: float = Field(1.0, gt=0, description="prior variance σ² of every weight (paper: 1)")
     solver: Literal["lbfgs", "adam"] = Field("lbfgs", description="lbfgs (Cholesky, PD) or adam (App. E)")
@@ -43,8 +46,8 @@ class TheoryNumerics(Config):
     kernel_mode: Literal["auto", "blocks", "features"] = Field("auto", description="path-kernel storage (§9)")
 
 
-class SamplingConfig(TheoryNumerics):
-    """Posterior sampling (blocked Gibbs, spec §3.3)."""
+class Sampling(TheoryNumerics):
+    """Posterior sampling (blocked Gibbs of Eq. 8; App. F samples it by Hamiltonian Monte Carlo)."""
 
     sample_widths: tuple[int, ...] = Field((10, 50), description="widths N that are also sampled ([] = none)")
     chains: int = Field(10, ge=1, le=64, description="independent chains (paper: 10)")
@@ -107,7 +110,7 @@ def _head_specs(v):
     return tuple(out)
 
 
-class MarkovConfig(SamplingConfig):
+class MarkovConfig(Sampling, Config):
     """The hidden-Markov-chain task through fixed heads (Sec. 4.1, App. G): theory over N, GP lines, sampling.
 
     The defaults are the paper's (Sec. 4.1, App. G): readout from the first token after the bos (t* = 1,
@@ -154,6 +157,8 @@ class MarkovConfig(SamplingConfig):
     def L(self) -> int:
         return len(self.heads) if self.heads is not None else 2
     gp_layouts: tuple[Layout, ...] = Field(("all", "good", "good_denoising"), description="GP reference lines")
+    gp_test_sets: int = Field(20, ge=0, description="fresh test sets of P* sequences on which the good path's GP "
+                              "accuracy is also measured: its expected accuracy for the run's training set (0: off)")
     T: int = Field(30, ge=2, le=1000, description="tokens per chain (bos not counted)")
     N0: int = Field(200, ge=2, description="feature width (even: v± live on the two halves)")
     P: int = Field(100, ge=1, description="training sequences")
@@ -210,7 +215,7 @@ class Variant(BaseModel):
         return f"L{self.L}_H" + "-".join(map(str, self.Hs))
 
 
-class OneShotConfig(SamplingConfig):
+class OneShotConfig(Sampling, Config):
     """One-shot in-context image classification (Sec. 4.2, App. H): GD model → fixed Q/K → Bayesian theory.
 
     Data (nothing downloaded). The paper trains on Omniglot's 1028 training classes, selects on its 172
@@ -246,6 +251,8 @@ class OneShotConfig(SamplingConfig):
     P: int = Field(600, ge=1, description="training episodes of the Bayesian network")
     P_val: int = Field(1000, ge=1, description="validation episodes (τ selection, GD model selection)")
     P_test: int = Field(1000, ge=1, description="test episodes per test set")
+    P_prune: int = Field(10_000, ge=1, description="test episodes per set for the GD model's pruning drops and "
+                         "curve (an accuracy's standard error ≈ 0.005, where P* = 1000 gives ≈ 0.015)")
     widths: tuple[float, ...] = Field(PAPER_WIDTHS, min_length=1)
     taus: tuple[float, ...] = Field(PAPER_TAUS, min_length=1, description="τ grid; best τ per N on validation")
     score_width: float = Field(10.0, gt=0, description="N of the U used for head scores and Fig. 3c-d")

@@ -4,10 +4,10 @@ C_ππ'(x, x') = ξ^π(x)·ξ^π'(x')/D is the overlap of the attentioned inputs
 
     K(x, x') = (σ²/n) Σ_{π,π'} U_ππ' C_ππ'(x, x')                      (Eq. 10/73, σ² from the V⁰ integral)
 
-For a training set the n(n+1)/2 distinct P×P blocks are precomputed once (spec §9 option (b)), so that
-K(U) and the contraction ⟨M, C_ππ'⟩ the energy gradient needs are each one matrix-vector product over the
-stored blocks. Where the blocks would not fit in ``max_bytes`` the feature form K = (σ²/nD) Φ (U⊗I) Φᵀ is
-used instead (option (a)). Everything is float64.
+For a training set the n(n+1)/2 distinct P×P blocks are precomputed once (the block form), so that K(U) and
+the contraction ⟨M, C_ππ'⟩ the energy gradient needs are each one matrix-vector product over the stored
+blocks. Where the blocks would not fit in ``max_bytes`` the feature form K = (σ²/nD) Φ (U⊗I) Φᵀ is used
+instead. Everything is float64.
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ class Prediction:
     var: Tensor  # ⟨δf*²⟩ (P*,)
 
     def accuracy(self, y: Tensor) -> float:
-        """A = mean of δ(y, sign⟨f⟩) (spec §2.8: the sign of the mean predictor)."""
+        """A = mean of δ(y, sign⟨f⟩) (Sec. 4.1: the sign of the mean predictor)."""
         return float((torch.sign(self.mean) == y).to(F64).mean())
 
     def gen_error(self, y: Tensor) -> float:

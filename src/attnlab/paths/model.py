@@ -10,7 +10,7 @@ not depend on the value weights, it is computed once per data set.
 * path sum (Eqs. 5-7): f = (n N D)^{-1/2} Σ_π V_eff^π V⁰ ξ^π over the n = Π_ℓ H_ℓ paths π = (h_1..h_L),
   V_eff^π = N^{-L/2} a V^{L h_L}···V^{1 h_1}, ξ^π = Xᵀ Ω^{1h_1}···Ω^{Lh_L} r — :func:`forward_paths`.
 
-Paths are ordered lexicographically with h_1 most significant (spec §1.3). The path features ξ are built
+Paths are ordered lexicographically with h_1 most significant (the order of Fig. 2c's U). The path features ξ are built
 right to left down the tree of partial paths (:func:`path_features`), Σ_ℓ Π_{k≥ℓ} H_k T² work per example.
 Value weights may carry a leading batch axis (chains / samples): V0 (C, N, D), V[ℓ] (C, H_ℓ, N, N), a (C, N).
 """

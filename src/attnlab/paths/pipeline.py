@@ -1,22 +1,16 @@
-"""Plumbing shared by the study's experiments: seeded generators, solver options,
-Gibbs runs at the sampled widths and the sampling-vs-theory agreement measures (spec checks B9, B10, C)."""
+"""Plumbing shared by the study's experiments: solver options,
+Gibbs runs at the sampled widths and the sampling-vs-theory agreement measures (checks B9, B10, C)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
-import torch
 
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Unit, Units
 from attnlab.paths import kernels, train
-
-
-def generator(ctx: RunContext, name: str) -> torch.Generator:
-    """A generator on the run's device seeded from the named stream's seed (rebuilt identically on resume)."""
-    return torch.Generator(device=ctx.device).manual_seed(ctx.seed(name))
 
 
 def solve_kw(config) -> dict[str, Any]:
@@ -44,7 +38,7 @@ def sample_widths(pb: kernels.Problem, config, ctx: RunContext, units: Units, ta
 
 
 def agreement(sim: Trajectory, th: Trajectory) -> dict[str, np.ndarray]:
-    """Sampling vs theory at the sampled widths: the quantities of spec checks B9, B10 and C."""
+    """Sampling vs theory at the sampled widths: the quantities of checks B9, B10 and C."""
     out: dict[str, list] = {k: [] for k in ("acc_diff", "pearson", "f_rel_err", "U_rel_fro", "U_corr", "var_ratio",
                                             "U_gate_b9", "U_gate_b10")}
     for i, N in enumerate(sim.time):
@@ -57,7 +51,7 @@ def agreement(sim: Trajectory, th: Trajectory) -> dict[str, np.ndarray]:
         out["U_rel_fro"].append(np.linalg.norm(Us - Ut) / np.linalg.norm(Ut))
         out["U_corr"].append(np.corrcoef(Us.ravel(), Ut.ravel())[0, 1])
         out["var_ratio"].append(sim["f_var"][i].mean() / th["f_var"][j].mean())
-        # ≤ 1 passes the spec's elementwise gates |U_s − U_th| ≤ a|U_th| + b
+        # ≤ 1 passes the checks' elementwise gates |U_s − U_th| ≤ a|U_th| + b
         out["U_gate_b9"].append(np.max(np.abs(Us - Ut) / (0.15 * np.abs(Ut) + 0.15)))
         out["U_gate_b10"].append(np.max(np.abs(Us - Ut) / (0.07 * np.abs(Ut) + 0.05)))
     return {k: np.asarray(v) for k, v in out.items()}

@@ -68,7 +68,7 @@ class SaddlePoint:
 @contextlib.contextmanager
 def pinned_threads(P: int, small: int = 1024) -> Iterator[None]:
     """One intra-op thread while solving a small problem (P ≤ ``small``) on the CPU: on small matrices extra BLAS
-    threads only add synchronisation (the spec measured a 40× slowdown from oversubscription)."""
+    threads only add synchronisation (oversubscribed threads were measured 40× slower)."""
     before = torch.get_num_threads()
     if small >= P and before > 1:
         torch.set_num_threads(1)

@@ -1,13 +1,13 @@
 """Posterior sampling of the network (Eq. 8/19): an exact blocked Gibbs sampler, vectorised over chains.
 
 Given all other layers the output is linear in each weight block — a, {V^{Lh}}_h, ..., {V^{1h}}_h, V⁰ — and
-the prior is Gaussian, so every conditional is an exact Gaussian (spec §3.3). A block θ_b with f = Φ_b θ_b is
+the prior is Gaussian, so every conditional is an exact Gaussian. A block θ_b with f = Φ_b θ_b is
 drawn by the algorithm of Bhattacharya, Chakraborty & Mallick (2016), O(P²d + P³) for d parameters:
 
     u ~ N(0, σ²I_d), δ ~ N(0, I_P), v = Φu/√τ + δ, solve (σ²ΦΦᵀ/τ + I) w = Y/√τ − v, θ = u + σ²Φᵀw/√τ.
 
 The design matrices come from the forward partial-path representations z^(ℓ) and the backward row vectors
-b^(ℓ) (spec §3.3); for V⁰ the Gram matrix ΦΦᵀ = Σ_ππ' (b_π·b_π') C_ππ' is read off the precomputed path
+b^(ℓ); for V⁰ the Gram matrix ΦΦᵀ = Σ_ππ' (b_π·b_π') C_ππ' is read off the precomputed path
 kernels, so no N·D-wide design matrix is formed. Sweep order a, V^L, ..., V^1, V⁰; chains start from the prior.
 
 From each kept sample the sampler records the test predictions f(x*), the training error and the empirical

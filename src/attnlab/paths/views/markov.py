@@ -1,4 +1,4 @@
-"""The Markov-task view of the paths study (Figs. 2c, 2e, 5c, spec check C): frames are the widths N, its panels
+"""The Markov-task view of the paths study (Figs. 2c, 2e, 5c, check C): frames are the widths N, its panels
 U(N) and the test predictor per width, and accuracy, ε_g, U entries, sampling agreement and solver convergence
 over N."""
 

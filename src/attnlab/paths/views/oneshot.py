@@ -12,7 +12,7 @@ import numpy as np
 
 from attnlab.core.config import ConfigError
 from attnlab.paths.figures import path_labels
-from attnlab.paths.oneshot_figures import SET_NAME
+from attnlab.paths.oneshot.figures import SET_NAME
 from attnlab.paths.views import draw as D
 from attnlab.sandbox import traces as T
 from attnlab.sandbox.plugin import Figure, PanelSpec, View

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from attnlab.core.config import ConfigError
-from attnlab.paths.oneshot_figures import SET_NAME
-from attnlab.paths.pruning import path_heads
+from attnlab.paths.oneshot.figures import SET_NAME
+from attnlab.paths.oneshot.pruning import path_heads
 from attnlab.paths.views import draw as D
 from attnlab.paths.views.oneshot import Network, networks
 from attnlab.sandbox import traces as T

@@ -29,8 +29,11 @@ from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Units
-from attnlab.paths import gd, kernels, model, oneshot, oneshot_figures, pruning
+from attnlab.paths import kernels, model
 from attnlab.paths.configs import OneShotConfig, Variant
+from attnlab.paths.oneshot import figures, pruning
+from attnlab.paths.oneshot import pipeline as oneshot
+from attnlab.paths.oneshot import train as gd
 from attnlab.paths.pipeline import agreement, sample_widths, solve_kw
 
 STUDY = "paths"
@@ -160,9 +163,9 @@ Fig6Config = OneShotConfig.with_defaults(
                       "taus": (0.05, 0.1, 0.25, 0.5, 1.0)}, "paper": {}},
     doc="Fig. 6: accuracy vs N for (L, H) = (2, 4) and (3, 3), ID and OOD; U of the (3, 3) network at N = 10.")
 
-experiment(STUDY, "fig3", Fig3Config, ref="Fig. 3b-d", figure=oneshot_figures.fig3,
+experiment(STUDY, "fig3", Fig3Config, ref="Fig. 3b-d", figure=figures.fig3,
            title="One-shot task: accuracy vs N, U (theory / sampled / GD), kernel alignment")(oneshot_theory)
-experiment(STUDY, "fig6", Fig6Config, ref="Fig. 6", figure=oneshot_figures.fig6,
+experiment(STUDY, "fig6", Fig6Config, ref="Fig. 6", figure=figures.fig6,
            title="One-shot task: (L, H) = (2, 4) and (3, 3)")(oneshot_theory)
 
 
@@ -184,7 +187,7 @@ def head_pruning(config: OneShotConfig, ctx: RunContext) -> Result:
     units = Units(ctx)
     d = oneshot.load_data(config, ctx)
     sets = oneshot.episode_sets(config, ctx, d)
-    evals = {k: sets[k] for k in ["id", *d.ood]}
+    evals = oneshot.pruning_sets(config, ctx, d)
     arrays: dict[str, np.ndarray] = {}
     summary: dict[str, Any] = {}
     rows = []
@@ -245,7 +248,7 @@ Fig7Config = OneShotConfig.with_defaults(
                       "taus": (0.1, 0.25, 0.5, 1.0)}, "paper": {}},
     doc="Fig. 7: head pruning for H = 4 and H = 8 heads per layer.")
 
-experiment(STUDY, "fig3ef", Fig3efConfig, ref="Fig. 3e-f", figure=oneshot_figures.pruning, headline=True,
+experiment(STUDY, "fig3ef", Fig3efConfig, ref="Fig. 3e-f", figure=figures.pruning, headline=True,
            title="Head pruning of the GD model by scores from the theory's U")(head_pruning)
-experiment(STUDY, "fig7", Fig7Config, ref="Fig. 7", figure=oneshot_figures.pruning,
+experiment(STUDY, "fig7", Fig7Config, ref="Fig. 7", figure=figures.pruning,
            title="Head pruning for H = 4 and H = 8")(head_pruning)

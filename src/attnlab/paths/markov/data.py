@@ -197,7 +197,7 @@ def markov_heads(task: MarkovTask, layout: str, generator: torch.Generator, beta
       * ``good``: {good}, {uniform} — the good path alone (Hs = [1, 1]);
       * ``good_denoising``: {good, random}, {uniform} (Hs = [2, 1], Fig. 2e);
       * ``good_uniform``: {good, uniform}, {uniform} (Fig. 5c: the denoising head made uniform);
-      * ``random``: {random ×3}, {random ×3} at ``random_strength`` (spec check C).
+      * ``random``: {random ×3}, {random ×3} at ``random_strength`` (check C).
     The random heads are drawn in a fixed order (layer 1 then layer 2) so every layout shares them.
     """
     dev = generator.device

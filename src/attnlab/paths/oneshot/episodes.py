@@ -1,4 +1,4 @@
-"""One-shot in-context episodes and their ViT-style tokenisation (Sec. 4.2, App. H, spec §4.2).
+"""One-shot in-context episodes and their ViT-style tokenisation (Sec. 4.2, App. H).
 
 An episode is three images: two support images of distinct classes carrying the labels "+" and "−" in
 random order, and a query image — another instance of one of the two classes — carrying "?". The target is
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attnlab.paths.images import ImageSet
+from attnlab.paths.oneshot.data import ImageSet
 
 Tensor = torch.Tensor
 

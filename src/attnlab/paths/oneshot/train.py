@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from attnlab.paths.episodes import Tokenizer, sample_episodes
-from attnlab.paths.images import ImageSet
 from attnlab.paths.model import AttentionPathNet
+from attnlab.paths.oneshot.data import ImageSet
+from attnlab.paths.oneshot.episodes import Tokenizer, sample_episodes
 
 Tensor = torch.Tensor
 

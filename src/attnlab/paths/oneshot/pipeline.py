@@ -6,8 +6,9 @@
 3. :func:`problem`: episodes through the model's learned attention → path features, with the validation,
    ID-test and OOD-test episodes stacked as one test set (``slices`` names the parts);
 4. :func:`theory_grid`: the saddle point on the τ grid × width grid (warm-started along N), the
-   validation-selected τ*(N) (spec §8.16: on a validation split, not on the test set as the public code
-   does), and the accuracies at τ*(N) on every test set, plus the GP limit at its own validation-selected τ.
+   validation-selected τ*(N) (App. H.2.1 does not say on which split; here a validation split, not the test
+   set as the public code does: docs/studies/paths.md), and the accuracies at τ*(N) on every test set, plus
+   the GP limit at its own validation-selected τ.
 """
 
 from __future__ import annotations
@@ -19,39 +20,37 @@ import torch
 
 from attnlab.core.runs import RunContext
 from attnlab.core.units import Unit
-from attnlab.paths import episodes, gd, images, kernels, model, theory
+from attnlab.paths import kernels, model, theory
 from attnlab.paths.configs import OneShotConfig, Variant
+from attnlab.paths.oneshot import data, episodes
+from attnlab.paths.oneshot import train as gd
 
 F64 = torch.float64
 
 
-def _gen(ctx: RunContext, name: str) -> torch.Generator:
-    return torch.Generator().manual_seed(ctx.seed(name))  # CPU: images and episodes are built on the CPU
-
-
 @dataclass
 class OneShotData:
-    train: images.ImageSet
-    val: images.ImageSet
-    test: images.ImageSet
-    ood: dict[str, images.ImageSet]
+    train: data.ImageSet
+    val: data.ImageSet
+    test: data.ImageSet
+    ood: dict[str, data.ImageSet]
     tokenizer: episodes.Tokenizer
 
 
-def load_images(name: str, config: OneShotConfig, ctx: RunContext, ood: bool = False) -> images.ImageSet:
+def load_images(name: str, config: OneShotConfig, ctx: RunContext, ood: bool = False) -> data.ImageSet:
     """One image set: bundled (digits, mnist_5k), read from data_root (omniglot; mnist and fashion_mnist: their
     training files in distribution, their test files out of it) or generated (glyphs, glyphs_blocks)."""
     S, C = config.image_size, config.channels
-    if name in images.BUNDLED:
-        return images.load_bundled(name, S, C)
+    if name in data.BUNDLED:
+        return data.load_bundled(name, S, C)
     if name == "omniglot":
-        return images.load_omniglot(config.data_root, S, C)
+        return data.load_omniglot(config.data_root, S, C)
     if name in ("mnist", "fashion_mnist"):
-        return images.load_idx_dataset(config.data_root, name, "t10k" if ood else "train", S, C)
+        return data.load_idx_dataset(config.data_root, name, "t10k" if ood else "train", S, C)
     if name == "glyphs":
-        return images.synthetic_glyphs(config.glyph_classes, 20, S, C, "strokes", generator=_gen(ctx, "data"))
+        return data.synthetic_glyphs(config.glyph_classes, 20, S, C, "strokes", generator=ctx.generator("data", "cpu"))
     n_cls = max(10, min(100, config.glyph_classes // 10))
-    return images.synthetic_glyphs(n_cls, 20, S, C, "blocks", generator=_gen(ctx, "ood"))
+    return data.synthetic_glyphs(n_cls, 20, S, C, "blocks", generator=ctx.generator("ood", "cpu"))
 
 
 def class_split(config: OneShotConfig, n_classes: int) -> tuple[int, int, int]:
@@ -59,10 +58,10 @@ def class_split(config: OneShotConfig, n_classes: int) -> tuple[int, int, int]:
     if config.class_split is not None:
         return config.class_split
     if config.dataset == "omniglot":
-        return images.OMNIGLOT_SPLIT
+        return data.OMNIGLOT_SPLIT
     if n_classes == 10:
-        return images.DIGIT_SPLIT
-    k = n_classes / sum(images.OMNIGLOT_SPLIT)
+        return data.DIGIT_SPLIT
+    k = n_classes / sum(data.OMNIGLOT_SPLIT)
     return round(1028 * k), max(2, round(172 * k)), max(2, round(423 * k))
 
 
@@ -76,21 +75,31 @@ def load_data(config: OneShotConfig, ctx: RunContext) -> OneShotData:
     ood = {name: load_images(name, config, ctx, ood=True) for name in config.ood}
     if config.standardize:
         m, s = full.images.mean(), full.images.std()
-        parts = [images.ImageSet((p.images - m) / s, p.labels, p.name) for p in parts]
+        parts = [data.ImageSet((p.images - m) / s, p.labels, p.name) for p in parts]
         ood = {k: v.standardized() for k, v in ood.items()}
     train, val, test = parts
-    tok = episodes.Tokenizer.make(config.image_size, config.patch, config.channels, _gen(ctx, "teacher"))
+    tok = episodes.Tokenizer.make(config.image_size, config.patch, config.channels, ctx.generator("teacher", "cpu"))
     return OneShotData(train, val, test, ood, tok)
 
 
 def episode_sets(config: OneShotConfig, ctx: RunContext, d: OneShotData) -> dict[str, tuple]:
     """The fixed episode sets: Bayesian training (P), validation, ID test and one test set per OOD data set."""
     tok = d.tokenizer
-    sets = {"train": episodes.sample_episodes(d.train, config.P, tok, _gen(ctx, "bayes_train")),
-            "val": episodes.sample_episodes(d.val, config.P_val, tok, _gen(ctx, "val")),
-            "id": episodes.sample_episodes(d.test, config.P_test, tok, _gen(ctx, "eval"))}
+    sets = {"train": episodes.sample_episodes(d.train, config.P, tok, ctx.generator("bayes_train", "cpu")),
+            "val": episodes.sample_episodes(d.val, config.P_val, tok, ctx.generator("val", "cpu")),
+            "id": episodes.sample_episodes(d.test, config.P_test, tok, ctx.generator("eval", "cpu"))}
     for name, s in d.ood.items():
-        sets[name] = episodes.sample_episodes(s, config.P_test, tok, _gen(ctx, f"eval_{name}"))
+        sets[name] = episodes.sample_episodes(s, config.P_test, tok, ctx.generator(f"eval_{name}", "cpu"))
+    return sets
+
+
+def pruning_sets(config: OneShotConfig, ctx: RunContext, d: OneShotData) -> dict[str, tuple]:
+    """``P_prune`` fresh episodes of the ID test classes and of every OOD set, on which the GD model's pruning
+    drops are measured (Fig. 3e-f): the single-head drops differ by a few hundredths, below the noise of P*."""
+    tok = d.tokenizer
+    sets = {"id": episodes.sample_episodes(d.test, config.P_prune, tok, ctx.generator("prune_id", "cpu"))}
+    for name, s in d.ood.items():
+        sets[name] = episodes.sample_episodes(s, config.P_prune, tok, ctx.generator(f"prune_{name}", "cpu"))
     return sets
 
 
@@ -100,15 +109,16 @@ def train_model(config: OneShotConfig, ctx: RunContext, units, d: OneShotData, v
     G = variant.G or config.G
 
     def build() -> model.AttentionPathNet:
-        g = _gen(ctx, f"init_{variant.name}")
+        g = ctx.generator(f"init_{variant.name}", "cpu")
         return model.AttentionPathNet(config.width, config.N_gd, G, variant.Hs, "mean", generator=g).to(ctx.device)
 
     def compute(u: Unit):
         net = build()
         with ctx.progress(config.gd_steps, f"GD {variant.name}") as bar:
             res = gd.train_gd(net, d.train, d.tokenizer, val, steps=config.gd_steps, batch=config.gd_batch,
-                              lr=config.gd_lr, eval_every=config.eval_every, generator=_gen(ctx, f"gd_{variant.name}"),
-                              state=u.resume, progress=bar.update, checkpoint=u.save)
+                              lr=config.gd_lr, eval_every=config.eval_every,
+                              generator=ctx.generator(f"gd_{variant.name}", "cpu"), state=u.resume,
+                              progress=bar.update, checkpoint=u.save)
         return {"state": {k: v.cpu() for k, v in res.state.items()}, "best_val": res.best_val,
                 "best_step": res.best_step, "history": res.history}
 

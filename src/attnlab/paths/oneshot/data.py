@@ -12,16 +12,17 @@ The paper's own data are read from a directory the user gives:
 
 * Omniglot: ``ROOT/images_background/<alphabet>/<character>/*.png`` and ``ROOT/images_evaluation/...``
   (the archives' layout; torchvision's ``ROOT/omniglot-py/...`` is found too). Classes are the 1623
-  characters, split 1028 / 172 / 423 (train / val / test; spec §8.15) in sorted (set, alphabet, character)
-  order — the torchmeta class lists themselves are not shipped, so the split is ours, deterministic.
+  characters, split 1028 / 172 / 423 (train / val / test: App. H.1 prints 432, but 1028 + 172 + 432 = 1632
+  exceeds Omniglot's 1623 classes; see docs/studies/paths.md) in sorted (set, alphabet, character) order —
+  the torchmeta class lists themselves are not shipped, so the split is ours, deterministic.
 * MNIST / FashionMNIST: the IDX files ``t10k-images-idx3-ubyte`` and ``t10k-labels-idx1-ubyte`` (or
   ``train-*``), gzipped or not, in ``ROOT/MNIST/raw`` (resp. ``ROOT/FashionMNIST/raw``, torchvision's layout),
   ``ROOT/mnist`` (``ROOT/fashion_mnist``), ``ROOT/raw`` or ``ROOT``.
 
 Images become float tensors in [0, 1] (as ToTensor), resized with Pillow to ``size`` and replicated to
-``channels``. The synthetic glyphs (spec §7 D) draw each class from a template — ``strokes``: three thick
-random line segments, Omniglot-like; ``blocks``: a coarse random binary grid, a different family used as the
-out-of-distribution set — and each instance shifts the template by up to ±1 pixel and flips 5% of pixels.
+``channels``. The synthetic glyphs (tests and smoke runs only) draw each class from a template — ``strokes``:
+three thick random line segments, Omniglot-like; ``blocks``: a coarse random binary grid, a different family used
+as the out-of-distribution set — and each instance shifts the template by up to ±1 pixel and flips 5% of pixels.
 """
 
 from __future__ import annotations
@@ -251,7 +252,7 @@ def synthetic_glyphs(n_classes: int, per_class: int = 20, size: int = 16, channe
                      family: str = "strokes", flip: float = 0.05, shift: int = 1,
                      generator: torch.Generator | None = None, name: str | None = None) -> ImageSet:
     """``per_class`` instances of ``n_classes`` templates: shifted by up to ±``shift`` pixels, ``flip`` of the
-    pixels flipped (spec §7 D fallback data set)."""
+    pixels flipped (an OOD set for tests)."""
     g = generator or torch.Generator().manual_seed(0)
     temp = glyph_templates(n_classes, size, family, g)
     M = n_classes * per_class
