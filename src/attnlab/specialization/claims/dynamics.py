@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from attnlab.core.claims import ClaimContext, Measured, claim
+from attnlab.specialization.experiments.phases import escape_key, split_key
 from attnlab.specialization.experiments.sim_vs_theory import deviation_key
 from attnlab.specialization.experiments.trajectories import feature_time_key
 
@@ -71,7 +72,7 @@ def _tau_s_fig1(ctx: ClaimContext) -> Measured:
     """split_time: the median τ^s(0.2) over random inits at D = 10^4, with why it differs from ≈ 10."""
     s = ctx.run("specialization.split_time").summary
     D, n, horizon = int(s["D"]), int(s["seeds"]), float(s["tau_max"])
-    med, frac = s.get("tau_s_0.2_median"), float(s["split_fraction_0.2"])
+    med, frac = s.get(split_key(0.2, "median")), float(s[split_key(0.2, "fraction")])
     if not happened(med) or frac < 0.5:
         return Measured(math.nan, f"the heads of fewer than half of {n} inits at D = {D} split (|m_12 − m_22| > "
                                   f"0.2) by τ = {horizon:g} ({frac:.0%}): the horizon is too short")
@@ -79,10 +80,10 @@ def _tau_s_fig1(ctx: ClaimContext) -> Measured:
     why = (f"; |m_12 − m_22| starts at {gap0:.3f} (~D^-1/2) and grows as e^(λτ) with λ ≈ {rate:.3f}, so it takes "
            f"ln(0.2/{gap0:.3f})/λ ≈ {math.log(0.2 / gap0) / rate:.0f} to reach 0.2 (≈ 10 would need λ ≈ "
            f"{math.log(0.2 / gap0) / 10:.2f})") if happened(rate) and rate > 0 else ""
-    early = float(s.get("tau_s_0.05_median") or math.nan)
+    early = float(s.get(split_key(0.05, "median")) or math.nan)
     return Measured(float(med), f"flow (12) from {n} random inits at D = {D} (Fig. 1 setting, which the SGD "
-                                f"follows): τ^s(0.2) median {med:.1f} (range {s['tau_s_0.2_min']:.1f}–"
-                                f"{s['tau_s_0.2_max']:.1f}), τ^s(0.05) median {early:.1f}" + why)
+                                f"follows): τ^s(0.2) median {med:.1f} (range {s[split_key(0.2, 'min')]:.1f}–"
+                                f"{s[split_key(0.2, 'max')]:.1f}), τ^s(0.05) median {early:.1f}" + why)
 
 
 claim(
@@ -122,7 +123,7 @@ def _escape(key: str, reduce):
             horizon = float(res.arrays[f"{late[0].split('_D')[0]}/time"][-1])
             return Measured(math.nan, f"the heads did not split (|m_12 − m_22| ≤ threshold) within τ = {horizon:g} "
                                       f"for {', '.join(late)}: the horizon is too short for these D")
-        return reduce([s[f"{key}_{a}"] for a in ("softmax", "bsoftmax")])
+        return reduce([s[escape_key(key, a)] for a in ("softmax", "bsoftmax")])
 
     return measure
 

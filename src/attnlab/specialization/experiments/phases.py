@@ -25,6 +25,17 @@ from attnlab.specialization.experiments import analysis
 from attnlab.specialization.model import init_keys, order_parameters
 
 
+def escape_key(name: str, activation: str, D: float | None = None) -> str:
+    """Summary key of ``escape``: ``name`` 'tau_s' (per ``D``), 'increasing' or 'slope_spread' for ``activation``."""
+    return f"{name}_{activation}" + (f"_D{D:g}" if D is not None else "")
+
+
+def split_key(threshold: float, stat: str) -> str:
+    """Summary key of ``split_time``: τ^s(threshold)'s ``stat`` ('median', 'min', 'max') or, with ``stat='fraction'``,
+    the fraction of inits that split by the horizon."""
+    return f"split_fraction_{threshold:g}" if stat == "fraction" else f"tau_s_{threshold:g}_{stat}"
+
+
 @experiment("specialization", "phases", PhasesConfig, ref="Prop. III.3",
             title="Unspecialised phase: heads move together along E θ (flip), not at all if E θ = 0",
             figure=figures.phases)
@@ -82,11 +93,12 @@ def escape(config: EscapeConfig, ctx: RunContext) -> Result:
         for i, D in enumerate(config.Ds):
             tau_s = analysis.specialization_time(tr["m"][:, i], tr.time, config.threshold)
             rows.append({"activation": act, "D": D, "tau_s": tau_s})
-            summary[f"tau_s_{act}_D{D:g}"] = tau_s
+            summary[escape_key("tau_s", act, D)] = tau_s
         ts = np.array([r["tau_s"] for r in rows if r["activation"] == act])
         inc = np.diff(ts) / np.diff(np.log10(config.Ds))
-        summary[f"increasing_{act}"] = float(np.all(np.diff(ts) > 0))
-        summary[f"slope_spread_{act}"] = float((inc.max() - inc.min()) / inc.mean()) if np.all(inc > 0) else np.nan
+        summary[escape_key("increasing", act)] = float(np.all(np.diff(ts) > 0))
+        spread = float((inc.max() - inc.min()) / inc.mean()) if np.all(inc > 0) else np.nan
+        summary[escape_key("slope_spread", act)] = spread
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
@@ -116,9 +128,9 @@ def split_time(config: SplitTimeConfig, ctx: RunContext) -> Result:
                "gap0_median": float(table["gap0"].median()), "rate_median": float(table["rate"].median())}
     for a in config.thresholds:
         col = table[f"tau_s_{a:g}"]
-        summary[f"split_fraction_{a:g}"] = float(np.isfinite(col).mean())
+        summary[split_key(a, "fraction")] = float(np.isfinite(col).mean())
         for stat in ("median", "min", "max"):
-            summary[f"tau_s_{a:g}_{stat}"] = float(getattr(col, stat)()) if np.isfinite(col).any() else np.nan
+            summary[split_key(a, stat)] = float(getattr(col, stat)()) if np.isfinite(col).any() else np.nan
     return Result(table, {**tr.to_arrays(), "gap": gap}, summary)
 
 

@@ -1,6 +1,6 @@
 """Attention activations σ of paper 0, eqs. (3)-(4) and (17).
 
-Stable API (imported by ``model.py`` and ``theory.py``)::
+Stable API (imported by :mod:`.attention` and the theory)::
 
     sigma = get_activation(name)          # name in ACTIVATIONS: 'softmax', 'softmax1', 'bsoftmax'
     att = sigma(chi, b, v)                # chi (..., H, L) scores; returns σ(χ, b, v; h)_ℓ, shape (..., H, L)

@@ -8,7 +8,7 @@ parameters (8)-(9).
     op = order_parameters(K, K_star)                                # m, q, p, rr = r rᵀ, r (float64)
 
 The functional core :func:`attend` works on stacked parameters with any leading batch dims (seeds),
-which is what ``train.py`` uses.
+which is what the SGD (:mod:`attnlab.specialization.train`) uses.
 """
 
 from __future__ import annotations

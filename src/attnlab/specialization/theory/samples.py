@@ -20,11 +20,11 @@ from attnlab.specialization.data.laws import symsqrt
 Tensor = torch.Tensor
 
 # ----------------------------------------------------------------------------------------------
-# θ laws (duck-typed, so that any law of data.py works)
+# θ laws (duck-typed, so that any law of :mod:`attnlab.specialization.data.laws` works)
 
 
 def law_info(law) -> dict:
-    """Normalise a θ law of data.py to {'kind': 'discrete', support, probs, F} |
+    """Normalise a θ law to {'kind': 'discrete', support, probs, F} |
     {'kind': 'gaussian', mean, cov, F} | {'kind': 'sampler', law, F} (float64 CPU tensors)."""
     if getattr(law, "is_discrete", False):
         sup, pr = law.support()
