@@ -1,4 +1,5 @@
-"""The study's claims: registration against the spec's checks, the direct (exact) ones, and (slow) the whole check."""
+"""The study's claims: registration against the checks of the docs, the direct (exact) ones, and (slow) the whole
+check."""
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ def _claim(name):
     return next(c for c in claims("potts") if c.id == f"potts.{name}")
 
 
-def test_claims_cover_the_spec_checks():
+def test_claims_cover_the_checks():
     refs = " ".join(c.ref for c in claims("potts"))
     for n in range(1, 22):
         assert f"check {n})" in refs or f"check {n}," in refs, n

@@ -31,7 +31,7 @@ def random_model(L=6, C=4, beta=0.7, seed=0):
 
 
 def test_conditional_equals_energy_difference():
-    """Spec check 1: log p(α|.) - log p(γ|.) = -β [H(c_i=α) - H(c_i=γ)] to 1e-12, all i, α, γ."""
+    """Check 1: log p(α|.) - log p(γ|.) = -β [H(c_i=α) - H(c_i=γ)] to 1e-12, all i, α, γ."""
     potts = random_model()
     c = torch.randint(0, potts.C, (20, potts.L), generator=torch.Generator().manual_seed(1))
     logp = potts.conditional_logp(c)  # (n, L, C)
@@ -60,7 +60,7 @@ def test_conditional_matches_enumeration():
 def test_pseudo_likelihood_and_beta_zero():
     potts = random_model(beta=0.0)
     c = torch.randint(0, potts.C, (50, potts.L))
-    assert abs(potts.optimal_loss(c) - math.log(potts.C)) < 1e-14  # spec check 3: log C exactly
+    assert abs(potts.optimal_loss(c) - math.log(potts.C)) < 1e-14  # check 3: log C exactly
     p2 = random_model(beta=1.3)
     assert float(p2.pseudo_loglik(c)) < 0
 

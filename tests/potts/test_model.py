@@ -1,5 +1,5 @@
-"""Factored attention = the Potts conditionals (spec §6), eq. (2) at a = 0, the closed-form gradient, the
-vanilla transformer's masking and named activations, and the metrics of spec §6.3."""
+"""Factored attention = the Potts conditionals (Eqs. (4)-(6)), eq. (2) at a = 0, the closed-form gradient, the
+vanilla transformer's masking and named activations, and the metrics of docs/studies/potts.md note 6."""
 
 import numpy as np
 import pytest
@@ -30,7 +30,7 @@ def data(potts, n=64, seed=0):
 
 
 def test_mlm_loss_is_minus_pseudo_likelihood():
-    """Spec check 5: linear factored attention with A = βJ, V = U: logits = β Σ_j J_ij U s_j to 1e-12 and
+    """Check 5: linear factored attention with A = βJ, V = U: logits = β Σ_j J_ij U s_j to 1e-12 and
     MLM loss = -PL to 1e-10, on any data (here with Gaussian J of both signs)."""
     rng = np.random.default_rng(1)
     G = rng.standard_normal((7, 7))
@@ -45,7 +45,7 @@ def test_mlm_loss_is_minus_pseudo_likelihood():
 
 
 def test_softmax_with_sink_represents_the_conditionals_exactly():
-    """Spec check 6: κ = 1/(β max k_i), A = κβJ + sink, V = U/κ reproduces eq. (5) to 1e-8; without the sink
+    """Check 6: κ = 1/(β max k_i), A = κβJ + sink, V = U/κ reproduces eq. (5) to 1e-8; without the sink
     (unequal degrees) the same recipe fails by more than 1e-3."""
     potts = planted()
     assert len(set(potts.degrees.tolist())) > 1
@@ -63,7 +63,7 @@ def test_softmax_with_sink_represents_the_conditionals_exactly():
 
 
 def test_perturbed_attention_at_a_zero_is_factored():
-    """Spec check 7: eq. (2) with a = 0, E = I, one-hot positions = eq. (4) with W = (QᵀK)[:L, :L]."""
+    """Check 7: eq. (2) with a = 0, E = I, one-hot positions = eq. (4) with W = (QᵀK)[:L, :L]."""
     g = torch.Generator().manual_seed(0)
     L, d = 6, 9
     Q, K, V = (torch.randn(d, d, generator=g, dtype=F64) for _ in range(3))
@@ -82,7 +82,7 @@ def test_perturbed_attention_at_a_zero_is_factored():
 
 @pytest.mark.parametrize("attn", ["softmax", "softmax_nosink", "linear"])
 def test_closed_form_gradient_matches_finite_differences(attn):
-    """Spec check 8: the hand-written gradient of the MLM loss (rel. err. < 1e-6) and autograd agree."""
+    """Check 8: the hand-written gradient of the MLM loss (rel. err. < 1e-6) and autograd agree."""
     g = torch.Generator().manual_seed(2)
     W = torch.randn(2, 5, 5, generator=g, dtype=F64)
     V = torch.randn(2, 4, 4, generator=g, dtype=F64)
@@ -139,7 +139,7 @@ def test_metrics_are_gauge_invariant():
 
 
 def test_cpu_fig2_structure_has_an_isolated_site():
-    """The seeded `cpu_fig2` J (spec §9) has one site of degree 0: its conditional is uniform."""
+    """The seeded `cpu_fig2` J (docs, 'The default data set') has one site of degree 0: its conditional is uniform."""
     potts = PottsSpec().model()
     iso = (potts.degrees == 0).nonzero().flatten()
     assert len(iso) >= 1

@@ -1,5 +1,5 @@
-"""Replica theory (spec §7) against its closed-form limits, its three solvers, and ridge simulations; the
-Gaussian data model of spec §3."""
+"""Replica theory (App. 'Replica analysis') against its closed-form limits, its three solvers, and ridge
+simulations; the Gaussian data model of the text before Eq. (7)."""
 
 import math
 
@@ -16,7 +16,7 @@ GRID_L = torch.tensor([1e-4, 1e-3, 1e-2, 1e-1], dtype=F64)
 
 
 def test_rho_closed_forms():
-    """Spec §7.3 / check 14: ρ_paper = g/ν², ρ_exact = g²/ν (ν = 3: 0.0424407, 0.0486327), ρ_exact + 1/ν = g."""
+    """Check 14: ρ_paper = g/ν², ρ_exact = g²/ν (ν = 3: 0.0424407, 0.0486327), ρ_exact + 1/ν = g."""
     assert abs(float(semicircle(3.0, "paper").rho) - 0.0424407) < 1e-6
     assert abs(float(semicircle(3.0, "exact").rho) - 0.0486327) < 1e-6
     assert abs(float(semicircle(3.0, "exact").rho) + 1 / 3 - g_nu(3.0)) < 1e-9
@@ -25,7 +25,7 @@ def test_rho_closed_forms():
 
 @pytest.mark.parametrize("weight", ["paper", "exact"])
 def test_limits(weight):
-    """Spec check 14: λ → 0, α > 1: ε_g = Δα/(α-1) (2/3, 4/9 at ν = 3); α → 0: ε_g → ρ + Δ."""
+    """Check 14: λ → 0, α > 1: ε_g = Δα/(α-1) (2/3, 4/9 at ν = 3); α → 0: ε_g → ρ + Δ."""
     sp = semicircle(3.0, weight)
     e = saddle(sp, torch.tensor([2.0, 4.0], dtype=F64), 1e-8)["eps_g"]
     assert abs(float(e[0]) - 2 / 3) < 1e-5 and abs(float(e[1]) - 4 / 9) < 1e-5
@@ -34,7 +34,7 @@ def test_limits(weight):
 
 
 def test_solvers_agree_on_the_reference_grid():
-    """Spec check 13: bisection, Brent and the damped iteration agree to 1e-6 on α × λ of spec §7.5."""
+    """Check 13: bisection, Brent and the damped iteration agree to 1e-6 on the reference α × λ grid."""
     sp = semicircle(3.0, n=1000)
     b = saddle(sp, GRID_A, GRID_L, "bisect")
     r = saddle(sp, GRID_A, GRID_L, "brent")
@@ -45,7 +45,7 @@ def test_solvers_agree_on_the_reference_grid():
 
 
 def test_peak_slope_and_monotonicity():
-    """Spec checks 15-16 and 19 (theory part)."""
+    """checks 15-16 and 19 (theory part)."""
     sp = semicircle(3.0, n=1000)
     a = torch.arange(0.5, 2.0, 0.005, dtype=F64)
     e = saddle(sp, a, 1e-3)["eps_g"]
@@ -94,7 +94,7 @@ def test_ridge_primal_dual_and_pinv():
 
 
 def test_finite_L_theory_matches_one_problem():
-    """A small fixed problem (L = 60) against its own finite-L theory, 60 training draws per α (spec check 17
+    """A small fixed problem (L = 60) against its own finite-L theory, 60 training draws per α (check 17
     at reduced size)."""
     g = torch.Generator().manual_seed(3)
     prob = gaussian.make_problems(60, 3.0, 1, generator=g)

@@ -1,4 +1,4 @@
-"""Claims of paper 2 as checks: the acceptance checks 1-21 of spec §10 with the spec's tolerances.
+"""Claims of paper 2 as checks: checks 1-21 of docs/studies/potts.md ('Checks') with their tolerances.
 
 Claims that read a figure reuse that figure's run in the store (``ctx.run``); exact identities (eq. (5) vs the
 energy, Gibbs exactness, the a = 0 reduction, the closed-form gradient) are computed directly. Fig. 3-right's rise,
@@ -21,7 +21,7 @@ from attnlab.potts.sampler import gibbs
 F64 = torch.float64
 
 
-# -- the Potts model and its sampler (spec checks 1-4) ---------------------------------------------------------------
+# -- the Potts model and its sampler (checks 1-4) ---------------------------------------------------------------
 
 
 def _conditional_vs_energy(ctx: ClaimContext) -> float:
@@ -42,7 +42,7 @@ def _conditional_vs_energy(ctx: ClaimContext) -> float:
     return worst
 
 
-claim("potts.conditional_is_energy_difference", "Eq. (5) (spec check 1)",
+claim("potts.conditional_is_energy_difference", "Eq. (5) (check 1)",
       "the conditional (5) is the Boltzmann conditional of eq. (1): log p(α|·) - log p(γ|·) = -β ΔH",
       "L = 6, C = 4, Gaussian symmetric J, symmetric U, β = 0.7, 50 sequences, all i, α, γ: max |difference|",
       _conditional_vs_energy, 1e-12, "le")
@@ -59,7 +59,7 @@ def _gibbs_tv(ctx: ClaimContext) -> float:
     return max(tv)
 
 
-claim("potts.gibbs_is_exact", "Appendix 'Numerical details' (spec check 2)",
+claim("potts.gibbs_is_exact", "Appendix 'Numerical details' (check 2)",
       "the Gibbs sampler samples eq. (1) exactly",
       "L = C = 3, all-ones J, Gaussian U, β = 0.7: 200 chains × 1000 states (thin 5, burn-in 100), sequential and "
       "chromatic orders, total variation to the enumerated law (max of the two)", _gibbs_tv, 0.02, "le")
@@ -75,31 +75,31 @@ def _beta_zero(ctx: ClaimContext) -> float:
     return max(dev_freq, dev_ham, dev_opt)
 
 
-claim("potts.beta_zero_is_uniform", "Eqs. (1), (5) at β = 0 (spec check 3)",
+claim("potts.beta_zero_is_uniform", "Eqs. (1), (5) at β = 0 (check 3)",
       "at β = 0 the samples are uniform, d_H = 1 - 1/C and the optimal loss is log C",
       "cpu_fig2 structure at β = 0, 1e4 sequences: max of |freq - 1/C|, |d_H - (1 - 1/C)|, |optimal loss - log C|",
       _beta_zero, 0.01, "le")
-claim("potts.hamming_decreases_when_hot", "spec §2.6 (check 4)",
+claim("potts.hamming_decreases_when_hot", "Eq. (1), App. 'Numerical details' (check 4)",
       "the pooled mean Hamming distance decreases with β at high temperature (β = 0, 0.5, 1)",
       "gibbs experiment, 30 chains per β: min over the two steps of d_H(β) - d_H(β')",
       lambda ctx: ctx.summary("potts.gibbs", "hot_min_decrease"), 0.0, "ge")
 
 
-# -- MLM = pseudo-likelihood (spec checks 5-8) -------------------------------------------------------------------------
+# -- MLM = pseudo-likelihood (checks 5-8) -------------------------------------------------------------------------
 
-claim("potts.mlm_equals_minus_pl", "Eqs. (4)-(6) (spec check 5)",
+claim("potts.mlm_equals_minus_pl", "Eqs. (4)-(6) (check 5)",
       "MLM with factored attention at A = βJ, V = U is exactly minus the pseudo-likelihood (6)",
       "equivalence experiment: |MLM loss + PL| on the 3000 training sequences of cpu_fig2 (linear variant)",
       lambda ctx: ctx.summary("potts.equivalence", "mlm_plus_pl"), 1e-10, "le")
-claim("potts.factored_logits_are_potts_fields", "Eqs. (4), (5) (spec check 5)",
+claim("potts.factored_logits_are_potts_fields", "Eqs. (4), (5) (check 5)",
       "factored attention with A = βJ, V = U outputs the Potts local fields β Σ_j J_ij U s_j",
       "equivalence experiment: max |logits - fields| over the training set",
       lambda ctx: ctx.summary("potts.equivalence", "linear_logits_err"), 1e-12, "le")
-claim("potts.softmax_sink_represents_potts", "Eq. (4), spec §4.2 (check 6)",
+claim("potts.softmax_sink_represents_potts", "Eq. (4), docs/studies/potts.md note 5 (check 6)",
       "softmax factored attention with the sink represents the conditionals (5) exactly (A = κβJ + sink, V = U/κ)",
       "equivalence experiment: max |log p̃ - log p| over the training set",
       lambda ctx: ctx.summary("potts.equivalence", "softmax_rep_err"), 1e-8, "le")
-claim("potts.no_sink_cannot_represent", "spec §4.2, §11.5 (check 6)",
+claim("potts.no_sink_cannot_represent", "Eq. (4), the sink j = i (check 6)",
       "without the sink the same construction fails when the degrees differ (why A_ii is kept)",
       "equivalence experiment: max |log p̃ - log p| of the no-sink variant",
       lambda ctx: ctx.summary("potts.equivalence", "nosink_rep_err"), 1e-3, "ge")
@@ -112,7 +112,7 @@ def _a_zero(ctx: ClaimContext) -> float:
     return float((perturbed_logits(c, Q.T @ K, V, 0.0) - factored_logits(c, Q.T @ K, V)).abs().max())
 
 
-claim("potts.eq2_at_a0_is_factored", "Eqs. (2), (4) (spec check 7)",
+claim("potts.eq2_at_a0_is_factored", "Eqs. (2), (4) (check 7)",
       "self-attention (2) with a = 0, t = 0, E = I and one-hot positions is factored attention with W = QᵀK",
       "random Q, K, V (d = L = C = 20), 100 sequences: max |logit difference|", _a_zero, 1e-12, "le")
 
@@ -137,27 +137,27 @@ def _gradient_check(ctx: ClaimContext) -> float:
     return worst
 
 
-claim("potts.closed_form_gradient", "spec §6.2 (check 8)",
+claim("potts.closed_form_gradient", "Eq. (6) (check 8)",
       "the hand-written MLM gradient of factored attention is correct",
       "central finite differences (h = 1e-6) vs the closed form, L = 5, C = 4: relative error",
       _gradient_check, 1e-6, "le")
 
 
-# -- learning on Potts data (spec checks 9-12) -------------------------------------------------------------------------
+# -- learning on Potts data (checks 9-12) -------------------------------------------------------------------------
 
-claim("potts.factored_reaches_optimum", "Fig. 2a (spec check 9)",
+claim("potts.factored_reaches_optimum", "Fig. 2a (check 9)",
       "a single layer of factored attention reaches the optimal (Bayes) MLM loss",
       "fig2: test loss - optimal loss after 100 epochs of Adam (M = 3000)",
       lambda ctx: ctx.summary("potts.fig2", "factored_gap"), 0.03, "le")
-claim("potts.factored_recovers_J", "Fig. 2b (spec check 9)", "factored attention recovers the interaction matrix J",
+claim("potts.factored_recovers_J", "Fig. 2b (check 9)", "factored attention recovers the interaction matrix J",
       "fig2: Pearson correlation of the off-diagonal attention with J",
       lambda ctx: ctx.summary("potts.fig2", "factored_corr"),
       0.95, "ge")
-claim("potts.factored_topk_contacts", "Fig. 2b (spec check 9)", "the largest attention weights are the true contacts",
+claim("potts.factored_topk_contacts", "Fig. 2b (check 9)", "the largest attention weights are the true contacts",
       "fig2: precision of the #contacts largest symmetrised weights",
       lambda ctx: ctx.summary("potts.fig2", "factored_topk"),
       0.95, "ge")
-claim("potts.factored_isolated_site_sink", "spec §4.2 (check 9)",
+claim("potts.factored_isolated_site_sink", "Eq. (4), the sink j = i (check 9)",
       "an isolated site (degree 0) sends all its attention to the sink",
       "fig2: min over isolated sites of A_ii",
       lambda ctx: ctx.summary("potts.fig2", "factored_isolated_sink"), 0.9, "ge")
@@ -167,109 +167,110 @@ claim("potts.factored_recon_error_small", "Fig. 2c",
       "fig2: recon error (best scale κ*) of factored / of vanilla 1 layer",
       lambda ctx: ctx.summary("potts.fig2", "factored_recon_err") / ctx.summary("potts.fig2", "vanilla1_recon_err"),
       0.1, "le")
-claim("potts.vanilla1_worse", "Fig. 2a (spec check 11)",
+claim("potts.vanilla1_worse", "Fig. 2a (check 11)",
       "a vanilla transformer with 1 layer does not reach the optimum",
       "fig2: test(vanilla, 1 layer) - test(factored)",
       lambda ctx: ctx.summary("potts.fig2", "vanilla1_test") - ctx.summary("potts.fig2", "factored_test"), 0.1, "ge")
-claim("potts.vanilla1_map_imperfect", "Fig. 2b (spec check 11)",
+claim("potts.vanilla1_map_imperfect", "Fig. 2b (check 11)",
       "the 1-layer vanilla map recovers J only to some degree", "fig2: corr(Ā, J) of the mean attention rows",
       lambda ctx: ctx.summary("potts.fig2", "vanilla1_corr"), 0.6, "le")
-claim("potts.vanilla3_in_between", "Fig. 2a (spec check 11, optional)",
+claim("potts.vanilla3_in_between", "Fig. 2a (check 11, optional)",
       "three vanilla layers improve on one but stay above factored attention",
       "fig2: min(test(3 layers) - test(factored), test(1 layer) - test(3 layers))",
       lambda ctx: min(ctx.summary("potts.fig2", "vanilla3_test") - ctx.summary("potts.fig2", "factored_test"),
                       ctx.summary("potts.fig2", "vanilla1_test") - ctx.summary("potts.fig2", "vanilla3_test")),
       0.0, "ge")
-claim("potts.factored_recovers_U", "§ after eq. (5), spec §6.3", "the values of factored attention recover U "
+claim("potts.factored_recovers_U", "text after Eq. (5), docs/studies/potts.md note 6",
+      "the values of factored attention recover U "
       "(up to the column gauge)", "fig2: corr of column-centred V and U on colours seen with frequency >= 0.02",
       lambda ctx: ctx.summary("potts.fig2", "factored_value_corr"), 0.9, "ge")
-claim("potts.pl_consistency_corr", "refs [38-40] (spec check 10)",
+claim("potts.pl_consistency_corr", "text after Eq. (6), refs [38-40] (check 10)",
       "the factored PL estimator is consistent: corr(A, J) grows with M",
       "consistency: L-BFGS, reg 'sum', λ = 1e-2, M = 120 → 400 → 3000: min successive increase of mean corr",
       lambda ctx: ctx.summary("potts.consistency", "min_corr_increase_lam0.01"), 0.0, "ge")
-claim("potts.pl_consistency_gap", "refs [38-40] (spec check 10)",
+claim("potts.pl_consistency_gap", "text after Eq. (6), refs [38-40] (check 10)",
       "the factored PL estimator is consistent: test - optimal shrinks with M",
       "consistency: same fits, min successive decrease of mean (test - optimal)",
       lambda ctx: ctx.summary("potts.consistency", "min_gap_decrease_lam0.01"), 0.0, "ge")
-claim("potts.mlm_and_pl_agree", "Eq. (6) and after (spec §6.2)",
+claim("potts.mlm_and_pl_agree", "Eq. (6) and after (Eq. (6))",
       "factored attention trained by MLM (Adam) and the PL solved by L-BFGS recover the same couplings",
       "equivalence: corr of the off-diagonal attention of the two estimators (M = 3000)",
       lambda ctx: ctx.summary("potts.equivalence", "corr_adam_lbfgs"), 0.95, "ge")
-claim("potts.a_hurts_margin", "Fig. 2d (spec check 12)", "mixing positions into keys and values (a > 0) hurts",
+claim("potts.a_hurts_margin", "Fig. 2d (check 12)", "mixing positions into keys and values (a > 0) hurts",
       "fig2d: mean over 3 seeds of test(a = 1) - test(a = 0)",
       lambda ctx: ctx.summary("potts.fig2d", "margin_amax_a0"),
       0.005, "ge")
-claim("potts.a_hurts_monotone", "Fig. 2d (spec check 12)", "the test loss increases with a",
+claim("potts.a_hurts_monotone", "Fig. 2d (check 12)", "the test loss increases with a",
       "fig2d: Spearman correlation of a and the seed-mean test loss over the a grid",
       lambda ctx: ctx.summary("potts.fig2d", "spearman_a_test"), 0.8, "ge")
 
-# -- replica theory (spec checks 13-16, 19) ----------------------------------------------------------------------------
+# -- replica theory (checks 13-16, 19) ----------------------------------------------------------------------------
 
-claim("potts.replica_solvers_agree", "Eqs. (36)-(42), spec §7.4 (check 13)",
+claim("potts.replica_solvers_agree", "Eqs. (36)-(42), docs/studies/potts.md, 'Equations' (check 13)",
       "the bracketing solver and the damped iteration give the same saddle point",
-      "replica: max |ε_g(Brent) - ε_g(bisection, damped iteration)| on α × λ of spec §7.5",
+      "replica: max |ε_g(Brent) - ε_g(bisection, damped iteration)| on the reference α × λ grid (9 × 4)",
       lambda ctx: ctx.summary("potts.replica", "solver_max_diff"), 1e-6, "le")
 for _key, _want, _what in (("ols_alpha2", 2 / 3, "α = 2"), ("ols_alpha4", 4 / 9, "α = 4")):
-    claim(f"potts.replica_ols_{_key[-6:]}", "spec §7.5 (check 14)", f"λ → 0: ε_g = Δα/(α-1) at {_what} (ν = 3)",
+    claim(f"potts.replica_ols_{_key[-6:]}", "Eqs. (8), (42) (check 14)", f"λ → 0: ε_g = Δα/(α-1) at {_what} (ν = 3)",
            f"replica at λ = 1e-8, {_what}", lambda ctx, k=_key: ctx.summary("potts.replica", k), _want, "approx", 1e-5)
 for _w, _want in (("paper", 0.375774), ("exact", 0.381966)):
-    claim(f"potts.replica_small_alpha_{_w}", "spec §7.5 (check 14)", f"α → 0: ε_g → ρ + Δ ({_w} teacher weight)",
+    claim(f"potts.replica_small_alpha_{_w}", "Eqs. (8), (42) (check 14)", f"α → 0: ε_g → ρ + Δ ({_w} teacher weight)",
            "replica at α = 1e-4, λ = 1e-3, ν = 3", lambda ctx, w=_w: ctx.summary("potts.replica", f"small_alpha_{w}"),
            _want, "approx", 1e-3)
 for _w, _want in (("paper", 0.0424407), ("exact", 0.0486327)):
-    claim(f"potts.replica_rho_{_w}", "Eq. (8), spec §7.3 (check 14)",
+    claim(f"potts.replica_rho_{_w}", "Eq. (8), docs/studies/potts.md, 'Equations' (check 14)",
            f"ρ = g/ν² (paper) or g²/ν (exact), ν = 3 ({_w})", "replica: ∫τ s on the semicircle",
            lambda ctx, w=_w: ctx.summary("potts.replica", f"rho_nu3_{w}"), _want, "approx", 1e-6)
-claim("potts.replica_excess_slope", "spec §7.5, §11.18 (check 15)",
+claim("potts.replica_excess_slope", "Eqs. (8), (42), text after Fig. 3 (check 15)",
       "at large α the excess ε_g - Δ decays as α^-1", "replica: log-log slope of ε_g - 1/ν between α = 16 and 64",
       lambda ctx: ctx.summary("potts.replica", "excess_slope_16_64"), (-1.1, -0.95), "in")
-claim("potts.paper_alpha_minus_half", "Main text after eq. (9)", "the paper: 'for large α, ε_g ~ α^-1/2'",
+claim("potts.paper_alpha_minus_half", "text after Eq. (9), Fig. 3-left", "the paper: 'for large α, ε_g ~ α^-1/2'",
       "replica: slope of ε_g - Δ between α = 16 and 64 (the theory gives -1; -1/2 is the slope of its square root)",
       lambda ctx: ctx.summary("potts.replica", "excess_slope_16_64"), -0.5, "report")
-claim("potts.replica_peak_at_one", "Fig. 3-left (spec check 16)",
+claim("potts.replica_peak_at_one", "Fig. 3-left (check 16)",
       "the test loss peaks at the interpolation threshold α = 1",
       "replica: argmax of ε_g over a 0.005 grid, λ = 1e-3, ν = 3",
       lambda ctx: ctx.summary("potts.replica", "peak_alpha_nu3_lam0.001_paper"), (0.99, 1.01), "in")
-claim("potts.replica_peak_shifts_with_lambda", "spec §7.5 (check 16)",
+claim("potts.replica_peak_shifts_with_lambda", "Eqs. (8), (42), Fig. 3-left (check 16)",
       "a larger λ flattens the peak and moves it right",
       "replica: argmax of ε_g, λ = 0.1, ν = 3",
       lambda ctx: ctx.summary("potts.replica", "peak_alpha_nu3_lam0.1_paper"),
       (1.1, 1.25), "in")
-claim("potts.replica_no_initial_descent", "Main text, Fig. 3-left (spec check 19)",
+claim("potts.replica_no_initial_descent", "Main text, Fig. 3-left (check 19)",
       "no initial descent: ε_g rises from α → 0 for λ <= 1e-2", "replica: min over λ of ε_g(0.25) - ε_g(0.001)",
       lambda ctx: ctx.summary("potts.replica", "min_initial_rise"), 0.0, "ge")
 
-# -- theory vs simulation (spec checks 17-19) -----------------------------------------------------------------------
+# -- theory vs simulation (checks 17-19) -----------------------------------------------------------------------
 
-claim("potts.finite_l_theory_eps_g", "Fig. 3-left (spec check 17)",
+claim("potts.finite_l_theory_eps_g", "Fig. 3-left (check 17)",
       "the finite-L theory predicts one problem's test loss",
       "finite_l: L = 200, one Ω, 40 draws per α: max |sim - theory| / (3 SEM + 0.01 theory) (pass: <= 1)",
       lambda ctx: ctx.summary("potts.finite_l", "worst_ratio_eps_g"), 1.0, "le")
-claim("potts.finite_l_theory_eps_train", "Fig. 3-left (spec check 17)",
+claim("potts.finite_l_theory_eps_train", "Fig. 3-left (check 17)",
       "the finite-L theory predicts the training error",
       "finite_l: max |sim - theory| / (3 SEM + 0.02 theory) (pass: <= 1)",
       lambda ctx: ctx.summary("potts.finite_l", "worst_ratio_eps_train"), 1.0, "le")
-claim("potts.fig3left_far_from_peak", "Fig. 3-left (spec check 18)", "simulations agree with the replica curve",
+claim("potts.fig3left_far_from_peak", "Fig. 3-left (check 18)", "simulations agree with the replica curve",
       "fig3left, λ = 1e-3: max relative deviation from the L → ∞ curve at α ∈ {0.25, 0.5, 2, 4, 8}",
       lambda ctx: ctx.summary("potts.fig3left", "max_rel_dev_far_lam0.001_paper"), 0.05, "le")
-claim("potts.fig3left_near_peak", "Fig. 3-left (spec check 18)", "the agreement holds at the peak (finite-L tolerance)",
+claim("potts.fig3left_near_peak", "Fig. 3-left (check 18)", "the agreement holds at the peak (finite-L tolerance)",
       "fig3left, λ = 1e-3: max relative deviation at α ∈ {0.9, 1, 1.1}",
       lambda ctx: ctx.summary("potts.fig3left", "max_rel_dev_near_lam0.001_paper"), 0.12, "le")
-claim("potts.fig3left_simulated_peak", "Fig. 3-left (spec check 18)", "the simulated test loss peaks at α ≈ 1",
+claim("potts.fig3left_simulated_peak", "Fig. 3-left (check 18)", "the simulated test loss peaks at α ≈ 1",
       "fig3left, λ = 1e-3: α of the largest simulated mean ε_g",
       lambda ctx: ctx.summary("potts.fig3left", "sim_argmax_alpha_lam0.001"), (0.9, 1.1), "in")
-claim("potts.simulated_eps_g_above_noise", "Eq. (8) (spec check 19)", "ε_g >= Δ for every fitted A",
+claim("potts.simulated_eps_g_above_noise", "Eq. (8) (check 19)", "ε_g >= Δ for every fitted A",
       "fig3left: min over α, realisations and λ of ε_g - Δ",
       lambda ctx: min(ctx.summary("potts.fig3left", f"sim_min_excess_over_noise_lam{lam:g}") for lam in (1e-3, 1e-2)),
       0.0, "ge")
-claim("potts.simulated_no_initial_descent", "Main text (spec check 19)",
+claim("potts.simulated_no_initial_descent", "text after Eq. (9) (check 19)",
       "at α = 0.25 the simulated test loss is already above ρ + Δ (no initial descent)",
       "fig3left: min over λ ∈ {1e-3, 1e-2} of ε_g(0.25) - (ρ + Δ) (exact weight)",
       lambda ctx: min(ctx.summary("potts.fig3left", f"sim_eps_g_minus_rho_delta_at_0.25_lam{lam:g}")
                       for lam in (1e-3, 1e-2)),
       0.0, "ge")
 
-# -- Fig. 3-right: converged L-BFGS fits of factored attention along M (spec check 20) --------------------------------
+# -- Fig. 3-right: converged L-BFGS fits of factored attention along M (check 20) --------------------------------
 
 F3R_LAM = "lam0.0001"  # the paper's "small regularisation", the λ of every scale's grid
 
@@ -312,15 +313,15 @@ def _f3r_peak(ctx: ClaimContext) -> Measured:
                     f"sites (train accuracy 1) up to M = {lo:g}, none from M = {hi:g}; {how}")
 
 
-claim("potts.fig3right_fits_converge", "Fig. 3-right (spec check 20)",
+claim("potts.fig3right_fits_converge", "Fig. 3-right (check 20)",
       "the fits behind Fig. 3-right are converged minima of the regularised pseudo-likelihood",
       "fig3right, λ = 1e-4, reg 'sum', float64 L-BFGS warm-started along M: share of fits with max |∇f| < 1e-6",
       _f3r_converged, 1.0, "ge")
-claim("potts.fig3right_rise", "Fig. 3-right (spec check 20)",
+claim("potts.fig3right_rise", "Fig. 3-right (check 20)",
       "factored attention on Potts data: the test loss first rises with M (spec: by > 0.5 over M <= 20)",
       "fig3right, λ = 1e-4, reg 'sum', converged L-BFGS: max over M <= 20 of the mean test loss minus test(M = 1)",
       _f3r_rise, 0.5, "ge")
-claim("potts.fig3right_fall", "Fig. 3-right (spec check 20)",
+claim("potts.fig3right_fall", "Fig. 3-right (check 20)",
       "... then falls (spec: test(M = 200) < test(M = 1) - 1)", "fig3right: test(M = 1) - test(M = 200)",
       _f3r_fall, 1.0, "ge")
 claim("potts.fig3right_peak_M", "Fig. 3-right and the text after it",
@@ -330,7 +331,7 @@ claim("potts.fig3right_peak_M", "Fig. 3-right and the text after it",
       "every fit reaches training accuracy 1 and the smallest M at which none does (0: inside)",
       _f3r_peak, 0.0, "le")
 
-# -- the paper-faithful sampler, reported (spec check 21) -------------------------------------------------------------
+# -- the paper-faithful sampler, reported (check 21) -------------------------------------------------------------
 
 def _sampler(ctx: ClaimContext) -> Measured:
     res = ctx.run("potts.gibbs")
@@ -345,7 +346,7 @@ def _sampler(ctx: ClaimContext) -> Measured:
                     f"0.05 of {s['target']:g}){why}")
 
 
-claim("potts.paper_sampler_hamming", "Appendix 'Numerical details' (spec check 21)",
+claim("potts.paper_sampler_hamming", "Appendix 'Numerical details' (check 21)",
       "one chain at the tuned β with the paper's thinning produces d_H = 0.3",
       "gibbs: β tuned on a one-chain pilot scan, then independent single chains (cyclic sweeps, quick: thin 500, "
       "paper: 10000): the first chain's mean pairwise Hamming distance minus the target", _sampler, 0.0, "report")

@@ -1,4 +1,5 @@
-"""Experiment configs of the potts study: paper defaults (spec §2.3, §5.2, §7.6, §8, §9) and the two scales.
+"""Experiment configs of the potts study: the paper's settings where it states them (Figs. 2, 3, App. 'Numerical
+details'), the choices of docs/studies/potts.md where it does not, and the two scales.
 
 Validation happens before any work: C < 2, L < 2, a non-symmetric J or U (or J with a non-zero diagonal), β < 0,
 ν <= 2 (precision Ω/√L + νI not positive definite), L > C for eq. (2)'s one-hot positions, or an unknown model
@@ -20,16 +21,17 @@ Model = Literal["factored", "vanilla1", "vanilla3"]
 
 
 class PottsDataConfig(Config):
-    """The Potts data set: the spec's seeded `cpu_fig2` (ER(0.2) J, Gaussian U, β = 1, 30 chains) by default."""
+    """The Potts data set: the seeded `cpu_fig2` set by default (ER(0.2) J, Gaussian U, β = 1, 30 chains;
+    docs/studies/potts.md, 'The default data set')."""
 
     L: int = Field(20, ge=2, le=200, description="sequence length (sites); a Potts sequence needs L >= 2")
     C: int = Field(20, ge=2, le=200, description="colours (vocabulary); a Potts spin needs C >= 2")
-    J_kind: Literal["er", "contact", "block"] = Field("er", description="planted J (spec §2.4), unless J is given")
+    J_kind: Literal["er", "contact", "block"] = Field("er", description="planted J (docs note 2), unless J is given")
     p: float = Field(0.2, ge=0, le=1, description="edge probability of the ER J")
     beta: float = Field(1.0, ge=0, le=50, description="inverse temperature β >= 0 of eq. (1)")
     J: Matrix | None = Field(None, description="custom symmetric L×L couplings with zero diagonal (else planted)")
     U: Matrix | None = Field(None, description="custom symmetric C×C colour similarity (else Gaussian)")
-    structure_seed: int = Field(1, ge=0, description="numpy seed of the planted J and U (spec §9: 1)")
+    structure_seed: int = Field(1, ge=0, description="numpy seed of the planted J and U (`cpu_fig2`: 1)")
     n_chains: int = Field(30, ge=1, le=100_000, description="independent Gibbs chains per set")
     burn_in: int = Field(2000, ge=0, description="sweeps before the first saved configuration")
     thin: int = Field(200, ge=1, description="sweeps between saved configurations (paper: 10000, one chain)")
@@ -37,7 +39,7 @@ class PottsDataConfig(Config):
     M_test: int = Field(1020, ge=2, le=1_000_000, description="test sequences")
     train_seed: int = Field(1, ge=0, description="sampler seed of the training set")
     test_seed: int = Field(2, ge=0, description="sampler seed of the test set")
-    order: Literal["chromatic", "sequential"] = Field("chromatic", description="Gibbs site order (spec §2.5)")
+    order: Literal["chromatic", "sequential"] = Field("chromatic", description="Gibbs site order (the paper: cyclic)")
 
     @model_validator(mode="after")
     def _couplings_are_valid(self):
@@ -62,7 +64,8 @@ class PottsDataConfig(Config):
 
 
 class TrainConfig(PottsDataConfig):
-    """MLM training of factored attention (spec §5.2: Adam 0.05, 100 epochs, batch 100, cosine, no decay)."""
+    """MLM training of factored attention (Adam 0.05, 100 epochs, batch 100, cosine, no decay: docs/studies/potts.md
+    note 3)."""
 
     optimizer: Literal["adam", "sgd"] = Field("adam", description="adam (spec default) or sgd (the paper's)")
     lr: float = Field(0.05, gt=0, le=100, description="initial learning rate of the factored layer")
@@ -80,11 +83,11 @@ class Fig2Config(TrainConfig):
     """Fig. 2a-c: factored attention vs vanilla transformers with 1 and 3 layers on the same Potts data."""
 
     models: tuple[Model, ...] = Field(("factored", "vanilla1", "vanilla3"), min_length=1)
-    vanilla_lr: float = Field(1e-3, gt=0, le=10, description="Adam lr of the vanilla transformers (spec §5.2)")
+    vanilla_lr: float = Field(1e-3, gt=0, le=10, description="Adam lr of the vanilla transformers (docs note 3)")
     vanilla_epochs: int = Field(60, ge=1, le=100_000)
     vanilla_mask: Literal["random", "all"] = Field("random", description="one random masked site per sequence, "
                                                                            "or all L copies (exact MLM)")
-    head: Literal["uva", "linear"] = Field("uva", description="vanilla output head (spec §4.3)")
+    head: Literal["uva", "linear"] = Field("uva", description="vanilla output head (App. 'Numerical details')")
     d: int = Field(20, ge=2, le=512, description="embedding dimension of the vanilla transformer")
     eval_every: int = Field(1, ge=1, description="epochs between evaluations of the vanilla models")
     n_eval: int | None = Field(None, ge=2, description="test sequences of the per-epoch vanilla evaluation (None: all)")
@@ -146,17 +149,17 @@ class PLFitConfig(PottsDataConfig):
 
 Fig3RightConfig = PLFitConfig.with_defaults(
     "Fig3RightConfig", doc="Fig. 3-right: test loss of factored attention vs the number of samples (L-BFGS).",
-    # quick: the spec check-20 grid (M <= 200) at the paper's small λ, 4 realisations
+    # quick: the grid of check 20 (M <= 200) at the paper's small λ, 4 realisations
     scales={"quick": {"Ms": (1, 2, 3, 5, 10, 15, 20, 30, 40, 60, 80, 120, 200), "lams": (1e-4,), "n_real": 4},
             "paper": {}})
 ConsistencyConfig = PLFitConfig.with_defaults(
     "ConsistencyConfig", Ms=(120, 400, 1000, 3000), lams=(1e-2,), n_real=3, max_iter=3000, warm_start=False,
     scales={"quick": {"Ms": (120, 400, 3000), "n_real": 2}, "paper": {}},
-    doc="PL consistency (spec check 10): corr(A, J) and test - optimal along M (L-BFGS, reg 'sum', λ = 1e-2).")
+    doc="PL consistency (check 10): corr(A, J) and test - optimal along M (L-BFGS, reg 'sum', λ = 1e-2).")
 
 
 class EquivalenceConfig(TrainConfig):
-    """MLM = pseudo-likelihood (spec §6): exact identities at the true couplings, and factored attention trained
+    """MLM = pseudo-likelihood (Eqs. (4)-(6)): exact identities at the true couplings, and factored attention trained
     by Adam vs the factored PLM solved by L-BFGS on the same data."""
 
     lam: float = Field(1e-2, ge=0, description="λ of the L-BFGS PLM (reg 'sum': λ/(2M)||θ||², 3e-6 per sample)")
@@ -164,7 +167,8 @@ class EquivalenceConfig(TrainConfig):
 
 
 class GibbsConfig(PottsDataConfig):
-    """The sampler and β (spec §2.5-2.6): Hamming distance vs β pooled over chains and within one chain, β tuned
+    """The sampler and β (App. 'Numerical details', docs/studies/potts.md note 1): Hamming distance vs β pooled over
+    chains and within one chain, β tuned
     to the paper's target, and a paper-faithful single chain at the tuned β."""
 
     betas: tuple[float, ...] = Field((0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0, 2.5, 3.0),
@@ -187,7 +191,7 @@ class GibbsConfig(PottsDataConfig):
 
 
 class GaussianConfig(Config):
-    """The Gaussian model of the replica analysis (spec §3, §7.6)."""
+    """The Gaussian model of the replica analysis (text before Eq. (7); ν, λ, L: docs note 3)."""
 
     nu: float = Field(3.0, le=1e6, description="ν > 2: precision Ω/√L + νI (not given in the paper; spec: 3)")
     weight: Literal["paper", "exact"] = Field("paper", description="teacher weight of the L → ∞ theory")
@@ -209,7 +213,7 @@ class Fig3LeftConfig(GaussianConfig):
     alphas: tuple[float, ...] = Field((0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.5, 2.0, 4.0, 8.0), min_length=2)
     n_real: int = Field(30, ge=2, le=10_000, description="realisations (paper: 30)")
     # at L = 200 the ε_g of one realisation near α = 1 is heavy-tailed (smallest singular value of X): 100
-    # realisations keep the mean within the spec's tolerances of check 18; 30 left it noise-limited (13 % at α = 0.9)
+    # realisations keep the mean within the tolerances of check 18; 30 left it noise-limited (13 % at α = 0.9)
     scales = {"quick": {"L": 200, "n_real": 100}, "paper": {}}
 
     @field_validator("lams")
@@ -221,7 +225,7 @@ class Fig3LeftConfig(GaussianConfig):
 
 
 class FiniteSizeConfig(GaussianConfig):
-    """One fixed problem (one Ω) against its own finite-L theory, many training draws per α (spec check 17)."""
+    """One fixed problem (one Ω) against its own finite-L theory, many training draws per α (check 17)."""
 
     L: int = Field(200, ge=4, le=5000)
     lam: float = Field(1e-2, gt=0)
@@ -235,7 +239,7 @@ class ReplicaConfig(GaussianConfig):
     lams: tuple[float, ...] = Field((1e-4, 1e-3, 1e-2, 1e-1), min_length=1)
     nus: tuple[float, ...] = Field((2.5, 3.0, 5.0), min_length=1)
     alpha_max: float = Field(8.0, gt=1)
-    alpha_step: float = Field(0.005, gt=0, le=0.1, description="grid step of the peak search (spec check 16)")
+    alpha_step: float = Field(0.005, gt=0, le=0.1, description="grid step of the peak search (check 16)")
     n_nodes: int = Field(4000, ge=100, le=100_000, description="Gauss-Chebyshev nodes of the semicircle")
     scales = {"quick": {"n_nodes": 500}, "paper": {}}
 

@@ -1,12 +1,12 @@
-"""The generalised Potts model of paper 2, eqs. (1), (5), (6) (spec §2): structure, conditionals, exact
+"""The generalised Potts model of paper 2, eqs. (1), (5), (6) (Eq. (1)): structure, conditionals, exact
 enumeration, Hamming statistics, the optimal MLM loss and the seeded data sets of the experiments.
 
     potts = PottsModel(J, U, beta)                 # validated: L, C >= 2, J = Jᵀ with zero diagonal, U = Uᵀ, β >= 0
     potts.energy(c)                                # H(c) = -½ Σ_ij J_ij U[c_i, c_j], eq. (1); c (n, L) colours
     potts.conditional_logp(c)                      # (n, L, C): log p(s_i = α | s_\\i), eq. (5)
-    potts.pseudo_loglik(c)                         # eq. (6); the optimal MLM loss is its negative (spec §2.7)
-    J = make_J(20, "er", rng, p=0.2); U = make_U(20, rng)           # planted structures (spec §2.4)
-    data = potts_dataset(PottsSpec())              # the spec's seeded `cpu_fig2` set-up (spec §9), memoised
+    potts.pseudo_loglik(c)                         # eq. (6); the optimal MLM loss (Fig. 2a) is its negative
+    J = make_J(20, "er", rng, p=0.2); U = make_U(20, rng)           # planted structures (the paper's Fig. 2 set-up)
+    data = potts_dataset(PottsSpec())              # the seeded `cpu_fig2` set-up (docs), memoised
 
 Sequences are integer tensors of colours (n, L); the one-hot spin s_i = e_{c_i} is never materialised where an
 index does the same work. The Gibbs sampler lives in ``sampler.py``.
@@ -97,7 +97,7 @@ class PottsModel:
         return -0.5 * (self.J * Uc).sum((-1, -2))
 
     def local_fields(self, c: Tensor) -> Tensor:
-        """F_i(α) = β Σ_j J_ij U[α, c_j] (spec §2.2), shape (..., L, C); J_ii = 0 drops site i itself."""
+        """F_i(α) = β Σ_j J_ij U[α, c_j] (Eq. (5)), shape (..., L, C); J_ii = 0 drops site i itself."""
         return self.beta * torch.einsum("ij,...jc->...ic", self.J, self.U[c])
 
     def conditional_logp(self, c: Tensor) -> Tensor:
@@ -109,12 +109,13 @@ class PottsModel:
         return true_class_logp(self.conditional_logp(c), c).mean()
 
     def optimal_loss(self, c: Tensor) -> float:
-        """Bayes MLM test loss ε_opt = E[-(1/L) Σ_i log p(s_i | s_\\i)] on samples c (spec §2.7)."""
+        """Bayes MLM test loss ε_opt = E[-(1/L) Σ_i log p(s_i | s_\\i)] on samples c (Fig. 2a's optimal loss)."""
         return float(-self.pseudo_loglik(c))
 
     @property
     def degrees(self) -> Tensor:
-        """k_i = Σ_j J_ij (the row sums that fix the sink of the exact softmax representation, spec §4.2)."""
+        """k_i = Σ_j J_ij (the row sums that fix the sink of the exact softmax representation,
+        docs/studies/potts.md note 6)."""
         return self.J.sum(1)
 
 
@@ -124,7 +125,7 @@ def true_class_logp(logp: Tensor, c: Tensor) -> Tensor:
     return logp.gather(-1, c.unsqueeze(-1)).squeeze(-1)
 
 
-# -- planted structures (spec §2.4) -----------------------------------------------------------------------------
+# -- planted structures (Fig. 2's J and U; docs/studies/potts.md note 2) -----------------------------------------------
 
 
 def make_J(L: int, kind: JKind = "er", rng: np.random.Generator | None = None, *, p: float = 0.2,
@@ -169,7 +170,7 @@ def make_J(L: int, kind: JKind = "er", rng: np.random.Generator | None = None, *
 
 
 def make_U(C: int, rng: np.random.Generator | None = None) -> np.ndarray:
-    """Symmetric colour similarity with diagonal and upper triangle i.i.d. N(0, 1) (paper; spec §2.4)."""
+    """Symmetric colour similarity with diagonal and upper triangle i.i.d. N(0, 1) (Fig. 2's set-up)."""
     if C < 2:
         raise ValueError(f"C = {C}: need C >= 2 colours")
     rng = rng if rng is not None else np.random.default_rng(0)
@@ -177,7 +178,7 @@ def make_U(C: int, rng: np.random.Generator | None = None) -> np.ndarray:
     return np.triu(G) + np.triu(G, 1).T
 
 
-# -- exact enumeration (tests and small-L·C checks, spec §2.8) ------------------------------------------------------
+# -- exact enumeration (tests and small-L·C checks) -------------------------------------------------------------------
 
 
 def enumerate_states(L: int, C: int, device: torch.device | str = "cpu") -> Tensor:
@@ -206,7 +207,7 @@ def total_variation(samples: Tensor, probs: Tensor, C: int) -> float:
     return 0.5 * float((counts.to(probs) / counts.sum() - probs).abs().sum())
 
 
-# -- Hamming statistics (spec §2.6) ----------------------------------------------------------------------------------
+# -- Hamming statistics (docs/studies/potts.md note 1) -----------------------------------------------------------------
 
 
 def mean_pairwise_hamming(c: Tensor, C: int) -> Tensor:
@@ -225,12 +226,13 @@ def colour_frequencies(c: Tensor, C: int) -> Tensor:
     return torch.bincount(c.reshape(-1).long(), minlength=C).to(F64) / c.numel()
 
 
-# -- data sets of the experiments (spec §2.3, §9) -------------------------------------------------------------------
+# -- data sets of the experiments (Fig. 2's set-up; the default `cpu_fig2`) --------------------------------------------
 
 
 @dataclass(frozen=True)
 class PottsSpec:
-    """Everything that fixes a Potts data set; the spec's `cpu_fig2` by default (spec §9).
+    """Everything that fixes a Potts data set; `cpu_fig2` by default
+    (docs/studies/potts.md, 'The default data set').
 
     J and U come from ``numpy.random.default_rng(structure_seed)`` (J first) unless given as ``J_custom`` /
     ``U_custom`` (nested tuples, validated by :class:`PottsModel`); the train and test sets are separate Gibbs runs

@@ -1,10 +1,10 @@
-"""Experiments of paper 2 on Potts data (one per figure, spec §8): config in, tables and arrays out, no plotting.
+"""Experiments of paper 2 on Potts data (one per figure): config in, tables and arrays out, no plotting.
 
-fig2 (Fig. 2a-c), fig2d (Fig. 2d), fig3right (Fig. 3-right), consistency (PL consistency, spec check 10),
-equivalence (MLM = pseudo-likelihood, spec §6), gibbs (sampler and β, spec §2.5-2.6). The Gaussian-model
+fig2 (Fig. 2a-c), fig2d (Fig. 2d), fig3right (Fig. 3-right), consistency (PL consistency, check 10),
+equivalence (MLM = pseudo-likelihood, Eqs. (4)-(6)), gibbs (sampler and β, App. 'Numerical details'). The Gaussian-model
 experiments (fig3left, finite_l, replica) live in ``replica_experiments.py``.
 
-Randomness: the Potts structure and the Gibbs data come from the seeds of the config (the spec's `cpu_fig2` set-up
+Randomness: the Potts structure and the Gibbs data come from the seeds of the config (the `cpu_fig2` set-up
 is fixed); the run's named streams drive the rest: ``init`` (model initialisations), ``data`` (training subsets,
 mini-batch orders, the sampler runs of ``gibbs``). Every unit of work (a model, a sample size, a scan) is
 checkpointed when it finishes, and the long trainings also after every epoch, so an interrupted run resumes.
@@ -56,7 +56,7 @@ def _data(config, ctx: RunContext) -> PottsData:
 
 
 def _final_metrics(prefix: str, A: torch.Tensor, J: torch.Tensor) -> dict[str, float]:
-    """Mean over stacked models of the spec §6.3 metrics of final maps A (S, L, L)."""
+    """Mean over stacked models of the docs/studies/potts.md note 6 metrics of final maps A (S, L, L)."""
     return {f"{prefix}_corr": float(metrics.corr_offdiag(A, J).mean()),
             f"{prefix}_recon_err": float(metrics.recon_error(A, J).mean()),
             f"{prefix}_topk": float(metrics.topk_precision(A, J).mean()),
@@ -275,7 +275,7 @@ def fig3right(config: PLFitConfig, ctx: RunContext) -> Result:
     return _pl_result(config, data, done)
 
 
-@experiment(STUDY, "consistency", ConsistencyConfig, ref="§ 'Factored self-attention learns...', refs [38-40]",
+@experiment(STUDY, "consistency", ConsistencyConfig, ref="text after Eq. (6), refs [38-40]",
             figure=figures.pl_sweep, title="Consistency of the factored PL estimator along M")
 def consistency(config: PLFitConfig, ctx: RunContext) -> Result:
     data, done = _pl_sweep(config, ctx)
@@ -285,7 +285,7 @@ def consistency(config: PLFitConfig, ctx: RunContext) -> Result:
 # -- MLM = pseudo-likelihood -------------------------------------------------------------------------------------------
 
 
-@experiment(STUDY, "equivalence", EquivalenceConfig, ref="Eqs. (4)-(6), spec §6", figure=figures.equivalence,
+@experiment(STUDY, "equivalence", EquivalenceConfig, ref="Eqs. (4)-(6), Eqs. (4)-(6)", figure=figures.equivalence,
             title="MLM with factored attention = pseudo-likelihood: identities and recovered couplings")
 def equivalence(config: EquivalenceConfig, ctx: RunContext) -> Result:
     data = _data(config, ctx)
@@ -338,7 +338,7 @@ def equivalence(config: EquivalenceConfig, ctx: RunContext) -> Result:
 # -- the sampler and β ------------------------------------------------------------------------------------------------
 
 
-@experiment(STUDY, "gibbs", GibbsConfig, ref="Appendix 'Numerical details', spec §2.5-2.6", figure=figures.gibbs,
+@experiment(STUDY, "gibbs", GibbsConfig, ref="App. 'Numerical details'", figure=figures.gibbs,
             title="Gibbs sampling: Hamming distance vs β (pooled chains, one chain), β tuned to the paper's 0.3")
 def gibbs_scan(config: GibbsConfig, ctx: RunContext) -> Result:
     potts = config.spec().model(ctx.device)

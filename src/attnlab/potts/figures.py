@@ -120,7 +120,7 @@ def equivalence(result: Result, config) -> object:
     axes[4].scatter((U - U.mean(0)).ravel(), (V - V.mean(0)).ravel(), s=5, color=COLORS[0])
     axes[4].set(xlabel="U (column-centred)", ylabel="V (column-centred)", title=f"V vs U, corr = "
                                                                              f"{s['lbfgs_value_corr']:.3f}")
-    fig.suptitle("MLM with factored attention = pseudo-likelihood (spec §6)", fontsize=10)
+    fig.suptitle("MLM with factored attention = pseudo-likelihood (Eqs. (4)-(6))", fontsize=10)
     return fig
 
 

@@ -1,4 +1,5 @@
-"""Data model II, the Gaussian (mean-field) relaxation of the replica analysis, and its ridge learner (spec §3, §4.4).
+"""Data model II, the Gaussian (mean-field) relaxation of the replica analysis, and its ridge learner (text before
+Eq. (7), Eqs. (7), (10)).
 
     prob = make_problems(L=200, nu=3.0, n=30, generator=g)    # 30 independent GOE problems, masked site i = 0
     X, y = sample(prob, M, generator=g)                       # x = m_\\i/√L (n, M, L-1), y = m_i (n, M)
@@ -120,7 +121,7 @@ def ridge(X: Tensor, y: Tensor, lam: float) -> Tensor:
 
 
 def errors(prob: GaussianProblem, A: Tensor) -> dict[str, Tensor]:
-    """Exact generalisation error of A, eq. (8): ε_g = Δ + (A-θ)ᵀS(A-θ)/L = ρ + Δ + q - 2m (spec §7.1)."""
+    """Exact generalisation error of A, eq. (8): ε_g = Δ + (A-θ)ᵀS(A-θ)/L = ρ + Δ + q - 2m (Eq. (10))."""
     L = prob.L
     q = _quad(prob.S, A, A) / L
     m = _quad(prob.S, prob.theta, A) / L

@@ -1,4 +1,4 @@
-"""Gauge-invariant comparisons of learned attention with the true couplings (spec §6.3).
+"""Gauge-invariant comparisons of learned attention with the true couplings (docs/studies/potts.md note 6).
 
 A factored layer reproduces the Potts conditionals only up to gauges (rows of a softmax sum to 1, so A = κβJ with
 V = U/κ and a sink; V up to column shifts), so every metric is scale-free or fits the scale. All functions take

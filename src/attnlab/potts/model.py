@@ -1,4 +1,4 @@
-"""The networks of paper 2 (spec §4): factored self-attention, eq. (4); self-attention with the position/embedding
+"""The networks of paper 2 (Eqs. (2), (4)): factored self-attention, eq. (4); self-attention with the position/embedding
 mixing a, eq. (2); the vanilla post-LN transformer of the UvA tutorial; the MLM cross-entropy, eq. (3).
 
 The factored and perturbed layers are functions of explicit, stacked parameters with any leading model axes
@@ -7,7 +7,7 @@ The factored and perturbed layers are functions of explicit, stacked parameters 
     logits = factored_logits(c, W, V)                  # c (n, L) or (..., n, L) colours -> (..., n, L, C)
     loss = mlm_loss(logits, c)                         # (...,) mean cross-entropy over sequences and sites
     A = attention(W)                                   # (..., L, L), rows sum to 1, A_ii = the sink
-    W, V = potts_representation(potts)                 # exact softmax representation of eq. (5), spec §4.2
+    W, V = potts_representation(potts)                 # exact softmax representation of eq. (5) (docs note 6)
     model = VanillaTransformer(C=20, L=20, n_layers=1); logits, cache = model.run_with_cache(x)
 
 Every site i of a sequence is predicted with s_i replaced by the masking token t = 0; for the factored layer the
@@ -26,7 +26,7 @@ from attnlab.potts.data import PottsModel, true_class_logp
 
 Tensor = torch.Tensor
 Attn = Literal["softmax", "softmax_nosink", "linear"]
-NEG = -50.0  # log 0 of an exactly zero attention weight in constructions (spec §4.2)
+NEG = -50.0  # log 0 of an exactly zero attention weight in constructions (docs/studies/potts.md note 5)
 
 
 def one_hot(c: Tensor, C: int, dtype: torch.dtype) -> Tensor:
@@ -37,7 +37,7 @@ def attention(W: Tensor, attn: Attn = "softmax") -> Tensor:
     """Factored attention A from position scores W = QᵀK (..., L, L), eq. (4).
 
     'softmax' normalises each row over all k including k = i: the diagonal is the "sink", mass that multiplies
-    the zero value of the masked token (spec §4.2, §11.5). 'softmax_nosink' masks the diagonal before the
+    the zero value of the masked token (docs/studies/potts.md note 5). 'softmax_nosink' masks the diagonal before the
     softmax; 'linear' uses W itself (unnormalised, the replica model's layer).
     """
     if attn == "softmax":
@@ -91,7 +91,7 @@ def factored_loss_grad(c: Tensor, W: Tensor, V: Tensor, weights: Tensor | None =
     spins), h = Y Vᵀ and G = ∂loss/∂h = (p̃ - s)/(nL): ∂V = Σ Gᵀ Y, ∂A_ij = Σ_n (G V)_{n,i,c_nj} (j ≠ i), and the
     softmax Jacobian ∂W_ij = A_ij (∂A_ij - Σ_k A_ik ∂A_ik). Batched over leading model axes; c (..., n, L);
     ``weights`` (..., n) weight the sequences. Y and ∂A are a scatter-add and a gather over the one-hot positions,
-    not products with one-hot spins. Checked against autograd and finite differences (spec check 8);
+    not products with one-hot spins. Checked against autograd and finite differences (check 8);
     benchmarks/potts.py times it against autograd."""
     L, C, n = W.shape[-1], V.shape[-1], c.shape[-2]
     A = attention(W, attn)
@@ -121,7 +121,7 @@ def factored_loss_grad(c: Tensor, W: Tensor, V: Tensor, weights: Tensor | None =
 
 def potts_representation(potts: PottsModel, kappa: float | None = None,
                          attn: Attn = "softmax") -> tuple[Tensor, Tensor]:
-    """(W, V) whose factored attention computes the Potts conditionals (5) exactly (spec §4.2, §6).
+    """(W, V) whose factored attention computes the Potts conditionals (5) exactly (docs/studies/potts.md notes 5-6).
 
     'linear': A = βJ, V = U. 'softmax' (needs J >= 0): A_ij = κβJ_ij, A_ii = 1 - κβk_i (the sink), V = U/κ with
     κ = 1/(β max_i k_i) by default; zero weights get W = log 0 := -50. 'softmax_nosink' applies the same recipe
@@ -150,7 +150,7 @@ def potts_representation(potts: PottsModel, kappa: float | None = None,
 
 def perturbed_logits(c: Tensor, W: Tensor, V: Tensor, a: Tensor | float, E: Tensor | None = None,
                      return_attention: bool = False) -> Tensor | tuple[Tensor, Tensor]:
-    """Eq. (2) with one-hot positions p_j = e_j ∈ R^d and masking token t = 0 (spec §4.1), logits (..., n, L, d).
+    """Eq. (2) with one-hot positions p_j = e_j ∈ R^d and masking token t = 0 (Eq. (2)), logits (..., n, L, d).
 
     z_ij = (E t + p_i)ᵀ QᵀK (a E s_j + p_j) depends on Q, K only through W = QᵀK (..., d, d), which is what is
     passed (and trained): z_ij = W_i·(a E s_j + p_j), and for j = i the key is p_i, z_ii = W_ii. Values
@@ -175,7 +175,7 @@ def perturbed_logits(c: Tensor, W: Tensor, V: Tensor, a: Tensor | float, E: Tens
     return (h, A) if return_attention else h
 
 
-# -- the vanilla transformer (UvA DL tutorial 6, spec §4.3) ------------------------------------------------------------
+# -- the vanilla transformer (UvA DL tutorial 6, App. 'Numerical details') ------------------------------------------
 
 
 def sinusoidal_positions(L: int, d: int) -> Tensor:
@@ -276,7 +276,7 @@ class VanillaTransformer(nn.Module):
 
     def mlm_logits(self, c: Tensor, with_maps: bool = False) -> tuple[Tensor, Tensor | None]:
         """Exact MLM logits (n, L, C): site i read in the copy where site i is masked; optionally each layer's
-        attention row i of that copy, (n_layers, n, L, L) (the maps of Fig. 2b, spec §4.3)."""
+        attention row i of that copy, (n_layers, n, L, L) (the maps of Fig. 2b, App. 'Numerical details')."""
         n, L = c.shape
         cache = {} if with_maps else None
         out = self(self.all_masked(c), cache).reshape(n, L, L, self.C)

@@ -1,4 +1,4 @@
-"""Full-batch L-BFGS over a batch of independent problems, each with its own history and step (spec §6.2 (b)).
+"""Full-batch L-BFGS over a batch of independent problems, each with its own history and step (Eq. (6)).
 
     res = lbfgs(fun, x0)           # fun(x (S, P)) -> (f (S,), grad (S, P)); res.x, res.f, res.grad_norm, res.n_iter
 

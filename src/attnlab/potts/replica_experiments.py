@@ -1,5 +1,5 @@
-"""Experiments of paper 2 on the Gaussian model (spec §7): Fig. 3-left (replica theory vs ridge simulations
-averaged over realisations), one fixed problem against its finite-L theory (spec check 17), and the L → ∞ theory
+"""Experiments of paper 2 on the Gaussian model (App. 'Replica analysis'): Fig. 3-left (replica theory vs ridge
+simulations averaged over realisations), one fixed problem against its finite-L theory (check 17), and the L → ∞ theory
 alone (limits, the interpolation peak and its shift with λ, the large-α slope, solver agreement)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from attnlab.potts.configs import Fig3LeftConfig, FiniteSizeConfig, ReplicaConfi
 
 STUDY = "potts"
 F64 = torch.float64
-FAR = (0.25, 0.5, 2.0, 4.0, 8.0)  # spec check 18: within 5 % of the L → ∞ curve
+FAR = (0.25, 0.5, 2.0, 4.0, 8.0)  # check 18: within 5 % of the L → ∞ curve
 NEAR = (0.9, 1.0, 1.1)  # within 12 % (finite-L effects at the peak)
 
 
@@ -69,7 +69,7 @@ def fig3left(config: Fig3LeftConfig, ctx: RunContext) -> Result:
     return Result(pd.concat(frames, ignore_index=True), arrays, summary)
 
 
-@experiment(STUDY, "finite_l", FiniteSizeConfig, ref="Fig. 3-left (spec §7.4, check 17)", figure=figures.finite_l,
+@experiment(STUDY, "finite_l", FiniteSizeConfig, ref="Fig. 3-left (check 17)", figure=figures.finite_l,
             title="One fixed problem against its own finite-L replica theory")
 def finite_l(config: FiniteSizeConfig, ctx: RunContext) -> Result:
     prob = gaussian.make_problems(config.L, config.nu, 1, generator=ctx.rng("teacher"))
@@ -92,11 +92,11 @@ def finite_l(config: FiniteSizeConfig, ctx: RunContext) -> Result:
     return Result(pd.concat(frames, ignore_index=True), arrays, summary)
 
 
-@experiment(STUDY, "replica", ReplicaConfig, ref="Eqs. (8), (36)-(42), spec §7.5", figure=figures.replica,
+@experiment(STUDY, "replica", ReplicaConfig, ref="Eqs. (8), (36)-(42), check 14", figure=figures.replica,
             title="Replica theory: ε_g(α) over λ and ν, the interpolation peak, the large-α decay")
 def replica(config: ReplicaConfig, ctx: RunContext) -> Result:
     dev, n = ctx.device, config.n_nodes
-    fine = np.arange(0.5, 2.0 + 1e-9, config.alpha_step)  # the peak search of spec check 16
+    fine = np.arange(0.5, 2.0 + 1e-9, config.alpha_step)  # the peak search of check 16
     alphas = np.unique(np.round(np.concatenate([np.linspace(0.01, config.alpha_max, 300), fine]), 10))
     a_t = torch.tensor(alphas, dtype=F64, device=dev)[:, None]
     lams = torch.tensor(config.lams, dtype=F64, device=dev)
@@ -118,27 +118,27 @@ def replica(config: ReplicaConfig, ctx: RunContext) -> Result:
                                  "peak_eps_g": float(eps[:, k].max())})
                 summary[f"rho_nu{nu:g}_{weight}"] = float(sp.rho)
                 bar.advance()
-    # large α: ε_g - Δ ∝ α^-1 (spec §7.5), the paper's α^-1/2 is the root excess
+    # large α: ε_g - Δ ∝ α^-1 (check 14), the paper's α^-1/2 is the root excess
     sp = theory.semicircle(config.nu, config.weight, n, dev)
     big = torch.tensor([16.0, 32.0, 64.0], dtype=F64, device=dev)
     e_big = theory.saddle(sp, big, 1e-3)["eps_g"].cpu().numpy()
     summary["excess_slope_16_64"] = theory.excess_slope([16, 64], e_big[[0, 2]], float(sp.Delta))
     summary["root_excess_slope_16_64"] = summary["excess_slope_16_64"] / 2
     arrays["big_alpha"], arrays["big_eps_g"] = big.cpu().numpy(), e_big
-    # limits (spec §7.5)
+    # limits (check 14)
     ols = theory.saddle(sp, torch.tensor([2.0, 4.0], dtype=F64, device=dev), 1e-8)["eps_g"].cpu().numpy()
     summary["ols_alpha2"], summary["ols_alpha4"] = float(ols[0]), float(ols[1])
     for weight in ("paper", "exact"):
         sw = theory.semicircle(config.nu, weight, n, dev)
         summary[f"small_alpha_{weight}"] = float(theory.saddle(sw, 1e-4, 1e-3)["eps_g"])
         summary[f"rho_plus_delta_{weight}"] = float(sw.rho + sw.Delta)
-    # solvers on the reference grid (spec §7.5): bisection, Brent, damped iteration
+    # solvers on the reference α × λ grid: bisection, Brent, damped iteration
     ref_a = torch.tensor([0.1, 0.5, 0.9, 1.0, 1.1, 2.0, 4.0, 8.0, 16.0], dtype=F64, device=dev)[:, None]
     ref_l = torch.tensor([1e-4, 1e-3, 1e-2, 1e-1], dtype=F64, device=dev)
     table = {m: theory.saddle(sp, ref_a, ref_l, m)["eps_g"].cpu().numpy() for m in ("bisect", "brent", "iterate")}
     summary["solver_max_diff"] = float(max(np.abs(table["brent"] - table[m]).max() for m in ("bisect", "iterate")))
     arrays["reference_eps_g"] = table["brent"]
-    # no initial descent at small α (spec check 19, theory)
+    # no initial descent at small α (check 19, theory)
     small = theory.saddle(sp, torch.tensor([1e-3, 0.25], dtype=F64, device=dev)[:, None],
                           lams[lams <= 1e-2])["eps_g"].cpu().numpy()
     summary["min_initial_rise"] = float((small[1] - small[0]).min())

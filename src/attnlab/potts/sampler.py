@@ -1,4 +1,4 @@
-"""Heat-bath (Gibbs) sampling of the generalised Potts model, vectorised over many chains (spec §2.5).
+"""Heat-bath (Gibbs) sampling of the generalised Potts model, vectorised over many chains (App. 'Numerical details').
 
     run = gibbs(potts, n_chains=30, n_samples=100, burn_in=2000, thin=200, generator=g)
     run.samples          # (n_chains, n_samples, L) colours
@@ -8,7 +8,7 @@
 Every update draws c_i ~ softmax_α(F_i(α)) from the current state, eq. (5), by inverse CDF (the probabilities in
 float32, exact up to that rounding; the fields in float64). The local fields of all chains are kept in one
 (n_chains, L, C) tensor and updated incrementally after each move, F_k += J_ki (U[new] - U[old]), so an update
-costs O(n_chains · L · C) whatever the degree (spec §12); they are recomputed from scratch at every saved
+costs O(n_chains · L · C) whatever the degree (docs/studies/potts.md); they are recomputed from scratch at every saved
 configuration so that rounding never accumulates.
 
 Scan orders: ``"sequential"`` is the paper's cyclic sweep i = 0..L-1. ``"chromatic"`` (default) visits the sites
@@ -62,7 +62,8 @@ class GibbsRun:
         return self.samples.reshape(-1, self.samples.shape[-1])
 
     def hamming_within(self) -> Tensor:
-        """Mean pairwise Hamming distance inside each chain, (n_chains,) (the single-chain statistic, spec §2.6)."""
+        """Mean pairwise Hamming distance inside each chain, (n_chains,) (the single-chain statistic,
+        docs/studies/potts.md note 1)."""
         return mean_pairwise_hamming(self.samples, self.C)
 
     def hamming_pooled(self) -> float:
@@ -178,7 +179,7 @@ def tune_beta(
     thin: int = 20,
     order: Order = "chromatic",
 ) -> tuple[float, Tensor]:
-    """β of the grid whose pilot mean Hamming distance is closest to ``target`` (spec §2.6), and the statistic at
+    """β of the grid whose pilot mean Hamming distance is closest to ``target`` (docs note 1), and the statistic at
     every β. All pilots run as one vectorised computation: 'single' is one chain per β (the paper's protocol, the
     within-chain statistic), 'pooled' is ``n_chains`` chains per β sharing ``n_samples``. No bisection: within one
     chain the statistic need not be monotone in β (a chain can hop between basins)."""

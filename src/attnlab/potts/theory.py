@@ -1,16 +1,17 @@
 """Theory of paper 2: the replica-symmetric zero-temperature solution for the linear factored layer on Gaussian data
-(eqs. (8), (36)-(42) in the corrected form of spec §7.2-7.4), and the exact Potts optimum of MLM training.
+(eqs. (8), (36)-(42) in the corrected form of docs/studies/potts.md notes 11-17), and the exact Potts optimum of MLM
+training.
 
     th = predict(alphas, lam=1e-3, nu=3.0)                    # Trajectory over α: eps_g, eps_train, q, m, rho, V
     sp = saddle(semicircle(3.0, "exact"), alpha, lam, method="bisect" | "brent" | "iterate")
     finite = spectrum_of(problem)                             # the finite-L theory of one GaussianProblem
     opt = potts_optimum(data, epochs)                         # Trajectory with train.simulate's observables
 
-The saddle point of f = extr[-(V q̂ - q V̂)/2 - m m̂ + Ψ_w + α Ψ_y] (spec §7.2; paper: l = V, l̂ = V̂, r = m,
+The saddle point of f = extr[-(V q̂ - q V̂)/2 - m m̂ + Ψ_w + α Ψ_y] (docs notes 11-17; paper: l = V, l̂ = V̂, r = m,
 r̂ = -m̂/ν) depends on the data only through the measure (1/L) Σ_k δ(s - s_k) of the eigenvalues s_k of S = Σ_\\i and
 its teacher-weighted version (1/L) Σ_k t_k δ(s - s_k), t_k = (u_k·θ)² — a :class:`Spectrum`. For L → ∞ the
 eigenvalues of S⁻¹ are ν + x, x on the semicircle, and the teacher weight is 1/ν² (the paper's isotropic J_i) or
-1/(ν² + νx + 1) (the exact Gaussian conditional). The equations (spec §7.3):
+1/(ν² + νx + 1) (the exact Gaussian conditional). The equations (docs/studies/potts.md, 'Equations'):
 
     V̂ = m̂ = α/(1+V),  q̂ = α(ρ+Δ+q-2m)/(1+V)²,  V = ∫μ s/(λ+V̂s),  m = m̂ ∫τ s²/(λ+V̂s),
     q = ∫[q̂ μ s² + m̂² τ s³]/(λ+V̂s)²,   ε_g = ρ + Δ + q - 2m  (eq. (8)),   ε_train = ε_g/(1+V)².
@@ -60,14 +61,14 @@ class Spectrum:
 
 
 def g_nu(nu: float) -> float:
-    """g(ν) = ∫ρ_sc(x)/(ν + x) dx = (ν - √(ν² - 4))/2 = Σ_ii as L → ∞ (spec §7.3)."""
+    """g(ν) = ∫ρ_sc(x)/(ν + x) dx = (ν - √(ν² - 4))/2 = Σ_ii as L → ∞ (docs/studies/potts.md, 'Equations')."""
     return (nu - math.sqrt(nu * nu - 4)) / 2
 
 
 def semicircle(nu: float, weight: Weight = "paper", n: int = 1000, device: torch.device | str = "cpu") -> Spectrum:
-    """L → ∞ spectrum by Gauss-Chebyshev quadrature of the second kind on the semicircle (spec §7.3):
+    """L → ∞ spectrum by Gauss-Chebyshev quadrature of the second kind on the semicircle (docs, 'Equations'):
     x_k = 2cos(kπ/(n+1)), w_k = 2 sin²(kπ/(n+1))/(n+1), s = 1/(ν + x); Δ = 1/ν. The integrands are analytic for
-    ν > 2, so the rule converges spectrally: n = 250 already agrees with n = 8000 to 1e-14 on the spec §7.5 grid.
+    ν > 2, so the rule converges spectrally: n = 250 already agrees with n = 8000 to 1e-14 on the reference α × λ grid.
 
     ``weight``: 'paper' t = 1/ν² (J_i isotropic, independent of S; ρ = g/ν²) or 'exact' t = 1/(ν² + νx + 1)
     (the true Gaussian conditional, from Sherman-Morrison; ρ = g²/ν)."""
@@ -85,7 +86,7 @@ def semicircle(nu: float, weight: Weight = "paper", n: int = 1000, device: torch
 
 
 def spectrum_of(prob: GaussianProblem) -> Spectrum:
-    """Finite-L theory of given problems: eigenpairs (s_k, u_k) of S, t_k = (u_k·θ)², weights 1/L (spec §7.4)."""
+    """Finite-L theory of given problems: eigenpairs (s_k, u_k) of S, t_k = (u_k·θ)², weights 1/L."""
     s, u = torch.linalg.eigh(prob.S)
     t = (u.mT @ prob.theta.unsqueeze(-1))[..., 0] ** 2
     mu = torch.full_like(s, 1.0 / prob.L)
@@ -141,7 +142,7 @@ def _solve_V_brent(alpha: Tensor, lam: Tensor, sp: Spectrum) -> Tensor:
 
 
 def _close(V: Tensor, alpha: Tensor, lam: Tensor, sp: Spectrum) -> dict[str, Tensor]:
-    """Given V: V̂ = m̂, m explicit, q from its linear equation, then q̂, ε_g, ε_train (spec §7.4)."""
+    """Given V: V̂ = m̂, m explicit, q from its linear equation, then q̂, ε_g, ε_train (docs, 'Equations')."""
     Vhat = alpha / (1 + V)
     den = lam[..., None] + Vhat[..., None] * sp.s
     m = Vhat * (sp.tau * sp.s**2 / den).sum(-1)
@@ -221,7 +222,7 @@ def predict(alphas: Sequence[float], lam: float, nu: float = 3.0, *, weight: Wei
 
 
 def excess_slope(alphas: Sequence[float], eps_g: Sequence[float], Delta: float) -> float:
-    """Log-log slope of ε_g - Δ between the first and last α (spec §7.5: -1, not the paper's -1/2)."""
+    """Log-log slope of ε_g - Δ between the first and last α (check 14: -1, not the paper's -1/2)."""
     a, e = np.asarray(alphas, float), np.asarray(eps_g, float) - Delta
     return float(np.polyfit(np.log(a), np.log(e), 1)[0])
 

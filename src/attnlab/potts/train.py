@@ -1,4 +1,4 @@
-"""MLM training on Potts data (spec §5): mini-batch Adam/SGD with a cosine schedule (full-batch L-BFGS of the
+"""MLM training on Potts data (Eq. (3)): mini-batch Adam/SGD with a cosine schedule (full-batch L-BFGS of the
 same loss: ``pseudolikelihood.py``).
 
     fit = train_stacked("factored", data, seeds=[0, 1, 2], optim=Optim())     # 3 models in one computation
@@ -9,9 +9,9 @@ same loss: ``pseudolikelihood.py``).
 
 Stacked models ('factored' eq. (4), 'perturbed' eq. (2)) carry a leading model axis; each model draws its
 initialisation and its batch order from its own generators, so a model's run does not depend on which models
-train beside it. A batch is ``batch`` sequences, each contributing its L masked predictions (spec §11.21); the
+train beside it. A batch is ``batch`` sequences, each contributing its L masked predictions (docs note 21); the
 vanilla transformer masks one random site per sequence while training (an unbiased estimate of the same loss,
-L times cheaper, spec §4.3) and is always evaluated on all L masked copies.
+L times cheaper, App. 'Numerical details') and is always evaluated on all L masked copies.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ OBSERVABLES = ("test_loss", "train_loss", "gap", "recon_err", "corr")
 
 @dataclass(frozen=True)
 class Optim:
-    """Mini-batch optimiser (spec §5.2): cosine lr(t) = lr0 (1 + cos(π t/T))/2 per step, no warm-up."""
+    """Mini-batch optimiser (docs note 3): cosine lr(t) = lr0 (1 + cos(π t/T))/2 per step, no warm-up."""
 
     optimizer: Literal["adam", "sgd"] = "adam"
     lr: float = 0.05
