@@ -178,10 +178,10 @@ def _heads(s: dict, o: str, v: float) -> str:
 
 
 def _small(s: dict, o: str, v: float) -> str:
-    return (_heads(s, o, v) + ". The theory's U (N = 10, P = 600) ranks neither this GD model's heads by cost nor a "
-            "larger one's: at N_gd = 128, 8000 steps (ID 0.81) layer-2 heads score below all layer-1 heads yet cost "
-            "0.05-0.22 each (Spearman −0.60, two pruned heads cost 0.26); the paper's N_gd = 512 Omniglot model "
-            "(31 h on one CPU core) is out of reach here")
+    return (_heads(s, o, v) + ". The scores come from the theory's U at N = 10, P = 600; a larger GD model does "
+            "not follow them either (N_gd = 128, 8000 steps, ID 0.81, 1000 episodes: layer-2 heads score below all "
+            "layer-1 heads yet cost 0.05-0.22 each, Spearman −0.60, two pruned heads cost 0.26); the paper's "
+            "N_gd = 512 Omniglot model (31 h on one CPU core) is out of reach here")
 
 
 claim("paths.lowest_score_small_drop", "Fig. 3e (check D4, soft gate)", "the lowest-score head costs less than the "
