@@ -30,8 +30,8 @@ $(STAMP): requirements.lock pyproject.toml examples/my_study/pyproject.toml
 
 # The demo: every study's headline figure at a small size (theory beside simulation), two runs at a time, into its
 # own store attnlab-demo/, then the report attnlab-demo.html, opened in a browser where there is a display. Measured:
-# 117 s of CPU in all (specialization 50, paths 23, signal 16, clustering 14, potts 9, the report 4), so about a
-# minute and a half on 2 free cores. The full quick reproduction is `attnlab reproduce --quick` (every headline experiment at
+# 87 s of CPU for the whole `make demo` (run alone, specialization's is the longest: 50 s), so about a minute on
+# 2 free cores. The full quick reproduction is `attnlab reproduce --quick` (every headline experiment at
 # quick scale and every claim). tests/docs/test_demo.py checks that these overrides are valid configs.
 DEMO_STORE := attnlab-demo
 DEMO_specialization := specialization.fig1 --set n_mc=20000

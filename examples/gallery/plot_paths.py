@@ -13,7 +13,8 @@ import matplotlib.pyplot as plt
 import torch
 
 from attnlab.core.trajectory import compare
-from attnlab.paths import data, theory, train
+from attnlab.paths import theory, train
+from attnlab.paths.markov import data
 
 G = torch.Generator
 pb = data.markov_problem(data.MarkovTask(), "all", P=100, P_test=500, data=G().manual_seed(0),
