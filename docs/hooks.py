@@ -145,9 +145,10 @@ def claims_table(study: str) -> str:
         cells = [_verdict(records[s][0].get(c.id), s in c.scales) for s in SCALES]
         rows.append(f"| `{c.id}` | {_cell(c.ref)} | {_cell(c.statement)} | {_cell(cells[0])} | {_cell(cells[1])} |")
     read = [line for s in SCALES for line in records[s][1]]
-    source = ("from " + "; ".join(read)) if read else "no committed record of this study yet (`make check` writes one)"
-    head = (f"{len(registered)} claims registered, verdicts {source}. Generated at build time from the registry "
-            f"and `results/claims/` ([how the record is kept](../claims.md)); `attnlab check {study}` measures them "
+    source = (("the verdicts from " + "; ".join(read)) if read
+              else "no committed record of this study yet (`make check` writes one)")
+    head = (f"{len(registered)} claims registered; {source}. Generated at build time from the registry and "
+            f"`results/claims/` ([how the record is kept](../claims.md)); `attnlab check {study}` measures them "
             "again.\n\n")
     return head + "\n".join(rows) + "\n"
 
