@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
+from pydantic.fields import FieldInfo
 
 from attnlab.core.config import Config
 from attnlab.potts.data import PottsSpec, check_couplings
@@ -63,9 +64,9 @@ class PottsDataConfig(Config):
                          test_seed=self.test_seed, order=self.order, J_custom=self.J, U_custom=self.U)
 
 
-class TrainConfig(PottsDataConfig):
+class Training(Config):
     """MLM training of factored attention (Adam 0.05, 100 epochs, batch 100, cosine, no decay: docs/studies/potts.md
-    note 3)."""
+    note 3); mixed into the experiment configs beside :class:`PottsDataConfig`."""
 
     optimizer: Literal["adam", "sgd"] = Field("adam", description="adam (spec default) or sgd (the paper's)")
     lr: float = Field(0.05, gt=0, le=100, description="initial learning rate of the factored layer")
@@ -79,7 +80,7 @@ class TrainConfig(PottsDataConfig):
         return Optim(self.optimizer, self.lr, self.epochs, self.batch, self.schedule)
 
 
-class Fig2Config(TrainConfig):
+class Fig2Config(PottsDataConfig, Training):
     """Fig. 2a-c: factored attention vs vanilla transformers with 1 and 3 layers on the same Potts data."""
 
     models: tuple[Model, ...] = Field(("factored", "vanilla1", "vanilla3"), min_length=1)
@@ -94,7 +95,7 @@ class Fig2Config(TrainConfig):
     scales = {"quick": {"vanilla_epochs": 40, "eval_every": 2, "n_eval": 300}, "paper": {"seeds": 3}}
 
 
-class Fig2dConfig(TrainConfig):
+class Fig2dConfig(PottsDataConfig, Training):
     """Fig. 2d: test loss vs the position/embedding mixing a of eq. (2), several seeds per a, one computation."""
 
     a_values: tuple[float, ...] = Field((0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0), min_length=2)
@@ -116,8 +117,9 @@ class Fig2dConfig(TrainConfig):
         return self
 
 
-class PLFitConfig(PottsDataConfig):
-    """Full-batch factored pseudo-likelihood (L-BFGS to convergence) over sample sizes and realisations."""
+class PLFit(Config):
+    """Full-batch factored pseudo-likelihood (L-BFGS to convergence) over sample sizes and realisations; mixed into
+    the experiment configs beside :class:`PottsDataConfig` (whose ``M_train`` bounds the sizes)."""
 
     Ms: tuple[int, ...] = Field((1, 2, 3, 5, 10, 15, 20, 30, 40, 60, 80, 120, 200, 400), min_length=1)
     lams: tuple[float, ...] = Field((1e-4, 1e-2), min_length=1, description="l2 strengths λ")
@@ -128,7 +130,6 @@ class PLFitConfig(PottsDataConfig):
     gtol: float = Field(1e-6, gt=0, description="L-BFGS stop: max |gradient| < gtol")
     warm_start: bool = Field(True, description="start the fit at M from the same realisation's fit at the "
                                                "previous M of the (ascending) grid; else from a fresh init")
-    scales = {"quick": {"n_real": 5}, "paper": {}}
 
     @field_validator("lams")
     @classmethod
@@ -147,18 +148,31 @@ class PLFitConfig(PottsDataConfig):
         return self
 
 
-Fig3RightConfig = PLFitConfig.with_defaults(
-    "Fig3RightConfig", doc="Fig. 3-right: test loss of factored attention vs the number of samples (L-BFGS).",
+def _default(key: str, value):
+    """PLFit's field ``key`` with a new default (type, bounds and description kept)."""
+    return FieldInfo.merge_field_infos(PLFit.model_fields[key], default=value)
+
+
+class Fig3RightConfig(PottsDataConfig, PLFit):
+    """Fig. 3-right: test loss of factored attention vs the number of samples (L-BFGS)."""
+
     # quick: the grid of check 20 (M <= 200) at the paper's small λ, 4 realisations
-    scales={"quick": {"Ms": (1, 2, 3, 5, 10, 15, 20, 30, 40, 60, 80, 120, 200), "lams": (1e-4,), "n_real": 4},
-            "paper": {}})
-ConsistencyConfig = PLFitConfig.with_defaults(
-    "ConsistencyConfig", Ms=(120, 400, 1000, 3000), lams=(1e-2,), n_real=3, max_iter=3000, warm_start=False,
-    scales={"quick": {"Ms": (120, 400, 3000), "n_real": 2}, "paper": {}},
-    doc="PL consistency (check 10): corr(A, J) and test - optimal along M (L-BFGS, reg 'sum', λ = 1e-2).")
+    scales = {"quick": {"Ms": (1, 2, 3, 5, 10, 15, 20, 30, 40, 60, 80, 120, 200), "lams": (1e-4,), "n_real": 4},
+              "paper": {}}
 
 
-class EquivalenceConfig(TrainConfig):
+class ConsistencyConfig(PottsDataConfig, PLFit):
+    """PL consistency (check 10): corr(A, J) and test - optimal along M (L-BFGS, reg 'sum', λ = 1e-2)."""
+
+    Ms: tuple[int, ...] = _default("Ms", (120, 400, 1000, 3000))
+    lams: tuple[float, ...] = _default("lams", (1e-2,))
+    n_real: int = _default("n_real", 3)
+    max_iter: int = _default("max_iter", 3000)
+    warm_start: bool = _default("warm_start", False)
+    scales = {"quick": {"Ms": (120, 400, 3000), "n_real": 2}, "paper": {}}
+
+
+class EquivalenceConfig(PottsDataConfig, Training):
     """MLM = pseudo-likelihood (Eqs. (4)-(6)): exact identities at the true couplings, and factored attention trained
     by Adam vs the factored PLM solved by L-BFGS on the same data."""
 

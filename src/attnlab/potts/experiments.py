@@ -33,7 +33,6 @@ from attnlab.potts.configs import (
     Fig2dConfig,
     Fig3RightConfig,
     GibbsConfig,
-    PLFitConfig,
 )
 from attnlab.potts.data import PottsData, colour_frequencies, mean_pairwise_hamming, potts_dataset
 from attnlab.potts.model import attention, factored_logits, mlm_loss, potts_representation
@@ -171,7 +170,7 @@ def fig2d(config: Fig2dConfig, ctx: RunContext) -> Result:
 # -- Fig. 3-right and consistency: factored PLM over the number of samples -------------------------------------------
 
 
-def _pl_sweep(config: PLFitConfig, ctx: RunContext) -> tuple[PottsData, dict]:
+def _pl_sweep(config: Fig3RightConfig | ConsistencyConfig, ctx: RunContext) -> tuple[PottsData, dict]:
     """L-BFGS fits at every M: all realisations and all λ in one batched computation per M. Realisation r uses
     the first M of its own random permutation of the training set (nested subsets across M) and its own init;
     with ``warm_start`` the fit at M starts from the same realisation's fit at the previous M (the grid ascends)."""
@@ -240,7 +239,7 @@ def _rise_fall(df: pd.DataFrame, tag: str) -> dict[str, float]:
 FIT_REPORT = ("test", "train", "corr", "train_acc", "n_iter", "grad_norm", "converged")  # one row per fit
 
 
-def _pl_result(config: PLFitConfig, data: PottsData, done: dict) -> Result:
+def _pl_result(config: Fig3RightConfig | ConsistencyConfig, data: PottsData, done: dict) -> Result:
     rows, arrays = [], {}
     for M in config.Ms:
         for k, lam in enumerate(config.lams):
@@ -270,14 +269,14 @@ def _pl_result(config: PLFitConfig, data: PottsData, done: dict) -> Result:
 
 @experiment(STUDY, "fig3right", Fig3RightConfig, ref="Fig. 3-right", figure=figures.pl_sweep,
             title="Factored attention on Potts data vs the number of samples (L-BFGS to convergence)")
-def fig3right(config: PLFitConfig, ctx: RunContext) -> Result:
+def fig3right(config: Fig3RightConfig | ConsistencyConfig, ctx: RunContext) -> Result:
     data, done = _pl_sweep(config, ctx)
     return _pl_result(config, data, done)
 
 
 @experiment(STUDY, "consistency", ConsistencyConfig, ref="text after Eq. (6), refs [38-40]",
             figure=figures.pl_sweep, title="Consistency of the factored PL estimator along M")
-def consistency(config: PLFitConfig, ctx: RunContext) -> Result:
+def consistency(config: Fig3RightConfig | ConsistencyConfig, ctx: RunContext) -> Result:
     data, done = _pl_sweep(config, ctx)
     return _pl_result(config, data, done)
 
