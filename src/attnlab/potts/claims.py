@@ -16,6 +16,7 @@ import torch
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.potts.data import PottsModel, PottsSpec, colour_frequencies, exact_distribution, make_U, total_variation
 from attnlab.potts.model import factored_logits, factored_loss_grad, perturbed_logits
+from attnlab.potts.replica import claims as _replica  # noqa: F401  (registers checks 13-19)
 from attnlab.potts.sampler import gibbs
 
 F64 = torch.float64
@@ -95,7 +96,7 @@ claim("potts.factored_logits_are_potts_fields", "Eqs. (4), (5) (check 5)",
       "factored attention with A = βJ, V = U outputs the Potts local fields β Σ_j J_ij U s_j",
       "equivalence experiment: max |logits - fields| over the training set",
       lambda ctx: ctx.summary("potts.equivalence", "linear_logits_err"), 1e-12, "le")
-claim("potts.softmax_sink_represents_potts", "Eq. (4), docs/studies/potts.md note 5 (check 6)",
+claim("potts.softmax_sink_represents_potts", "Eq. (4), the sink j = i (check 6)",
       "softmax factored attention with the sink represents the conditionals (5) exactly (A = κβJ + sink, V = U/κ)",
       "equivalence experiment: max |log p̃ - log p| over the training set",
       lambda ctx: ctx.summary("potts.equivalence", "softmax_rep_err"), 1e-8, "le")
@@ -192,7 +193,7 @@ claim("potts.pl_consistency_gap", "text after Eq. (6), refs [38-40] (check 10)",
       "the factored PL estimator is consistent: test - optimal shrinks with M",
       "consistency: same fits, min successive decrease of mean (test - optimal)",
       lambda ctx: ctx.summary("potts.consistency", "min_gap_decrease_lam0.01"), 0.0, "ge")
-claim("potts.mlm_and_pl_agree", "Eq. (6) and after (Eq. (6))",
+claim("potts.mlm_and_pl_agree", "Eq. (6) and the text after it",
       "factored attention trained by MLM (Adam) and the PL solved by L-BFGS recover the same couplings",
       "equivalence: corr of the off-diagonal attention of the two estimators (M = 3000)",
       lambda ctx: ctx.summary("potts.equivalence", "corr_adam_lbfgs"), 0.95, "ge")
@@ -203,72 +204,6 @@ claim("potts.a_hurts_margin", "Fig. 2d (check 12)", "mixing positions into keys 
 claim("potts.a_hurts_monotone", "Fig. 2d (check 12)", "the test loss increases with a",
       "fig2d: Spearman correlation of a and the seed-mean test loss over the a grid",
       lambda ctx: ctx.summary("potts.fig2d", "spearman_a_test"), 0.8, "ge")
-
-# -- replica theory (checks 13-16, 19) ----------------------------------------------------------------------------
-
-claim("potts.replica_solvers_agree", "Eqs. (36)-(42), docs/studies/potts.md, 'Equations' (check 13)",
-      "the bracketing solver and the damped iteration give the same saddle point",
-      "replica: max |ε_g(Brent) - ε_g(bisection, damped iteration)| on the reference α × λ grid (9 × 4)",
-      lambda ctx: ctx.summary("potts.replica", "solver_max_diff"), 1e-6, "le")
-for _key, _want, _what in (("ols_alpha2", 2 / 3, "α = 2"), ("ols_alpha4", 4 / 9, "α = 4")):
-    claim(f"potts.replica_ols_{_key[-6:]}", "Eqs. (8), (42) (check 14)", f"λ → 0: ε_g = Δα/(α-1) at {_what} (ν = 3)",
-           f"replica at λ = 1e-8, {_what}", lambda ctx, k=_key: ctx.summary("potts.replica", k), _want, "approx", 1e-5)
-for _w, _want in (("paper", 0.375774), ("exact", 0.381966)):
-    claim(f"potts.replica_small_alpha_{_w}", "Eqs. (8), (42) (check 14)", f"α → 0: ε_g → ρ + Δ ({_w} teacher weight)",
-           "replica at α = 1e-4, λ = 1e-3, ν = 3", lambda ctx, w=_w: ctx.summary("potts.replica", f"small_alpha_{w}"),
-           _want, "approx", 1e-3)
-for _w, _want in (("paper", 0.0424407), ("exact", 0.0486327)):
-    claim(f"potts.replica_rho_{_w}", "Eq. (8), docs/studies/potts.md, 'Equations' (check 14)",
-           f"ρ = g/ν² (paper) or g²/ν (exact), ν = 3 ({_w})", "replica: ∫τ s on the semicircle",
-           lambda ctx, w=_w: ctx.summary("potts.replica", f"rho_nu3_{w}"), _want, "approx", 1e-6)
-claim("potts.replica_excess_slope", "Eqs. (8), (42), text after Fig. 3 (check 15)",
-      "at large α the excess ε_g - Δ decays as α^-1", "replica: log-log slope of ε_g - 1/ν between α = 16 and 64",
-      lambda ctx: ctx.summary("potts.replica", "excess_slope_16_64"), (-1.1, -0.95), "in")
-claim("potts.paper_alpha_minus_half", "text after Eq. (9), Fig. 3-left", "the paper: 'for large α, ε_g ~ α^-1/2'",
-      "replica: slope of ε_g - Δ between α = 16 and 64 (the theory gives -1; -1/2 is the slope of its square root)",
-      lambda ctx: ctx.summary("potts.replica", "excess_slope_16_64"), -0.5, "report")
-claim("potts.replica_peak_at_one", "Fig. 3-left (check 16)",
-      "the test loss peaks at the interpolation threshold α = 1",
-      "replica: argmax of ε_g over a 0.005 grid, λ = 1e-3, ν = 3",
-      lambda ctx: ctx.summary("potts.replica", "peak_alpha_nu3_lam0.001_paper"), (0.99, 1.01), "in")
-claim("potts.replica_peak_shifts_with_lambda", "Eqs. (8), (42), Fig. 3-left (check 16)",
-      "a larger λ flattens the peak and moves it right",
-      "replica: argmax of ε_g, λ = 0.1, ν = 3",
-      lambda ctx: ctx.summary("potts.replica", "peak_alpha_nu3_lam0.1_paper"),
-      (1.1, 1.25), "in")
-claim("potts.replica_no_initial_descent", "Main text, Fig. 3-left (check 19)",
-      "no initial descent: ε_g rises from α → 0 for λ <= 1e-2", "replica: min over λ of ε_g(0.25) - ε_g(0.001)",
-      lambda ctx: ctx.summary("potts.replica", "min_initial_rise"), 0.0, "ge")
-
-# -- theory vs simulation (checks 17-19) -----------------------------------------------------------------------
-
-claim("potts.finite_l_theory_eps_g", "Fig. 3-left (check 17)",
-      "the finite-L theory predicts one problem's test loss",
-      "finite_l: L = 200, one Ω, 40 draws per α: max |sim - theory| / (3 SEM + 0.01 theory) (pass: <= 1)",
-      lambda ctx: ctx.summary("potts.finite_l", "worst_ratio_eps_g"), 1.0, "le")
-claim("potts.finite_l_theory_eps_train", "Fig. 3-left (check 17)",
-      "the finite-L theory predicts the training error",
-      "finite_l: max |sim - theory| / (3 SEM + 0.02 theory) (pass: <= 1)",
-      lambda ctx: ctx.summary("potts.finite_l", "worst_ratio_eps_train"), 1.0, "le")
-claim("potts.fig3left_far_from_peak", "Fig. 3-left (check 18)", "simulations agree with the replica curve",
-      "fig3left, λ = 1e-3: max relative deviation from the L → ∞ curve at α ∈ {0.25, 0.5, 2, 4, 8}",
-      lambda ctx: ctx.summary("potts.fig3left", "max_rel_dev_far_lam0.001_paper"), 0.05, "le")
-claim("potts.fig3left_near_peak", "Fig. 3-left (check 18)", "the agreement holds at the peak (finite-L tolerance)",
-      "fig3left, λ = 1e-3: max relative deviation at α ∈ {0.9, 1, 1.1}",
-      lambda ctx: ctx.summary("potts.fig3left", "max_rel_dev_near_lam0.001_paper"), 0.12, "le")
-claim("potts.fig3left_simulated_peak", "Fig. 3-left (check 18)", "the simulated test loss peaks at α ≈ 1",
-      "fig3left, λ = 1e-3: α of the largest simulated mean ε_g",
-      lambda ctx: ctx.summary("potts.fig3left", "sim_argmax_alpha_lam0.001"), (0.9, 1.1), "in")
-claim("potts.simulated_eps_g_above_noise", "Eq. (8) (check 19)", "ε_g >= Δ for every fitted A",
-      "fig3left: min over α, realisations and λ of ε_g - Δ",
-      lambda ctx: min(ctx.summary("potts.fig3left", f"sim_min_excess_over_noise_lam{lam:g}") for lam in (1e-3, 1e-2)),
-      0.0, "ge")
-claim("potts.simulated_no_initial_descent", "text after Eq. (9) (check 19)",
-      "at α = 0.25 the simulated test loss is already above ρ + Δ (no initial descent)",
-      "fig3left: min over λ ∈ {1e-3, 1e-2} of ε_g(0.25) - (ρ + Δ) (exact weight)",
-      lambda ctx: min(ctx.summary("potts.fig3left", f"sim_eps_g_minus_rho_delta_at_0.25_lam{lam:g}")
-                      for lam in (1e-3, 1e-2)),
-      0.0, "ge")
 
 # -- Fig. 3-right: converged L-BFGS fits of factored attention along M (check 20) --------------------------------
 

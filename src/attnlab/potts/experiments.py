@@ -1,8 +1,7 @@
 """Experiments of paper 2 on Potts data (one per figure): config in, tables and arrays out, no plotting.
 
-fig2 (Fig. 2a-c), fig2d (Fig. 2d), fig3right (Fig. 3-right), consistency (PL consistency, check 10),
-equivalence (MLM = pseudo-likelihood, Eqs. (4)-(6)), gibbs (sampler and β, App. 'Numerical details'). The Gaussian-model
-experiments (fig3left, finite_l, replica) live in ``replica_experiments.py``.
+fig2 (Fig. 2a-c), fig2d (Fig. 2d), fig3right (Fig. 3-right), consistency (check 10), equivalence (Eqs. (4)-(6)),
+gibbs (App. 'Numerical details'); the Gaussian model's (fig3left, finite_l, replica) are in ``replica/experiments.py``.
 
 Randomness: the Potts structure and the Gibbs data come from the seeds of the config (the `cpu_fig2` set-up
 is fixed); the run's named streams drive the rest: ``init`` (model initialisations), ``data`` (training subsets,
@@ -25,7 +24,7 @@ from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Unit, run_units
-from attnlab.potts import figures, metrics, replica_experiments  # noqa: F401  (registers the Gaussian experiments)
+from attnlab.potts import figures, metrics
 from attnlab.potts.configs import (
     ConsistencyConfig,
     EquivalenceConfig,
@@ -37,6 +36,7 @@ from attnlab.potts.configs import (
 from attnlab.potts.data import PottsData, colour_frequencies, mean_pairwise_hamming, potts_dataset
 from attnlab.potts.model import attention, factored_logits, mlm_loss, potts_representation
 from attnlab.potts.pseudolikelihood import fit_lbfgs
+from attnlab.potts.replica import experiments as _replica  # noqa: F401  (registers the Gaussian experiments)
 from attnlab.potts.sampler import gibbs, tune_beta
 from attnlab.potts.theory import potts_optimum
 from attnlab.potts.train import Optim, progress_arrays, train_stacked, train_vanilla

@@ -1,6 +1,6 @@
 """Experiments of paper 2 on the Gaussian model (App. 'Replica analysis'): Fig. 3-left (replica theory vs ridge
-simulations averaged over realisations), one fixed problem against its finite-L theory (check 17), and the L → ∞ theory
-alone (limits, the interpolation peak and its shift with λ, the large-α slope, solver agreement)."""
+simulations averaged over realisations), one fixed problem against its finite-L theory (check 17), and the L → ∞
+theory alone (limits, the interpolation peak and its shift with λ, the large-α slope, solver agreement)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import torch
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
-from attnlab.potts import figures, gaussian, theory
-from attnlab.potts.configs import Fig3LeftConfig, FiniteSizeConfig, ReplicaConfig
+from attnlab.potts.replica import data as gaussian
+from attnlab.potts.replica import figures, theory
+from attnlab.potts.replica.configs import Fig3LeftConfig, FiniteSizeConfig, ReplicaConfig
 
 STUDY = "potts"
 F64 = torch.float64
