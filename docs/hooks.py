@@ -30,6 +30,7 @@ RECORD = ROOT / "results" / "claims"
 MARKER = re.compile(r"^<!--\s*attnlab:(\w+)\s+([\w.]+)\s*-->\s*$", re.MULTILINE)
 FENCE = re.compile(r"(^(?:```|~~~).*?^(?:```|~~~)[ \t]*$)", re.MULTILINE | re.DOTALL)
 SCALES = ("quick", "paper")
+ROLE = re.compile(r":(?:func|class|meth|mod|attr|data|obj|exc|const):(?=<code>)")
 
 
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
@@ -49,6 +50,11 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
     # markers inside fenced code blocks (a page showing the markers themselves) stay as they are
     parts = FENCE.split(markdown)
     return "".join(part if i % 2 else MARKER.sub(expand, part) for i, part in enumerate(parts))
+
+
+def on_page_content(html: str, **_: Any) -> str:
+    """Docstrings written for Sphinx cite code as ``:func:`name```: keep the code, drop the role's name."""
+    return ROLE.sub("", html)
 
 
 # -- the registry ---------------------------------------------------------------------------------------------------

@@ -68,3 +68,8 @@ def test_reference_lists_the_public_modules_found_in_the_source_tree(hooks):
     out = page("<!-- attnlab:reference attnlab.core -->", hooks)
     assert "::: attnlab.core.trajectory" in out and "::: attnlab.core.claims" in out
     assert "._" not in out
+
+
+def test_sphinx_roles_in_docstrings_render_as_plain_code(hooks):
+    html = "see :func:<code>resolve</code> and :class:<code>Config</code>; a:b:<code>c</code>"
+    assert hooks.on_page_content(html) == "see <code>resolve</code> and <code>Config</code>; a:b:<code>c</code>"
