@@ -15,6 +15,7 @@ import torch
 
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.potts.data import PottsModel, PottsSpec, colour_frequencies, exact_distribution, make_U, total_variation
+from attnlab.potts.metrics import pl_key
 from attnlab.potts.model import factored_logits, factored_loss_grad, perturbed_logits
 from attnlab.potts.replica import claims as _replica  # noqa: F401  (registers checks 13-19)
 from attnlab.potts.sampler import gibbs
@@ -188,11 +189,11 @@ claim("potts.factored_recovers_U", "text after Eq. (5), docs/studies/potts.md no
 claim("potts.pl_consistency_corr", "text after Eq. (6), refs [38-40] (check 10)",
       "the factored PL estimator is consistent: corr(A, J) grows with M",
       "consistency: L-BFGS, reg 'sum', λ = 1e-2, M = 120 → 400 → 3000: min successive increase of mean corr",
-      lambda ctx: ctx.summary("potts.consistency", "min_corr_increase_lam0.01"), 0.0, "ge")
+      lambda ctx: ctx.summary("potts.consistency", pl_key("min_corr_increase", 1e-2)), 0.0, "ge")
 claim("potts.pl_consistency_gap", "text after Eq. (6), refs [38-40] (check 10)",
       "the factored PL estimator is consistent: test - optimal shrinks with M",
       "consistency: same fits, min successive decrease of mean (test - optimal)",
-      lambda ctx: ctx.summary("potts.consistency", "min_gap_decrease_lam0.01"), 0.0, "ge")
+      lambda ctx: ctx.summary("potts.consistency", pl_key("min_gap_decrease", 1e-2)), 0.0, "ge")
 claim("potts.mlm_and_pl_agree", "Eq. (6) and the text after it",
       "factored attention trained by MLM (Adam) and the PL solved by L-BFGS recover the same couplings",
       "equivalence: corr of the off-diagonal attention of the two estimators (M = 3000)",
@@ -207,45 +208,51 @@ claim("potts.a_hurts_monotone", "Fig. 2d (check 12)", "the test loss increases w
 
 # -- Fig. 3-right: converged L-BFGS fits of factored attention along M (check 20) --------------------------------
 
-F3R_LAM = "lam0.0001"  # the paper's "small regularisation", the λ of every scale's grid
+F3R_LAM = 1e-4  # the paper's "small regularisation", the λ of every scale's grid
 
 
-def _fig3right(ctx: ClaimContext) -> tuple[dict, str]:
-    """The fig3right summary and a sentence on its fits: how many, how many converged, the worst gradient."""
+def _fig3right(ctx: ClaimContext, full: bool = False) -> tuple[dict, str]:
+    """The fig3right summary and a clause on its fits at λ = 1e-4: how many converged (``full``: the worst gradient,
+    the most iterations, the grid)."""
     res = ctx.run("potts.fig3right")
     df, s = res.metrics, res.summary
-    fits = df[df["lam"] == 1e-4]
+    fits = df[df["lam"] == F3R_LAM]
     n_real, Ms = int(fits["realisation"].nunique()), sorted(fits["M"].unique())
-    conv = (f"{int(fits['converged'].sum())}/{len(fits)} L-BFGS fits converged (max |∇f| = "
-            f"{fits['grad_norm'].max():.1e}, up to {int(fits['n_iter'].max())} iterations, warm starts along M)")
-    return s, f"{n_real} realisations, M from {Ms[0]} to {Ms[-1]}; {conv}"
+    how = f"{n_real} realisations, {int(fits['converged'].sum())}/{len(fits)} L-BFGS fits converged"
+    if full:
+        how += (f" (max |∇f| = {fits['grad_norm'].max():.2e}, at most {int(fits['n_iter'].max())} iterations, "
+                f"warm-started along M from {Ms[0]} to {Ms[-1]})")
+    return s, how
 
 
 def _f3r_converged(ctx: ClaimContext) -> Measured:
-    s, how = _fig3right(ctx)
+    s, how = _fig3right(ctx, full=True)
     return Measured(s["converged_fraction"], how)
+
+
+def _f3r(s: dict, name: str, M: int | None = None) -> float:
+    return s[pl_key(name, F3R_LAM, M)]
 
 
 def _f3r_rise(ctx: ClaimContext) -> Measured:
     s, how = _fig3right(ctx)
-    return Measured(s[f"rise_{F3R_LAM}"], f"mean test loss {s[f'test_M1_{F3R_LAM}']:.2f} at M = 1, rising by "
-                    f"{s[f'rise_{F3R_LAM}']:.2f} ± {s[f'rise_sem_{F3R_LAM}']:.2f} (SEM) to its maximum over M <= 20; "
-                    f"{how}")
+    return Measured(_f3r(s, "rise"), f"mean test loss {_f3r(s, 'test', 1):.2f} at M = 1, rising by "
+                    f"{_f3r(s, 'rise'):.2f} ± {_f3r(s, 'rise_sem'):.2f} (SEM) to its maximum over M <= 20 ({how})")
 
 
 def _f3r_fall(ctx: ClaimContext) -> Measured:
     s, how = _fig3right(ctx)
-    return Measured(s[f"fall_{F3R_LAM}"], f"mean test loss {s[f'test_M200_{F3R_LAM}']:.2f} at M = 200, "
-                    f"{s[f'fall_{F3R_LAM}']:.2f} ± {s[f'fall_sem_{F3R_LAM}']:.2f} (SEM) below M = 1 "
-                    f"(optimal loss {s['optimal_loss']:.2f}); {how}")
+    return Measured(_f3r(s, "fall"), f"mean test loss {_f3r(s, 'test', 200):.2f} at M = 200, "
+                    f"{_f3r(s, 'fall'):.2f} ± {_f3r(s, 'fall_sem'):.2f} (SEM) below M = 1 "
+                    f"(optimal loss {s['optimal_loss']:.2f}; {how})")
 
 
 def _f3r_peak(ctx: ClaimContext) -> Measured:
     s, how = _fig3right(ctx)
-    peak, lo, hi = (s[f"{k}_{F3R_LAM}"] for k in ("argmax_M", "separable_M", "inseparable_M"))
-    return Measured(s[f"peak_steps_{F3R_LAM}"],
+    peak, lo, hi = (_f3r(s, k) for k in ("argmax_M", "separable_M", "inseparable_M"))
+    return Measured(_f3r(s, "peak_steps"),
                     f"test loss peaks at M = {peak:g} (α = M/L = {peak / s['L']:g}); every fit separates its training "
-                    f"sites (train accuracy 1) up to M = {lo:g}, none from M = {hi:g}; {how}")
+                    f"sites (train accuracy 1) up to M = {lo:g}, none from M = {hi:g} ({how})")
 
 
 claim("potts.fig3right_fits_converge", "Fig. 3-right (check 20)",

@@ -44,11 +44,6 @@ from attnlab.potts.train import Optim, progress_arrays, train_stacked, train_van
 STUDY = "potts"
 
 
-def _seeds(ctx: RunContext, stream: str, n: int) -> list[int]:
-    base = ctx.seed(stream)
-    return [(base + k) % 2**62 for k in range(n)]
-
-
 def _data(config, ctx: RunContext) -> PottsData:
     ctx.log(f"sampling / reusing the Potts data set {config.spec()}")
     return potts_dataset(config.spec(), ctx.device)
@@ -89,14 +84,14 @@ def fig2(config: Fig2Config, ctx: RunContext) -> Result:
 
         if model == "factored":
             with ctx.progress(config.epochs, "factored attention") as bar:
-                fit = train_stacked("factored", data, seeds=_seeds(ctx, "init", config.seeds), optim=config.optim(),
-                                    attn=config.attn, progress=lambda e, T: bar.update(e), checkpoint=save,
-                                    resume=resume)
+                seeds = [ctx.seed("init", k) % 2**62 for k in range(config.seeds)]
+                fit = train_stacked("factored", data, seeds=seeds, optim=config.optim(), attn=config.attn,
+                                    progress=lambda e, T: bar.update(e), checkpoint=save, resume=resume)
             extra = {"V": fit.params["V"].cpu().numpy(), "W": fit.params["W"].cpu().numpy()}
         else:
             optim = Optim("adam", config.vanilla_lr, config.vanilla_epochs, config.batch, config.schedule)
             with ctx.progress(config.vanilla_epochs, f"vanilla transformer, {model[-1]} layer(s)") as bar:
-                fit = train_vanilla(data, n_layers=int(model[-1]), seed=_seeds(ctx, "init", 1)[0], optim=optim,
+                fit = train_vanilla(data, n_layers=int(model[-1]), seed=ctx.seed("init") % 2**62, optim=optim,
                                     d=config.d, head=config.head, mask=config.vanilla_mask,
                                     eval_every=config.eval_every, n_eval=config.n_eval,
                                     progress=lambda e, T: bar.update(e), checkpoint=save, resume=resume)
@@ -140,7 +135,7 @@ def fig2(config: Fig2Config, ctx: RunContext) -> Result:
 def fig2d(config: Fig2dConfig, ctx: RunContext) -> Result:
     data = _data(config, ctx)
     a = np.repeat(np.asarray(config.a_values, float), config.seeds)
-    seeds = _seeds(ctx, "init", config.seeds) * len(config.a_values)  # the same inits at every a
+    seeds = [ctx.seed("init", k) % 2**62 for k in range(config.seeds)] * len(config.a_values)  # same inits at every a
 
     def compute(u: Unit) -> dict[str, np.ndarray]:
         with ctx.progress(config.epochs, f"{len(a)} models of eq. (2)") as bar:
@@ -179,11 +174,11 @@ def _pl_sweep(config: Fig3RightConfig | ConsistencyConfig, ctx: RunContext) -> t
     perm_gen = torch.Generator(device=data.train.device)
     perms = []
     for r in range(config.n_real):
-        perm_gen.manual_seed(_seeds(ctx, "data", config.n_real)[r])
+        perm_gen.manual_seed(ctx.seed("data", r) % 2**62)
         perms.append(torch.randperm(n_train, generator=perm_gen, device=data.train.device))
     perms = torch.stack(perms)
     lams = torch.tensor(config.lams, dtype=torch.float64).repeat_interleave(config.n_real)
-    inits = _seeds(ctx, "init", config.n_real) * len(config.lams)
+    inits = [ctx.seed("init", k) % 2**62 for k in range(config.n_real)] * len(config.lams)
     shape = (len(config.lams), config.n_real)
 
     def compute(u: Unit) -> dict[str, np.ndarray]:
@@ -203,37 +198,6 @@ def _pl_sweep(config: Fig3RightConfig | ConsistencyConfig, ctx: RunContext) -> t
                 "V": fit.V.cpu().numpy().reshape(*shape, *fit.V.shape[-2:])}
 
     return data, run_units(ctx, list(config.Ms), compute, "sample sizes")
-
-
-def _rise_fall(df: pd.DataFrame, tag: str) -> dict[str, float]:
-    """Fig. 3-right's shape at one λ from the fits (rows: M, realisation): the M of the largest mean test loss,
-    the rise max_{M <= 20} test - test(M = 1) and the fall test(M = 1) - test(M = 200) of the means with the
-    standard errors of the paired per-realisation differences, and the separability window: the largest M up to
-    which every fit classifies every one of its training sites correctly (train_acc = 1: the layer separates the
-    data) and the smallest M at which none does; ``peak_steps_*`` counts the grid steps from the peak to that
-    window (0: inside). A fit with train_acc < 1 at λ → 0 is evidence, not proof, of non-separability (the
-    objective is not convex)."""
-    test = df.pivot(index="M", columns="realisation", values="test")
-    mean, Ms = test.mean(1), list(test.index)
-    peak = int(mean.idxmax())
-    acc = df.groupby("M")["train_acc"]
-    every, none = (acc.min() >= 1.0).to_numpy(), (acc.max() < 1.0).to_numpy()
-    lo = (len(Ms) if every.all() else int(every.argmin())) - 1  # index of the last M before a fit fails to separate
-    hi = int(none.argmax()) if none.any() else None
-    out = {f"argmax_M_{tag}": float(peak), f"separable_M_{tag}": float(Ms[lo]) if lo >= 0 else float("nan"),
-           f"inseparable_M_{tag}": float(Ms[hi]) if hi is not None else float("nan")}
-    k = Ms.index(peak)
-    out[f"peak_steps_{tag}"] = float(max(lo - k, k - hi, 0)) if lo >= 0 and hi is not None else float("nan")
-
-    def sem(d: pd.Series) -> float:
-        return float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
-
-    if 1 in test.index:
-        top = mean[mean.index <= 20].idxmax()
-        out[f"rise_{tag}"], out[f"rise_sem_{tag}"] = float(mean[top] - mean[1]), sem(test.loc[top] - test.loc[1])
-        if 200 in test.index:
-            out[f"fall_{tag}"], out[f"fall_sem_{tag}"] = float(mean[1] - mean[200]), sem(test.loc[1] - test.loc[200])
-    return out
 
 
 FIT_REPORT = ("test", "train", "corr", "train_acc", "n_iter", "grad_norm", "converged")  # one row per fit
@@ -256,13 +220,12 @@ def _pl_result(config: Fig3RightConfig | ConsistencyConfig, data: PottsData, don
     for lam in config.lams:
         m = means.loc[lam]
         for M in config.Ms:
-            summary[f"test_M{M}_lam{lam:g}"] = float(m.loc[M, "test"])
-            summary[f"corr_M{M}_lam{lam:g}"] = float(m.loc[M, "corr"])
-            summary[f"gap_M{M}_lam{lam:g}"] = float(m.loc[M, "gap"])
-        summary.update(_rise_fall(df[df["lam"] == lam], f"lam{lam:g}"))
-        corr, gap = m["corr"].to_numpy(), m["gap"].to_numpy()
-        summary[f"min_corr_increase_lam{lam:g}"] = float(np.diff(corr).min()) if len(corr) > 1 else float("nan")
-        summary[f"min_gap_decrease_lam{lam:g}"] = float(-np.diff(gap).max()) if len(gap) > 1 else float("nan")
+            for key in ("test", "corr", "gap"):
+                summary[metrics.pl_key(key, lam, M)] = float(m.loc[M, key])
+        summary.update(metrics.sweep_shape(df[df["lam"] == lam], lam))
+        corr, gap, nan = m["corr"].to_numpy(), m["gap"].to_numpy(), float("nan")
+        summary[metrics.pl_key("min_corr_increase", lam)] = float(np.diff(corr).min()) if len(corr) > 1 else nan
+        summary[metrics.pl_key("min_gap_decrease", lam)] = float(-np.diff(gap).max()) if len(gap) > 1 else nan
     arrays["Ms"], arrays["lams"] = np.asarray(config.Ms), np.asarray(config.lams)
     return Result(df, arrays, summary)
 
@@ -307,10 +270,10 @@ def equivalence(config: EquivalenceConfig, ctx: RunContext) -> Result:
     def compute(u: Unit) -> dict[str, np.ndarray]:
         if u.key == "adam":
             with ctx.progress(config.epochs, "factored attention (Adam)") as bar:
-                fit = train_stacked("factored", data, seeds=_seeds(ctx, "init", 1), optim=config.optim(),
+                fit = train_stacked("factored", data, seeds=[ctx.seed("init") % 2**62], optim=config.optim(),
                                     progress=lambda e, T: bar.update(e), checkpoint=u.save, resume=u.resume)
             return {"W": fit.params["W"].double().cpu().numpy(), "V": fit.params["V"].double().cpu().numpy()}
-        fit = fit_lbfgs(c[None], data, lam=config.lam, seeds=_seeds(ctx, "init", 1), max_iter=config.max_iter)
+        fit = fit_lbfgs(c[None], data, lam=config.lam, seeds=[ctx.seed("init") % 2**62], max_iter=config.max_iter)
         return {"W": fit.W.cpu().numpy(), "V": fit.V.cpu().numpy(), "converged": fit.converged.cpu().numpy()}
 
     done = run_units(ctx, ["adam", "lbfgs"], compute, "estimators")

@@ -10,10 +10,13 @@ V = U/κ and a sink; V up to column shifts), so every metric is scale-free or fi
     roc_auc(A, J)           ROC-AUC of the symmetrised entries against the contacts
     value_corr(V, U, freq)  correlation of column-centred V and U on colours seen with frequency >= 0.02
     mean_kl(logp_true, logp_model)   E KL(p_true(.|s_\\i) || p̃(.|s_\\i)) = test loss - optimal loss in expectation
+    sweep_shape(df, lam)    Fig. 3-right's rise, fall, peak and separability window from a PL sweep's fits
 """
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import torch
 
 Tensor = torch.Tensor
@@ -86,3 +89,46 @@ def value_corr(V: Tensor, U: Tensor, freq: Tensor | None = None, min_freq: float
 def mean_kl(logp_true: Tensor, logp_model: Tensor) -> Tensor:
     """Mean over samples and sites of KL(p_true || p̃) from log-probabilities (..., n, L, C)."""
     return (logp_true.exp() * (logp_true - logp_model)).sum(-1).mean((-1, -2))
+
+
+# -- the shape of Fig. 3-right from the fits of a PL sweep ------------------------------------------------------------
+
+
+def pl_key(name: str, lam: float, M: int | None = None) -> str:
+    """Summary key of a PL-sweep quantity at λ (and M), written by the sweeps and read by the claims:
+    ``pl_key("rise", 1e-4) == "rise_lam0.0001"``, ``pl_key("test", 1e-4, 200) == "test_M200_lam0.0001"``."""
+    return f"{name}{'' if M is None else f'_M{M}'}_lam{lam:g}"
+
+
+def sweep_shape(df: pd.DataFrame, lam: float) -> dict[str, float]:
+    """Fig. 3-right's shape at one λ from the fits (rows: M, realisation): the M of the largest mean test loss,
+    the rise max_{M <= 20} test - test(M = 1) and the fall test(M = 1) - test(M = 200) of the means with the
+    standard errors of the paired per-realisation differences, and the separability window: the largest M up to
+    which every fit classifies every one of its training sites correctly (train_acc = 1: the layer separates the
+    data) and the smallest M at which none does; ``peak_steps_*`` counts the grid steps from the peak to that
+    window (0: inside). A fit with train_acc < 1 at λ → 0 is evidence, not proof, of non-separability (the
+    objective is not convex)."""
+    test = df.pivot(index="M", columns="realisation", values="test")
+    mean, Ms = test.mean(1), list(test.index)
+    peak = int(mean.idxmax())
+    acc = df.groupby("M")["train_acc"]
+    every, none = (acc.min() >= 1.0).to_numpy(), (acc.max() < 1.0).to_numpy()
+    lo = (len(Ms) if every.all() else int(every.argmin())) - 1  # index of the last M before a fit fails to separate
+    hi = int(none.argmax()) if none.any() else None
+    out = {pl_key("argmax_M", lam): float(peak),
+           pl_key("separable_M", lam): float(Ms[lo]) if lo >= 0 else float("nan"),
+           pl_key("inseparable_M", lam): float(Ms[hi]) if hi is not None else float("nan")}
+    k = Ms.index(peak)
+    out[pl_key("peak_steps", lam)] = float(max(lo - k, k - hi, 0)) if lo >= 0 and hi is not None else float("nan")
+
+    def sem(d: pd.Series) -> float:
+        return float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
+
+    if 1 in test.index:
+        top = mean[mean.index <= 20].idxmax()
+        out[pl_key("rise", lam)] = float(mean[top] - mean[1])
+        out[pl_key("rise_sem", lam)] = sem(test.loc[top] - test.loc[1])
+        if 200 in test.index:
+            out[pl_key("fall", lam)] = float(mean[1] - mean[200])
+            out[pl_key("fall_sem", lam)] = sem(test.loc[1] - test.loc[200])
+    return out
