@@ -23,8 +23,9 @@ import math
 import torch
 
 from attnlab.core import bench
-from attnlab.signal import diagram, train
+from attnlab.signal import train
 from attnlab.signal.arch import Architecture
+from attnlab.signal.theory import diagram
 
 THREADS = bench.threads()
 

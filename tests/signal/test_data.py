@@ -7,7 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from attnlab.signal import corpus, data
+from attnlab.signal import data
+from attnlab.signal.data import corpus
 
 
 def test_prescribed_cosine():

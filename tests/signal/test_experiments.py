@@ -68,7 +68,7 @@ def test_quick_and_paper_scales_differ():
 def test_interrupted_training_resumes_to_the_same_result(tmp_path, monkeypatch):
     """Kill fig4 after its first checkpoint (an exception inside the loop); the rerun resumes from it and
     ends where an uninterrupted run ends."""
-    from attnlab.signal import mlm
+    from attnlab.signal.train import mlm
 
     exp = get("signal.fig4")
     cfg = resolve(exp.config, "quick", {**CASES["fig4"], "steps": 9, "log_every": 3})

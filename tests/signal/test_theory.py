@@ -6,8 +6,9 @@ import math
 import pytest
 import torch
 
-from attnlab.signal import diagram, kernels, rem, theory
+from attnlab.signal import theory
 from attnlab.signal.arch import Architecture, beta_from_std, convert_beta, std_from_beta
+from attnlab.signal.theory import diagram, kernels, rem
 
 F64 = torch.float64
 BASE = Architecture(beta=0.1, sigma_v2=0.2, sigma_w2=0.2, sigma_b2=4e-4)

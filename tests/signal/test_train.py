@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from attnlab.core.trajectory import max_deviation
-from attnlab.signal import data, mlm, theory, train
+from attnlab.signal import data, theory, train
 from attnlab.signal.arch import Architecture
+from attnlab.signal.train import mlm
 
 
 def test_simulate_matches_theory_small():

@@ -12,12 +12,13 @@ import math
 import torch
 
 from attnlab.core.claims import ClaimContext, Measured, claim
-from attnlab.signal import kernels, rem, theory
+from attnlab.signal import theory
 from attnlab.signal.arch import Architecture, beta_from_std
 from attnlab.signal.experiments.attention import rem_key
 from attnlab.signal.experiments.depth import no_skip_key, tanh_key
 from attnlab.signal.experiments.training import slot_key
 from attnlab.signal.model import init_block, mlp
+from attnlab.signal.theory import kernels, rem
 
 F64 = torch.float64
 S = "signal"

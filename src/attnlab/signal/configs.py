@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 
 from attnlab.core.config import Config
 from attnlab.signal.arch import Architecture
-from attnlab.signal.mlm import Optim
+from attnlab.signal.train.mlm import Optim
 
 Corpus = Literal["stories", "tinystories", "repeat"]
 

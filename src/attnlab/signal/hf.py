@@ -18,8 +18,9 @@ from typing import Any
 
 import torch
 
-from attnlab.signal import diagram, rem, theory
+from attnlab.signal import theory
 from attnlab.signal.arch import Architecture, beta_from_std, std_from_beta
+from attnlab.signal.theory import diagram, rem
 
 _ACTS = {"relu": "relu", "tanh": "tanh", "gelu": "gelu", "gelu_new": "gelu", "gelu_python": "gelu"}
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import inspect
 
 from attnlab.core.experiment import memory_model
-from attnlab.signal import rem, train
+from attnlab.signal import train
+from attnlab.signal.theory import rem
 
 F32, F64 = 4, 8
 OVERLAP_GRID = 57 * 41  # rem.OverlapTable's default (β, ρ) grid: 41 + 16 β values × 41 ρ values

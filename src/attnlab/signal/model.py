@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from attnlab.signal.arch import Architecture
-from attnlab.signal.kernels import phi
+from attnlab.signal.theory.kernels import phi
 
 Hook = Callable[[str, torch.Tensor], torch.Tensor | None]
 BLOCK_KEYS = ("wq", "wk", "wv", "bv", "w1", "b1", "w2", "b2")

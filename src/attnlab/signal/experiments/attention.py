@@ -15,10 +15,11 @@ import torch
 from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.units import run_units
-from attnlab.signal import data, figures, rem
+from attnlab.signal import data, figures
 from attnlab.signal.arch import qk_std_from_beta
 from attnlab.signal.configs import REMConfig, SALayerConfig, SpectrumConfig, UniversalityConfig
 from attnlab.signal.model import attention, init_block
+from attnlab.signal.theory import rem
 
 STUDY = "signal"
 F64 = torch.float64

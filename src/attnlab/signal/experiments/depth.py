@@ -20,9 +20,11 @@ from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import run_units
-from attnlab.signal import corpus, diagram, figures, rem, theory, train
+from attnlab.signal import figures, theory, train
 from attnlab.signal.arch import beta_from_std
 from attnlab.signal.configs import AlphaCConfig, DepthConfig, NoSkipConfig, TanhConfig, TrainabilityConfig
+from attnlab.signal.data import corpus
+from attnlab.signal.theory import diagram, rem
 
 STUDY = "signal"
 F64 = torch.float64

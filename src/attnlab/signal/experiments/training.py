@@ -18,10 +18,12 @@ from attnlab.core.experiment import Result, experiment
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Unit, Units
-from attnlab.signal import corpus, data, figures, mlm
+from attnlab.signal import data, figures
 from attnlab.signal.arch import qk_std_from_beta
 from attnlab.signal.configs import AttentionMapsConfig, DeepMLMConfig, MLMConfig, MLMTraining
+from attnlab.signal.data import corpus
 from attnlab.signal.model import attention, init_block, layer_norm
+from attnlab.signal.train import mlm
 
 STUDY = "signal"
 

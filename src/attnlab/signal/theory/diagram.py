@@ -12,8 +12,9 @@ import math
 
 import torch
 
-from attnlab.signal import rem, theory
 from attnlab.signal.arch import Architecture
+from attnlab.signal.theory import propagation as theory
+from attnlab.signal.theory import rem
 
 TRAINABLE, RANK_COLLAPSE, ENTROPY_COLLAPSE = 0, 1, 2
 PHASES = ("trainable", "rank collapse", "entropy collapse")

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 
 from attnlab.core.trajectory import Trajectory
-from attnlab.signal import data
 from attnlab.signal.arch import Architecture, qk_std_from_beta
+from attnlab.signal.data import sequences as data
 from attnlab.signal.model import block, init_block, layer_norm
 
 OBSERVABLES = ("rho", "rho_mid", "q", "ipr", "entropy", "q_attn_out", "q_mlp_out")

@@ -19,9 +19,9 @@ import numpy as np
 import torch
 
 from attnlab.core.trajectory import Trajectory
-from attnlab.signal import rem
 from attnlab.signal.arch import Architecture
-from attnlab.signal.kernels import gauss_dphi2, mlp_moments
+from attnlab.signal.theory import rem
+from attnlab.signal.theory.kernels import gauss_dphi2, mlp_moments
 
 F64 = torch.float64
 OBSERVABLES = ("rho", "rho_mid", "q", "ipr", "entropy", "q_attn_out", "q_mlp_out")

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from attnlab.core.runs import RunContext
-from attnlab.signal.data import N_SPECIAL, SEP, repeat_task
+from attnlab.signal.data.sequences import N_SPECIAL, SEP, repeat_task
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 assert len(SPECIAL_TOKENS) == N_SPECIAL

@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from attnlab.core.trajectory import Trajectory
-from attnlab.signal import data
 from attnlab.signal.arch import Architecture, qk_std_from_beta
+from attnlab.signal.data import sequences as data
 from attnlab.signal.model import Encoder
 
 
