@@ -15,6 +15,7 @@ from attnlab.clustering.spikes import experiments as K
 from attnlab.clustering.train import train
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.experiment import get
+from attnlab.core.metrics import wide
 from attnlab.core.runs import RunStore, load_result
 
 torch.set_num_threads(1)
@@ -81,7 +82,7 @@ def test_spike_anatomy_and_remedies(runs):
     _, rem = runs["remedies"]
     res = load_result(rem.run_dir)[1]
     assert list(res.arrays["variants"]) == ["baseline", "norm=smooth", "lr=3e-2,h=16"]
-    assert set(res.metrics["variant"]) == set(res.arrays["variants"]) and len(res.metrics) == 6
+    assert set(res.metrics["variant"]) == set(res.arrays["variants"]) and len(wide(res.metrics)) == 6
 
 
 def _history(loss: np.ndarray, grad: np.ndarray, step_grad: np.ndarray | None = None, spe: int = 1) -> History:

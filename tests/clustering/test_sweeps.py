@@ -10,6 +10,7 @@ from attnlab.clustering.sweeps import claims as sweep_claims
 from attnlab.clustering.sweeps import experiments as sweeps
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.experiment import Result, get
+from attnlab.core.metrics import wide
 from attnlab.core.runs import RunStore, load_result
 
 torch.set_num_threads(1)
@@ -48,7 +49,7 @@ def test_fig7_sparsity_curves(tmp_path):
     assert (curve[:, 0] < 0.2).all() and (curve[:, -1] == 1).all()  # ≈ 0 at 1e-5, 1 at 1e2
     s = r.summary
     assert s["n_models_d2"] == 4 and 0 <= s["n_success_d2"] <= 4
-    assert len(r.metrics) == 4 and set(r.metrics["seed"]) == {0, 1, 2, 3}
+    assert len(wide(r.metrics)) == 4 and set(wide(r.metrics)["seed"]) == {0, 1, 2, 3}
     acc = r.arrays["d2/test_acc"]
     assert acc.shape == (4, 4) and ((acc >= 0) & (acc <= 1)).all()  # epochs 0..3 logged
 
@@ -62,7 +63,7 @@ def test_fig19_one_unit_per_d(tmp_path):
 
 def test_fig14_bars_and_transfer(shared):
     r = _run(shared, "fig14")
-    t = r.metrics
+    t = wide(r.metrics)
     assert sorted(set(zip(t.kind, t.p, strict=True))) == [("finetune", 3), ("scratch", 2), ("scratch", 3)]
     assert r.arrays["pre/epochs"][-1] == 3 and r.arrays["finetune_p3/epochs"][-1] == 2
     n_cl = r.arrays["n_clusters_pre"]
@@ -90,7 +91,7 @@ def test_fig16_settings_share_the_default(tmp_path):
     cfg = resolve(get("clustering.fig16").config, "quick", {**TINY, **CASES["fig16"]})
     assert sorted(cfg.settings()) == ["batch_size=16", "default", "lr=0.01"]  # h = 8 = 4d is the default
     r = _run(tmp_path, "fig16")
-    t = r.metrics
+    t = wide(r.metrics)
     assert len(t) == 3 * (2 + 1 + 2 + 1)  # seeds × points on the four axes
     d = t[(t.param == "batch_size") & (t.value == 32)].test_acc.to_numpy()
     assert np.array_equal(d, t[(t.param == "h") & (t.value == 8)].test_acc.to_numpy())  # same default unit

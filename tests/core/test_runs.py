@@ -39,7 +39,8 @@ def test_run_writes_every_artifact_and_is_reused(store):
     row = store.status(rec.run_id)
     assert row["status"] == "done" and row["completions"] == 2 and row["seconds"] >= 0
     _, result = load_result(d)
-    assert result.arrays["path"].shape == (5, 3) and set(result.metrics.columns) == {"step", "name", "value"}
+    assert result.arrays["path"].shape == (5, 3)
+    assert set(result.metrics.columns) == {"source", "observable", "time_name", "time", "value", "step"}
 
 
 def test_different_seed_is_a_different_run(store):
@@ -152,3 +153,16 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, sig):
     pa = load_result(a["run_dir"])[1].arrays["path"]
     pb = load_result(b["run_dir"])[1].arrays["path"]
     assert np.array_equal(pa, pb)
+
+
+def test_config_lists_every_stream_the_run_used(tmp_path):
+    """``seeds.streams``: the run's named streams and the per-model streams a study seeds itself (clustering)."""
+    from attnlab.core.experiment import get as get_exp
+    from attnlab.core.rng import stream_seed
+
+    exp = get_exp("clustering.train")
+    cfg = resolve(exp.config, "quick", {**exp.outputs.tiny, "n_seeds": 2})
+    rec = RunStore(tmp_path).run(exp, cfg)
+    streams = json.loads((rec.run_dir / "config.json").read_text())["seeds"]["streams"]
+    assert {"data", "batch", "data@1", "batch@1"} <= set(streams), sorted(streams)
+    assert streams["data@1"] == stream_seed(1, "data") and streams["data"] == stream_seed(cfg.seed, "data")

@@ -18,9 +18,14 @@ def test_shapes_checked():
 def test_long_frame_and_roundtrip():
     tr = _traj()
     df = tr.to_frame()
-    assert set(df.columns) >= {"source", "tau", "name", "component", "value", "seed"}
-    assert len(df) == 11 * (2 + 1)
-    assert df[(df.name == "m") & (df.component == "0,1")]["value"].iloc[-1] == pytest.approx(2.0)
+    assert set(df.columns) == {"source", "observable", "time_name", "time", "value", "i", "j", "seed"}
+    assert len(df) == 11 * (2 + 1) and set(df.time_name) == {"tau"}
+    assert df[(df.observable == "m") & (df.i == 0) & (df.j == 1)]["value"].iloc[-1] == pytest.approx(2.0)
+    assert df[df.observable == "loss"]["i"].isna().all() and df["i"].dtype == "Int64"
+    named = Trajectory(tr.time, tr.observables, axes={"m": ("head", "feature")}).to_frame()
+    assert {"head", "feature"} <= set(named.columns) and "i" not in named.columns
+    with pytest.raises(ValueError, match="axes of 'm'"):
+        Trajectory(tr.time, tr.observables, axes={"m": ("head",)})
     back = Trajectory.from_arrays(tr.to_arrays("sim_"), "sim_")
     assert np.array_equal(back["m"], tr["m"])
 

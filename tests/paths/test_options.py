@@ -266,8 +266,8 @@ def test_options_through_the_run_store(store):
     assert {"acc_gp", "acc_gp_good", "history_steps_N10"} <= set(s)
     m = res.metrics
     hist = m[m["source"] == "history"]
-    assert set(hist["name"]) >= {"S", "max_energy_grad"} and set(hist["N"]) == {10.0, 1000.0}
-    assert (m[m["name"] == "hessian_min_eig"]["value"] > 0).all()
+    assert set(hist["observable"]) >= {"S", "max_energy_grad"} and set(hist["N"]) == {10.0, 1000.0}
+    assert (m[m["observable"] == "hessian_min_eig"]["value"] > 0).all()
     assert (rec.run_dir / "figures" / "fig2c.png").exists()
 
 

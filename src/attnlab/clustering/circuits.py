@@ -19,8 +19,9 @@ TYPES = ("ideal", "value_corrected", "partial", "fuzzy", "failed")
 
 def model_frame(h: History, m: dict[str, np.ndarray], **extra: Any) -> pd.DataFrame:
     """Long table of the per-seed final metrics of ``circuit_metrics`` (observable ``final/<name>``)."""
-    rows = [pd.DataFrame({"epoch": int(h.epochs[-1]), "seed": m["seed"], "observable": f"final/{k}",
-                          "value": np.asarray(v, dtype=float), "head_type": m["head_type"]})
+    rows = [pd.DataFrame({"source": "training", "observable": f"final/{k}", "time_name": "epoch",
+                          "time": float(h.epochs[-1]), "value": np.asarray(v, dtype=float),
+                          "seed": pd.array(m["seed"], dtype="Int64"), "head_type": m["head_type"]})
             for k, v in m.items() if k not in ("seed", "head_type")]
     return pd.concat(rows, ignore_index=True).assign(**extra)
 

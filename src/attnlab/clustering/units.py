@@ -39,10 +39,13 @@ def train_units(ctx: RunContext, units: dict[str, TrainConfig | Training], descr
 
 
 def epoch_frame(h: History, types: np.ndarray | None = None, **extra: Any) -> pd.DataFrame:
-    """Long table of a run's epoch metrics: epoch, seed, observable, value (+ each seed's head type, ``extra``)."""
+    """Tidy table of a run's epoch metrics (``docs/data.md``): source "training", observable, time_name "epoch",
+    time, value, seed (+ each seed's head type, ``extra``)."""
     E, S = len(h.epochs), h.n_seeds
-    frames = [pd.DataFrame({"epoch": np.repeat(h.epochs, S), "seed": np.tile(h.seeds, E), "observable": name,
-                            "value": np.asarray(v, dtype=float).ravel()}) for name, v in h.epoch_metrics.items()]
+    frames = [pd.DataFrame({"source": "training", "observable": name, "time_name": "epoch",
+                            "time": np.repeat(h.epochs, S).astype(float), "value": np.asarray(v, dtype=float).ravel(),
+                            "seed": pd.array(np.tile(h.seeds, E), dtype="Int64")})
+              for name, v in h.epoch_metrics.items()]
     out = pd.concat(frames, ignore_index=True).assign(**extra)
     if types is not None:
         out["head_type"] = out["seed"].map(dict(zip(h.seeds, types.tolist(), strict=True)))

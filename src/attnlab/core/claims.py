@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from attnlab.core import progress
 from attnlab.core.config import SCALES, ConfigError, resolve
+from attnlab.core.display import html_block, text_block
 from attnlab.core.experiment import Result, check_study, get, load_studies
 from attnlab.core.files import atomic_write_json
 from attnlab.core.runs import RunRecord, RunStore, load_result
@@ -140,6 +141,20 @@ class ClaimResult:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def _title(self) -> str:
+        got = "—" if self.measured is None else f"{self.measured:.4g}"
+        return f"ClaimResult({self.claim}: {self.verdict}, measured {got}, expected {self.expected}, {self.scale})"
+
+    def _rows(self) -> list[tuple[str, Any]]:
+        return [("ref", self.ref), ("statement", self.statement), ("detail", self.detail),
+                ("seconds", round(self.seconds, 1))]
+
+    def __repr__(self) -> str:
+        return text_block(self._title(), self._rows())
+
+    def _repr_html_(self) -> str:
+        return html_block(self._title(), self._rows())
 
 
 _CLAIMS: dict[str, Claim] = {}

@@ -23,10 +23,12 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.config import Config, ConfigError
+from attnlab.core.display import html_block, text_block
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from attnlab.core.outputs import Outputs
     from attnlab.core.runs import RunContext
 
 
@@ -44,18 +46,41 @@ class Result:
     summary: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.summary = {k: _scalar(k, v) for k, v in self.summary.items()}
+        self.summary = {k: summary_value(k, v) for k, v in self.summary.items()}
         self.arrays = {k: np.asarray(v) for k, v in self.arrays.items()}
 
+    def _rows(self) -> list[tuple[str, Any]]:
+        return [("metrics", f"{len(self.metrics)} rows × {len(self.metrics.columns)} columns"),
+                *((f"arrays[{k!r}]", v) for k, v in self.arrays.items()), *self.summary.items()]
 
-def _scalar(key: str, v: Any) -> Any:
-    if hasattr(v, "item"):
-        v = v.item()
+    def _title(self) -> str:
+        return f"Result({len(self.summary)} summary values, {len(self.arrays)} arrays, {len(self.metrics)} metric rows)"
+
+    def __repr__(self) -> str:
+        return text_block(self._title(), self._rows())
+
+    def _repr_html_(self) -> str:
+        return html_block(self._title(), self._rows())
+
+
+def summary_value(key: str, v: Any) -> Any:
+    """``v`` as a summary value: a Python bool, int, float, str or None, or a list of them. A tensor or numpy
+    value of one element becomes its number (``tensor([6])`` → 6), a 1-D one or a tuple a list; NaN becomes None
+    ("never happened", stored as null so that summary.json stays valid JSON); anything else is a TypeError."""
+    if hasattr(v, "detach"):
+        v = v.detach().cpu().numpy()
+    if isinstance(v, np.ndarray | np.generic):
+        if v.size == 1:
+            v = v.reshape(()).item()
+        elif v.ndim == 1:
+            v = v.tolist()
+    if isinstance(v, list | tuple):
+        return [summary_value(f"{key}[{i}]", x) for i, x in enumerate(v)]
     if isinstance(v, float) and v != v:
-        return None  # NaN ("never happened") is stored as null so that summary.json stays valid JSON
+        return None
     if isinstance(v, bool | int | float | str) or v is None:
         return v
-    raise TypeError(f"summary[{key!r}] must be a scalar, got {type(v).__name__}")
+    raise TypeError(f"summary[{key!r}] must be a number, bool, text or a list of them, got {type(v).__name__}")
 
 
 FigureFn = Callable[[Result, Any], "Figure | Mapping[str, Figure]"]
@@ -75,6 +100,7 @@ class Experiment:
     headline: bool = False
     memory: Callable[[Any], int | tuple[int, str]] | None = None
     resources: Callable[[Any], dict[str, float]] | None = None
+    outputs: Outputs | None = None  # declared summary keys and arrays (``<study>/outputs.py``, core.outputs)
 
     @property
     def key(self) -> str:
@@ -172,9 +198,9 @@ def import_plugin(module: str, source: str) -> Any:
 
 def load_studies(studies: list[str] | tuple[str, ...] | None = None) -> None:
     """Import each study so that it registers its experiments, claims and memory models: the module of its entry
-    point (group ``attnlab.studies``) and, when that is a package, its ``experiments``, ``claims`` and ``memory``
-    rooms. A third-party study registers itself the same way (``examples/my_study``); the modules named in the
-    deprecated ``$ATTNLAB_PLUGINS`` (comma-separated) are still imported for one release.
+    point (group ``attnlab.studies``) and, when that is a package, its ``experiments``, ``claims``, ``memory`` and
+    ``outputs`` rooms. A third-party study registers itself the same way (``examples/my_study``); the modules named
+    in the deprecated ``$ATTNLAB_PLUGINS`` (comma-separated) are still imported for one release.
     """
     for module in deprecated_env("ATTNLAB_PLUGINS", "register the study under the entry-point group "
                                  f"'{STUDY_GROUP}' instead (see examples/my_study)"):
@@ -186,7 +212,7 @@ def load_studies(studies: list[str] | tuple[str, ...] | None = None) -> None:
         package = import_plugin(known[study], f"the {STUDY_GROUP} entry point {study!r}")
         if not hasattr(package, "__path__"):
             continue
-        for room in ("experiments", "claims", "memory"):
+        for room in ("experiments", "claims", "memory", "outputs"):
             module = f"{package.__name__}.{room}"
             try:
                 importlib.import_module(module)

@@ -36,9 +36,12 @@ class WouldNotFit(ConfigError):
     """A run or an allocation needs more memory than the device has free (one line; the CLI exits 2)."""
 
 
-def free_bytes(device: torch.device | str) -> int:
-    """Bytes free on ``device`` now: ``mem_get_info`` on CUDA, available memory (cgroup-aware) on the CPU."""
-    override = os.environ.get("ATTNLAB_FREE_BYTES")
+def free_bytes(device: torch.device | str, override: float | None = None) -> int:
+    """Bytes free on ``device`` now: ``mem_get_info`` on CUDA, available memory (cgroup-aware) on the CPU.
+
+    ``override`` (default ``$ATTNLAB_FREE_BYTES``) replaces the measurement: to plan for a smaller machine than
+    the one at hand, or in tests."""
+    override = override if override is not None else os.environ.get("ATTNLAB_FREE_BYTES")
     if override:
         return int(float(override))
     device = torch.device(device)

@@ -28,6 +28,8 @@ def set_quiet(quiet: bool) -> None:
 
 
 def enabled() -> bool:
+    """Whether bars are drawn: on a terminal, unless :func:`set_quiet` (``--quiet``) or ``$ATTNLAB_QUIET=1`` (the
+    variable reaches worker processes: sweep workers, the sandbox's runs) turned them off."""
     return not _QUIET and os.environ.get("ATTNLAB_QUIET", "") in ("", "0") and sys.stderr.isatty()
 
 

@@ -6,22 +6,48 @@ initialisation), ``"data"`` (training data / SGD batches), ``"mc"`` (Monte-Carlo
 generator seeded from ``SeedSequence([seed, crc32(name)])``. Streams are therefore independent of one
 another and of the order in which they are requested, and adding a new stream never changes the
 numbers an existing one draws. Their states go into checkpoints so a resumed run continues the same
-random sequence.
+random sequence. Inside :func:`recording`, every seed handed out is noted, so a run's ``config.json`` lists
+every stream it used (``seeds.streams``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import zlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 import torch
 
+_USED: ContextVar[dict[tuple[int, str], int] | None] = ContextVar("attnlab_streams_used", default=None)
+
 
 def stream_seed(seed: int, name: str) -> int:
     """64-bit seed of stream ``name`` under base ``seed`` (stable across versions and machines)."""
     ss = np.random.SeedSequence([int(seed), zlib.crc32(name.encode())])
-    return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))  # < 2**63 for torch
+    value = int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))  # < 2**63 for torch
+    used = _USED.get()
+    if used is not None:
+        used[(int(seed), name)] = value
+    return value
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[dict[tuple[int, str], int]]:
+    """``{(base seed, stream name): seed}`` of every stream asked for (in this thread) inside the block."""
+    token = _USED.set({})
+    try:
+        yield _USED.get()
+    finally:
+        _USED.reset(token)
+
+
+def used_streams(used: dict[tuple[int, str], int], base: int) -> dict[str, int]:
+    """Stream name → seed for ``config.json``: a stream of the run's own seed by its name, one of another base
+    (a per-model seed) as ``name@seed``."""
+    return {name if seed == base else f"{name}@{seed}": value for (seed, name), value in sorted(used.items())}
 
 
 class Streams:

@@ -5,7 +5,7 @@ Layout under the store root (``--store``, else ``$ATTNLAB_HOME``, else ``./attnl
     index.sqlite                      runs and their status (core.index: WAL, safe for many writers)
     runs/<study>.<experiment>/<id>/   one run; <id> = hash of the resolved config
         config.json                   config + attnlab version, git revision, torch, device, seeds
-        metrics.parquet               long format
+        metrics.parquet               tidy long format, one schema (core.metrics, docs/data.md)
         arrays.npz                    named arrays
         summary.json                  the summary scalars
         figures/*.png, *.pdf
@@ -59,7 +59,8 @@ from attnlab.core.experiment import Experiment, Result
 from attnlab.core.files import atomic_write, atomic_write_json, is_locked, locked, savez, say
 from attnlab.core.index import Index
 from attnlab.core.integrity import MANIFEST, Check, inspect, seal
-from attnlab.core.rng import Streams, stream_seed
+from attnlab.core.metrics import tidy
+from attnlab.core.rng import Streams, recording, stream_seed, used_streams
 
 DEFAULT_ROOT = "attnlab-runs"
 DIED = "process died while running (killed?)"
@@ -210,7 +211,8 @@ class RunStore:
                              publish_every=self.publish_every, _log=log)
             ctx.log(f"start {exp.key} {run_id} on {describe(device)}")
             try:
-                result = exp.fn(config, ctx)
+                with recording() as used:
+                    result = exp.fn(config, ctx)
                 self._save(exp, config, result, run_dir)
             except KeyboardInterrupt:
                 ctx.log("interrupted; checkpoint kept, run again to resume")
@@ -221,7 +223,8 @@ class RunStore:
                 ctx.log("failed:\n" + text)
                 self.index.finish(run_id, "failed", text)
                 raise RunFailed(RunRecord(run_id, exp.key, run_dir, "failed", {}, error=_last_line(text))) from exc
-            meta["seeds"]["streams"] = {k: stream_seed(config.seed, k) for k in streams.state_dict()["torch"]}
+            resumed = {k: stream_seed(config.seed, k) for k in streams.state_dict()["torch"]}  # restored, not asked
+            meta["seeds"]["streams"] = {**resumed, **used_streams(used, config.seed)}
             atomic_write_json(run_dir / "config.json", meta)
             ctx.log("done")
         for name in (ctx.checkpoint_path.name, LIVE_FILE):
@@ -251,7 +254,8 @@ class RunStore:
     def _save(self, exp: Experiment, config: Config, result: Result, run_dir: Path) -> None:
         from attnlab.core.plotting import save_figure
 
-        atomic_write(run_dir / "metrics.parquet", lambda p: result.metrics.to_parquet(p, index=False))
+        metrics = tidy(result.metrics)
+        atomic_write(run_dir / "metrics.parquet", lambda p: metrics.to_parquet(p, index=False))
         atomic_write(run_dir / "arrays.npz", lambda p: savez(p, result.arrays))
         if exp.figure is not None:
             figs = exp.figure(result, config)

@@ -17,6 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from attnlab.core.display import html_block, text_block
+
+CORE = ("source", "observable", "time_name", "time", "value")  # the columns of every tidy metrics table
+AXES = tuple("ijklmn")  # index column names of unnamed axes
+
 
 def _to_numpy(x: Any) -> np.ndarray:
     if hasattr(x, "detach"):  # torch tensor on any device
@@ -24,12 +29,14 @@ def _to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Trajectory:
     """Observables recorded at times ``time`` (e.g. τ = γt for SGD, the ODE time for theory).
 
     ``source`` says where it came from ("simulation", "theory", ...); ``meta`` carries free-form
-    scalars (seed, D, number of MC samples) that travel with it into tables.
+    scalars (seed, D, number of MC samples) that travel with it into tables; ``axes`` names the axes after time of
+    an observable (``{"m": ("head", "feature")}``), which become its integer index columns in :meth:`to_frame`
+    (unnamed axes are ``i``, ``j``, ``k``, ...).
     """
 
     time: np.ndarray
@@ -37,6 +44,7 @@ class Trajectory:
     time_name: str = "tau"
     source: str = "simulation"
     meta: Mapping[str, Any] = field(default_factory=dict)
+    axes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         time = _to_numpy(self.time).astype(float).reshape(-1)
@@ -50,6 +58,25 @@ class Trajectory:
         object.__setattr__(self, "time", time)
         object.__setattr__(self, "observables", obs)
         object.__setattr__(self, "meta", dict(self.meta))
+        object.__setattr__(self, "axes", {k: tuple(v) for k, v in self.axes.items()})
+        for name, names in self.axes.items():
+            if name in obs and len(names) != obs[name].ndim - 1:
+                raise ValueError(f"axes of {name!r} are {names}; it has {obs[name].ndim - 1} axes after time")
+
+    # -- display --------------------------------------------------------------------------------
+    def _rows(self) -> list[tuple[str, Any]]:
+        return [(self.time_name, self.time), *self.observables.items(), *self.meta.items()]
+
+    def _title(self) -> str:
+        t = f"{self.time[0]:.4g} … {self.time[-1]:.4g}" if len(self.time) else "no time"
+        return (f"Trajectory({self.source or 'unnamed'}: {len(self.time)} times, {self.time_name} {t}, "
+                f"{len(self.observables)} observables)")
+
+    def __repr__(self) -> str:
+        return text_block(self._title(), self._rows())
+
+    def _repr_html_(self) -> str:
+        return html_block(self._title(), self._rows())
 
     # -- access ---------------------------------------------------------------------------------
     def __getitem__(self, name: str) -> np.ndarray:
@@ -78,34 +105,38 @@ class Trajectory:
             flat = arr.reshape(arr.shape[0], -1)
             cols = [np.interp(t_new, self.time, flat[:, j]) for j in range(flat.shape[1])]
             out[name] = np.stack(cols, axis=-1).reshape((t_new.shape[0], *arr.shape[1:]))
-        return Trajectory(t_new, out, self.time_name, self.source, self.meta)
+        return Trajectory(t_new, out, self.time_name, self.source, self.meta, self._axes(out))
 
     def select(self, names: Iterable[str]) -> Trajectory:
-        return Trajectory(self.time, {n: self[n] for n in names}, self.time_name, self.source, self.meta)
+        obs = {n: self[n] for n in names}
+        return Trajectory(self.time, obs, self.time_name, self.source, self.meta, self._axes(obs))
+
+    def _axes(self, obs: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+        return {k: v for k, v in self.axes.items() if k in obs}
+
+    def index_names(self, name: str) -> tuple[str, ...]:
+        """The index column names of observable ``name``'s axes after time."""
+        return self.axes.get(name) or tuple(AXES[: self[name].ndim - 1])
 
     # -- storage --------------------------------------------------------------------------------
     def to_frame(self) -> pd.DataFrame:
-        """Long format: one row per (time, observable, component).
+        """Tidy long format (``docs/data.md``): one row per (time, observable, index).
 
-        Columns: ``source``, the time name, ``name``, ``component`` ("" for scalars, else the
-        comma-joined index, e.g. "1,0" for m[1, 0]) and ``value``; ``meta`` scalars become columns.
+        Columns: ``source``, ``observable``, ``time_name``, ``time``, ``value``, one integer column per axis after
+        time (named by ``axes``; ``i``, ``j``, ... otherwise; missing for observables without that axis), and the
+        scalar ``meta`` as label columns.
         """
         frames = []
         for name, arr in self.observables.items():
             flat = arr.reshape(arr.shape[0], -1)
-            comps = [",".join(map(str, idx)) for idx in np.ndindex(*arr.shape[1:])] or [""]
-            frames.append(
-                pd.DataFrame(
-                    {
-                        self.time_name: np.repeat(self.time, flat.shape[1]),
-                        "name": name,
-                        "component": np.tile(np.asarray(comps, dtype=object), flat.shape[0]),
-                        "value": flat.reshape(-1).astype(float),
-                    }
-                )
-            )
-        df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-        df.insert(0, "source", self.source)
+            cols: dict[str, Any] = {"source": self.source, "observable": name, "time_name": self.time_name,
+                                    "time": np.repeat(self.time, flat.shape[1]),
+                                    "value": flat.reshape(-1).astype(float)}
+            grid = np.indices(arr.shape[1:]).reshape(arr.ndim - 1, -1) if arr.ndim > 1 else []
+            for axis, index in zip(self.index_names(name), grid, strict=True):
+                cols[axis] = pd.array(np.tile(index, flat.shape[0]), dtype="Int64")
+            frames.append(pd.DataFrame(cols))
+        df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(CORE))
         for k, v in self.meta.items():
             if np.isscalar(v) or v is None:
                 df[k] = v
@@ -145,7 +176,7 @@ def compare(reference: Trajectory, other: Trajectory, names: Iterable[str] | Non
     oth_src = other.source if other.source and other.source != ref_src else "other"
     a = reference.at(t, names).to_frame()
     b = other.at(t, names).to_frame()
-    key = [reference.time_name, "name", "component"]
+    key = ["observable", "time", *[c for c in a.columns if c not in CORE and c not in reference.meta]]
     out = a[[*key, "value"]].rename(columns={"value": ref_src})
     out[oth_src] = b["value"].to_numpy()
     out["abs_diff"] = (out[ref_src] - out[oth_src]).abs()
@@ -155,4 +186,4 @@ def compare(reference: Trajectory, other: Trajectory, names: Iterable[str] | Non
 def max_deviation(reference: Trajectory, other: Trajectory, names: Iterable[str] | None = None) -> dict[str, float]:
     """Largest absolute difference per observable over the common time range."""
     table = compare(reference, other, names)
-    return {str(k): float(v) for k, v in table.groupby("name")["abs_diff"].max().items()}
+    return {str(k): float(v) for k, v in table.groupby("observable")["abs_diff"].max().items()}

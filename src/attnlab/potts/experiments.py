@@ -156,8 +156,8 @@ def fig2d(config: Fig2dConfig, ctx: RunContext) -> Result:
     summary["spearman_a_test"] = float(spearmanr(config.a_values, means).statistic)
     summary["margin_amax_a0"] = float(means[-1] - means[0]) if config.a_values[0] == 0 else float("nan")
     summary["best_a"] = float(config.a_values[int(means.argmin())])
-    df = traj.to_frame()
-    comp = df["component"].astype(int)
+    df = traj.to_frame().rename(columns={"i": "model"})  # the stacked model: a-value × replica
+    comp = df["model"].astype(int)
     df["a"], df["replica"] = a[comp], comp % config.seeds
     return Result(df, {**res, "a": a}, summary)
 

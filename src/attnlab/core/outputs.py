@@ -1,0 +1,136 @@
+"""Declared outputs: the summary keys and arrays each experiment means to produce, checked against what it does.
+
+A study declares them in ``<study>/outputs.py``, the way it declares memory models (``<study>/memory.py``)::
+
+    outputs("potts.fig2d", tiny={"a_values": [0.0, 1.0], "seeds": 2, "epochs": 2},
+            summary="best_a corr_a{a_values} test_a{a_values}",
+            arrays={"a": ("len(a_values) * seeds",), "map": ("len(a_values) * seeds", "L", "L")})
+
+A summary key or array name is a template: each ``{name}`` (or ``{name:spec}``) takes every value of the config's
+field ``name`` (each element of a list field; floats formatted with ``g`` unless a spec says otherwise), and the
+template stands for every combination; one string holds any number of them, separated by spaces. An array name
+may hold ``*`` (``"run/*"``: every array under the prefix, e.g. a stored clustering History, whose own format fixes
+the rest). A shape holds ints, expressions over the config's fields (``"n_seeds"``, ``"len(Ls)"``, ``"T + 1"``)
+or None for an axis no field fixes alone; a shape of None leaves the shape free. ``summary`` (``arrays``) may also
+be a function of the config returning the names (the shapes). ``tiny``: the overrides (on the quick scale) under
+which ``tests/core/test_outputs.py`` runs every declared experiment in seconds and :func:`check` compares what it
+produced with its declaration, so a renamed key fails there at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import itertools
+import re
+import string
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from attnlab.core.experiment import _REGISTRY, Result
+
+Shape = tuple[int | str | None, ...] | None
+Names = Iterable[str] | Callable[[Any], Iterable[str]]
+Arrays = Mapping[str, Shape] | Callable[[Any], Mapping[str, Shape]]
+_FIELD = re.compile(r"^[A-Za-z_]\w*$")
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """What a registered experiment produces: summary key templates, array name templates → shapes, and the tiny
+    overrides its fast test runs under."""
+
+    summary: Names
+    arrays: Arrays
+    tiny: Mapping[str, Any] = field(default_factory=dict)
+
+    def keys(self, config: Any) -> set[str]:
+        """The summary keys ``config`` makes."""
+        names = self.summary(config) if callable(self.summary) else self.summary
+        return {k for text in names for t in text.split() for k in expand(t, config)}
+
+    def shapes(self, config: Any) -> dict[str, tuple[int | None, ...] | None]:
+        """Array name (or ``*`` pattern) → shape (None: any size, or any shape) for ``config``."""
+        arrays = self.arrays(config) if callable(self.arrays) else self.arrays
+        ns = _Namespace(config)
+        return {name: None if shape is None else tuple(_axis(a, ns) for a in shape)
+                for t, shape in arrays.items() for name in t.split() for name in expand(name, config)}
+
+
+def outputs(key: str, *, summary: Names, arrays: Arrays, tiny: Mapping[str, Any] | None = None) -> Outputs:
+    """Declare the outputs of the registered experiment ``key`` (``study.experiment``)."""
+    if key not in _REGISTRY:
+        raise KeyError(f"outputs declared for {key!r}, which is not a registered experiment")
+    names = summary if callable(summary) else (summary,) if isinstance(summary, str) else tuple(summary)
+    out = Outputs(names, arrays, dict(tiny or {}))
+    _REGISTRY[key] = dataclasses.replace(_REGISTRY[key], outputs=out)
+    return out
+
+
+def expand(template: str, config: Any) -> list[str]:
+    """Every name a template stands for under ``config`` (a template without fields is itself)."""
+    pieces = list(string.Formatter().parse(template))
+    names = [name for _, name, _, _ in pieces if name is not None]
+    if not names:
+        return [template]
+    ns = _Namespace(config)
+    choices = []
+    for name in names:
+        if not _FIELD.match(name):
+            raise ValueError(f"template {template!r}: {{{name}}} is not a config field")
+        value = ns[name]
+        choices.append(list(value) if isinstance(value, list | tuple) else [value])
+    out = []
+    for combo in itertools.product(*choices):
+        values, text = iter(combo), ""
+        for literal, name, spec, _ in pieces:
+            text += literal
+            if name is not None:
+                value = next(values)
+                text += format(value, spec or ("g" if isinstance(value, float) else ""))
+        out.append(text)
+    return out
+
+
+def check(declared: Outputs, config: Any, result: Result) -> list[str]:
+    """What differs between ``result`` and its declaration under ``config``: one line each (empty: it conforms)."""
+    problems = []
+    keys, made = declared.keys(config), set(result.summary)
+    problems += [f"summary key {k!r} declared, not produced" for k in sorted(keys - made)]
+    problems += [f"summary key {k!r} produced, not declared" for k in sorted(made - keys)]
+    shapes = declared.shapes(config)
+    patterns = {k: v for k, v in shapes.items() if "*" in k}
+    exact = set(shapes) - set(patterns)
+    problems += [f"array {k!r} declared, not produced" for k in sorted(exact - set(result.arrays))]
+    problems += [f"arrays {k!r} declared, none produced" for k in patterns if not fnmatch.filter(result.arrays, k)]
+    for name, array in sorted(result.arrays.items()):
+        match = name if name in shapes else next((k for k in patterns if fnmatch.fnmatchcase(name, k)), None)
+        if match is None:
+            problems.append(f"array {name!r} produced, not declared")
+            continue
+        want, got = shapes[match], array.shape
+        if want is not None and (len(want) != len(got) or any(w is not None and w != g for w, g in zip(want, got,
+                                                                                                      strict=False))):
+            problems.append(f"array {name!r} has shape {got}, declared {want}")
+    return problems
+
+
+class _Namespace(dict):
+    """A config's fields and properties by name, with ``len``, ``max``, ``min``, ``sum`` for shape expressions."""
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(len=len, max=max, min=min, sum=sum, int=int, round=round)
+        self.config = config
+
+    def __missing__(self, name: str) -> Any:
+        try:
+            return getattr(self.config, name)
+        except AttributeError:
+            raise KeyError(f"{type(self.config).__name__} has no field {name!r}") from None
+
+
+def _axis(axis: int | str | None, ns: _Namespace) -> int | None:
+    if axis is None or isinstance(axis, int):
+        return axis
+    return int(eval(axis, {"__builtins__": {}}, ns))  # the declarations are the package's own code

@@ -1,0 +1,199 @@
+"""Declared outputs of the signal experiments (:mod:`attnlab.core.outputs`): the summary keys and arrays of each
+(shapes over the config fields; None: an axis no field fixes), with the tiny overrides under which
+``tests/core/test_outputs.py`` runs it and checks them."""
+
+from attnlab.core.outputs import outputs
+
+MLM = {"steps": 6, "log_every": 3, "batch": 4, "n_eval": 8, "d": 16, "T": 16, "d_ff": 16, "n_train": 64}
+# tiny overrides (on the quick scale) of each experiment's fast check
+TINY = {
+    "fig1c": {"n_beta": 20, "n_alpha": 20, "L": 6, "Ls": [3, 6], "sim_betas": [0.1, 3.0], "sim_alphas": [0.5, 4.0],
+            "sim_d": 32, "sim_T": 16, "n_inits": 1, "n_seqs": 1},
+    "fig1d": {"L": 6, "d": 32, "T": 16, "n_inits": 2, "n_seqs": 2, "n_stories": 200, "alphas": [1.0, 4.0]},
+    "fig1e": {"L": 4, "d": 32, "T": 16, "n_inits": 2, "n_seqs": 2, "n_stories": 200, "finite_T": False},
+    "depth": {"L": 4, "d": 32, "T": 16, "finite_T": False},
+    "fig3": {"T": 16, "d": 16, "betas": [0.5, 3.0], "rhos": [0.0, 0.25, 0.5], "n_inits": 1, "n_rep": 1},
+    "universality": {"combos": [[32, 1, 32], [32, 2, 32]], "betas": [0.5, 1.5, 2.5], "n_inits": 1},
+    "alphac": {"Ls": [3, 6], "sim_L": 4, "d": 32, "T": 16, "n_inits": 1, "n_seqs": 1},
+    "fig5": {"L": 3, "d": 32, "T": 16, "n_inits": 1, "n_seqs": 1, "sigma_w2s": [16.0], "sim_sigma_w2s": [16.0]},
+    "figB1": {"Ts": [64], "rhos": [0.0, 0.5], "n_rows": 8, "n_rep": 2, "mc_T": 32},
+    "figC1": {"T_show": 32, "Ts": [16, 32], "n_rep": 1},
+    "figC3": {"d": 32, "T": 16, "n_inits": 1, "n_seqs": 1, "betas": [0.5, 3.0], "rhos": [0.0, 0.5]},
+    "fig1ab": {"d": 32, "n_stories": 50, "n_tokens": 12},
+    "fig4": {**MLM, "betas": [0.5, 5.0]},
+    "figC2": {**MLM, "corpus": "stories", "n_stories": 100, "betas": [0.5]},
+    "fig1f": {**MLM, "rank_L": 3, "entropy_L": 2},
+}
+
+outputs("signal.fig1c", tiny=TINY["fig1c"],
+        summary=("alpha_c alpha_c_min_step beta_c diagram_seconds frac_entropy_collapse frac_rank_collapse "
+                 "frac_trainable sim_agreement sim_gflop_per_s sim_seconds"),
+        arrays={
+            ("Ls alphas betas sim_alphas sim_betas sim_entropy_1 sim_ipr_1 sim_phase sim_rho_L "
+             "sim_theory_phase"): (None,),
+            "alpha_c": (None, "len(eps_list)"),
+            "entropy_1 phase rho_L": (None, None),
+            "eps_list": ("len(eps_list)",),
+        })
+
+outputs("signal.fig1d", tiny=TINY["fig1d"],
+        summary=("beta beta_theory entropy_1_sim_0 entropy_1_sim_1 max_dev max_dev_0 max_dev_1 "
+                 "max_dev_finite_T rho0 rho_L_sim_0 rho_L_sim_1 rho_L_theory_0 rho_L_theory_1"),
+        arrays={
+            "alphas beta_theory betas finite_time sim_time theory_time": (None,),
+            ("finite_entropy finite_ipr finite_q finite_q_attn_out finite_q_mlp_out finite_rho "
+             "finite_rho_mid sim_entropy sim_entropy_std sim_ipr sim_ipr_std sim_q "
+             "sim_q_attn_out sim_q_attn_out_std sim_q_mlp_out sim_q_mlp_out_std sim_q_std "
+             "sim_rho sim_rho_mid sim_rho_mid_std sim_rho_std theory_entropy theory_ipr "
+             "theory_q theory_q_attn_out theory_q_mlp_out theory_rho theory_rho_mid"): (None, None),
+            "sim_flops": (),
+        })
+
+outputs("signal.fig1e", tiny=TINY["fig1e"],
+        summary="beta beta_theory entropy_1_sim_0 max_dev max_dev_0 rho0 rho_L_sim_0 rho_L_theory_0",
+        arrays={
+            "alphas beta_theory betas": (1,),
+            ("sim_entropy sim_entropy_std sim_ipr sim_ipr_std sim_q sim_q_attn_out "
+             "sim_q_attn_out_std sim_q_mlp_out sim_q_mlp_out_std sim_q_std sim_rho sim_rho_mid "
+             "sim_rho_mid_std sim_rho_std theory_entropy theory_ipr theory_q theory_q_attn_out "
+             "theory_q_mlp_out theory_rho theory_rho_mid"): (None, 1),
+            "sim_flops": (),
+            "sim_time theory_time": (None,),
+        })
+
+outputs("signal.depth", tiny=TINY["depth"],
+        summary=("beta beta_theory entropy_1_sim_0 entropy_1_sim_1 entropy_1_sim_2 entropy_1_sim_3 "
+                 "entropy_1_sim_4 max_dev max_dev_0 max_dev_1 max_dev_2 max_dev_3 max_dev_4 rho0 rho_L_sim_0 "
+                 "rho_L_sim_1 rho_L_sim_2 rho_L_sim_3 rho_L_sim_4 rho_L_theory_0 rho_L_theory_1 rho_L_theory_2 "
+                 "rho_L_theory_3 rho_L_theory_4"),
+        arrays={
+            "alphas beta_theory betas sim_time theory_time": ("len(pairs)",),
+            ("sim_entropy sim_entropy_std sim_ipr sim_ipr_std sim_q "
+             "sim_q_attn_out sim_q_attn_out_std sim_q_mlp_out sim_q_mlp_out_std "
+             "sim_q_std sim_rho sim_rho_mid sim_rho_mid_std sim_rho_std "
+             "theory_entropy theory_ipr theory_q theory_q_attn_out "
+             "theory_q_mlp_out theory_rho theory_rho_mid"): ("len(pairs)", "len(pairs)"),
+            "sim_flops": (),
+        })
+
+outputs("signal.fig3", tiny=TINY["fig3"],
+        summary=("beta_star_mc_rho{rhos} beta_star_scaled_spread beta_star_sim_rho{rhos} "
+                 "beta_star_theory_rho{rhos} input_cos_error max_dev_eq14_beta3 max_dev_mc shift_ratio_max "
+                 "shift_ratio_min"),
+        arrays={
+            "betas": ("len(betas)",),
+            "eq14 mc_cos mc_ipr sim_cos sim_ipr": ("len(betas)", "len(rhos)"),
+            "fine_betas fine_rhos": (None,),
+            "heat": (None, None),
+            "rhos": ("len(rhos)",),
+        })
+
+outputs("signal.universality", tiny=TINY["universality"],
+        summary=("beta_star_32_1_32 beta_star_32_2_32 beta_star_spread_dH ipr_beta3_32_1_32 ipr_beta3_32_2_32 "
+                 "ipr_beta3_spread_T"),
+        arrays={
+            "betas ipr_32_1_32 ipr_32_2_32": ("len(betas)",),
+        })
+
+outputs("signal.alphac", tiny=TINY["alphac"],
+        summary=("alpha_c_L{Ls}_eps{eps_list} alpha_c_min_step alpha_c_sim_L classification_agreement max_dev "
+                 "max_dev_all_layers rho_L_mlp_only_L{Ls}"),
+        arrays={
+            "Ls mlp_only": ("len(Ls)",),
+            "alpha_c": ("len(Ls)", "len(eps_list)"),
+            "alphas_sim sim_time theory_time": ("len(sim_alphas)",),
+            "eps_list": ("len(eps_list)",),
+            ("sim_entropy sim_entropy_std sim_ipr sim_ipr_std sim_q "
+             "sim_q_attn_out sim_q_attn_out_std sim_q_mlp_out "
+             "sim_q_mlp_out_std sim_q_std sim_rho sim_rho_mid "
+             "sim_rho_mid_std sim_rho_std theory_entropy theory_ipr "
+             "theory_q theory_q_attn_out theory_q_mlp_out theory_rho "
+             "theory_rho_mid"): ("len(sim_alphas)", "len(sim_alphas)"),
+        })
+
+outputs("signal.fig5", tiny=TINY["fig5"],
+        summary="max_dev_16 relu_fixed_points rho_L_sim_16 rho_L_theory_16 rho_star_16 sigma_w2_c slope_16",
+        arrays={
+            "grid map_16 sigma_w2s sim_16 sim_sigma_w2s sim_std_16 theory_16": (None,),
+        })
+
+outputs("signal.figB1", tiny=TINY["figB1"],
+        summary=("entropy_rho{rhos}_T64_beta0.5 entropy_rho{rhos}_T64_beta1 entropy_rho{rhos}_T64_beta2 "
+                 "entropy_rho{rhos}_T64_beta3 entropy_rho{rhos}_T64_beta5 frozen_entropy_beta3 "
+                 "ipr_rho{rhos}_T64_beta0.5 ipr_rho{rhos}_T64_beta1 ipr_rho{rhos}_T64_beta2 "
+                 "ipr_rho{rhos}_T64_beta3 ipr_rho{rhos}_T64_beta5"),
+        arrays={
+            ("betas entropy_rho{rhos}_T64 heuristic_rho{rhos}_T64 ipr_rho{rhos}_T64 "
+             "mc_pSA_rho{rhos} mc_psa_rho{rhos} mc_qSA_rho{rhos}"): ("len(betas)",),
+            "fine_betas theory_entropy_rho{rhos} theory_ipr_rho{rhos}": (None,),
+        })
+
+outputs("signal.figC1", tiny=TINY["figC1"],
+        summary=("bulk_radius_beta{betas}_T32 bulk_radius_standard_T32 lambda2_beta{betas}_T32 "
+                 "lambda2_standard_T32 slope_beta{betas} slope_standard"),
+        arrays={
+            "Ts lambda2_beta{betas} lambda2_standard radius_beta{betas} radius_standard": (None,),
+            "eig_beta{betas} eig_standard": ("T_show",),
+        })
+
+outputs("signal.figC3", tiny=TINY["figC3"],
+        summary=("max_dev max_dev_finite_T rho1_beta0.5 rho_10_beta{table_betas} rho_1_beta{table_betas} "
+                 "rho_2_beta{table_betas} rho_5_beta{table_betas}"),
+        arrays={
+            "betas finite_time rhos sim_time theory_time": (None,),
+            "depth one_block": (None, None),
+            ("finite_entropy finite_ipr finite_q finite_q_attn_out "
+             "finite_q_mlp_out finite_rho finite_rho_mid sim_entropy "
+             "sim_entropy_std sim_ipr sim_ipr_std sim_q sim_q_attn_out "
+             "sim_q_attn_out_std sim_q_mlp_out sim_q_mlp_out_std sim_q_std "
+             "sim_rho sim_rho_mid sim_rho_mid_std sim_rho_std theory_entropy "
+             "theory_ipr theory_q theory_q_attn_out theory_q_mlp_out theory_rho "
+             "theory_rho_mid"): (None, "len(table_betas)"),
+            "table_betas": ("len(table_betas)",),
+        })
+
+outputs("signal.fig1ab", tiny=TINY["fig1ab"],
+        summary="entropy_beta{betas} ipr_beta{betas}",
+        arrays={
+            "attention": ("len(betas)", None, None),
+            "betas": ("len(betas)",),
+            "tokens": (None,),
+        })
+
+outputs("signal.fig4", tiny=TINY["fig4"],
+        summary=("entropy_change_high_beta_max entropy_final_beta{betas}_alpha1_seed0 "
+                 "entropy_final_beta{betas}_alpha1_seed1 entropy_init_beta{betas}_alpha1_seed0 "
+                 "entropy_init_beta{betas}_alpha1_seed1 entropy_init_high_beta_max "
+                 "loss_final_beta{betas}_alpha1_seed0 loss_final_beta{betas}_alpha1_seed1 loss_gap_min "
+                 "uniform_loss"),
+        arrays={
+            "entropy ipr": ("log_every", "batch", None),
+            "eval_loss loss": ("log_every", "batch"),
+            "slot_alphas slot_betas slot_seeds": ("batch",),
+            "time": ("log_every",),
+        })
+
+outputs("signal.figC2", tiny=TINY["figC2"],
+        summary=("entropy_change_high_beta_max entropy_final_beta0.5_alpha1_seed0 "
+                 "entropy_init_beta0.5_alpha1_seed0 entropy_init_high_beta_max loss_final_beta0.5_alpha1_seed0 "
+                 "loss_gap_min"),
+        arrays={
+            "entropy ipr": ("log_every", None, None),
+            "eval_loss loss": ("log_every", None),
+            "slot_alphas slot_betas slot_seeds": (None,),
+            "time": ("log_every",),
+        })
+
+outputs("signal.fig1f", tiny=TINY["fig1f"],
+        summary=("entropy_final_entropy_beta{entropy_betas}_alpha1_seed0 "
+                 "entropy_final_rank_beta0.1_alpha{rank_alphas}_seed0 entropy_gap_min "
+                 "entropy_init_entropy_beta{entropy_betas}_alpha1_seed0 "
+                 "entropy_init_rank_beta0.1_alpha{rank_alphas}_seed0 "
+                 "loss_final_entropy_beta{entropy_betas}_alpha1_seed0 "
+                 "loss_final_rank_beta0.1_alpha{rank_alphas}_seed0 rank_gap_min"),
+        arrays={
+            "entropy_entropy entropy_ipr rank_entropy rank_ipr": (None, None, None),
+            "entropy_eval_loss entropy_loss rank_eval_loss rank_loss": (None, None),
+            "entropy_time rank_time": (None,),
+        })
+

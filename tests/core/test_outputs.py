@@ -1,0 +1,87 @@
+"""Declared outputs (core.outputs): every experiment that declares its outputs runs at its tiny size (no figures,
+no store) and produces exactly the summary keys and arrays, of the declared shapes, it declares, and metrics that
+the store writes in the one tidy schema (core.metrics); templates expand over config fields and a mismatch is
+named in one line."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from attnlab.core.config import resolve
+from attnlab.core.context import RunContext
+from attnlab.core.device import resolve_device
+from attnlab.core.experiment import Result, experiments
+from attnlab.core.metrics import conforms, tidy, wide
+from attnlab.core.outputs import Outputs, check, expand
+from attnlab.core.rng import Streams
+
+torch.set_num_threads(1)
+DECLARED = {e.key: e for e in experiments() if e.outputs is not None}
+
+
+def run_tiny(exp) -> tuple[object, Result]:
+    """(config, result) of ``exp`` at its declared tiny size."""
+    cfg = resolve(exp.config, "quick", dict(exp.outputs.tiny))
+    device = resolve_device(cfg.device)
+    with tempfile.TemporaryDirectory() as d:
+        ctx = RunContext(Path(d), cfg, device, Streams(cfg.seed, device))
+        result = exp.fn(cfg, ctx)
+    return cfg, result
+
+
+def test_every_experiment_of_the_five_studies_declares_its_outputs():
+    from attnlab import STUDIES
+
+    missing = [e.key for e in experiments() if e.study in STUDIES and e.outputs is None]
+    assert not missing, f"no outputs declared for {missing}"
+
+
+@pytest.mark.parametrize("key", sorted(DECLARED))
+def test_an_experiment_produces_what_it_declares(key):
+    exp = DECLARED[key]
+    cfg, result = run_tiny(exp)
+    assert check(exp.outputs, cfg, result) == []
+    assert conforms(tidy(result.metrics)) == []  # what the store writes follows the one schema (docs/data.md)
+
+
+def test_templates_expand_over_config_fields_and_mismatches_are_named():
+    class Cfg:
+        acts = ["softmax", "bsoftmax"]
+        Hs = (2, 4)
+        nu = 0.5
+        T = 5
+        n_seeds = 3
+
+    assert expand("E_{acts}_H{Hs}_nu{nu}", Cfg()) == ["E_softmax_H2_nu0.5", "E_softmax_H4_nu0.5",
+                                                      "E_bsoftmax_H2_nu0.5", "E_bsoftmax_H4_nu0.5"]
+    out = Outputs(summary=["m_{acts} best"], arrays={"time": ("T + 1",), "m_{acts}": ("T + 1", "n_seeds"),
+                                                     "run/*": None})
+    good = Result(summary={"m_softmax": 1.0, "m_bsoftmax": 2.0, "best": 3},
+                  arrays={"time": np.zeros(6), "m_softmax": np.zeros((6, 3)), "m_bsoftmax": np.zeros((6, 3)),
+                          "run/meta": np.zeros(())})
+    assert check(out, Cfg(), good) == []
+    bad = Result(summary={"m_softmax": 1.0, "m_bsoft": 2.0, "best": 3},
+                 arrays={"time": np.zeros(5), "m_softmax": np.zeros((6, 3)), "m_bsoftmax": np.zeros((6, 3))})
+    assert check(out, Cfg(), bad) == [
+        "summary key 'm_bsoftmax' declared, not produced", "summary key 'm_bsoft' produced, not declared",
+        "arrays 'run/*' declared, none produced", "array 'time' has shape (5,), declared (6,)"]
+
+
+def test_tidy_brings_every_table_into_one_schema():
+    long_old = pd.DataFrame({"source": "theory", "tau": [0.0, 1.0], "name": "m", "component": ["0,1", "1,0"],
+                             "value": [1.0, 2.0]})
+    t = tidy(long_old)
+    assert conforms(t) == [] and list(t["i"]) == [0, 1] and list(t["j"]) == [1, 0] and set(t.observable) == {"m"}
+    grid = pd.DataFrame({"param": ["lr", "lr", "h", "h"], "value": [0.1, 0.1, 8.0, 8.0], "seed": [0, 1, 0, 1],
+                         "test_acc": [0.91, 0.52, 0.73, 0.64]})
+    t = tidy(grid)
+    assert conforms(t) == [] and len(t) == 4 and set(t.observable) == {"test_acc"} and t["seed"].dtype == "Int64"
+    assert wide(t).sort_values(["param", "seed"]).reset_index(drop=True).equals(
+        grid.sort_values(["param", "seed"]).reset_index(drop=True).astype({"seed": "Int64"})[list(wide(t).columns)])
+    assert conforms(grid) == [f"no column {c!r}" for c in ("source", "observable", "time_name", "time")]
