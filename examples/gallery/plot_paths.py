@@ -25,7 +25,7 @@ sim = train.simulate(pb, [10, 50], 0.01, chains=2, burn_in=300, samples=200, thi
 
 # %%
 # Sampled posterior against the saddle point at the sampled widths (accuracy, and every entry of U):
-print(compare(sim, th, ["accuracy", "U"]).groupby("name")["abs_diff"].max())
+print(compare(sim, th, ["accuracy", "U"]).groupby("observable")["abs_diff"].max())
 
 # %%
 # Test accuracy against width: theory (line), posterior samples (dots), the GP limit (dashed).

@@ -21,7 +21,7 @@ th = theory.predict(arch, sim["rho"][0], alpha_sa=alphas, finite_T=True)
 
 # %%
 # The largest gap over layers between simulation and theory:
-print(compare(sim, th, ["rho", "entropy"]).groupby("name")["abs_diff"].max())
+print(compare(sim, th, ["rho", "entropy"]).groupby("observable")["abs_diff"].max())
 
 # %%
 # The cosine over depth for three skip strengths: simulation (dots, mean over inits and sequences) and theory.

@@ -22,7 +22,7 @@ th = theory.predict("softmax", law, 5, 2, sim.time, m0=sim["m"][0], q0=sim["q"][
 
 # %%
 # The largest gap between simulation and theory, per observable (``m``: overlaps, ``rr``: r rᵀ, the loss):
-print(compare(sim, th, ["m", "rr", "loss"]).groupby("name")["abs_diff"].max())
+print(compare(sim, th, ["m", "rr", "loss"]).groupby("observable")["abs_diff"].max())
 
 # %%
 # Each head's overlap with each feature: SGD (dots) and the theory (lines).

@@ -85,3 +85,8 @@ def test_tidy_brings_every_table_into_one_schema():
     assert wide(t).sort_values(["param", "seed"]).reset_index(drop=True).equals(
         grid.sort_values(["param", "seed"]).reset_index(drop=True).astype({"seed": "Int64"})[list(wide(t).columns)])
     assert conforms(grid) == [f"no column {c!r}" for c in ("source", "observable", "time_name", "time")]
+    from attnlab.core.trajectory import Trajectory, compare
+
+    sim = Trajectory(np.arange(3.0), {"m": np.ones((3, 2))})
+    t = tidy(compare(sim, Trajectory(np.arange(3.0), {"m": np.zeros((3, 2))}, source="theory")))
+    assert conforms(t) == [] and set(t.source) == {"simulation", "theory", "abs_diff"} and len(t) == 3 * 3 * 2

@@ -65,11 +65,12 @@ outputs("clustering.circuits", tiny=TINY["circuits"],
         })
 
 outputs("clustering.fig5", tiny=TINY["fig5"],
-        summary=("attn_by_value0_end attn_by_value1_end attn_corr_mean attn_corr_min attn_corr_solved_mean "
-                 "attn_prefix_mass_end attn_prefix_mass_start n_solved"),
+        summary=("attn_by_value0_end attn_by_value1_end attn_corr_mean attn_corr_min "
+                 "attn_corr_other_solved_mean attn_corr_solved_mean attn_prefix_mass_end "
+                 "attn_prefix_mass_start n_solved"),
         arrays={
             "run/*": None,  # a History each
-            "attn/attn_by_value_end attn/attn_by_value_start": (None, None),
+            "attn/attn_by_value_end attn/attn_by_value_start attn/attn_corr_matrix": (None, None),
             "attn/attn_corr attn/attn_prefix_mass_end attn/attn_prefix_mass_start test_acc": (None,),
         })
 
@@ -81,7 +82,7 @@ outputs("clustering.transfer_circuit", tiny=TINY["transfer_circuit"],
                  "test_acc_new_mean_solved_pre test_acc_pre_mean"),
         arrays={
             "finetune/* pretrain/*": None,  # a History each
-            "attn/attn_by_value_end attn/attn_by_value_start": (None, None),
+            "attn/attn_by_value_end attn/attn_by_value_start attn/attn_corr_matrix": (None, None),
             ("attn/attn_corr attn/attn_prefix_mass_end attn/attn_prefix_mass_start model_new/R_perm "
              "model_new/R_suffix model_new/attn_prefix_mass model_new/cluster_purity "
              "model_new/cluster_score model_new/grad_total model_new/head_type model_new/n_clusters "
@@ -123,24 +124,28 @@ outputs("clustering.train", tiny=TINY["train"],
         })
 
 outputs("clustering.fig9", tiny=TINY["fig9"],
-        summary=("d2_full_drop1 d2_full_drop2 d2_full_max_grad_ce_below_1e-3 d2_full_n_ce_below_1e-3 "
-                 "d2_full_n_eligible d2_full_n_fitted d2_full_n_ratio_ge5 d2_full_n_seeds "
-                 "d2_full_prop4_max_ratio_corrected d2_full_prop4_n_epochs d2_full_prop4_paper_violations "
-                 "d2_full_ratio_median d2_full_shown_seed d2_full_t_cluster d2_full_t_fit d2_mini_drop1 "
-                 "d2_mini_drop2 d2_mini_max_grad_ce_below_1e-3 d2_mini_n_ce_below_1e-3 d2_mini_n_eligible "
-                 "d2_mini_n_fitted d2_mini_n_ratio_ge5 d2_mini_n_seeds d2_mini_prop4_max_ratio_corrected "
-                 "d2_mini_prop4_n_epochs d2_mini_prop4_paper_violations d2_mini_ratio_median "
-                 "d2_mini_shown_seed d2_mini_t_cluster d2_mini_t_fit units"),
+        summary=("d2_full_drop1 d2_full_drop2 d2_full_drop_ratio_min d2_full_max_grad_ce_below_1e-3 "
+                 "d2_full_n_ce_below_1e-3 d2_full_n_drop_eligible d2_full_n_drop_ratio_ge5 d2_full_n_eligible "
+                 "d2_full_n_fitted d2_full_n_ratio_ge5 d2_full_n_seeds d2_full_prop4_max_ratio_corrected "
+                 "d2_full_prop4_n_epochs d2_full_prop4_paper_violations d2_full_ratio_median "
+                 "d2_full_shown_seed d2_full_t_cluster d2_full_t_fit d2_mini_drop1 d2_mini_drop2 "
+                 "d2_mini_drop_ratio_min d2_mini_max_grad_ce_below_1e-3 d2_mini_n_ce_below_1e-3 "
+                 "d2_mini_n_drop_eligible d2_mini_n_drop_ratio_ge5 d2_mini_n_eligible d2_mini_n_fitted "
+                 "d2_mini_n_ratio_ge5 d2_mini_n_seeds d2_mini_prop4_max_ratio_corrected d2_mini_prop4_n_epochs "
+                 "d2_mini_prop4_paper_violations d2_mini_ratio_median d2_mini_shown_seed d2_mini_t_cluster "
+                 "d2_mini_t_fit units"),
         arrays={
             "d2_full/* d2_mini/*": None,  # a History each
         })
 
 outputs("clustering.fig17", tiny=TINY["fig17"],
-        summary=("d{dims}_mini_drop1 d{dims}_mini_drop2 d{dims}_mini_max_grad_ce_below_1e-3 "
-                 "d{dims}_mini_n_ce_below_1e-3 d{dims}_mini_n_eligible d{dims}_mini_n_fitted "
-                 "d{dims}_mini_n_ratio_ge5 d{dims}_mini_n_seeds d{dims}_mini_prop4_max_ratio_corrected "
-                 "d{dims}_mini_prop4_n_epochs d{dims}_mini_prop4_paper_violations d{dims}_mini_ratio_median "
-                 "d{dims}_mini_shown_seed d{dims}_mini_t_cluster d{dims}_mini_t_fit units"),
+        summary=("d{dims}_mini_drop1 d{dims}_mini_drop2 d{dims}_mini_drop_ratio_min "
+                 "d{dims}_mini_max_grad_ce_below_1e-3 d{dims}_mini_n_ce_below_1e-3 "
+                 "d{dims}_mini_n_drop_eligible d{dims}_mini_n_drop_ratio_ge5 d{dims}_mini_n_eligible "
+                 "d{dims}_mini_n_fitted d{dims}_mini_n_ratio_ge5 d{dims}_mini_n_seeds "
+                 "d{dims}_mini_prop4_max_ratio_corrected d{dims}_mini_prop4_n_epochs "
+                 "d{dims}_mini_prop4_paper_violations d{dims}_mini_ratio_median d{dims}_mini_shown_seed "
+                 "d{dims}_mini_t_cluster d{dims}_mini_t_fit units"),
         arrays={
             "d16_mini/* d3_mini/*": None,  # a History each
         })
@@ -208,7 +213,7 @@ outputs("clustering.fig7", tiny=TINY["fig7"],
             "d2/final/E d2/final/U d2/final/V d2/final/W": ("n_seeds", None, None),
             "d2/final/P": ("n_seeds", "N", None),
             "d2/final/q d2/sparsity": ("n_seeds", None),
-            "d2/grad_total d2/test_acc d2/train_loss": ("n_seeds", "n_seeds"),
+            "d2/grad_total d2/test_acc d2/train_loss d2/tv_error": ("n_seeds", "n_seeds"),
             "ds eps": (None,),
         })
 
@@ -223,7 +228,7 @@ outputs("clustering.fig19", tiny=TINY["fig19"],
             "d{ds}/final/E d{ds}/final/U d{ds}/final/V d{ds}/final/W": (None, None, None),
             "d{ds}/final/P": (None, "N", None),
             "d{ds}/final/q d{ds}/sparsity": (None, None),
-            "d{ds}/grad_total d{ds}/test_acc d{ds}/train_loss": ("k", None),
+            "d{ds}/grad_total d{ds}/test_acc d{ds}/train_loss d{ds}/tv_error": ("k", None),
         })
 
 outputs("clustering.fig14", tiny=TINY["fig14"],

@@ -8,10 +8,11 @@ panel, variant, the coordinates of a grid point).
 
 :func:`tidy` brings what an experiment returns into this schema when the run is stored: a frame already in it
 (``Trajectory.to_frame``) is kept; the older long form (``name``, ``component`` "0,1") is renamed and split into
-index columns; a wide table (one column per measured quantity) is melted: its float columns whose values mostly
-differ from row to row become observables, the others (text, integers, booleans, grid coordinates that repeat)
-stay as labels of each row (one named like a core column gets a trailing "_"), and ``row`` numbers the wide row
-each tidy row comes from; :func:`wide` turns it back.
+index columns; a ``compare()`` table gets one row per source column; a wide table (one column per measured
+quantity) is melted: its float columns whose values mostly differ from row to row become observables, the
+others (text, integers, booleans, grid coordinates that repeat) stay as labels of each row (one named like a
+core column gets a trailing "_"), and ``row`` numbers the wide row each tidy row comes from; :func:`wide` turns
+it back.
 """
 
 from __future__ import annotations
@@ -32,12 +33,15 @@ def tidy(frame: pd.DataFrame) -> pd.DataFrame:
         df["observable"] = df["observable"].fillna(name) if "observable" in df.columns else name
     if "component" in df.columns:
         df = _split_component(df)
+    if "observable" in df.columns and "value" not in df.columns:  # a compare() table: a value column per source
+        sources = [c for c in df.columns if df[c].dtype.kind == "f" and c != "time"]
+        df = df.melt(id_vars=[c for c in df.columns if c not in sources], value_vars=sources, var_name="source")
     if "observable" not in df.columns:
         df = _melt(df)
     df["source"] = df["source"].fillna("").astype(str) if "source" in df.columns else ""
     if "time" not in df.columns:
-        df["time_name"], df["time"] = "", np.nan
-    df["time_name"] = df["time_name"].fillna("").astype(str)
+        df["time"] = np.nan
+    df["time_name"] = df["time_name"].fillna("").astype(str) if "time_name" in df.columns else ""
     df["time"] = pd.to_numeric(df["time"], errors="coerce").astype(float)
     df["value"] = pd.to_numeric(df["value"], errors="coerce").astype(float)
     df["observable"] = df["observable"].astype(str)

@@ -47,21 +47,29 @@ outputs("potts.fig2d", tiny=TINY["fig2d"],
         })
 
 outputs("potts.fig3right", tiny=TINY["fig3right"],
-        summary=("argmax_M_lam0.01 converged_fraction corr_M{Ms}_lam0.01 gap_M{Ms}_lam0.01 "
-                 "min_corr_increase_lam0.01 min_gap_decrease_lam0.01 optimal_loss rise_lam0.01 "
-                 "test_M{Ms}_lam0.01"),
+        summary=("L argmax_M_lam0.01 converged_fraction corr_M{Ms}_lam0.01 gap_M{Ms}_lam0.01 "
+                 "inseparable_M_lam0.01 max_grad_norm max_n_iter min_corr_increase_lam0.01 "
+                 "min_gap_decrease_lam0.01 optimal_loss peak_steps_lam0.01 rise_lam0.01 rise_sem_lam0.01 "
+                 "separable_M_lam0.01 test_M{Ms}_lam0.01"),
         arrays={
             "Ms lams": (None,),
+            "M{Ms}/V": (None, "n_real", "C", "C"),
+            "M{Ms}/W": (None, "n_real", "L", "L"),
             ("M{Ms}/converged M{Ms}/corr M{Ms}/grad_norm M{Ms}/n_iter M{Ms}/test "
-             "M{Ms}/train"): (None, "n_real"),
+             "M{Ms}/train M{Ms}/train_acc"): (None, "n_real"),
         })
 
 outputs("potts.consistency", tiny=TINY["consistency"],
-        summary=("argmax_M_lam0.01 converged_fraction corr_M{Ms}_lam0.01 gap_M{Ms}_lam0.01 "
-                 "min_corr_increase_lam0.01 min_gap_decrease_lam0.01 optimal_loss test_M{Ms}_lam0.01"),
+        summary=("L argmax_M_lam0.01 converged_fraction corr_M{Ms}_lam0.01 gap_M{Ms}_lam0.01 "
+                 "inseparable_M_lam0.01 max_grad_norm max_n_iter min_corr_increase_lam0.01 "
+                 "min_gap_decrease_lam0.01 optimal_loss peak_steps_lam0.01 separable_M_lam0.01 "
+                 "test_M{Ms}_lam0.01"),
         arrays={
             "Ms lams": (None,),
-            "M{Ms}/converged M{Ms}/corr M{Ms}/grad_norm M{Ms}/n_iter M{Ms}/test M{Ms}/train": (None, None),
+            "M{Ms}/V": (None, None, "C", "C"),
+            "M{Ms}/W": (None, None, "L", "L"),
+            ("M{Ms}/converged M{Ms}/corr M{Ms}/grad_norm M{Ms}/n_iter M{Ms}/test M{Ms}/train "
+             "M{Ms}/train_acc"): (None, None),
         })
 
 outputs("potts.equivalence", tiny=TINY["equivalence"],
@@ -79,10 +87,12 @@ outputs("potts.equivalence", tiny=TINY["equivalence"],
         })
 
 outputs("potts.gibbs", tiny=TINY["gibbs"],
-        summary=("beta_tuned d_chain d_chain_minus_target d_pooled_beta{betas} d_single_beta{betas} "
-                 "hot_min_decrease target"),
+        summary=("beta_tuned chain_sweeps d_chain d_chain_minus_target d_chains_max d_chains_mean d_chains_min "
+                 "d_chains_within_tol d_pilot_tuned d_pooled_beta{betas} d_single_beta{betas} hot_min_decrease "
+                 "pilot_sweeps target"),
         arrays={
-            "betas chain/d_chain pooled/d_pooled pooled/d_within single/beta_tuned single/d_single": (None,),
+            ("betas chain/d_chain chain/d_chains pooled/d_pooled pooled/d_within single/beta_tuned "
+             "single/d_single"): (None,),
             "chain/energies": ("chain_samples",),
             "chain/samples": ("chain_samples", None),
             "pooled/energy": (None, "n_chains"),

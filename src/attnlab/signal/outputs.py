@@ -137,8 +137,9 @@ outputs("signal.figC1", tiny=TINY["figC1"],
         })
 
 outputs("signal.figC3", tiny=TINY["figC3"],
-        summary=("max_dev max_dev_finite_T rho1_beta0.5 rho_10_beta{table_betas} rho_1_beta{table_betas} "
-                 "rho_2_beta{table_betas} rho_5_beta{table_betas}"),
+        summary=("T d max_dev max_dev_beta{table_betas} max_dev_finite_T max_dev_finite_T_beta{table_betas} "
+                 "rho1_beta0.5 rho_10_beta{table_betas} rho_1_beta{table_betas} rho_2_beta{table_betas} "
+                 "rho_5_beta{table_betas}"),
         arrays={
             "betas finite_time rhos sim_time theory_time": (None,),
             "depth one_block": (None, None),
@@ -161,10 +162,10 @@ outputs("signal.fig1ab", tiny=TINY["fig1ab"],
         })
 
 outputs("signal.fig4", tiny=TINY["fig4"],
-        summary=("entropy_change_high_beta_max entropy_final_beta{betas}_alpha1_seed0 "
+        summary=("beta_high beta_low entropy_change_high_beta_max entropy_final_beta{betas}_alpha1_seed0 "
                  "entropy_final_beta{betas}_alpha1_seed1 entropy_init_beta{betas}_alpha1_seed0 "
                  "entropy_init_beta{betas}_alpha1_seed1 entropy_init_high_beta_max "
-                 "loss_final_beta{betas}_alpha1_seed0 loss_final_beta{betas}_alpha1_seed1 loss_gap_min "
+                 "loss_final_beta{betas}_alpha1_seed0 loss_final_beta{betas}_alpha1_seed1 loss_gap_min steps "
                  "uniform_loss"),
         arrays={
             "entropy ipr": ("log_every", "batch", None),
@@ -174,9 +175,9 @@ outputs("signal.fig4", tiny=TINY["fig4"],
         })
 
 outputs("signal.figC2", tiny=TINY["figC2"],
-        summary=("entropy_change_high_beta_max entropy_final_beta0.5_alpha1_seed0 "
+        summary=("beta_high beta_low entropy_change_high_beta_max entropy_final_beta0.5_alpha1_seed0 "
                  "entropy_init_beta0.5_alpha1_seed0 entropy_init_high_beta_max loss_final_beta0.5_alpha1_seed0 "
-                 "loss_gap_min"),
+                 "loss_gap_min steps"),
         arrays={
             "entropy ipr": ("log_every", None, None),
             "eval_loss loss": ("log_every", None),
