@@ -73,8 +73,9 @@ def gradient_exponent(units: list[dict[str, np.ndarray]], below: float = 1e-2) -
     if not fin:
         return Measured(slope, head)
     g, ce = np.array(fin).T
+    ratio = g[ce > 0] / ce[ce > 0]                     # CE can round to 0 in float32
     return Measured(slope, f"{head} The {len(fin)} seeds ending at CE < 1e-3 keep ||∇L|| ≤ {g.max():.2g} "
-                           f"(||∇L||/CE = {(g / ce).min():.0f} to {(g / ce).max():.0f}), so a fixed 1e-2 threshold, "
+                           f"(||∇L||/CE = {ratio.min():.0f} to {ratio.max():.0f}), so a fixed 1e-2 threshold, "
                            "which the paper does not state, does not follow.")
 
 
@@ -116,7 +117,8 @@ def smooth_minus_sphere(result: Result, variant: str = "norm=smooth") -> Measure
     half = 1.96 * diff.std(ddof=1) / math.sqrt(n) if n > 1 else math.nan
     return Measured(float(diff.mean()), f"{n} seeds: {rate['baseline'].mean():.2g} onsets per 1000 epochs with the "
                                         f"sphere, {rate[variant].mean():.2g} with {variant} (difference "
-                                        f"{diff.mean():.2g} ± {half:.2g}, 95 %); the paper gives no counts.")
+                                        f"{diff.mean():.2g} ± {half:.2g}, 95 %): too few onsets to resolve a "
+                                        "difference; the paper gives no counts.")
 
 
 def _d7(ctx: ClaimContext) -> float:
