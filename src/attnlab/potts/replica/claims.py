@@ -5,6 +5,7 @@ reported, not asserted: the theory gives α^-1 for the excess ε_g − Δ (docs 
 from __future__ import annotations
 
 from attnlab.core.claims import claim
+from attnlab.potts.replica.experiments import key
 
 # -- replica theory (checks 13-16, 19) ----------------------------------------------------------------------------
 
@@ -17,12 +18,12 @@ for _key, _want, _what in (("ols_alpha2", 2 / 3, "α = 2"), ("ols_alpha4", 4 / 9
            f"replica at λ = 1e-8, {_what}", lambda ctx, k=_key: ctx.summary("potts.replica", k), _want, "approx", 1e-5)
 for _w, _want in (("paper", 0.375774), ("exact", 0.381966)):
     claim(f"potts.replica_small_alpha_{_w}", "Eqs. (8), (42) (check 14)", f"α → 0: ε_g → ρ + Δ ({_w} teacher weight)",
-           "replica at α = 1e-4, λ = 1e-3, ν = 3", lambda ctx, w=_w: ctx.summary("potts.replica", f"small_alpha_{w}"),
-           _want, "approx", 1e-3)
+           "replica at α = 1e-4, λ = 1e-3, ν = 3",
+           lambda ctx, w=_w: ctx.summary("potts.replica", key("small_alpha", weight=w)), _want, "approx", 1e-3)
 for _w, _want in (("paper", 0.0424407), ("exact", 0.0486327)):
     claim(f"potts.replica_rho_{_w}", "Eqs. (8), (23) (check 14)",
            f"ρ = g/ν² (paper) or g²/ν (exact), ν = 3 ({_w})", "replica: ∫τ s on the semicircle",
-           lambda ctx, w=_w: ctx.summary("potts.replica", f"rho_nu3_{w}"), _want, "approx", 1e-6)
+           lambda ctx, w=_w: ctx.summary("potts.replica", key("rho", nu=3, weight=w)), _want, "approx", 1e-6)
 claim("potts.replica_excess_slope", "Eqs. (8), (42), text after Fig. 3 (check 15)",
       "at large α the excess ε_g - Δ decays as α^-1", "replica: log-log slope of ε_g - 1/ν between α = 16 and 64",
       lambda ctx: ctx.summary("potts.replica", "excess_slope_16_64"), (-1.1, -0.95), "in")
@@ -32,11 +33,11 @@ claim("potts.paper_alpha_minus_half", "text after Eq. (9), Fig. 3-left", "the pa
 claim("potts.replica_peak_at_one", "Fig. 3-left (check 16)",
       "the test loss peaks at the interpolation threshold α = 1",
       "replica: argmax of ε_g over a 0.005 grid, λ = 1e-3, ν = 3",
-      lambda ctx: ctx.summary("potts.replica", "peak_alpha_nu3_lam0.001_paper"), (0.99, 1.01), "in")
+      lambda ctx: ctx.summary("potts.replica", key("peak_alpha", nu=3, lam=1e-3, weight="paper")), (0.99, 1.01), "in")
 claim("potts.replica_peak_shifts_with_lambda", "Eqs. (8), (42), Fig. 3-left (check 16)",
       "a larger λ flattens the peak and moves it right",
       "replica: argmax of ε_g, λ = 0.1, ν = 3",
-      lambda ctx: ctx.summary("potts.replica", "peak_alpha_nu3_lam0.1_paper"),
+      lambda ctx: ctx.summary("potts.replica", key("peak_alpha", nu=3, lam=0.1, weight="paper")),
       (1.1, 1.25), "in")
 claim("potts.replica_no_initial_descent", "text after Eq. (9), Fig. 3-left (check 19)",
       "no initial descent: ε_g rises from α → 0 for λ <= 1e-2", "replica: min over λ of ε_g(0.25) - ε_g(0.001)",
@@ -54,20 +55,20 @@ claim("potts.finite_l_theory_eps_train", "Fig. 3-left (check 17)",
       lambda ctx: ctx.summary("potts.finite_l", "worst_ratio_eps_train"), 1.0, "le")
 claim("potts.fig3left_far_from_peak", "Fig. 3-left (check 18)", "simulations agree with the replica curve",
       "fig3left, λ = 1e-3: max relative deviation from the L → ∞ curve at α ∈ {0.25, 0.5, 2, 4, 8}",
-      lambda ctx: ctx.summary("potts.fig3left", "max_rel_dev_far_lam0.001_paper"), 0.05, "le")
+      lambda ctx: ctx.summary("potts.fig3left", key("max_rel_dev_far", lam=1e-3, weight="paper")), 0.05, "le")
 claim("potts.fig3left_near_peak", "Fig. 3-left (check 18)", "the agreement holds at the peak (finite-L tolerance)",
       "fig3left, λ = 1e-3: max relative deviation at α ∈ {0.9, 1, 1.1}",
-      lambda ctx: ctx.summary("potts.fig3left", "max_rel_dev_near_lam0.001_paper"), 0.12, "le")
+      lambda ctx: ctx.summary("potts.fig3left", key("max_rel_dev_near", lam=1e-3, weight="paper")), 0.12, "le")
 claim("potts.fig3left_simulated_peak", "Fig. 3-left (check 18)", "the simulated test loss peaks at α ≈ 1",
       "fig3left, λ = 1e-3: α of the largest simulated mean ε_g",
-      lambda ctx: ctx.summary("potts.fig3left", "sim_argmax_alpha_lam0.001"), (0.9, 1.1), "in")
+      lambda ctx: ctx.summary("potts.fig3left", key("sim_argmax_alpha", lam=1e-3)), (0.9, 1.1), "in")
 claim("potts.simulated_eps_g_above_noise", "Eq. (8) (check 19)", "ε_g >= Δ for every fitted A",
       "fig3left: min over α, realisations and λ of ε_g - Δ",
-      lambda ctx: min(ctx.summary("potts.fig3left", f"sim_min_excess_over_noise_lam{lam:g}") for lam in (1e-3, 1e-2)),
+      lambda ctx: min(ctx.summary("potts.fig3left", key("sim_min_excess_over_noise", lam=lam)) for lam in (1e-3, 1e-2)),
       0.0, "ge")
 claim("potts.simulated_no_initial_descent", "text after Eq. (9) (check 19)",
       "at α = 0.25 the simulated test loss is already above ρ + Δ (no initial descent)",
       "fig3left: min over λ ∈ {1e-3, 1e-2} of ε_g(0.25) - (ρ + Δ) (exact weight)",
-      lambda ctx: min(ctx.summary("potts.fig3left", f"sim_eps_g_minus_rho_delta_at_0.25_lam{lam:g}")
+      lambda ctx: min(ctx.summary("potts.fig3left", key("sim_eps_g_minus_rho_delta_at_0.25", lam=lam))
                       for lam in (1e-3, 1e-2)),
       0.0, "ge")

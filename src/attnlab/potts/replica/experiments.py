@@ -21,6 +21,13 @@ FAR = (0.25, 0.5, 2.0, 4.0, 8.0)  # check 18: within 5 % of the L → ∞ curve
 NEAR = (0.9, 1.0, 1.1)  # within 12 % (finite-L effects at the peak)
 
 
+def key(name: str, *, nu: float | None = None, lam: float | None = None, weight: str | None = None) -> str:
+    """Summary key of a quantity at ν, λ and teacher weight, written by these experiments and read by the claims:
+    ``key("peak_alpha", nu=3, lam=1e-3, weight="paper") == "peak_alpha_nu3_lam0.001_paper"``."""
+    return (name + ("" if nu is None else f"_nu{nu:g}") + ("" if lam is None else f"_lam{lam:g}")
+            + ("" if weight is None else f"_{weight}"))
+
+
 def _dense(alpha_max: float, n: int = 400) -> np.ndarray:
     return np.unique(np.concatenate([np.linspace(0.01, alpha_max, n), np.linspace(0.8, 1.25, 91)]))
 
@@ -51,8 +58,8 @@ def fig3left(config: Fig3LeftConfig, ctx: RunContext) -> Result:
         frames.append(sim.select(["eps_g", "eps_train", "q", "m"]).to_frame().assign(lam=lam))
         arrays.update({f"lam{lam:g}/sim_{k}": v for k, v in done[lam].items()})
         sim_all = sim["eps_g_all"]
-        summary[f"sim_argmax_alpha_lam{lam:g}"] = float(sim.time[int(np.argmax(sim["eps_g"]))])
-        summary[f"sim_min_excess_over_noise_lam{lam:g}"] = float(np.min(sim_all - sim["Delta_all"]))
+        summary[key("sim_argmax_alpha", lam=lam)] = float(sim.time[int(np.argmax(sim["eps_g"]))])
+        summary[key("sim_min_excess_over_noise", lam=lam)] = float(np.min(sim_all - sim["Delta_all"]))
         for weight in ("paper", "exact"):
             th = theory.predict(sim.time, lam, config.nu, weight=weight, device=ctx.device)
             curve = theory.predict(dense, lam, config.nu, weight=weight, device=ctx.device)
@@ -60,13 +67,13 @@ def fig3left(config: Fig3LeftConfig, ctx: RunContext) -> Result:
                           .assign(lam=lam, source=f"theory_{weight}"))
             arrays[f"lam{lam:g}/theory_{weight}"] = curve["eps_g"]
             arrays[f"lam{lam:g}/theory_{weight}_train"] = curve["eps_train"]
-            tag = f"lam{lam:g}_{weight}"
-            summary[f"max_rel_dev_far_{tag}"] = _rel(sim, th, FAR)
-            summary[f"max_rel_dev_near_{tag}"] = _rel(sim, th, NEAR)
-            summary[f"theory_argmax_alpha_{tag}"] = float(dense[int(np.argmax(curve["eps_g"]))])
+            summary[key("max_rel_dev_far", lam=lam, weight=weight)] = _rel(sim, th, FAR)
+            summary[key("max_rel_dev_near", lam=lam, weight=weight)] = _rel(sim, th, NEAR)
+            summary[key("theory_argmax_alpha", lam=lam, weight=weight)] = float(dense[int(np.argmax(curve["eps_g"]))])
         sp = theory.semicircle(config.nu, "exact")
         k = int(np.argmin(np.abs(sim.time - 0.25)))
-        summary[f"sim_eps_g_minus_rho_delta_at_{sim.time[k]:g}_lam{lam:g}"] = float(sim["eps_g"][k] - sp.rho - sp.Delta)
+        excess = float(sim["eps_g"][k] - sp.rho - sp.Delta)
+        summary[key(f"sim_eps_g_minus_rho_delta_at_{sim.time[k]:g}", lam=lam)] = excess
     return Result(pd.concat(frames, ignore_index=True), arrays, summary)
 
 
@@ -114,10 +121,10 @@ def replica(config: ReplicaConfig, ctx: RunContext) -> Result:
                 arrays[f"nu{nu:g}_{weight}/eps_train"] = res["eps_train"].cpu().numpy()
                 for k, lam in enumerate(config.lams):
                     peak = float(alphas[int(np.argmax(eps[:, k]))])
-                    summary[f"peak_alpha_nu{nu:g}_lam{lam:g}_{weight}"] = peak
+                    summary[key("peak_alpha", nu=nu, lam=lam, weight=weight)] = peak
                     rows.append({"nu": nu, "weight": weight, "lam": lam, "peak_alpha": peak,
                                  "peak_eps_g": float(eps[:, k].max())})
-                summary[f"rho_nu{nu:g}_{weight}"] = float(sp.rho)
+                summary[key("rho", nu=nu, weight=weight)] = float(sp.rho)
                 bar.advance()
     # large α: ε_g - Δ ∝ α^-1 (check 14), the paper's α^-1/2 is the root excess
     sp = theory.semicircle(config.nu, config.weight, n, dev)
@@ -131,8 +138,8 @@ def replica(config: ReplicaConfig, ctx: RunContext) -> Result:
     summary["ols_alpha2"], summary["ols_alpha4"] = float(ols[0]), float(ols[1])
     for weight in ("paper", "exact"):
         sw = theory.semicircle(config.nu, weight, n, dev)
-        summary[f"small_alpha_{weight}"] = float(theory.saddle(sw, 1e-4, 1e-3)["eps_g"])
-        summary[f"rho_plus_delta_{weight}"] = float(sw.rho + sw.Delta)
+        summary[key("small_alpha", weight=weight)] = float(theory.saddle(sw, 1e-4, 1e-3)["eps_g"])
+        summary[key("rho_plus_delta", weight=weight)] = float(sw.rho + sw.Delta)
     # solvers on the reference α × λ grid: bisection, Brent, damped iteration
     ref_a = torch.tensor([0.1, 0.5, 0.9, 1.0, 1.1, 2.0, 4.0, 8.0, 16.0], dtype=F64, device=dev)[:, None]
     ref_l = torch.tensor([1e-4, 1e-3, 1e-2, 1e-1], dtype=F64, device=dev)
