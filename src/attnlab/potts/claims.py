@@ -260,11 +260,11 @@ claim("potts.fig3right_fits_converge", "Fig. 3-right (check 20)",
       "fig3right, λ = 1e-4, reg 'sum', float64 L-BFGS warm-started along M: share of fits with max |∇f| < 1e-6",
       _f3r_converged, 1.0, "ge")
 claim("potts.fig3right_rise", "Fig. 3-right (check 20)",
-      "factored attention on Potts data: the test loss first rises with M (spec: by > 0.5 over M <= 20)",
+      "factored attention on Potts data: the test loss first rises with M (check 20: by > 0.5 over M <= 20)",
       "fig3right, λ = 1e-4, reg 'sum', converged L-BFGS: max over M <= 20 of the mean test loss minus test(M = 1)",
       _f3r_rise, 0.5, "ge")
 claim("potts.fig3right_fall", "Fig. 3-right (check 20)",
-      "... then falls (spec: test(M = 200) < test(M = 1) - 1)", "fig3right: test(M = 1) - test(M = 200)",
+      "... then falls (check 20: test(M = 200) < test(M = 1) - 1)", "fig3right: test(M = 1) - test(M = 200)",
       _f3r_fall, 1.0, "ge")
 claim("potts.fig3right_peak_M", "Fig. 3-right and the text after it",
       "the peak sits at the linear separability threshold (the largest M whose training set the layer classifies "
