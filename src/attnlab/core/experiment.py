@@ -36,9 +36,11 @@ if TYPE_CHECKING:
 class Result:
     """What an experiment returns.
 
-    ``metrics``: long-format table (one row per recorded time and observable; any columns).
+    ``metrics``: a table in any form the figures need; the store writes it in the tidy schema of
+    :mod:`attnlab.core.metrics` (``docs/data.md``).
     ``arrays``: named numpy arrays (stored in ``arrays.npz``).
-    ``summary``: scalars that ``run --json``, sweep tables and claims read.
+    ``summary``: numbers, booleans, text (or lists of them; see :func:`summary_value`) that ``run --json``,
+    sweep tables and claims read.
     """
 
     metrics: pd.DataFrame = field(default_factory=pd.DataFrame)
