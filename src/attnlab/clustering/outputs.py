@@ -59,9 +59,9 @@ outputs("clustering.circuits", tiny=TINY["circuits"],
             "run/*": None,  # a History each
             ("model/R_perm model/R_suffix model/attn_prefix_mass model/cluster_purity "
              "model/cluster_score model/grad_total model/head_type model/n_clusters "
-             "model/pos_collapse_in model/pos_collapse_out model/probe_acc model/seed "
-             "model/t_cluster model/t_fit model/test_acc model/train_acc model/train_loss "
-             "model/unseen_acc model/value_collapse_out"): (None,),
+             "model/pos_collapse_in model/pos_collapse_out model/probe_acc model/seed model/t_cluster "
+             "model/t_fit model/test_acc model/train_acc model/train_loss model/unseen_acc "
+             "model/value_collapse_out"): ("k",),
         })
 
 outputs("clustering.fig5", tiny=TINY["fig5"],
@@ -175,8 +175,8 @@ for name in ("fig11", "fig12"):  # one experiment function, several figures
                  "anatomy/before/min_xi_norm anatomy/before/u_abs_cos_mean anatomy/dmlp_mean anatomy/dxi_mean "
                  "anatomy/dxi_rel"): (),
                 "anatomy/after/u anatomy/after/u_cos anatomy/before/u anatomy/before/u_cos": (None, None),
-                "anatomy/after/u_norm anatomy/after/w_norm anatomy/before/u_norm anatomy/before/w_norm": (None,),
-                "spike": ("epochs",),
+                ("anatomy/after/u_norm anatomy/after/w_norm anatomy/before/u_norm anatomy/before/w_norm "
+                 "spike"): (None,),
             })
 
 outputs("clustering.fig13", tiny=TINY["fig13"],
@@ -209,12 +209,11 @@ outputs("clustering.fig7", tiny=TINY["fig7"],
                  "n_models_d2 n_reach90_d2 n_reach99_d2 n_stuck100_d2 n_success_d2 sparsity_failed_d2 "
                  "sparsity_success_d2 spearman_d2 success_rate_d2"),
         arrays={
-            "d2/epochs d2/sparsity_summary": ("n_seeds",),
-            "d2/final/E d2/final/U d2/final/V d2/final/W": ("n_seeds", None, None),
-            "d2/final/P": ("n_seeds", "N", None),
-            "d2/final/q d2/sparsity": ("n_seeds", None),
-            "d2/grad_total d2/test_acc d2/train_loss d2/tv_error": ("n_seeds", "n_seeds"),
-            "ds eps": (None,),
+            "d2/epochs d2/sparsity_summary eps": (None,),
+            "d2/final/E d2/final/U d2/final/V d2/final/W": (None, None, None),
+            "d2/final/P": (None, "N", None),
+            "d2/final/q d2/grad_total d2/sparsity d2/test_acc d2/train_loss d2/tv_error": (None, None),
+            "ds": (1,),
         })
 
 outputs("clustering.fig19", tiny=TINY["fig19"],
@@ -237,8 +236,10 @@ outputs("clustering.fig14", tiny=TINY["fig14"],
                  "min_gain_finetune n_ideal_clusters_pre n_perfect_finetune_p3 n_perfect_not_ideal_finetune_p3 "
                  "n_success_finetune_p3 n_success_scratch_p{ps} pre_success_rate"),
         arrays={
-            "finetune_p3/epochs n_clusters_pre pre/epochs scratch_p{ps}/epochs": (None,),
-            "finetune_p3/test_acc pre/test_acc scratch_p{ps}/test_acc": (None, None),
+            "finetune_p3/epochs n_clusters_pre scratch_p{ps}/epochs": ("k",),
+            "finetune_p3/test_acc scratch_p{ps}/test_acc": ("k", "k"),
+            "pre/epochs": (None,),
+            "pre/test_acc": (None, "k"),
         })
 
 outputs("clustering.fig16", tiny=TINY["fig16"],
@@ -248,6 +249,6 @@ outputs("clustering.fig16", tiny=TINY["fig16"],
                  "seed0_acc_mlp_lr_factor=1"),
         arrays={
             ("batch_size={batch_sizes}/test_acc h=8/test_acc lr=0.01/test_acc "
-             "mlp_lr_factor=1/test_acc"): (None,),
+             "mlp_lr_factor=1/test_acc"): ("k",),
         })
 

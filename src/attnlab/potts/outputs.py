@@ -27,23 +27,24 @@ outputs("potts.fig2", tiny=TINY["fig2"],
                  "{models}_epochs_to_gap_0.1 {models}_gap {models}_recon_err {models}_test {models}_topk"),
         arrays={
             "J": ("L", "L"),
-            "factored/V": (None, None, None),
-            "factored/W vanilla1/layer_maps vanilla3/layer_maps {models}/map": (None, "L", "L"),
+            "factored/V": (1, None, None),
+            "factored/W vanilla1/layer_maps {models}/map": (1, "L", "L"),
             ("optimum/corr optimum/gap optimum/recon_err optimum/test_loss optimum/train_loss "
-             "{models}/traj_corr {models}/traj_gap {models}/traj_recon_err "
-             "{models}/traj_test_loss {models}/traj_train_loss"): (None, None),
-            "optimum/time vanilla1/final_test vanilla3/final_test {models}/traj_time": (None,),
-            "{models}/maps": (None, None, "L", "L"),
+             "{models}/traj_corr {models}/traj_gap {models}/traj_recon_err {models}/traj_test_loss "
+             "{models}/traj_train_loss"): (None, 1),
+            "optimum/time {models}/traj_time": (None,),
+            "vanilla1/final_test vanilla3/final_test": (1,),
+            "vanilla3/layer_maps": (3, "L", "L"),  # its three layers
+            "{models}/maps": (None, 1, "L", "L"),
         })
 
 outputs("potts.fig2d", tiny=TINY["fig2d"],
         summary=("best_a corr_a{a_values} margin_amax_a0 optimal_loss spearman_a_test test_a{a_values} "
                  "test_a{a_values}_std"),
         arrays={
-            "a": (None,),
+            "a traj_time": (None,),
             "map": (None, "L", "L"),
-            "traj_corr traj_gap traj_recon_err traj_test_loss traj_train_loss": ("thin", None),
-            "traj_time": ("thin",),
+            "traj_corr traj_gap traj_recon_err traj_test_loss traj_train_loss": (None, None),
         })
 
 outputs("potts.fig3right", tiny=TINY["fig3right"],
@@ -52,11 +53,12 @@ outputs("potts.fig3right", tiny=TINY["fig3right"],
                  "min_gap_decrease_lam0.01 optimal_loss peak_steps_lam0.01 rise_lam0.01 rise_sem_lam0.01 "
                  "separable_M_lam0.01 test_M{Ms}_lam0.01"),
         arrays={
-            "Ms lams": (None,),
-            "M{Ms}/V": (None, "n_real", "C", "C"),
-            "M{Ms}/W": (None, "n_real", "L", "L"),
-            ("M{Ms}/converged M{Ms}/corr M{Ms}/grad_norm M{Ms}/n_iter M{Ms}/test "
-             "M{Ms}/train M{Ms}/train_acc"): (None, "n_real"),
+            "Ms": ("len(Ms)",),
+            "M{Ms}/V": (1, "n_real", "C", "C"),
+            "M{Ms}/W": (1, "n_real", "L", "L"),
+            ("M{Ms}/converged M{Ms}/corr M{Ms}/grad_norm M{Ms}/n_iter M{Ms}/test M{Ms}/train "
+             "M{Ms}/train_acc"): (1, "n_real"),
+            "lams": (1,),
         })
 
 outputs("potts.consistency", tiny=TINY["consistency"],
@@ -65,11 +67,12 @@ outputs("potts.consistency", tiny=TINY["consistency"],
                  "min_gap_decrease_lam0.01 optimal_loss peak_steps_lam0.01 separable_M_lam0.01 "
                  "test_M{Ms}_lam0.01"),
         arrays={
-            "Ms lams": (None,),
-            "M{Ms}/V": (None, None, "C", "C"),
-            "M{Ms}/W": (None, None, "L", "L"),
+            "Ms": (None,),
+            "M{Ms}/V": (1, None, "C", "C"),
+            "M{Ms}/W": (1, None, "L", "L"),
             ("M{Ms}/converged M{Ms}/corr M{Ms}/grad_norm M{Ms}/n_iter M{Ms}/test M{Ms}/train "
-             "M{Ms}/train_acc"): (None, None),
+             "M{Ms}/train_acc"): (1, None),
+            "lams": (1,),
         })
 
 outputs("potts.equivalence", tiny=TINY["equivalence"],
@@ -80,10 +83,10 @@ outputs("potts.equivalence", tiny=TINY["equivalence"],
         arrays={
             "J": ("L", "L"),
             "U": ("C", "C"),
-            "adam/A adam/W lbfgs/A lbfgs/W": (None, "L", "L"),
-            "adam/V lbfgs/V": (None, "C", "C"),
+            "adam/A adam/W lbfgs/A lbfgs/W": (1, "L", "L"),
+            "adam/V lbfgs/V": (1, "C", "C"),
             "freq": ("C",),
-            "lbfgs/converged": (None,),
+            "lbfgs/converged": (1,),
         })
 
 outputs("potts.gibbs", tiny=TINY["gibbs"],
@@ -91,11 +94,12 @@ outputs("potts.gibbs", tiny=TINY["gibbs"],
                  "d_chains_within_tol d_pilot_tuned d_pooled_beta{betas} d_single_beta{betas} hot_min_decrease "
                  "pilot_sweeps target"),
         arrays={
-            ("betas chain/d_chain chain/d_chains pooled/d_pooled pooled/d_within single/beta_tuned "
-             "single/d_single"): (None,),
+            "betas pooled/d_pooled pooled/d_within single/d_single": ("len(betas)",),
+            "chain/d_chain single/beta_tuned": (1,),
+            "chain/d_chains": (None,),
             "chain/energies": ("chain_samples",),
             "chain/samples": ("chain_samples", None),
-            "pooled/energy": (None, "n_chains"),
+            "pooled/energy": ("len(betas)", "n_chains"),
         })
 
 outputs("potts.fig3left", tiny=TINY["fig3left"],

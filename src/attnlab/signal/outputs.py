@@ -168,10 +168,10 @@ outputs("signal.fig4", tiny=TINY["fig4"],
                  "loss_final_beta{betas}_alpha1_seed0 loss_final_beta{betas}_alpha1_seed1 loss_gap_min steps "
                  "uniform_loss"),
         arrays={
-            "entropy ipr": ("log_every", "batch", None),
-            "eval_loss loss": ("log_every", "batch"),
+            "entropy ipr": (None, "batch", None),
+            "eval_loss loss": (None, "batch"),
             "slot_alphas slot_betas slot_seeds": ("batch",),
-            "time": ("log_every",),
+            "time": (None,),
         })
 
 outputs("signal.figC2", tiny=TINY["figC2"],
@@ -179,10 +179,9 @@ outputs("signal.figC2", tiny=TINY["figC2"],
                  "entropy_init_beta0.5_alpha1_seed0 entropy_init_high_beta_max loss_final_beta0.5_alpha1_seed0 "
                  "loss_gap_min steps"),
         arrays={
-            "entropy ipr": ("log_every", None, None),
-            "eval_loss loss": ("log_every", None),
-            "slot_alphas slot_betas slot_seeds": (None,),
-            "time": ("log_every",),
+            "entropy ipr": (None, None, None),
+            "eval_loss loss": (None, None),
+            "slot_alphas slot_betas slot_seeds time": (None,),
         })
 
 outputs("signal.fig1f", tiny=TINY["fig1f"],
@@ -193,8 +192,9 @@ outputs("signal.fig1f", tiny=TINY["fig1f"],
                  "loss_final_entropy_beta{entropy_betas}_alpha1_seed0 "
                  "loss_final_rank_beta0.1_alpha{rank_alphas}_seed0 rank_gap_min"),
         arrays={
-            "entropy_entropy entropy_ipr rank_entropy rank_ipr": (None, None, None),
-            "entropy_eval_loss entropy_loss rank_eval_loss rank_loss": (None, None),
-            "entropy_time rank_time": (None,),
+            "entropy_entropy entropy_ipr": ("rank_L", None, None),
+            "entropy_eval_loss entropy_loss rank_eval_loss rank_loss": ("rank_L", None),
+            "entropy_time rank_time": ("rank_L",),
+            "rank_entropy rank_ipr": ("rank_L", None, "rank_L"),
         })
 

@@ -129,10 +129,10 @@ outputs("specialization.fig5", tiny=TINY["fig5"],
              "H/{laws}/{activations}/{Hs}/loss_eval H/{laws}/{activations}/{Hs}/loss_train "
              "H/{laws}/{activations}/{Hs}/v nu/{laws}/bayes/2.0/loss_eval nu/{laws}/bayes/2.0/stderr "
              "nu/{laws}/{activations}/2.0/loss nu/{laws}/{activations}/2.0/loss_eval "
-             "nu/{laws}/{activations}/2.0/loss_train nu/{laws}/{activations}/2.0/v"): (None,),
-            "H/{laws}/{activations}/{Hs}/b nu/{laws}/{activations}/2.0/b": (None, None),
+             "nu/{laws}/{activations}/2.0/loss_train nu/{laws}/{activations}/2.0/v"): (1,),
+            "H/{laws}/{activations}/{Hs}/b nu/{laws}/{activations}/2.0/b": (1, None),
             ("H/{laws}/{activations}/{Hs}/m H/{laws}/{activations}/{Hs}/r "
-             "nu/{laws}/{activations}/2.0/m nu/{laws}/{activations}/2.0/r"): (None, None, None),
+             "nu/{laws}/{activations}/2.0/m nu/{laws}/{activations}/2.0/r"): (1, None, None),
         })
 
 outputs("specialization.fig6", tiny=TINY["fig6"],
@@ -149,11 +149,11 @@ outputs("specialization.fig6", tiny=TINY["fig6"],
 outputs("specialization.fig7", tiny=TINY["fig7"],
         summary="E_flip_{activations}_pruned0 E_flip_{activations}_pruned1 E_flip_{activations}_pruned2",
         arrays={
-            "flip/{activations}/b flip/{activations}/curves": (None, None),
+            "flip/{activations}/b flip/{activations}/curves": (1, None),
             ("flip/{activations}/loss flip/{activations}/loss_eval flip/{activations}/loss_train "
-             "flip/{activations}/v"): (None,),
-            "flip/{activations}/m": (None, None, "F"),
-            "flip/{activations}/r": (None, None, None),
+             "flip/{activations}/v"): (1,),
+            "flip/{activations}/m": (1, None, "F"),
+            "flip/{activations}/r": (1, None, None),
         })
 
 outputs("specialization.fig8", tiny=TINY["fig8"],
