@@ -164,6 +164,10 @@ def _rel(path: str, base: Path) -> str:
     return os.path.relpath(Path(path).resolve(), Path(base).resolve())
 
 
+def _threads(n: int) -> str:
+    return f"{n} thread" + "s" * (n != 1)
+
+
 def claims_table(records: list[dict[str, Any]], base: Path) -> str:
     """Markdown: one row per record (study, scale, device, pass/fail/reported/error, wall time, date, link)."""
     if not records:
@@ -173,7 +177,7 @@ def claims_table(records: list[dict[str, Any]], base: Path) -> str:
              "|---|---|---|---|---|---|---|---|---|---|"]
     for d in sorted(records, key=lambda d: (d["scale"] != "quick", d["study"], d.get("device", "cpu"))):
         c, hw = d["counts"], d["hardware"]
-        where = hw["gpu"]["name"] if "gpu" in hw else f"CPU, {hw['cpu']['threads']} threads"
+        where = hw["gpu"]["name"] if "gpu" in hw else f"CPU, {_threads(hw['cpu']['threads'])}"
         reused = f" ({d['runs_reused']} runs reused)" if d.get("runs_reused") else ""
         lines.append(f"| {d['study']} | {d['scale']} | {where} | {c['pass']} | {c['fail']} | {c['reported']} | "
                      f"{c['error']} | {_hours(d['wall_seconds'])}{reused} | {d['date'][:10]}, "

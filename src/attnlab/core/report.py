@@ -155,7 +155,7 @@ def claims_section(path: Path) -> str:
 
 def record_section(root: Path) -> str:
     """The committed claims record (``results/claims``): per study and scale the counts, then every verdict."""
-    from attnlab.core.record import load
+    from attnlab.core.record import _threads, load
 
     docs = sorted(load(root), key=lambda d: (d["scale"] != "quick", d["study"], d.get("device", "cpu")))
     if not docs:
@@ -164,7 +164,7 @@ def record_section(root: Path) -> str:
              f"{_e(root)}: what holds at which scale, without running anything</p>"]
     for d in docs:
         hw = d["hardware"]
-        where = hw["gpu"]["name"] if "gpu" in hw else f"{hw['cpu']['cpu']}, {hw['cpu']['threads']} threads"
+        where = hw["gpu"]["name"] if "gpu" in hw else f"{hw['cpu']['cpu']}, {_threads(hw['cpu']['threads'])}"
         c = d["counts"]
         rows = "".join(f"<tr><td title='{_e(r.get('statement', ''))}'>{_e(r['claim'])}</td><td>{_e(r.get('ref', ''))}"
                        f"</td><td>{_e(_fmt(r['measured']))}</td><td>{_e(r.get('expected', ''))}</td><td class='"
