@@ -25,6 +25,19 @@ TINY = {
     "fig7": {**ONESHOT, "variants": VARIANTS},
 }
 
+# The arrays of every Markov run that samples and solves (the sampled and theory sides of one width).
+SAMPLED_AND_SOLVED = {
+    ("agree_U_corr agree_U_gate_b10 agree_U_gate_b9 agree_U_rel_fro agree_acc_diff "
+     "agree_f_rel_err agree_pearson agree_var_ratio sim_accuracy sim_ess sim_gen_error "
+     "sim_rhat sim_tau sim_time sim_train_mse theory_S theory_accuracy theory_converged "
+     "theory_energy theory_gen_error theory_hessian_min_eig theory_max_grad theory_residual "
+     "theory_tau theory_time"): (None,),
+    "sim_U theory_U": (None, None, None),
+    "sim_f_mean sim_f_var theory_f_mean theory_f_var": (None, "P_test"),
+    "theory_hessian_eigs": (None, None),
+    "y_test": ("P_test",),
+}
+
 outputs("paths.fig2c", tiny=TINY["fig2c"],
         summary=("U_corr_N10 U_gate_b10_N10 U_gate_b9_N10 U_rel_fro_N10 acc_diff_N10 acc_gp "
                  "acc_gp_good_expected acc_gp_good_expected_se acc_gp_path0 acc_gp_path1 acc_gp_path2 "
@@ -32,17 +45,7 @@ outputs("paths.fig2c", tiny=TINY["fig2c"],
                  "f_rel_err_N10 gen_error_gp gen_error_gp_{gp_layouts} gen_error_theory_N{widths} "
                  "hessian_min_eig_N{widths} max_grad max_residual n_paths pearson_N10 rhat_N10 solve_seconds "
                  "solver_iterations var_ratio_N10"),
-        arrays={
-            ("agree_U_corr agree_U_gate_b10 agree_U_gate_b9 agree_U_rel_fro agree_acc_diff "
-             "agree_f_rel_err agree_pearson agree_var_ratio sim_accuracy sim_ess sim_gen_error "
-             "sim_rhat sim_tau sim_time sim_train_mse theory_S theory_accuracy theory_converged "
-             "theory_energy theory_gen_error theory_hessian_min_eig theory_max_grad theory_residual "
-             "theory_tau theory_time"): (None,),
-            "sim_U theory_U": (None, None, None),
-            "sim_f_mean sim_f_var theory_f_mean theory_f_var": (None, "P_test"),
-            "theory_hessian_eigs": (None, None),
-            "y_test": ("P_test",),
-        })
+        arrays=SAMPLED_AND_SOLVED)
 
 outputs("paths.fig2e", tiny=TINY["fig2e"],
         summary=("U_corr_N10 U_gate_b10_N10 U_gate_b9_N10 U_rel_fro_N10 acc_diff_N10 acc_gp "
@@ -50,17 +53,7 @@ outputs("paths.fig2e", tiny=TINY["fig2e"],
                  "acc_sample_N10 acc_theory_N{widths} all_converged ess_N10 f_rel_err_N10 gen_error_gp "
                  "gen_error_gp_{gp_layouts} gen_error_theory_N{widths} hessian_min_eig_N{widths} max_grad "
                  "max_residual n_paths pearson_N10 rhat_N10 solve_seconds solver_iterations var_ratio_N10"),
-        arrays={
-            ("agree_U_corr agree_U_gate_b10 agree_U_gate_b9 agree_U_rel_fro agree_acc_diff "
-             "agree_f_rel_err agree_pearson agree_var_ratio sim_accuracy sim_ess sim_gen_error "
-             "sim_rhat sim_tau sim_time sim_train_mse theory_S theory_accuracy theory_converged "
-             "theory_energy theory_gen_error theory_hessian_min_eig theory_max_grad theory_residual "
-             "theory_tau theory_time"): (None,),
-            "sim_U theory_U": (None, None, None),
-            "sim_f_mean sim_f_var theory_f_mean theory_f_var": (None, "P_test"),
-            "theory_hessian_eigs": (None, None),
-            "y_test": ("P_test",),
-        })
+        arrays=SAMPLED_AND_SOLVED)
 
 outputs("paths.fig5c", tiny=TINY["fig5c"],
         summary=("acc_gp acc_gp_good_expected acc_gp_good_expected_se acc_gp_path0 acc_gp_path1 "
@@ -82,17 +75,7 @@ outputs("paths.generic", tiny=TINY["generic"],
                  "acc_gp_path8 acc_sample_N10 acc_theory_N10 all_converged ess_N10 f_rel_err_N10 gen_error_gp "
                  "gen_error_theory_N10 hessian_min_eig_N10 max_grad max_residual n_paths pearson_N10 rhat_N10 "
                  "solve_seconds solver_iterations var_ratio_N10"),
-        arrays={
-            ("agree_U_corr agree_U_gate_b10 agree_U_gate_b9 agree_U_rel_fro agree_acc_diff "
-             "agree_f_rel_err agree_pearson agree_var_ratio sim_accuracy sim_ess sim_gen_error "
-             "sim_rhat sim_tau sim_time sim_train_mse theory_S theory_accuracy theory_converged "
-             "theory_energy theory_gen_error theory_hessian_min_eig theory_max_grad theory_residual "
-             "theory_tau theory_time"): (None,),
-            "sim_U theory_U": (None, None, None),
-            "sim_f_mean sim_f_var theory_f_mean theory_f_var": (None, "P_test"),
-            "theory_hessian_eigs": (None, None),
-            "y_test": ("P_test",),
-        })
+        arrays=SAMPLED_AND_SOLVED)
 
 outputs("paths.fig2d", tiny=TINY["fig2d"],
         summary="kta_fw kta_gp max_grad top5_overlap_fw top5_overlap_gp top5_ratio",
