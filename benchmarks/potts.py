@@ -55,7 +55,7 @@ def sampling() -> dict:
     t_one, _ = bench.timed(lambda: gibbs(potts, 1, 1, burn_in=sweeps, thin=1, generator=g))
     t_seq, _ = bench.timed(lambda: gibbs(potts, n_chains, 1, burn_in=sweeps, thin=1, generator=g, order="sequential"))
     t30, _ = bench.timed(lambda: gibbs(potts, 30, 1, burn_in=sweeps, thin=1, generator=g))
-    t_data, _ = bench.timed(lambda: sample_dataset(spec))  # the spec's cpu_fig2 train + test sets
+    t_data, _ = bench.timed(lambda: sample_dataset(spec))  # the cpu_fig2 data set: train + test sequences
     plain = plain_sweeps / t_plain
     ours = n_chains * sweeps / t_many
     return {

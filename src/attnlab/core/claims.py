@@ -18,7 +18,7 @@ spike) is ``Measured(nan, "…")``: a failed verdict that says why, never an exc
 * ``approx``  |measured − expected| ≤ tolerance
 * ``le`` / ``ge``  measured ≤ expected + tolerance / measured ≥ expected − tolerance
 * ``in``  expected = (lo, hi), lo ≤ measured ≤ hi
-* ``report``  measured and shown, never asserted (for what the spec says does not hold as printed)
+* ``report``  measured and shown, never asserted (for a statement of the paper that does not hold as printed)
 """
 
 from __future__ import annotations
