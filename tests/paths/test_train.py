@@ -57,7 +57,7 @@ def test_gibbs_agrees_with_theory_on_a_small_problem(random_problem):
     assert sim["rhat"][0] < 1.2 and sim["ess"][0] > 20
     assert set(th.names) >= {"U", "accuracy", "gen_error", "f_mean", "f_var"} <= set(sim.names)
     table = compare(sim, th, ["accuracy", "U"])  # the paired API: one call
-    assert set(table["name"]) == {"accuracy", "U"} and table["abs_diff"].max() < 2.0
+    assert set(table["observable"]) == {"accuracy", "U"} and table["abs_diff"].max() < 2.0
 
 
 def test_thinning_and_resume(random_problem):
