@@ -142,8 +142,12 @@ def paper_step() -> dict:
             return train.simulate_sgd(law, H=H, L=L, D=D, tau_max=n_steps * gamma, gamma=gamma, device=dev,
                                       record_taus=[0.0], **kw)
 
-        t1, res = bench.timed(lambda: run(1))  # one update (+ the recorded batch at τ = 0): warm-up included
-        t3, _ = bench.timed(lambda: run(3))
+        try:
+            t1, res = bench.timed(lambda: run(1))  # one update (+ the recorded batch at τ = 0): warm-up included
+            t3, _ = bench.timed(lambda: run(3))
+        except Exception as exc:  # one path failing (a Triton build, say) leaves the others measured
+            rows[name] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
+            continue
         per_step = (t3 - t1) / 2
         rows[name] = {"s_per_step": per_step, "fraction_of_randn": t_randn / per_step,
                       "chunk": res.trajectory.meta["chunk"]}

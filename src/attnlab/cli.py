@@ -341,6 +341,8 @@ def bench(
     device: DeviceOpt = None,
     record: Annotated[bool, typer.Option("--record", help="also write results/benchmarks/<study>-<device>.json "
                                          "(committed: device, date, commit, versions, rows)")] = False,
+    part: Annotated[list[str] | None, typer.Option("--part", help="only this part of the script (repeatable; "
+                                                   "default: all; an unknown name lists them)")] = None,
 ) -> None:
     """Run the benchmark scripts of benchmarks/ (from a source checkout); each writes JSON.
 
@@ -361,7 +363,7 @@ def bench(
     try:
         for s in chosen:
             out_console.print(f"[bold]benchmark {s}[/bold]")
-            sys.argv = [str(root / f"{s}.py")]  # the script sees no arguments: all its parts run
+            sys.argv = [str(root / f"{s}.py"), *(part or [])]  # the parts to run (none named: all)
             bench_mod._ASKED.clear()
             runpy.run_path(sys.argv[0], run_name="__main__")
             if record:
@@ -391,5 +393,7 @@ def main() -> None:
     app(prog_name="attnlab")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # python -m attnlab.cli: the commands live on the imported module's app (cli_list too)
+    from attnlab.cli import main as _main
+
+    sys.exit(_main())

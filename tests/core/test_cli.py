@@ -133,3 +133,14 @@ def test_bench_runs_the_script_without_the_cli_arguments(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "res" / "toy.json").read_text()) == {"argv": [], "main": True}
     missing = runner.invoke(app, ["bench", "nosuch"])
     assert missing.exit_code == 2 and "no benchmark for 'nosuch'" in missing.stderr
+
+
+@pytest.mark.parametrize("module", ["attnlab", "attnlab.cli"])
+def test_python_dash_m_has_every_command(module):
+    """``python -m attnlab`` and ``python -m attnlab.cli`` (a checkout run from ``src``) know ``list`` too: the
+    commands registered by other modules live on the imported module's app, not on ``__main__``'s."""
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", module, "list", "toy"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "toy.walk" in res.stdout, res.stderr[-2000:]

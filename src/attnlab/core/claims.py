@@ -189,7 +189,7 @@ def check(study: str | None, scale: str, store: RunStore, only: list[str] | None
           device: str | None = None) -> list[ClaimResult]:
     """Measure every claim of ``study`` (all studies if None) that holds at ``scale``, its experiments on ``device``.
 
-    Results are also written to ``<store>/claims/<study>-<scale>.json`` for the report.
+    Results are also written, after every claim, to ``<store>/claims/<study>-<scale>.json`` for the report.
     """
     if scale not in SCALES:
         raise ConfigError(f"scale {scale!r} is not allowed; allowed: {', '.join(SCALES)}")
@@ -213,7 +213,7 @@ def check(study: str | None, scale: str, store: RunStore, only: list[str] | None
                 sum(not r.reused for r in ctx.records), sum(r.reused for r in ctx.records),
             )
         )
-    for name in sorted({r.claim.split(".", 1)[0] for r in results}):
+        name = claim.id.split(".", 1)[0]  # written after every claim: an interrupted check keeps what it measured
         rows = [r.to_json() for r in results if r.claim.startswith(name + ".")]
         atomic_write_json(store.root / "claims" / f"{name}-{scale}.json", rows)
     return results

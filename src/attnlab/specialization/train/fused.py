@@ -37,8 +37,10 @@ except ImportError:  # pragma: no cover - exercised where Triton is absent
 
 
 def available(device: torch.device | str, D: int) -> bool:
-    """Triton is importable, D is even, and the device is CUDA (or the CPU under ``TRITON_INTERPRET=1``)."""
-    if triton is None or importlib.util.find_spec("triton") is None or D % 2:
+    """Triton is importable and not turned off (``ATTNLAB_TRITON=0``: e.g. a Triton that cannot build for this
+    GPU), D is even, and the device is CUDA (or the CPU under ``TRITON_INTERPRET=1``)."""
+    off = os.environ.get("ATTNLAB_TRITON", "1") == "0"
+    if off or triton is None or importlib.util.find_spec("triton") is None or D % 2:
         return False
     kind = torch.device(device).type
     return kind == "cuda" or (kind == "cpu" and os.environ.get("TRITON_INTERPRET") == "1")
