@@ -37,7 +37,9 @@ class WouldNotFit(ConfigError):
 
 
 def free_bytes(device: torch.device | str, override: float | None = None) -> int:
-    """Bytes free on ``device`` now: ``mem_get_info`` on CUDA, available memory (cgroup-aware) on the CPU.
+    """Bytes free on ``device`` now: on CUDA, the driver's free memory (``mem_get_info``) plus the blocks torch's
+    caching allocator holds but no tensor uses (reserved − allocated: free to this process, invisible to the
+    driver); on the CPU, available memory (cgroup-aware).
 
     ``override`` (default ``$ATTNLAB_FREE_BYTES``) replaces the measurement: to plan for a smaller machine than
     the one at hand, or in tests."""
@@ -46,7 +48,8 @@ def free_bytes(device: torch.device | str, override: float | None = None) -> int
         return int(float(override))
     device = torch.device(device)
     if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return int(torch.cuda.mem_get_info(device)[0] + cached)
     return _cpu_available()
 
 
