@@ -107,14 +107,15 @@ FUSED_CHECK = """
 import torch
 from attnlab.specialization.data import FlipSpike
 from attnlab.specialization.train import simulate_sgd
-kw = dict(H=2, L=3, D=40, activation="softmax1", tau_max=0.1, seeds=[0, 1], record_every=0.05, batch=9,
-          noise_method="splitmix64")
-fused = simulate_sgd(FlipSpike(2.0, 2.0), fused_step=True, {device}**kw)
-ref = simulate_sgd(FlipSpike(2.0, 2.0), fused_step=False, chunk=4, {device}**kw)
-assert fused.trajectory.meta["fused_step"] and not ref.trajectory.meta["fused_step"]
-for name in ("m", "q", "b", "v", "loss"):
-    d = abs(fused.trajectory[name] - ref.trajectory[name]).max()
-    assert d < 1e-5, (name, d)
+for H, L, act in ((2, 3, "softmax1"), (5, 3, "softmax1"), (2, 10, "softmax")):  # heads summed, heads as dots
+    kw = dict(H=H, L=L, D=40, activation=act, tau_max=0.1, seeds=[0, 1], record_every=0.05, batch=9,
+              noise_method="splitmix64")
+    fused = simulate_sgd(FlipSpike(2.0, 2.0), fused_step=True, {device}**kw)
+    ref = simulate_sgd(FlipSpike(2.0, 2.0), fused_step=False, chunk=4, {device}**kw)
+    assert fused.trajectory.meta["fused_step"] and not ref.trajectory.meta["fused_step"]
+    for name in ("m", "q", "b", "v", "loss"):
+        d = abs(fused.trajectory[name] - ref.trajectory[name]).max()
+        assert d < 1e-5, (H, L, name, d)
 print("ok")
 """
 

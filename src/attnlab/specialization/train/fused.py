@@ -11,6 +11,9 @@ the spike θ_μ K* planted at ε_μ, twice per step:
   χ += x kᵀ and G += x xᵀ (fp32 ``tl.dot`` with IEEE precision);
 * kernel B, one program per (seed, tile of d, block of sequences): ∇K += ∂χ_μ x_μ.
 
+Up to :data:`SUM_HEADS` heads, χ and ∇K are broadcast sums over the real heads instead of dots padded to 16 heads
+(8× fewer multiply-adds at H = 2).
+
 Between them the small (S, N_b, H, L) part runs in torch. Needs D even (a word's two tokens are then at the same
 ℓ). Without Triton (``available()`` False) the step is the generic one, same stream, in chunks. The tokens are
 the stream's up to the ulp of log/sin/cos (Triton's vs torch's), so a fused run matches a generic run to float
@@ -74,7 +77,7 @@ if triton is not None:
 
     @triton.jit
     def _scores_gram(keys_ptr, first, wg, eps_ptr, th_ptr, ks_ptr, k_ptr, chi_ptr, g_ptr, n, D, L, H,
-                     F: tl.constexpr, L_P: tl.constexpr, H_P: tl.constexpr, BD: tl.constexpr):
+                     F: tl.constexpr, L_P: tl.constexpr, H_P: tl.constexpr, BD: tl.constexpr, SUM_H: tl.constexpr):
         """Kernel A: χ (L, H) and G (L, L) of sequence ``first + pid(1)`` of seed pid(0)."""
         s, mu = tl.program_id(0), tl.program_id(1)
         state = tl.load(keys_ptr + s).to(tl.uint64, bitcast=True) + (first + mu).to(tl.uint64) * wg
@@ -89,7 +92,10 @@ if triton is not None:
             kmask = (hs[None, :] < H) & (cols[:, None] < D // 2)
             ke = tl.load(k_ptr + s * H * D + hs[None, :] * D + 2 * cols[:, None], mask=kmask, other=0.0)
             ko = tl.load(k_ptr + s * H * D + hs[None, :] * D + 2 * cols[:, None] + 1, mask=kmask, other=0.0)
-            chi += tl.dot(xe, ke, input_precision="ieee") + tl.dot(xo, ko, input_precision="ieee")
+            if SUM_H:  # few heads: a broadcast sum, not a dot padded to 16 heads
+                chi += tl.sum(xe[:, :, None] * ke[None, :, :] + xo[:, :, None] * ko[None, :, :], axis=1)
+            else:
+                chi += tl.dot(xe, ke, input_precision="ieee") + tl.dot(xo, ko, input_precision="ieee")
             gram += tl.dot(xe, tl.trans(xe), input_precision="ieee") + tl.dot(xo, tl.trans(xo),
                                                                                input_precision="ieee")
         base = s * n + mu
@@ -100,7 +106,7 @@ if triton is not None:
 
     @triton.jit
     def _key_gradient(keys_ptr, first, wg, eps_ptr, th_ptr, ks_ptr, gsc_ptr, out_ptr, n, D, L, H, block,
-                      F: tl.constexpr, L_P: tl.constexpr, H_P: tl.constexpr, BD: tl.constexpr):
+                      F: tl.constexpr, L_P: tl.constexpr, H_P: tl.constexpr, BD: tl.constexpr, SUM_H: tl.constexpr):
         """Kernel B: Σ_{μ in block pid(2)} ∂χ_μ (H, L) x_μ (L, tile pid(1) of d) of seed pid(0)."""
         s, t, blk = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         rows, hs = tl.arange(0, L_P), tl.arange(0, H_P)
@@ -114,8 +120,12 @@ if triton is not None:
             xe, xo = _tokens(state, rows, cols, D, L, eps, th_ptr + (s * n + mu) * F, ks_ptr + s * F * D, F)
             g = tl.load(gsc_ptr + (s * n + mu) * H * L + hs[:, None] * L + rows[None, :],
                         mask=(hs[:, None] < H) & (rows[None, :] < L), other=0.0)
-            acc_e += tl.dot(g, xe, input_precision="ieee")
-            acc_o += tl.dot(g, xo, input_precision="ieee")
+            if SUM_H:
+                acc_e += tl.sum(g[:, :, None] * xe[None, :, :], axis=1)
+                acc_o += tl.sum(g[:, :, None] * xo[None, :, :], axis=1)
+            else:
+                acc_e += tl.dot(g, xe, input_precision="ieee")
+                acc_o += tl.dot(g, xo, input_precision="ieee")
         nblk = tl.num_programs(2)
         base = out_ptr + (s * nblk + blk) * H * D + hs[:, None] * D
         omask = (hs[:, None] < H) & (cols[None, :] < D // 2)
@@ -123,12 +133,16 @@ if triton is not None:
         tl.store(base + 2 * cols[None, :] + 1, acc_o, mask=omask)
 
 
-def _pad(x: int) -> int:
-    return max(16, 1 << (x - 1).bit_length())  # tl.dot needs every dimension ≥ 16
+def _pad(x: int, least: int = 16) -> int:
+    return max(least, 1 << (x - 1).bit_length())  # tl.dot needs every dimension ≥ 16
+
+
+SUM_HEADS = 4  # up to this many heads, χ and ∇K are broadcast sums over the real heads, not dots padded to 16
 
 
 def chunk_sums(keys: list[int], first: int, batch: int, eps: Tensor, theta: Tensor, K_star: Tensor, K: Tensor,
-               b: Tensor, v: Tensor, activation: str, L: int, block_d: int = 256, seq_block: int = 64):
+               b: Tensor, v: Tensor, activation: str, L: int, block_d: int = 64, seq_block: int = 64,
+               sum_heads: int = SUM_HEADS):
     """Loss and gradient sums of sequences ``first … first + n − 1`` of a step (n = eps.shape[1]), as
     :func:`attnlab.specialization.train.sgd._chunk_sums_gram` on the stream's tokens, made in the kernels.
 
@@ -145,7 +159,8 @@ def chunk_sums(keys: list[int], first: int, batch: int, eps: Tensor, theta: Tens
     wg = noise._s64(W * noise.GAMMA)
     eps32 = eps.to(torch.int32).contiguous()
     th, ks, kk = theta.float().contiguous(), K_star.float().contiguous(), K.float().contiguous()
-    meta = {"F": F, "L_P": _pad(L), "H_P": _pad(H), "BD": block_d}
+    small = H <= sum_heads
+    meta = {"F": F, "L_P": _pad(L), "H_P": _pad(H, 1 if small else 16), "BD": block_d, "SUM_H": small}
     chi = torch.empty(S, n, L, H, device=dev)
     G = torch.empty(S, n, L, L, device=dev)
     _scores_gram[(S, n)](keys_t, first, wg, eps32, th, ks, kk, chi, G, n, D, L, H, **meta)
