@@ -21,6 +21,8 @@ benchmarks/results):
    noise in torch, and the fused Triton kernels where Triton is) against ``torch.randn`` of the same 10^9
    floats on that device in the same run (the machine's limit for writing them); ``fraction_of_randn`` =
    t_randn / t_step.
+6. ``fused_tiles`` (CUDA with Triton): the fused step with heads as broadcast sums or padded dots and tile widths
+   64-256, the Euler flow's step at N_mc = 10^5, and Fig. 1's paper-scale time estimated from both.
 3. The whole Fig. 5 sweep at quick scale (3 activations × 2 laws × 8 H × 5 seeds + the ν panel), timed.
 """
 
@@ -156,6 +158,47 @@ def paper_step(steps: int = 10) -> dict:
                         f"step), device {dev}, {THREADS} thread(s)", "randn_s_same_floats": t_randn, "paths": rows}
 
 
+def fused_tiles(steps: int = 20) -> dict:
+    """On CUDA with Triton: the fused step's seconds per step for heads as broadcast sums or padded dots and
+    several tile widths, the Euler flow's seconds per step at N_mc = 10^5, and Fig. 1's paper-scale estimate."""
+    import functools
+
+    from attnlab.specialization.train import fused
+
+    dev = bench.device()
+    if not fused.available(dev, 10_000):
+        return {"skipped": f"needs Triton and CUDA (ran on {dev})"}
+    law, orig = make_law("flip", 2, nu1=2.0, nu2=2.0), fused.chunk_sums
+
+    def run(n: int):
+        return train.simulate_sgd(law, H=2, L=10, D=10_000, tau_max=n * 0.02, gamma=0.02, device=dev,
+                                  record_taus=[0.0], fused_step=True, noise_method="splitmix64")
+
+    rows = {}
+    try:
+        for sum_heads, block_d in ((4, 64), (4, 128), (0, 64), (4, 256)):
+            fused.chunk_sums = functools.partial(orig, block_d=block_d, sum_heads=sum_heads)
+            run(1)
+            t1, _ = bench.timed(lambda: run(1))
+            t_many, _ = bench.timed(lambda: run(1 + steps))
+            rows[f"sum_heads{sum_heads}_bd{block_d}"] = (t_many - t1) / steps
+    finally:
+        fused.chunk_sums = orig
+
+    def flow(n: int):
+        return theory.predict("softmax", law, 10, 2, [0.0, n * 0.02], n_mc=100_000, solver="euler", dt=0.02,
+                              device=dev)
+
+    flow(2)
+    t1, _ = bench.timed(lambda: flow(10))
+    t_many, _ = bench.timed(lambda: flow(210))
+    flow_step = (t_many - t1) / 200
+    return {"workload": "fused SGD step at D = N_b = 10^4, L = 10, H = 2 (softmax, float32); the Euler flow at "
+                        "N_mc = 10^5 (float64); Fig. 1 = 6 000 steps of each",
+            "s_per_step": rows, "theory_euler_s_per_step_nmc1e5": flow_step,
+            "fig1_paper_estimate_s": 6000 * (min(rows.values()) + flow_step)}
+
+
 def _stream_row(D: int, L: int) -> dict:
     from attnlab.specialization.data import SGDStream, iter_sequences, sample_spikes
 
@@ -191,4 +234,5 @@ def stream() -> dict:
 
 if __name__ == "__main__":
     bench.main("specialization", {"theory": theory_point, "simulation": simulation, "fig5": fig5_quick,
-                                  "stream": stream, "paper_step": paper_step}, THREADS)
+                                  "stream": stream, "paper_step": paper_step,
+                                  "fused_tiles": fused_tiles}, THREADS)

@@ -141,7 +141,7 @@ SUM_HEADS = 4  # up to this many heads, χ and ∇K are broadcast sums over the 
 
 
 def chunk_sums(keys: list[int], first: int, batch: int, eps: Tensor, theta: Tensor, K_star: Tensor, K: Tensor,
-               b: Tensor, v: Tensor, activation: str, L: int, block_d: int = 64, seq_block: int = 64,
+               b: Tensor, v: Tensor, activation: str, L: int, block_d: int = 256, seq_block: int = 64,
                sum_heads: int = SUM_HEADS):
     """Loss and gradient sums of sequences ``first … first + n − 1`` of a step (n = eps.shape[1]), as
     :func:`attnlab.specialization.train.sgd._chunk_sums_gram` on the stream's tokens, made in the kernels.
@@ -159,7 +159,7 @@ def chunk_sums(keys: list[int], first: int, batch: int, eps: Tensor, theta: Tens
     wg = noise._s64(W * noise.GAMMA)
     eps32 = eps.to(torch.int32).contiguous()
     th, ks, kk = theta.float().contiguous(), K_star.float().contiguous(), K.float().contiguous()
-    small = H <= sum_heads
+    small = sum_heads >= H
     meta = {"F": F, "L_P": _pad(L), "H_P": _pad(H, 1 if small else 16), "BD": block_d, "SUM_H": small}
     chi = torch.empty(S, n, L, H, device=dev)
     G = torch.empty(S, n, L, L, device=dev)
