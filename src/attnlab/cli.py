@@ -10,6 +10,7 @@ import json
 import os
 import runpy
 import sys
+import time
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -173,14 +174,26 @@ def check(
 ) -> None:
     """Measure the papers' claims and compare them with what the papers say (exit 1 if any fails)."""
     from attnlab.core import record as rec
-    from attnlab.core.claims import check as run_checks
-    from attnlab.core.claims import failed
+    from attnlab.core.claims import failed, iter_check, to_check
     from attnlab.core.experiment import check_study
+    from attnlab.core.runs import sigterm_raises
 
     check_study(study)
     before = rec.load(since, scale) if since is not None else None
     progress.set_quiet(quiet or json_)
-    results = run_checks(study, scale, _store(store, old_out), only, device=_device(device))
+    planned: dict[str, int] = {}
+    for c in to_check(study, scale, only):
+        planned[c.study] = planned.get(c.study, 0) + 1
+    results, device, t0 = [], _device(device), time.perf_counter()
+    try:
+        with sigterm_raises():  # Ctrl-C or SIGTERM: the claims measured so far still reach the record
+            results.extend(iter_check(study, scale, _store(store, old_out), only, device=device))
+    except KeyboardInterrupt:
+        if record is not None and results:
+            for path in rec.write(results, record, scale, device, merge=bool(only), planned=planned,
+                                  elapsed=time.perf_counter() - t0):
+                err_console.print(f"record (interrupted after {len(results)} claim(s)) → {path}", highlight=False)
+        raise
     changes = rec.compare(before, results, device) if before is not None else []
     if json_:
         print(json.dumps([r.to_json() for r in results], indent=2))

@@ -42,6 +42,29 @@ def test_record_holds_date_commit_hardware_and_every_verdict(tmp_path, flip):
     assert doc["wall_seconds"] == pytest.approx(sum(e["seconds"] for e in doc["claims"]), abs=0.2)
 
 
+def test_an_interrupted_check_records_the_claims_it_measured(tmp_path):
+    """Ctrl-C or SIGTERM (``timeout``) during a check: exit 130, and the record holds the claims measured so far,
+    marked partial; the README's tables say so."""
+    from attnlab.core.runs import Interrupted
+
+    def stop(ctx):
+        raise Interrupted("signal 15")
+
+    claims_mod.register(claims_mod.Claim("toy.stop", "—", "stops", "raises", stop, 0.0, "approx", 0.1))
+    try:
+        res = _check(tmp_path, "--record", str(tmp_path / "results" / "claims"))
+    finally:
+        claims_mod._CLAIMS.pop("toy.stop")
+    assert res.exit_code == 130 and "interrupted after 1 claim(s)" in res.stderr, res.output
+    doc = json.loads((tmp_path / "results" / "claims" / "quick" / "toy.json").read_text())
+    assert [e["claim"] for e in doc["claims"]] == ["toy.diffusion"] and doc["counts"]["pass"] == 1
+    assert doc["partial"]["claims_measured"] == 1 and doc["partial"]["claims_planned"] == 2
+    assert doc["partial"]["seconds"] >= doc["wall_seconds"] - 0.1
+    text = "<!-- claims-record:start -->\n<!-- claims-record:end -->\n"
+    table = record.render_readme(text, tmp_path / "results" / "claims", tmp_path)
+    assert "| interrupted after 0 min: 1 of 2 claims |" in table
+
+
 def test_since_prints_changes_and_fails_on_a_regression(tmp_path, flip):
     claims_dir = tmp_path / "claims"
     assert _check(tmp_path, "--record", str(claims_dir)).exit_code == 0
@@ -81,7 +104,8 @@ def test_compare_prefers_the_record_of_the_same_device_kind(tmp_path):
     assert record._entry(nan.to_json())["measured"] is None
 
 
-def _fake_record(root: Path, study: str, scale: str, gpu: bool, n_pass: int, wall: float) -> None:
+def _fake_record(root: Path, study: str, scale: str, gpu: bool, n_pass: int, wall: float,
+                 planned: int | None = None) -> None:
     hw = {"cpu": {"cpu": "Some CPU", "threads": 2, "cores": 2, "torch": "2.13.0"}}
     if gpu:
         hw["gpu"] = {"name": "NVIDIA H100 80GB HBM3"}
@@ -90,6 +114,8 @@ def _fake_record(root: Path, study: str, scale: str, gpu: bool, n_pass: int, wal
     doc = {"study": study, "scale": scale, "device": "cuda" if gpu else "cpu", "date": "2026-01-02T03:04:05",
            "commit": "abcdef0123456789", "hardware": hw, "wall_seconds": wall, "runs_reused": 0,
            "counts": record.counts(rows), "claims": rows}
+    if planned:
+        doc["partial"] = {"claims_measured": 3, "claims_planned": planned, "seconds": 282.0}
     path = record.path_for(root, scale, study, "cuda" if gpu else None)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc))
@@ -111,6 +137,10 @@ def test_readme_blocks_are_generated_from_the_records(tmp_path):
             "[potts.json](results/claims/quick/potts.json) |") in out
     assert "| potts | not measured (no GPU lent yet) | 2.0 h (2 cores) | 1 of 3 |" in out
     assert "| signal | 10 min (NVIDIA H100 80GB HBM3) | not measured yet | 3 of 3 |" in out
+    _fake_record(root, "paths", "paper", True, 2, 300.0, planned=9)
+    out = record.render_readme(out, root, tmp_path)
+    assert ("| paths | interrupted after 5 min: 3 of 9 claims (NVIDIA H100 80GB HBM3) | not measured yet | "
+            "2 of 3 measured (of 9) |") in out
     assert out.count("middle") == 1
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -191,10 +191,22 @@ def check(study: str | None, scale: str, store: RunStore, only: list[str] | None
 
     Results are also written, after every claim, to ``<store>/claims/<study>-<scale>.json`` for the report.
     """
+    return list(iter_check(study, scale, store, only, device))
+
+
+def to_check(study: str | None, scale: str, only: list[str] | None = None) -> list[Claim]:
+    """The claims a check of ``study`` at ``scale`` measures (``only``: these ids; unknown ids are one line)."""
     if scale not in SCALES:
         raise ConfigError(f"scale {scale!r} is not allowed; allowed: {', '.join(SCALES)}")
     todo = [c for c in claims(study, scale) if not only or c.id in only or c.id.split(".", 1)[1] in only]
     _check_only(study, scale, only or [], todo)
+    return todo
+
+
+def iter_check(study: str | None, scale: str, store: RunStore, only: list[str] | None = None,
+               device: str | None = None) -> Iterator[ClaimResult]:
+    """:func:`check`, one result at a time: an interrupted check still has the claims it measured."""
+    todo = to_check(study, scale, only)
     results = []
     for claim in progress.track(todo, f"claims ({scale})"):
         ctx = ClaimContext(scale, store, device=device)
@@ -216,7 +228,7 @@ def check(study: str | None, scale: str, store: RunStore, only: list[str] | None
         name = claim.id.split(".", 1)[0]  # written after every claim: an interrupted check keeps what it measured
         rows = [r.to_json() for r in results if r.claim.startswith(name + ".")]
         atomic_write_json(store.root / "claims" / f"{name}-{scale}.json", rows)
-    return results
+        yield results[-1]
 
 
 def _check_only(study: str | None, scale: str, only: list[str], todo: list[Claim]) -> None:

@@ -56,9 +56,14 @@ def path_for(root: Path, scale: str, study: str, device: str | None) -> Path:
 
 
 def write(results: list[ClaimResult], root: Path, scale: str, device: str | None,
-          merge: bool = False) -> list[Path]:
-    """One record per study in ``results`` under ``root/<scale>/``; ``merge`` keeps the record's other claims."""
-    now, commit, hw = time.strftime("%Y-%m-%dT%H:%M:%S%z"), git_revision(), hardware(device)
+          merge: bool = False, planned: dict[str, int] | None = None, elapsed: float | None = None,
+          hw: dict[str, Any] | None = None) -> list[Path]:
+    """One record per study in ``results`` under ``root/<scale>/``; ``merge`` keeps the record's other claims.
+
+    ``planned``: claims per study that the check set out to measure, given when it was interrupted: a record
+    with fewer says ``"partial": {"claims_measured": n, "claims_planned": m, "seconds": elapsed}`` (``elapsed``:
+    the check's wall time until it stopped). ``hw``: the machine (default :func:`hardware` of this one)."""
+    now, commit, hw = time.strftime("%Y-%m-%dT%H:%M:%S%z"), git_revision(), hw or hardware(device)
     paths = []
     for study in sorted({r.claim.split(".", 1)[0] for r in results}):
         path = path_for(root, scale, study, device)
@@ -74,6 +79,9 @@ def write(results: list[ClaimResult], root: Path, scale: str, device: str | None
                "runs_reused": sum(e.get("runs_reused", 0) for e in rows), "counts": counts(rows),
                "command": f"attnlab check {study} --scale {scale}" + (f" --device {device}" if device else ""),
                "claims": rows}
+        if planned is not None and len(rows) < planned.get(study, 0):
+            doc["partial"] = {"claims_measured": len(rows), "claims_planned": planned[study],
+                              "seconds": None if elapsed is None else round(elapsed, 1)}
         atomic_write_json(path, doc)
         paths.append(path)
     return paths
@@ -180,9 +188,18 @@ def claims_table(records: list[dict[str, Any]], base: Path) -> str:
         where = hw["gpu"]["name"] if "gpu" in hw else f"CPU, {_threads(hw['cpu']['threads'])}"
         reused = f" ({d['runs_reused']} runs reused)" if d.get("runs_reused") else ""
         lines.append(f"| {d['study']} | {d['scale']} | {where} | {c['pass']} | {c['fail']} | {c['reported']} | "
-                     f"{c['error']} | {_hours(d['wall_seconds'])}{reused} | {d['date'][:10]}, "
+                     f"{c['error']} | {_partial(d) or _hours(d['wall_seconds']) + reused} | {d['date'][:10]}, "
                      f"{(d['commit'] or 'unknown')[:10]} | [{Path(d['path']).name}]({_rel(d['path'], base)}) |")
     return "\n".join(lines) + "\n"
+
+
+def _partial(d: dict[str, Any]) -> str:
+    """'interrupted after T: n of m claims' for the record of a check that did not finish, else ''."""
+    part = d.get("partial")
+    if not part:
+        return ""
+    after = f" after {_hours(part['seconds'])}" if part.get("seconds") else ""
+    return f"interrupted{after}: {part['claims_measured']} of {part['claims_planned']} claims"
 
 
 def gpu_table(records: list[dict[str, Any]], studies: Iterable[str]) -> str:
@@ -192,11 +209,14 @@ def gpu_table(records: list[dict[str, Any]], studies: Iterable[str]) -> str:
              "|---|---|---|---|"]
     for study in studies:
         gpu, cpu = paper.get((study, True)), paper.get((study, False))
-        g = f"{_hours(gpu['wall_seconds'])} ({gpu['hardware']['gpu']['name']})" if gpu else \
+        g = f"{_partial(gpu) or _hours(gpu['wall_seconds'])} ({gpu['hardware']['gpu']['name']})" if gpu else \
             "not measured (no GPU lent yet)"
-        c = f"{_hours(cpu['wall_seconds'])} ({cpu['hardware']['cpu']['cores']} cores)" if cpu else "not measured yet"
+        c = f"{_partial(cpu) or _hours(cpu['wall_seconds'])} ({cpu['hardware']['cpu']['cores']} cores)" if cpu \
+            else "not measured yet"
         best = gpu or cpu
         n = f"{best['counts']['pass']} of {len(best['claims'])}" if best else "not measured yet"
+        if best and "partial" in best:
+            n += f" measured (of {best['partial']['claims_planned']})"
         lines.append(f"| {study} | {g} | {c} | {n} |")
     return "\n".join(lines) + "\n"
 

@@ -206,7 +206,7 @@ class RunStore:
         meta = self._meta(exp, config, run_id, device)
         atomic_write_json(run_dir / "config.json", meta)
         self.index.start(run_id)
-        with open(run_dir / "log.txt", "a") as log, _sigterm_raises():
+        with open(run_dir / "log.txt", "a") as log, sigterm_raises():
             ctx = RunContext(run_dir, config, device, streams, checkpoint_every=self.checkpoint_every,
                              publish_every=self.publish_every, _log=log)
             ctx.log(f"start {exp.key} {run_id} on {describe(device)}")
@@ -338,8 +338,8 @@ def _last_line(text: str) -> str:
 
 
 @contextlib.contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """In the main thread, turn SIGTERM into :class:`Interrupted` for the duration of a run."""
+def sigterm_raises() -> Iterator[None]:
+    """In the main thread, turn SIGTERM into :class:`Interrupted` for the duration of a run (or a check)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
