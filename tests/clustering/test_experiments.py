@@ -10,21 +10,13 @@ import torch
 from attnlab.clustering import circuits
 from attnlab.clustering import experiments as X
 from attnlab.clustering.history import History
+from attnlab.clustering.outputs import TINY
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.experiment import experiments, get
 from attnlab.core.runs import RunContext, RunStore, load_result
 
 torch.set_num_threads(1)
-TRAIN = {"n_train": 128, "n_test": 128, "batch_size": 32, "k": 3}
-CASES = {
-    "fig1": {"check_configs": [[3, 8, 3, 4, 16]], "n_sample": 500, "scale_factors": [0.1, 0.2, 1.0]},
-    "stationarity": {"epochs": 2, "n_train": 256},
-    "circuits": {**TRAIN, "n_seeds": 3, "epochs": 3},
-    "fig5": {**TRAIN, "n_seeds": 2, "epochs": 2, "n_probe": 6},
-    "transfer_circuit": {**TRAIN, "n_seeds": 2, "epochs": 2, "epochs_new": 2},
-    "fig8": {**TRAIN, "n_seeds": 2, "epochs": 3},
-    "train": {**TRAIN, "n_seeds": 2, "epochs": 3},
-}
+CASES = {name: TINY[name] for name in ("fig1", "stationarity", "circuits", "fig5", "transfer_circuit", "fig8", "train")}
 FIGURES = {"fig1": {"fig1", "fig1_all_panels", "fig1_scaling"}, "stationarity": {"stationarity"},
            "circuits": {"circuits", "taxonomy"}, "fig5": {"fig5"},
            "transfer_circuit": {"fig6", "fig15", "transfer_accuracy"}, "fig8": {"fig8", "fig8_phases"},

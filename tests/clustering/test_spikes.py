@@ -10,6 +10,7 @@ import torch
 
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.history import History
+from attnlab.clustering.outputs import CTRAIN, TINY
 from attnlab.clustering.spikes import claims as C
 from attnlab.clustering.spikes import experiments as K
 from attnlab.clustering.train import train
@@ -19,17 +20,9 @@ from attnlab.core.metrics import wide
 from attnlab.core.runs import RunStore, load_result
 
 torch.set_num_threads(1)
-TRAIN = {"n_train": 128, "n_test": 128, "batch_size": 32, "k": 2}
-CASES = {
-    "fig9": {**TRAIN, "n_seeds": 2, "epochs": 4, "full_batch_epochs": 6, "full_batch_log_every": 2},
-    "fig17": {**TRAIN, "n_seeds": 2, "epochs": 2, "dims": [3, 16]},
-    "fig10": {"n_r": 12},
-    "fig11": {**TRAIN, "n_seeds": 2, "epochs": 4},
-    "fig12": {**TRAIN, "n_seeds": 2, "epochs": 4},
-    "fig13": {**TRAIN, "n_seeds": 2, "epochs": 4},
-    "fig18": {**TRAIN, "n_seeds": 2, "epochs": 3, "dims": [3]},
-    "remedies": {**TRAIN, "n_seeds": 2, "epochs": 3, "variants": ["baseline", "norm=smooth", "lr=3e-2,h=16"]},
-}
+TRAIN = {**CTRAIN, "k": 2}
+CASES = {**{name: TINY[name] for name in ("fig9", "fig17", "fig10", "fig11", "fig12", "fig13", "fig18")},
+         "remedies": {**TINY["remedies"], "variants": ["baseline", "norm=smooth", "lr=3e-2,h=16"]}}
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,8 @@ import pytest
 import torch
 
 from attnlab.clustering.analysis import EPS_GRID
+from attnlab.clustering.outputs import STRAIN as TINY
+from attnlab.clustering.outputs import TINY as OUT
 from attnlab.clustering.sweeps import claims as sweep_claims
 from attnlab.clustering.sweeps import experiments as sweeps
 from attnlab.core.config import ConfigError, resolve
@@ -15,14 +17,7 @@ from attnlab.core.runs import RunStore, load_result
 
 torch.set_num_threads(1)
 
-TINY = {"n_train": 64, "n_test": 64, "batch_size": 32}
-CASES = {
-    "fig7": {"k": 3, "n_seeds": 4, "epochs": 3, "log_every": 1},
-    "fig19": {"ds": [2, 3], "n_seeds": 2, "epochs": 2, "log_every": 1},
-    "fig14": {"d": 2, "ps": [2, 3], "ft_ps": [3], "n_seeds": 3, "epochs": 2, "pretrain_epochs": 3, "log_every": 1},
-    "fig16": {"d": 2, "n_seeds": 3, "epochs": 2, "batch_sizes": [16, 32], "hs": [8], "lrs": [3e-3, 1e-2],
-              "mlp_lr_factors": [1.0]},
-}
+CASES = {**{name: OUT[name] for name in ("fig7", "fig19", "fig14")}, "fig16": {**OUT["fig16"], "lrs": [3e-3, 1e-2]}}
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,11 @@ import torch
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.experiment import get
 from attnlab.core.runs import RunStore, load_result
+from attnlab.paths.outputs import ONESHOT
 
 SMALL_MARKOV = {"P": 40, "P_test": 100, "widths": (10, 100, 1000), "sample_widths": (10,), "chains": 2,
                 "burn_in": 60, "samples": 30, "thin": 2}
-TINY_ONESHOT = {"dataset": "glyphs", "ood": ("glyphs_blocks",), "image_size": 8, "channels": 1, "patch": 4,
-                "glyph_classes": 40, "N_gd": 16, "G": 4, "gd_steps": 40,
-                "gd_lr": 3e-3, "eval_every": 10, "P": 30, "P_val": 40, "P_test": 40, "P_prune": 40,
-                "widths": (10, 1000), "taus": (0.1, 0.5), "chains": 1, "burn_in": 20, "samples": 10, "thin": 1}
+TINY_ONESHOT = {**ONESHOT, "P_prune": 40}
 
 
 def _run(store, name, **overrides):

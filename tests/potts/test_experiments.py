@@ -8,22 +8,11 @@ import torch
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.experiment import experiments, get
 from attnlab.core.runs import RunContext, RunStore, load_result
+from attnlab.potts.outputs import DATA, TINY
 
 torch.set_num_threads(1)
 
-DATA = {"L": 6, "C": 8, "n_chains": 10, "burn_in": 30, "thin": 3, "M_train": 100, "M_test": 40}
-CASES = {
-    "fig2": {**DATA, "epochs": 3, "vanilla_epochs": 2, "d": 8, "n_eval": 20},
-    "fig2d": {**DATA, "a_values": [0.0, 1.0], "seeds": 2, "epochs": 2},
-    "fig3right": {**DATA, "Ms": [1, 5, 20], "lams": [1e-2], "n_real": 2, "max_iter": 40},
-    "consistency": {**DATA, "Ms": [20, 100], "n_real": 2, "max_iter": 40},
-    "equivalence": {**DATA, "epochs": 2, "max_iter": 40},
-    "gibbs": {"L": 8, "C": 6, "betas": [0.0, 0.5, 1.0], "n_chains": 4, "pilot_samples": 8, "burn_in": 10, "thin": 2,
-              "pilot_thin": 2, "chain_samples": 5, "chain_thin": 3},
-    "fig3left": {"L": 30, "alphas": [0.5, 2.0], "n_real": 4, "lams": [1e-2]},
-    "finite_l": {"L": 30, "alphas": [0.5, 2.0], "n_draws": 4},
-    "replica": {"nus": [3.0], "lams": [1e-2, 1e-1], "alpha_max": 3.0, "n_nodes": 200},
-}
+CASES = TINY
 
 
 def test_every_paper_figure_has_an_experiment():

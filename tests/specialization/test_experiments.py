@@ -8,26 +8,12 @@ import torch
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.experiment import experiments, get
 from attnlab.core.runs import RunContext, RunStore, load_result
+from attnlab.specialization.outputs import TINY
 
 torch.set_num_threads(1)
 
-TINY = {"n_mc": 400}
-CASES = {
-    "fig1": {"D": 48, "tau_max": 1.0, "record_every": 0.5},
-    "fig9": {"D": 48, "tau_max": 0.5, "record_every": 0.5},
-    "fig10": {"D": 48, "tau_max": 0.5, "record_every": 0.5, "activations": ["bsoftmax"]},
-    "fig2": {"tau_max": 4.0, "record_every": 2.0},
-    "fig4": {"tau_max": 4.0, "record_every": 2.0},
-    "fig12": {"tau_max": 2.0, "record_every": 1.0, "panels": [{"activation": "softmax", "H": 2}]},
-    "fig5": {"Hs": [1, 2], "nus": [2.0], "seeds": 1, "tau_max": 3.0, "eval_mc": 2000, "bayes_mc": 4000},
-    "fig6": {"tau_max": 3.0, "eval_mc": 2000, "sequences": 2},
-    "fig7": {"H": 3, "seeds": 1, "tau_max": 3.0, "eval_mc": 2000, "laws": ["flip"]},
-    "fig8": {"tau_max": 0.4},
-    "fig11": {"nu1s": [0.5, 4.0], "nu2s": [0.5, 4.0], "tau_max": 3.0},
-    "phases": {"tau_max": 1.0, "record_every": 0.5},
-    "escape": {"Ds": [1e2, 1e4], "tau_max": 2.0, "record_every": 0.5, "activations": ["bsoftmax"]},
-    "split_time": {"D": 200, "seeds": 2, "tau_max": 20.0, "record_every": 1.0},
-}
+CASES = {name: TINY[name] for name in ("fig1", "fig9", "fig10", "fig2", "fig4", "fig12", "fig5", "fig6", "fig7", "fig8",
+                                        "fig11", "phases", "escape", "split_time")}
 
 
 def test_every_paper_figure_has_an_experiment():
@@ -39,7 +25,7 @@ def test_every_paper_figure_has_an_experiment():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_experiment_runs_small(tmp_path, name):
     exp = get(f"specialization.{name}")
-    cfg = resolve(exp.config, "quick", {**TINY, **CASES[name]})
+    cfg = resolve(exp.config, "quick", CASES[name])
     rec = RunStore(tmp_path).run(exp, cfg)
     assert rec.status == "done"
     _, result = load_result(rec.run_dir)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnlab.core.experiment import _REGISTRY, Result
+from attnlab.core.experiment import _REGISTRY, Result, load_studies, study_modules
 
 Shape = tuple[int | str | None, ...] | None
 Names = Iterable[str] | Callable[[Any], Iterable[str]]
@@ -60,6 +60,9 @@ class Outputs:
 
 def outputs(key: str, *, summary: Names, arrays: Arrays, tiny: Mapping[str, Any] | None = None) -> Outputs:
     """Declare the outputs of the registered experiment ``key`` (``study.experiment``)."""
+    study = key.partition(".")[0]
+    if key not in _REGISTRY and study in study_modules():  # the declarations imported before the experiments
+        load_studies([study])
     if key not in _REGISTRY:
         raise KeyError(f"outputs declared for {key!r}, which is not a registered experiment")
     names = summary if callable(summary) else (summary,) if isinstance(summary, str) else tuple(summary)
