@@ -109,7 +109,7 @@ def sweep_shape(df: pd.DataFrame, lam: float) -> dict[str, float]:
     window (0: inside). A fit with train_acc < 1 at λ → 0 is evidence, not proof, of non-separability (the
     objective is not convex)."""
     test = df.pivot(index="M", columns="realisation", values="test")
-    mean, Ms = test.mean(1), list(test.index)
+    mean, Ms = test.mean(axis=1), list(test.index)
     peak = int(mean.idxmax())
     acc = df.groupby("M")["train_acc"]
     every, none = (acc.min() >= 1.0).to_numpy(), (acc.max() < 1.0).to_numpy()

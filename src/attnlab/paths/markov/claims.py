@@ -37,6 +37,11 @@ def worst(ctx: ClaimContext, fn, kind: str, **kw) -> float:
     return min(vals) if kind == "min" else max(vals)
 
 
+def worst_gap(a: str, b: str, kind: str, **kw):
+    """The measure ``summary[a] − summary[b]``, worst over the seeds (``kind`` as in :func:`worst`)."""
+    return lambda ctx: worst(ctx, lambda s, _: s[a] - s[b], kind, **kw)
+
+
 def U_at(arrays, N: float) -> np.ndarray:
     i = int(np.argmin(np.abs(arrays["theory_time"] - N)))
     return arrays["theory_U"][i]
@@ -138,21 +143,19 @@ for _sfx, _kw, _ref in (("", {}, ""), ("_last_token", {"readout": -1}, "; B11: l
           lambda ctx, kw=_kw: _other_paths(ctx, **kw), (0.40, 0.65), "in")
     claim(f"paths.gp_all_below_good{_sfx}", f"Sec. 4.1.1 (check B3c{_ref})",
           "GP with all four paths is worse than the good path alone", f"{_on}: max over seeds of GP(all) − GP(good)",
-          lambda ctx, kw=_kw: worst(ctx, lambda s, a: s["acc_gp_all"] - s["acc_gp_good"], "max", **kw), -0.04, "le")
+          worst_gap("acc_gp_all", "acc_gp_good", "max", **_kw), -0.04, "le")
     claim(f"paths.gp_denoising_helps{_sfx}", f"Sec. 4.1.1 (check B3d{_ref})",
           "GP with good + denoising paths is better than good alone",
           f"{_on}: min over seeds of GP(good+denoising) − GP(good)",
-          lambda ctx, kw=_kw: worst(ctx, lambda s, a: s["acc_gp_good_denoising"] - s["acc_gp_good"], "min", **kw),
-          -0.01, "ge")
+          worst_gap("acc_gp_good_denoising", "acc_gp_good", "min", **_kw), -0.01, "ge")
     claim(f"paths.fw_beats_gp_all{_sfx}", f"Fig. 2c (check B4{_ref})",
           "at N = 10 the finite-width network is far above GP with all paths",
           f"{_on}: min over seeds of A_theory(N=10) − A_GP(all)",
-          lambda ctx, kw=_kw: worst(ctx, lambda s, a: s["acc_theory_N10"] - s["acc_gp_all"], "min", **kw), 0.05, "ge")
+          worst_gap("acc_theory_N10", "acc_gp_all", "min", **_kw), 0.05, "ge")
     claim(f"paths.fw_matches_good_path{_sfx}", f"Fig. 2c (check B4{_ref})",
           "at N = 10 the finite-width network does at least as well as the good path alone",
           f"{_on}: min over seeds of A_theory(N=10) − A_GP(good)",
-          lambda ctx, kw=_kw: worst(ctx, lambda s, a: s["acc_theory_N10"] - s["acc_gp_good"], "min", **kw),
-          -0.01, "ge")
+          worst_gap("acc_theory_N10", "acc_gp_good", "min", **_kw), -0.01, "ge")
     claim(f"paths.accuracy_decreases_with_N{_sfx}", f"Fig. 2c (check B4b{_ref})",
           "the gap to GP shrinks monotonically as N grows",
           f"{_on}: largest increase of A_theory between consecutive widths 10 … 10⁴ (slack 0.01), worst seed",
