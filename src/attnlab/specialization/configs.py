@@ -28,9 +28,12 @@ def law_from(name: str, F: int, nu: float, nu1: float, nu2: float) -> ThetaLaw:
     return make_law(name, F, nu=nu)
 
 
-class LawConfig(Config):
+class LawFields(BaseModel):
     """One θ law (paper 0, Sec. II) and the sequence length L, with the numerics of the reduced-loss gradient flow
-    (App. B). Every experiment's config derives from it (figure configs are its subclasses' ``with_defaults``)."""
+    (App. B): the fields every experiment's config mixes in (``class XConfig(Config, LawFields)``; figure configs
+    are those classes' ``with_defaults``, two levels below ``Config``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
     n_mc: int = Field(100_000, ge=100, le=10_000_000, description="fixed Monte-Carlo samples of eq. (10)")
     dt: float = Field(0.02, gt=0, le=1, description="Euler step δ / initial adaptive step")
@@ -66,7 +69,7 @@ def record_times(tau_max: float, every: float) -> np.ndarray:
     return np.linspace(0.0, n * every, n + 1)
 
 
-class SimVsTheoryConfig(LawConfig):
+class SimVsTheoryConfig(Config, LawFields):
     """SGD at finite D against the gradient flow started from the SGD's empirical order parameters."""
 
     activations: tuple[Activation, ...] = Field(("softmax",), min_length=1, description="rows of the figure")
@@ -94,7 +97,7 @@ class Panel(BaseModel):
     seed: int = Field(0, ge=0)
 
 
-class TrajectoriesConfig(LawConfig):
+class TrajectoriesConfig(Config, LawFields):
     """Theory trajectories m_h(τ) in feature space, one panel per (activation, H, ν, seed)."""
 
     panels: tuple[Panel, ...] = Field(min_length=1, description="list of {activation, H, nu1, nu2, nu, seed}")
@@ -108,7 +111,7 @@ class TrajectoriesConfig(LawConfig):
         return self
 
 
-class FinalErrorConfig(LawConfig):
+class FinalErrorConfig(Config, LawFields):
     """Final error E^∞ after training (theory to convergence) vs H and vs ν (Fig. 5), 3 activations + Bayes."""
 
     activations: tuple[Activation, ...] = Field(ACTIVATIONS, min_length=1)
@@ -143,7 +146,7 @@ class FinalErrorConfig(LawConfig):
         return self
 
 
-class PruningConfig(LawConfig):
+class PruningConfig(Config, LawFields):
     """Greedy head pruning after training (Fig. 7)."""
 
     activations: tuple[Activation, ...] = Field(ACTIVATIONS, min_length=1)
@@ -165,7 +168,7 @@ class PruningConfig(LawConfig):
         return self
 
 
-class AttentionMapsConfig(LawConfig):
+class AttentionMapsConfig(Config, LawFields):
     """Attention maps of trained models (Fig. 6): H×L maps for a few sequences, per activation."""
 
     activations: tuple[Activation, ...] = Field(ACTIVATIONS, min_length=1)
@@ -181,7 +184,7 @@ class AttentionMapsConfig(LawConfig):
     scales = {"quick": {"n_mc": 10_000, "eval_mc": 20_000, "tau_max": 400.0}, "paper": {}}
 
 
-class McResamplingConfig(LawConfig):
+class McResamplingConfig(Config, LawFields):
     """Fixed vs resampled Monte-Carlo samples along the flow (Fig. 8)."""
 
     activation: Activation = "softmax"
@@ -192,7 +195,7 @@ class McResamplingConfig(LawConfig):
     scales = {"quick": {"n_mc": 20_000, "tau_max": 10.0}, "paper": {}}
 
 
-class CosineGridConfig(LawConfig):
+class CosineGridConfig(Config, LawFields):
     """Final cosine similarity of two heads over a (ν1, ν2) grid (Fig. 11)."""
 
     activation: Activation = "softmax"
@@ -206,7 +209,7 @@ class CosineGridConfig(LawConfig):
     scales = {"quick": {"nu1s": (0.5, 2, 8), "nu2s": (0.5, 2, 8), "n_mc": 10_000, "tau_max": 400.0}, "paper": {}}
 
 
-class PhasesConfig(LawConfig):
+class PhasesConfig(Config, LawFields):
     """Unspecialised phase (Prop. III.3): flip spike and isotropic Gaussian, theory from the paper's init."""
 
     activation: Activation = "softmax"
@@ -217,7 +220,7 @@ class PhasesConfig(LawConfig):
     scales = {"quick": {"n_mc": 20_000}, "paper": {}}
 
 
-class EscapeConfig(LawConfig):
+class EscapeConfig(Config, LawFields):
     """Escape time from the saddle vs D (Prop. III.4)."""
 
     activations: tuple[Activation, ...] = Field(("softmax", "bsoftmax"), min_length=1)
@@ -231,7 +234,7 @@ class EscapeConfig(LawConfig):
     scales = {"quick": {"n_mc": 10_000, "tau_max": 100.0, "record_every": 0.5}, "paper": {}}
 
 
-class SplitTimeConfig(LawConfig):
+class SplitTimeConfig(Config, LawFields):
     """τ^s of Fig. 1 (flip ν = (2, 2), softmax, L = 10, H = 2) at D = 10^4 over ``seeds`` random inits."""
 
     activation: Activation = "softmax"

@@ -194,8 +194,8 @@ outputs("specialization.escape", tiny=TINY["escape"],
         })
 
 outputs("specialization.split_time", tiny=TINY["split_time"],
-        summary=("D gap0_median rate_median seeds split_fraction_{thresholds} tau_max tau_s_{thresholds}_max "
-                 "tau_s_{thresholds}_median tau_s_{thresholds}_min"),
+        summary=("D gap0_median plateau_rate plateau_tau rate_median saddle_rate seeds split_fraction_{thresholds} "
+                 "tau_max tau_s_{thresholds}_max tau_s_{thresholds}_median tau_s_{thresholds}_min"),
         arrays={
             "b": (None, None, None),
             "gap loss v": (None, None),

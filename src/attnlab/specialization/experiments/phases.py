@@ -7,7 +7,7 @@
   that only the O(D^{-1/2}) initial condition breaks the symmetry.
 * ``split_time``: τ^s of Fig. 1 over many random inits at D = 10^4: the flow (12) from the empirical order
   parameters of each init (as Fig. 1's theory, which the SGD follows: Prop. III.2), the time the heads split
-  and the rate at which their difference grows before it.
+  and the rate at which their difference grows before it, next to the curvature of (10) that sets it.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from attnlab.core.runs import RunContext
 from attnlab.specialization import figures, theory
 from attnlab.specialization.configs import EscapeConfig, PhasesConfig, SplitTimeConfig, law_from
 from attnlab.specialization.data import sample_spikes
+from attnlab.specialization.data.laws import symsqrt
 from attnlab.specialization.experiments import analysis
 from attnlab.specialization.model import init_keys, order_parameters
+from attnlab.specialization.theory.hessian import hessian_m
 
 
 def escape_key(name: str, activation: str, D: float | None = None) -> str:
@@ -126,12 +128,33 @@ def split_time(config: SplitTimeConfig, ctx: RunContext) -> Result:
     table = pd.DataFrame(rows)
     summary = {"D": config.D, "seeds": config.seeds, "tau_max": config.tau_max,
                "gap0_median": float(table["gap0"].median()), "rate_median": float(table["rate"].median())}
+    prep = theory.mc_samples(law, config.L, config.H, config.n_mc, seed=ctx.seed("mc") % 2**31).prepare(None)
+    summary["saddle_rate"] = _split_rate(config.activation, prep, np.zeros((config.H, config.F)),
+                                         np.zeros((config.H, config.H)))
+    at = min(10.0, config.tau_max)
+    i = int(np.argmin(np.abs(tr.time - at)))
+    summary.update(plateau_tau=float(tr.time[i]), plateau_rate=_split_rate(config.activation, prep,
+                                                                           tr["m"][i].mean(0), tr["rr"][i].mean(0)))
     for a in config.thresholds:
         col = table[f"tau_s_{a:g}"]
         summary[split_key(a, "fraction")] = float(np.isfinite(col).mean())
         for stat in ("median", "min", "max"):
             summary[split_key(a, stat)] = float(getattr(col, stat)()) if np.isfinite(col).any() else np.nan
     return Result(table, {**tr.to_arrays(), "gap": gap}, summary)
+
+
+def _split_rate(activation: str, prep: dict, m: np.ndarray, rr: np.ndarray) -> float:
+    """Linear growth rate of m_12 − m_22 under (12): −eᵀ ∇²_m Ẽ e with e = (δ_h1 − δ_h2) ⊗ e_2 / √2, at the
+    head-symmetric state (m_h = mean_h m, r = symsqrt of the head-averaged r rᵀ; Lemma III.1's saddle at
+    m = r = 0)."""
+    H, F = m.shape
+    sym = torch.as_tensor(m, dtype=torch.float64).mean(0).expand(H, F).clone()
+    rr = torch.as_tensor(rr, dtype=torch.float64)
+    diag, off = rr.diagonal().mean(), (rr.sum() - rr.diagonal().sum()) / max(H * (H - 1), 1)
+    r = symsqrt(off * torch.ones(H, H, dtype=torch.float64) + (diag - off) * torch.eye(H, dtype=torch.float64))
+    e = torch.zeros(H, F, dtype=torch.float64)
+    e[0, 1], e[1, 1] = 2**-0.5, -(2**-0.5)
+    return -float(torch.einsum("ab,abcd,cd->", e, hessian_m(activation, prep, H, F, m=sym, r=r), e))
 
 
 def _growth_rate(t: np.ndarray, gap: np.ndarray) -> float:
