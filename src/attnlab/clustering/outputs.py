@@ -4,6 +4,29 @@
 
 from attnlab.core.outputs import outputs
 
+# what ``circuits.circuit_metrics`` measures of each model (one value per seed)
+MODEL_METRICS = ("R_perm R_suffix attn_prefix_mass cluster_purity cluster_score grad_total head_type n_clusters "
+                 "pos_collapse_in pos_collapse_out probe_acc seed t_cluster t_fit test_acc train_acc train_loss "
+                 "unseen_acc value_collapse_out")
+
+
+def per_model(*prefixes: str, also: str = "") -> str:
+    """The array names ``<prefix>/<metric>`` of every model metric under each prefix, then ``also``."""
+    return " ".join([f"{p}/{m}" for p in prefixes for m in MODEL_METRICS.split()] + also.split())
+
+# what ``spikes`` summarises of each run unit of the loss-drop (Figs 9, 17) and spike (Figs 11-13, 18) figures
+DROP_KEYS = ("drop1 drop2 drop_ratio_min max_grad_ce_below_1e-3 n_ce_below_1e-3 n_drop_eligible n_drop_ratio_ge5 "
+             "n_eligible n_fitted n_ratio_ge5 n_seeds prop4_max_ratio_corrected prop4_n_epochs "
+             "prop4_paper_violations ratio_median shown_seed t_cluster t_fit")
+SPIKE_KEYS = ("cooccurrence cooccurrence_chance frac_ratio_ge2 max_grad_ce_below_1e-3 n_ce_below_1e-3 n_onsets "
+              "n_ratio_ge2 n_seeds_spiking n_spike_epochs shown_seed")
+
+
+def per_unit(keys: str, *units: str, also: str = "") -> str:
+    """The summary keys ``<unit>_<key>`` of every key under each unit, then ``also``."""
+    return " ".join([f"{u}_{k}" for u in units for k in keys.split()] + also.split())
+
+
 CTRAIN = {"n_train": 128, "n_test": 128, "batch_size": 32, "k": 3}
 STRAIN = {"n_train": 64, "n_test": 64, "batch_size": 32}
 # tiny overrides (on the quick scale) of each experiment's fast check
@@ -57,11 +80,7 @@ outputs("clustering.circuits", tiny=TINY["circuits"],
                  "n_ideal n_models n_partial n_solved n_value_corrected rep_failed"),
         arrays={
             "run/*": None,  # a History each
-            ("model/R_perm model/R_suffix model/attn_prefix_mass model/cluster_purity "
-             "model/cluster_score model/grad_total model/head_type model/n_clusters "
-             "model/pos_collapse_in model/pos_collapse_out model/probe_acc model/seed model/t_cluster "
-             "model/t_fit model/test_acc model/train_acc model/train_loss model/unseen_acc "
-             "model/value_collapse_out"): ("k",),
+            per_model("model"): ("k",),
         })
 
 outputs("clustering.fig5", tiny=TINY["fig5"],
@@ -83,19 +102,8 @@ outputs("clustering.transfer_circuit", tiny=TINY["transfer_circuit"],
         arrays={
             "finetune/* pretrain/*": None,  # a History each
             "attn/attn_by_value_end attn/attn_by_value_start attn/attn_corr_matrix": (None, None),
-            ("attn/attn_corr attn/attn_prefix_mass_end attn/attn_prefix_mass_start model_new/R_perm "
-             "model_new/R_suffix model_new/attn_prefix_mass model_new/cluster_purity "
-             "model_new/cluster_score model_new/grad_total model_new/head_type model_new/n_clusters "
-             "model_new/pos_collapse_in model_new/pos_collapse_out model_new/probe_acc "
-             "model_new/seed model_new/t_cluster model_new/t_fit model_new/test_acc "
-             "model_new/train_acc model_new/train_loss model_new/unseen_acc "
-             "model_new/value_collapse_out model_pre/R_perm model_pre/R_suffix "
-             "model_pre/attn_prefix_mass model_pre/cluster_purity model_pre/cluster_score "
-             "model_pre/grad_total model_pre/head_type model_pre/n_clusters "
-             "model_pre/pos_collapse_in model_pre/pos_collapse_out model_pre/probe_acc "
-             "model_pre/seed model_pre/t_cluster model_pre/t_fit model_pre/test_acc "
-             "model_pre/train_acc model_pre/train_loss model_pre/unseen_acc "
-             "model_pre/value_collapse_out"): (None,),
+            per_model("model_new", "model_pre",
+                      also="attn/attn_corr attn/attn_prefix_mass_end attn/attn_prefix_mass_start"): (None,),
             "rep": (),
         })
 
@@ -104,11 +112,7 @@ outputs("clustering.fig8", tiny=TINY["fig8"],
                  "snapshot1 snapshot2 snapshot3 snapshot4 t_cluster t_fit test_acc"),
         arrays={
             "run/*": None,  # a History each
-            ("model/R_perm model/R_suffix model/attn_prefix_mass model/cluster_purity "
-             "model/cluster_score model/grad_total model/head_type model/n_clusters "
-             "model/pos_collapse_in model/pos_collapse_out model/probe_acc model/seed "
-             "model/t_cluster model/t_fit model/test_acc model/train_acc model/train_loss "
-             "model/unseen_acc model/value_collapse_out strip_epochs"): (None,),
+            per_model("model", also="strip_epochs"): (None,),
             "shown": (),
         })
 
@@ -116,36 +120,17 @@ outputs("clustering.train", tiny=TINY["train"],
         summary="best_test_acc mean_test_acc n_failed n_fuzzy n_ideal n_partial n_solved n_value_corrected",
         arrays={
             "run/*": None,  # a History each
-            ("model/R_perm model/R_suffix model/attn_prefix_mass model/cluster_purity "
-             "model/cluster_score model/grad_total model/head_type model/n_clusters "
-             "model/pos_collapse_in model/pos_collapse_out model/probe_acc model/seed "
-             "model/t_cluster model/t_fit model/test_acc model/train_acc model/train_loss "
-             "model/unseen_acc model/value_collapse_out"): (None,),
+            per_model("model"): (None,),
         })
 
 outputs("clustering.fig9", tiny=TINY["fig9"],
-        summary=("d2_full_drop1 d2_full_drop2 d2_full_drop_ratio_min d2_full_max_grad_ce_below_1e-3 "
-                 "d2_full_n_ce_below_1e-3 d2_full_n_drop_eligible d2_full_n_drop_ratio_ge5 d2_full_n_eligible "
-                 "d2_full_n_fitted d2_full_n_ratio_ge5 d2_full_n_seeds d2_full_prop4_max_ratio_corrected "
-                 "d2_full_prop4_n_epochs d2_full_prop4_paper_violations d2_full_ratio_median "
-                 "d2_full_shown_seed d2_full_t_cluster d2_full_t_fit d2_mini_drop1 d2_mini_drop2 "
-                 "d2_mini_drop_ratio_min d2_mini_max_grad_ce_below_1e-3 d2_mini_n_ce_below_1e-3 "
-                 "d2_mini_n_drop_eligible d2_mini_n_drop_ratio_ge5 d2_mini_n_eligible d2_mini_n_fitted "
-                 "d2_mini_n_ratio_ge5 d2_mini_n_seeds d2_mini_prop4_max_ratio_corrected d2_mini_prop4_n_epochs "
-                 "d2_mini_prop4_paper_violations d2_mini_ratio_median d2_mini_shown_seed d2_mini_t_cluster "
-                 "d2_mini_t_fit units"),
+        summary=per_unit(DROP_KEYS, "d2_full", "d2_mini", also="units"),
         arrays={
             "d2_full/* d2_mini/*": None,  # a History each
         })
 
 outputs("clustering.fig17", tiny=TINY["fig17"],
-        summary=("d{dims}_mini_drop1 d{dims}_mini_drop2 d{dims}_mini_drop_ratio_min "
-                 "d{dims}_mini_max_grad_ce_below_1e-3 d{dims}_mini_n_ce_below_1e-3 "
-                 "d{dims}_mini_n_drop_eligible d{dims}_mini_n_drop_ratio_ge5 d{dims}_mini_n_eligible "
-                 "d{dims}_mini_n_fitted d{dims}_mini_n_ratio_ge5 d{dims}_mini_n_seeds "
-                 "d{dims}_mini_prop4_max_ratio_corrected d{dims}_mini_prop4_n_epochs "
-                 "d{dims}_mini_prop4_paper_violations d{dims}_mini_ratio_median d{dims}_mini_shown_seed "
-                 "d{dims}_mini_t_cluster d{dims}_mini_t_fit units"),
+        summary=per_unit(DROP_KEYS, "d{dims}_mini", also="units"),
         arrays={
             "d16_mini/* d3_mini/*": None,  # a History each
         })
@@ -162,12 +147,10 @@ outputs("clustering.fig10", tiny=TINY["fig10"],
 
 for name in ("fig11", "fig12"):  # one experiment function, several figures
     outputs(f"clustering.{name}", tiny=TINY[name],
-            summary=("after/acc after/margin after/min_xi_norm after/u_abs_cos_mean amplification before/acc "
-                     "before/margin before/min_xi_norm before/u_abs_cos_mean dmlp_mean dxi_mean dxi_rel "
-                     "epoch_after epoch_before loss_after loss_before lr_over_min_token_norm rule run_cooccurrence "
-                     "run_cooccurrence_chance run_frac_ratio_ge2 run_max_grad_ce_below_1e-3 run_n_ce_below_1e-3 "
-                     "run_n_onsets run_n_ratio_ge2 run_n_seeds_spiking run_n_spike_epochs run_shown_seed "
-                     "seed_shown"),
+            summary=per_unit(SPIKE_KEYS, "run", also="after/acc after/margin after/min_xi_norm after/u_abs_cos_mean "
+                             "amplification before/acc before/margin before/min_xi_norm before/u_abs_cos_mean "
+                             "dmlp_mean dxi_mean dxi_rel epoch_after epoch_before loss_after loss_before "
+                             "lr_over_min_token_norm rule seed_shown"),
             arrays={
                 "run/*": None,  # a History each
                 ("anatomy/after/acc anatomy/after/margin anatomy/after/min_xi_norm "
@@ -179,21 +162,9 @@ for name in ("fig11", "fig12"):  # one experiment function, several figures
                  "spike"): (None,),
             })
 
-outputs("clustering.fig13", tiny=TINY["fig13"],
-        summary=("d2_cooccurrence d2_cooccurrence_chance d2_frac_ratio_ge2 d2_max_grad_ce_below_1e-3 "
-                 "d2_n_ce_below_1e-3 d2_n_onsets d2_n_ratio_ge2 d2_n_seeds_spiking d2_n_spike_epochs "
-                 "d2_shown_seed units"),
-        arrays={
-            "d2/*": None,  # a History each
-        })
-
-outputs("clustering.fig18", tiny=TINY["fig18"],
-        summary=("d3_cooccurrence d3_cooccurrence_chance d3_frac_ratio_ge2 d3_max_grad_ce_below_1e-3 "
-                 "d3_n_ce_below_1e-3 d3_n_onsets d3_n_ratio_ge2 d3_n_seeds_spiking d3_n_spike_epochs "
-                 "d3_shown_seed units"),
-        arrays={
-            "d3/*": None,  # a History each
-        })
+for name, unit in (("fig13", "d2"), ("fig18", "d3")):  # one spike unit each at its tiny size
+    outputs(f"clustering.{name}", tiny=TINY[name], summary=per_unit(SPIKE_KEYS, unit, also="units"),
+            arrays={f"{unit}/*": None})  # a History
 
 outputs("clustering.remedies", tiny=TINY["remedies"],
         summary=("{variants}:n_eligible {variants}:n_fitted {variants}:rate_eligible_mean {variants}:rate_mean "
