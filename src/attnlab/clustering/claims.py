@@ -13,7 +13,8 @@ import math
 import numpy as np
 
 from attnlab.clustering.circuits import other_corr
-from attnlab.core.claims import Claim, ClaimContext, Measured, register
+from attnlab.clustering.keys import check_key, scaled_key
+from attnlab.core.claims import ClaimContext, Measured, claim
 
 S = "clustering"
 
@@ -27,60 +28,60 @@ def _fig1(ctx: ClaimContext) -> dict:
     return ctx.run(f"{S}.fig1").summary
 
 
-register(Claim(
+claim(
     id=f"{S}.ideal_head_accuracy", ref="Fig. 1, §3.2",
     statement="the explicit clustering head (p=2, N=12, k=5, d=2, h=8) classifies every sentence correctly",
     how="fig1: accuracy of the §3.2 construction on all 4096 sentences (float64)",
     measure=lambda ctx: _fig1(ctx)["accuracy"], expected=1.0, relation="ge",
-))
-register(Claim(
+)
+claim(
     id=f"{S}.ideal_head_stationary", ref="Prop. 1 / Prop. 3",
     statement="a clustering head is a stationary point: ∇_{q,V,W,U} L = 0",
     how="fig1: ||∇_{q,V,W,U} L|| of the construction (λ = μ = 10) by autograd over all 4096 sentences",
     measure=lambda ctx: _fig1(ctx)["grad_norm"], expected=1e-8, relation="le",
-))
-register(Claim(
+)
+claim(
     id=f"{S}.ideal_head_six_clusters", ref="Fig. 1, §3 footnote 1",
     statement="the sentence embeddings ξ of a clustering head form C(k+p−1, k) = 6 clusters for p = 2, k = 5",
     how="fig1: single-linkage clusters of ξ over the probe grid (threshold 2 % of the diameter)",
     measure=lambda ctx: _fig1(ctx)["n_clusters"], expected=6, relation="approx",
-))
+)
 for _p, _N, _k, _d, _n in ((2, 12, 5, 3, 6), (3, 12, 5, 4, 21), (3, 8, 3, 4, 10), (5, 8, 3, 6, 35)):
-    register(Claim(
+    claim(
         id=f"{S}.ideal_head_clusters_p{_p}_N{_N}_k{_k}", ref="§3, footnote 1",
         statement=f"the construction for p={_p}, N={_N}, k={_k}, d={_d} has C(k+p−1,k) = {_n} ξ clusters and "
                   "is correct",
         how=f"fig1 check config (p,N,k,d) = ({_p},{_N},{_k},{_d}): n_clusters on the probe grid; NaN if its "
             "accuracy on all/20 000 sampled sentences is below 1",
-        measure=lambda ctx, t=f"p{_p}_N{_N}_k{_k}_d{_d}": (
-            _fig1(ctx)[f"n_clusters_{t}"] if _fig1(ctx)[f"accuracy_{t}"] >= 1.0 else math.nan),
+        measure=lambda ctx, t=(_p, _N, _k, _d): (
+            _fig1(ctx)[check_key("n_clusters", *t)] if _fig1(ctx)[check_key("accuracy", *t)] >= 1.0 else math.nan),
         expected=_n, relation="approx",
-    ))
+    )
 
 
 def _scaling_ratio(ctx: ClaimContext) -> float:
     """Largest ||∇L||(c_{i+1}) / ||∇L||(c_i) over c ∈ {0.2, 0.3, 0.5, 1}; inf if accuracy drops below 1 there."""
     s = _fig1(ctx)
     cs = [0.2, 0.3, 0.5, 1.0]
-    if any(s[f"accuracy_c{c:g}"] < 1.0 for c in cs):
+    if any(s[scaled_key("accuracy", c)] < 1.0 for c in cs):
         return math.inf
-    g = [s[f"grad_norm_c{c:g}"] for c in cs]
+    g = [s[scaled_key("grad_norm", c)] for c in cs]
     return max(b / a for a, b in itertools.pairwise(g))
 
 
-register(Claim(
+claim(
     id=f"{S}.ideal_head_gradient_vanishes_with_scale", ref="Prop. 1 caveat",
     statement="for finite weights ∇L ≠ 0 but it decreases strictly as the construction sharpens (λ = μ = 10c)",
     how="fig1: max over consecutive c ∈ {0.2, 0.3, 0.5, 1} of ||∇L||(c_next)/||∇L||(c), accuracy 1 at each c",
     measure=_scaling_ratio, expected=0.5, relation="le",
-))
-register(Claim(
+)
+claim(
     id=f"{S}.ideal_head_breaks_at_small_scale", ref="Prop. 1 caveat",
     statement="at c = 0.1 (λ = μ = 1) the GeLU units are no longer ReLU-like and the construction misclassifies "
               "sentences: accuracy below 1",
     how="fig1: accuracy of the construction at c = 0.1 on all 4096 sentences (float64; ≤ 0.99: at least 41 wrong)",
-    measure=lambda ctx: _fig1(ctx)["accuracy_c0.1"], expected=0.99, relation="le",
-))
+    measure=lambda ctx: _fig1(ctx)[scaled_key("accuracy", 0.1)], expected=0.99, relation="le",
+)
 
 
 # ----------------------------------------------------------------------------------------------- D9
@@ -91,19 +92,19 @@ def _stat(ctx: ClaimContext, c: float) -> dict:
 
 for _c in (0.2, 0.5):
     _tag = "" if _c == 0.2 else "_sharp"
-    register(Claim(
+    claim(
         id=f"{S}.stationary_under_training_accuracy{_tag}", ref="Prop. 1",
         statement=f"Adam started at the clustering head (c = {_c}, λ = μ = {10 * _c:g}) keeps it: accuracy stays 1.0 "
                   "on all sentences",
         how=f"stationarity (c = {_c}): min over 20 epochs (lr 1e-3, bs 32, fresh train set) of the full-space accuracy",
         measure=lambda ctx, c=_c: _stat(ctx, c)["accuracy_min"], expected=1.0, relation="ge",
-    ))
-    register(Claim(
+    )
+    claim(
         id=f"{S}.stationary_under_training_ce{_tag}", ref="Prop. 1",
         statement=f"Adam started at the clustering head (c = {_c}) does not increase the full-space cross-entropy",
         how=f"stationarity (c = {_c}): full-space CE after 20 epochs minus at the start (float64)",
         measure=lambda ctx, c=_c: _stat(ctx, c)["ce_increase"], expected=0.0, relation="le", tolerance=1e-12,
-    ))
+    )
 
 
 # ----------------------------------------------------------------------------------------------- D4, D10
@@ -116,26 +117,26 @@ def _cluster_first(ctx: ClaimContext) -> float:
     return ok / n if n >= 2 else math.nan
 
 
-register(Claim(
+claim(
     id=f"{S}.clustering_precedes_fitting", ref="§4.3, Fig. 8",
     statement="two-stage learning: ξ clusters (cluster score ≥ 0.9) no later than the test accuracy reaches 0.9",
     how="fig8 + circuits: over solved seeds with final cluster_score ≥ 0.9 (≥ 2 needed), the fraction with "
         "t_cluster ≤ t_fit + 1",
     measure=_cluster_first, expected=0.9, relation="ge",
-))
-register(Claim(
+)
+claim(
     id=f"{S}.taxonomy_failed_models", ref="§4.2",
     statement="every model with test accuracy < 0.9 is labelled 'failed' by the head taxonomy",
     how="circuits: number of models with final test acc < 0.9 and another head type",
     measure=lambda ctx: ctx.run(f"{S}.circuits").summary["n_failed_misclassified"], expected=0, relation="approx",
-))
-register(Claim(
+)
+claim(
     id=f"{S}.taxonomy_value_corrected", ref="Fig. 2, §4.2",
     statement="training finds 'faulty attention corrected by value' heads: suffix-invariant ξ with attention "
               "mass on t ≤ k below 0.9",
     how="circuits: number of solved models of head type value_corrected",
     measure=lambda ctx: ctx.run(f"{S}.circuits").summary["n_value_corrected"], expected=1, relation="ge",
-))
+)
 
 
 # ----------------------------------------------------------------------------------------------- Figs. 5, 6
@@ -161,14 +162,14 @@ def init_shapes_attention(ctx: ClaimContext) -> Measured:
                         f"interval of the difference from {lo:.2f}).")
 
 
-register(Claim(
+claim(
     id=f"{S}.attention_init_final_similar", ref="Fig. 5, §4.2",
     statement="final attention maps correlate with the original one: initialisation shapes the circuit",
     how="fig5: over solved models (test acc ≥ 0.9), Pearson correlation of the (probe sentences × N) attention maps "
         "at epoch 0 and at the end, minus that of the same final map with the other seeds' epoch-0 maps; the lower "
         "end of the 95 % t-interval of its mean",
     measure=init_shapes_attention, expected=0.0, relation="ge",
-))
+)
 def paired_lower(diff: np.ndarray) -> float:
     """Lower end of the 95 % t-interval of the mean of paired differences (NaN below 3 pairs)."""
     n = len(diff)
@@ -194,7 +195,7 @@ _FOCUS = dict(
     how="transfer_circuit: over the seeds whose p = 2 phase solved it (test acc ≥ 0.9), attention mass on t ≤ k at "
         "the end of the p = 3 phase minus at its start; the lower end of the 95 % t-interval of its mean",
     measure=transfer_focus, expected=0.0)
-register(Claim(id=f"{S}.transfer_better_focus", relation="ge", scales=("paper",), **_FOCUS))
+claim(id=f"{S}.transfer_better_focus", relation="ge", scales=("paper",), **_FOCUS)
 # Quick scale (k = 3, 200 + 100 epochs): no measurable gain (the interval straddles 0); reported.
 def _focus_quick(ctx: ClaimContext) -> Measured:
     m = transfer_focus(ctx)
@@ -202,8 +203,8 @@ def _focus_quick(ctx: ClaimContext) -> Measured:
                              "1000 + 1000.")
 
 
-register(Claim(id=f"{S}.transfer_better_focus_quick", relation="report", scales=("quick",),
-               **{**_FOCUS, "measure": _focus_quick}))
+claim(id=f"{S}.transfer_better_focus_quick", relation="report", scales=("quick",),
+               **{**_FOCUS, "measure": _focus_quick})
 
 
 from attnlab.clustering.spikes import claims as _spike_claims  # noqa: E402,F401  (register their claims)

@@ -30,6 +30,7 @@ from attnlab.clustering.circuits import (
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.data import Task
 from attnlab.clustering.history import History
+from attnlab.clustering.keys import check_key, scaled_key
 from attnlab.clustering.model import ModelSpec, forward
 from attnlab.clustering.train import train, transfer
 from attnlab.clustering.units import epoch_frame, train_units
@@ -120,15 +121,14 @@ def fig1(config: IdealHeadConfig, ctx: RunContext) -> Result:
                                               **{**consts, "lam": 10 * c, "mu": 10 * c})
         m = ideal_head_metrics(prm, spec, task, x)
         rows.append({"kind": "scaled", "c": c, **m})
-        summary[f"grad_norm_c{c:g}"], summary[f"accuracy_c{c:g}"] = m["grad_norm"], m["accuracy"]
+        summary[scaled_key("grad_norm", c)], summary[scaled_key("accuracy", c)] = m["grad_norm"], m["accuracy"]
     for i, (p, N, k, d, h) in enumerate(config.check_configs):
         t = Task(p, N, k)
         prm, sp = theory.build_clustering_head(p, N, k, d, h, **consts)
         m = ideal_head_metrics(prm, sp, t, _sentences(t, config.n_sample, ctx.seed("eval") + i + 1))
         rows.append({"kind": "check", "c": 1.0, "config": f"p={p},N={N},k={k},d={d},h={h}", **m})
-        tag = f"p{p}_N{N}_k{k}_d{d}"
         for key in ("n_clusters", "n_multisets", "accuracy", "grad_norm", "attn_prefix_mass"):
-            summary[f"{key}_{tag}"] = m[key]
+            summary[check_key(key, p, N, k, d)] = m[key]
     arrays = {f"ideal/{k}": v[0].numpy() for k, v in params.items()}
     return Result(pd.DataFrame(rows), arrays, summary)
 

@@ -15,18 +15,19 @@ from typing import Any
 import numpy as np
 
 from attnlab.clustering import dynamics
-from attnlab.core.claims import Claim, ClaimContext, Measured, register
+from attnlab.clustering.keys import unit_key
+from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Result
 
 S = "clustering"
 
 
 def _pairs(summaries: Iterable[dict[str, Any]], *keys: str, units=lambda u: True) -> list[tuple[Any, ...]]:
-    """(summary[f"{unit}_{key}"] for each key) over every unit (selected by ``units``) of every summary."""
+    """(summary[unit_key(unit, key)] for each key) over every unit (selected by ``units``) of every summary."""
     out = []
     for s in summaries:
         for unit in filter(units, str(s["units"]).split(",")):
-            out.append(tuple(s.get(f"{unit}_{k}") for k in keys))
+            out.append(tuple(s.get(unit_key(unit, k)) for k in keys))
     return out
 
 
@@ -129,7 +130,7 @@ def _d7(ctx: ClaimContext) -> float:
     return ok / n if n >= 5 else math.nan
 
 
-register(Claim(
+claim(
     id=f"{S}.drops_at_gradient_peaks", ref="§4.3, Fig. 13 (mini-batch), Fig. 9",
     statement="loss drops coincide with gradient-norm peaks in mini-batch training: the full-batch gradient norm "
               "during the drop is ≥ 5× its plateau median",
@@ -138,21 +139,21 @@ register(Claim(
         "the first epoch with the train loss 5 % below its epoch-5 value",
     measure=lambda ctx: d5_fraction([ctx.run(f"{S}.fig9").summary]), expected=0.8, relation="ge",
     scales=("quick",),
-))
-register(Claim(
+)
+claim(
     id=f"{S}.drops_at_gradient_peaks_full_batch", ref="§4.3, Fig. 9",
     statement="in full-batch training (Fig. 9), the gradient norm during the loss drop is ≥ 5× its plateau median",
     how="fig9 full-batch run (lr 1e-2): the same fraction over its seeds",
     measure=lambda ctx: d5_fraction([ctx.run(f"{S}.fig9").summary], "full"), expected=0.8, relation="ge",
-))
-register(Claim(
+)
+claim(
     id=f"{S}.spikes_with_gradient_spikes", ref="§4.4, Fig. 13",
     statement="loss spikes co-occur with gradient-norm spikes",
     how="fig13 (d = 2, lr 1e-2): fraction of loss-spike onsets (docs note 17, ≥ 10 epochs apart) whose full-batch "
         "grad norm is ≥ 2× its trailing 20-epoch median (≥ 5 onsets; else a k = 3, 300-epoch run is added)",
     measure=_d7, expected=0.7, relation="ge", scales=("quick",),
-))
-register(Claim(
+)
+claim(
     id=f"{S}.solved_small_gradient_short_runs", ref="Prop. 2, Prop. 4",
     statement="solved ⇒ small gradient, on the dynamics runs: the full-batch gradient norm vanishes with the error, "
               "||∇L|| = O(B̃·√𝓔)",
@@ -160,27 +161,27 @@ register(Claim(
         "log 𝓔 over the epochs with 𝓔 < 1e-2, within each seed that gets there, pooled; ≥ 0.5 is Prop. 2's rate",
     measure=lambda ctx: gradient_exponent(unit_curves(ctx.run(f"{S}.fig9")) + unit_curves(ctx.run(f"{S}.fig13"))),
     expected=0.5, relation="ge", scales=("quick",),
-))
-register(Claim(
+)
+claim(
     id=f"{S}.prop4_bound_along_training", ref="Prop. 4, App. C.3",
     statement="along training, ||∇_{q,V,W,U} L||² ≤ bound_corrected · 𝓔 at every logged epoch",
     how="fig9: every snapshot (≤ 200) of the drawn seed of each run, float64 on the 4096-sentence probe grid; the "
         "max of ||∇L||² / (bound_corrected·𝓔)",
     measure=lambda ctx: prop4_max_ratio([ctx.run(f"{S}.fig9").summary]), expected=1.0, relation="le",
-))
-register(Claim(
+)
+claim(
     id=f"{S}.prop4_paper_bound_violations", ref="Prop. 4 as printed, App. C.3",
     statement="the printed bound B̂ of Prop. 4 holds along training: ||∇_{q,V,W,U} L||² ≤ B̂·𝓔",
     how="fig9: fraction of checked snapshots (≤ 200 of the drawn seed of each run, float64, probe grid) with "
         "||∇L||² > B̂·𝓔 (B̂ as printed in eq. (33), \"2n\" read as 2N); the largest ratio in the detail",
     measure=lambda ctx: prop4_paper(ctx.run(f"{S}.fig9")), expected=0.0, relation="le",
-))
-register(Claim(
+)
+claim(
     id=f"{S}.smooth_norm_reduces_spikes", ref="§4.4 (remedy), docs note 18",
     statement="smoothing the normaliser, f(x) = s(||x||)x/||x||, reduces loss spikes",
     how="remedies (d = 2, lr 1e-2, same seeds): spike onsets per 1000 epochs with norm = smooth minus with the "
         "sphere; negative = fewer spikes. The paper only suggests the remedy and gives no counts: reported",
     measure=lambda ctx: smooth_minus_sphere(ctx.run(f"{S}.remedies")),
     expected=None, relation="report",
-))
+)
 

@@ -24,6 +24,7 @@ import torch
 from attnlab.clustering import dynamics, theory
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.history import History
+from attnlab.clustering.keys import unit_key
 from attnlab.clustering.model import ModelSpec, forward, normalize
 from attnlab.clustering.spikes import figures as spike_figures
 from attnlab.clustering.spikes.configs import (
@@ -134,23 +135,24 @@ def dynamics_run(config: DynamicsConfig, ctx: RunContext) -> Result:
         arrays.update({f"{name}/prop4/{k}": v for k, v in p4.items()})
         arrays[f"{name}/shown"] = np.array(i)
         solved = st["final_loss"] < 1e-3
-        summary.update({
-            f"{name}_n_seeds": h.n_seeds, f"{name}_n_fitted": int(np.isfinite(st["t_fit"]).sum()),
-            f"{name}_n_eligible": int(st["eligible"].sum()),
-            f"{name}_n_ratio_ge5": int((st["ratio"][st["eligible"]] >= 5).sum()),
-            f"{name}_ratio_median": _nanstat(np.median, st["ratio"][st["eligible"]]),
-            f"{name}_n_drop_eligible": int(np.isfinite(st["drop_ratio"]).sum()),
-            f"{name}_n_drop_ratio_ge5": int((st["drop_ratio"] >= 5).sum()),
-            f"{name}_drop_ratio_min": _nanstat(np.min, st["drop_ratio"]),
-            f"{name}_shown_seed": h.seeds[i], f"{name}_t_cluster": float(st["t_cluster"][i]),
-            f"{name}_t_fit": float(st["t_fit"][i]), f"{name}_drop1": float(st["drops"][i, 0]),
-            f"{name}_drop2": float(st["drops"][i, 1]), f"{name}_n_ce_below_1e-3": int(solved.sum()),
-            f"{name}_max_grad_ce_below_1e-3": _nanstat(np.max, st["final_grad"][solved])})
+        unit = {
+            "n_seeds": h.n_seeds, "n_fitted": int(np.isfinite(st["t_fit"]).sum()),
+            "n_eligible": int(st["eligible"].sum()),
+            "n_ratio_ge5": int((st["ratio"][st["eligible"]] >= 5).sum()),
+            "ratio_median": _nanstat(np.median, st["ratio"][st["eligible"]]),
+            "n_drop_eligible": int(np.isfinite(st["drop_ratio"]).sum()),
+            "n_drop_ratio_ge5": int((st["drop_ratio"] >= 5).sum()),
+            "drop_ratio_min": _nanstat(np.min, st["drop_ratio"]),
+            "shown_seed": h.seeds[i], "t_cluster": float(st["t_cluster"][i]),
+            "t_fit": float(st["t_fit"][i]), "drop1": float(st["drops"][i, 0]),
+            "drop2": float(st["drops"][i, 1]), "n_ce_below_1e-3": int(solved.sum()),
+            "max_grad_ce_below_1e-3": _nanstat(np.max, st["final_grad"][solved])}
         if p4:
             ratio = p4["grad_sq"] / (p4["bound_corrected"] * p4["tv"])
-            summary[f"{name}_prop4_max_ratio_corrected"] = float(ratio.max())
-            summary[f"{name}_prop4_paper_violations"] = int((p4["grad_sq"] > p4["bound_paper"] * p4["tv"]).sum())
-            summary[f"{name}_prop4_n_epochs"] = len(ratio)
+            unit["prop4_max_ratio_corrected"] = float(ratio.max())
+            unit["prop4_paper_violations"] = int((p4["grad_sq"] > p4["bound_paper"] * p4["tv"]).sum())
+            unit["prop4_n_epochs"] = len(ratio)
+        summary.update({unit_key(name, k): v for k, v in unit.items()})
         frames.append(epoch_frame(h, unit=name))
     summary["units"] = ",".join(hists)
     return Result(pd.concat(frames, ignore_index=True), arrays, summary)
@@ -254,17 +256,17 @@ def _spike_summary(name: str, st: dict[str, np.ndarray], h: History) -> dict[str
     n = len(st["onset_index"])
     fin_loss, fin_grad = h.epoch_metrics["train_loss"][-1], h.epoch_metrics["grad_total"][-1]
     solved = fin_loss < 1e-3
-    out = {f"{name}_n_onsets": n, f"{name}_n_ratio_ge2": int((st["onset_ratio"] >= 2).sum()),
-           f"{name}_frac_ratio_ge2": float((st["onset_ratio"] >= 2).mean()) if n else math.nan,
-           f"{name}_n_spike_epochs": int(st["n_spike_epochs"].sum()),
-           f"{name}_n_seeds_spiking": int((st["n_onsets"] > 0).sum()),
-           f"{name}_shown_seed": h.seeds[int(np.argmax(st["n_onsets"]))],
-           f"{name}_n_ce_below_1e-3": int(solved.sum()),
-           f"{name}_max_grad_ce_below_1e-3": _nanstat(np.max, fin_grad[solved])}
+    out = {"n_onsets": n, "n_ratio_ge2": int((st["onset_ratio"] >= 2).sum()),
+           "frac_ratio_ge2": float((st["onset_ratio"] >= 2).mean()) if n else math.nan,
+           "n_spike_epochs": int(st["n_spike_epochs"].sum()),
+           "n_seeds_spiking": int((st["n_onsets"] > 0).sum()),
+           "shown_seed": h.seeds[int(np.argmax(st["n_onsets"]))],
+           "n_ce_below_1e-3": int(solved.sum()),
+           "max_grad_ce_below_1e-3": _nanstat(np.max, fin_grad[solved])}
     if "onset_cooc" in st:
-        out[f"{name}_cooccurrence"] = float(st["onset_cooc"].mean()) if n else math.nan
-        out[f"{name}_cooccurrence_chance"] = _nanstat(np.mean, st["base_rate"][st["n_onsets"] > 0]) if n else math.nan
-    return out
+        out["cooccurrence"] = float(st["onset_cooc"].mean()) if n else math.nan
+        out["cooccurrence_chance"] = _nanstat(np.mean, st["base_rate"][st["n_onsets"] > 0]) if n else math.nan
+    return {unit_key(name, k): v for k, v in out.items()}
 
 
 def spike_run(config: SpikeConfig, ctx: RunContext) -> Result:

@@ -14,6 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from attnlab.clustering.history import History
+from attnlab.clustering.keys import unit_key
 from attnlab.core.plotting import COLORS, figure
 
 GROUPS = ("E", "P", "q", "V", "W", "U")
@@ -303,7 +304,7 @@ def spike_grads(result, config) -> Figure:
     for row, name in zip(axes, units, strict=True):
         h = History.from_arrays(a, f"{name}/")
         sp = {k[len(f"{name}/spikes/"):]: v for k, v in a.items() if k.startswith(f"{name}/spikes/")}
-        i = h.seeds.index(int(s[f"{name}_shown_seed"]))
+        i = h.seeds.index(int(s[unit_key(name, "shown_seed")]))
         em, ep = h.epoch_metrics, h.epochs
         on = sp["onset_epoch"][sp["onset_seed"] == i]
         for ax, step_key, epoch_key, lab in ((row[0], "loss", "train_loss", "loss"),
@@ -329,7 +330,7 @@ def spike_grads(result, config) -> Figure:
         ax.set_xlim(-0.5, h.n_seeds - 0.5)
         ax.set_xlabel("seed index")
         ax.set_ylabel("grad norm / trailing median")
-        cooc = s.get(f"{name}_cooccurrence")
+        cooc = s.get(unit_key(name, "cooccurrence"))
         extra = "" if cooc is None else (f"\nmini-batch grad spike within ±1 epoch: {cooc:.0%} "
                                          f"(chance {s[f'{name}_cooccurrence_chance'] or 0:.0%})")
         ax.set_title(f"{s[f'{name}_n_ratio_ge2']}/{n} onsets at ≥ 2× the trailing median" + extra, fontsize=8)

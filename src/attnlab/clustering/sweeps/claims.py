@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnlab.clustering.keys import bar_array, bar_key, bar_moduli, d_key
 from attnlab.clustering.spikes.claims import gradient_exponent
 from attnlab.clustering.sweeps import experiments as _experiments  # noqa: F401  (registers what the claims run)
-from attnlab.core.claims import Claim, ClaimContext, Measured, register
+from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Result
 
 D3 = {"d": 2, "k": 3, "lr": 3e-3, "n_seeds": 16, "epochs": 300, "log_every": 5}          # check D3
@@ -24,52 +25,54 @@ MIN_GROUP = 3  # D6 needs ≥ 3 solved and ≥ 3 failed models
 def sparsity_gap(result: Result, d: int) -> float:
     """Mean sparsity summary of successful minus failed models (< 0: successes denser); NaN if either group has
     fewer than 3 models (D6)."""
-    s = result.summary
-    if min(s[f"n_success_d{d}"], s[f"n_models_d{d}"] - s[f"n_success_d{d}"]) < MIN_GROUP:
+    s, n_ok = result.summary, result.summary[d_key("n_success", d)]
+    if min(n_ok, s[d_key("n_models", d)] - n_ok) < MIN_GROUP:
         return float("nan")
-    return s[f"sparsity_success_d{d}"] - s[f"sparsity_failed_d{d}"]
+    return s[d_key("sparsity_success", d)] - s[d_key("sparsity_failed", d)]
 
 
 def sparsity_spearman(result: Result, d: int) -> float:
     """Spearman(sparsity summary, final test accuracy) at d; NaN under the D6 group-size condition."""
-    return result.summary[f"spearman_d{d}"] if np.isfinite(sparsity_gap(result, d)) else float("nan")
+    return result.summary[d_key("spearman", d)] if np.isfinite(sparsity_gap(result, d)) else float("nan")
 
 
 def success_rate_slope(result: Result) -> float:
     """Success rate at the largest d minus that at the smallest d."""
     ds = [int(d) for d in result.arrays["ds"]]
-    return result.summary[f"success_rate_d{max(ds)}"] - result.summary[f"success_rate_d{min(ds)}"]
+    return result.summary[d_key("success_rate", max(ds))] - result.summary[d_key("success_rate", min(ds))]
 
 
 def min_success_from(result: Result, d0: int = 8) -> float:
     """Fewest successful models over the d ≥ d0 units (paper: 20/20 from d = 8)."""
     ds = [int(d) for d in result.arrays["ds"] if d >= d0]
-    return float(min(result.summary[f"n_success_d{d}"] for d in ds)) if ds else float("nan")
+    return float(min(result.summary[d_key("n_success", d)] for d in ds)) if ds else float("nan")
 
 
 def scratch_successes_above(result: Result, p0: int = 4) -> float:
     """Total successful from-scratch runs over p > p0 (paper: none for p > 4 within 1000 epochs)."""
-    return float(sum(v for k, v in result.summary.items()
-                     if k.startswith("n_success_scratch_p") and int(k.rsplit("_p", 1)[1]) > p0))
+    return float(sum(result.summary[bar_key("n_success", "scratch", q)]
+                     for q in bar_moduli(result.summary, "n_success", "scratch") if q > p0))
 
 
 def perfect_without_ideal(result: Result) -> float:
     """Finetuned runs with 100 % test accuracy whose p-phase ξ did not form the ideal C(k+p−1, k) clusters."""
-    return float(sum(v for k, v in result.summary.items() if k.startswith("n_perfect_not_ideal_finetune_p")))
+    return float(sum(result.summary[bar_key("n_perfect_not_ideal", "finetune", q)]
+                     for q in bar_moduli(result.summary, "n_perfect_not_ideal", "finetune")))
 
 
 def transfer_gain(result: Result) -> Measured:
     """``min_gain_finetune`` with, for each p' trained both ways, the mean test accuracies and the 95 % interval
     of the seed-paired gain (finetuned and scratch runs of a seed share their p' data and batch order)."""
     parts = []
-    for q in sorted(int(k.split("_p")[1].split("/")[0]) for k in result.arrays if k.startswith("finetune_p")
-                    and k.endswith("/test_acc") and f"scratch_p{k.split('_p')[1]}" in result.arrays):
-        ft, sc = result.arrays[f"finetune_p{q}/test_acc"][-1], result.arrays[f"scratch_p{q}/test_acc"][-1]
+    s = result.summary
+    for q in sorted(set(bar_moduli(s, "mean_acc", "finetune")) & set(bar_moduli(s, "mean_acc", "scratch"))):
+        ft = result.arrays[bar_array("test_acc", "finetune", q)][-1]
+        sc = result.arrays[bar_array("test_acc", "scratch", q)][-1]
         gain = ft - sc
         half = 1.96 * gain.std(ddof=1) / np.sqrt(len(gain)) if len(gain) > 1 else float("nan")
         parts.append(f"p' = {q}: {ft.mean():.2f} vs {sc.mean():.2f} ({gain.mean():+.2f} ± {half:.2f})")
     n, a = len(result.arrays["n_clusters_pre"]), result.arrays
-    ft = next(k for k in a if k.startswith("finetune_p") and k.endswith("/epochs"))
+    ft = bar_array("epochs", "finetune", bar_moduli(s, "mean_acc", "finetune")[0])
     epochs = f"{a['pre/epochs'][-1]:.0f} + {a[ft][-1]:.0f}"
     return Measured(result.summary.get("min_gain_finetune", float("nan")),
                     f"{n} runs a bar, k = {result.summary['ideal_clusters'] - 1}, {epochs} epochs: mean test accuracy "
@@ -79,7 +82,8 @@ def transfer_gain(result: Result) -> Measured:
 def perfect_clusters(result: Result) -> Measured:
     """``perfect_without_ideal`` with the number of perfect finetuned runs and the p-phase cluster counts."""
     s, n_cl = result.summary, np.asarray(result.arrays["n_clusters_pre"])
-    perfect, bad = sum(v for k, v in s.items() if k.startswith("n_perfect_finetune_p")), perfect_without_ideal(result)
+    perfect = sum(s[bar_key("n_perfect", "finetune", q)] for q in bar_moduli(s, "n_perfect", "finetune"))
+    bad = perfect_without_ideal(result)
     return Measured(bad,
                     f"{perfect} finetuned run(s) reach 100 % test accuracy, {bad:.0f} of them "
                     f"without the {s['ideal_clusters']} ideal clusters; the p = 2 phase formed them in "
@@ -111,46 +115,41 @@ def _d2(ctx: ClaimContext) -> Result:
 def _both(quick_why: str | None, **kw) -> None:
     """Register a claim asserted at paper scale and, given ``quick_why`` (why quick scale cannot show it), its
     reported twin ``<id>_quick`` whose detail ends with that sentence."""
-    register(Claim(**kw, scales=("paper",)))
+    claim(**kw, scales=("paper",))
     if quick_why:
         def measure(ctx: ClaimContext, inner=kw["measure"]) -> Measured:
             out = inner(ctx)
             return Measured(out.value, f"{out.detail} {quick_why}".strip())
 
-        register(Claim(**{**kw, "id": kw["id"] + "_quick", "relation": "report", "measure": measure},
-                       scales=("quick",)))
+        claim(**{**kw, "id": kw["id"] + "_quick", "relation": "report", "measure": measure},
+                       scales=("quick",))
 
 
 _FIG14_QUICK = ("Quick scale trains k = 3 for 200 + 200 epochs on 16 runs; the paper's bars are k = 5, 1000 + 1000 "
                 "epochs and 250 runs (paper scale, about 4.3 CPU hours).")
 
 
-register(Claim(
-    id="clustering.learnability_d2_k3", ref="Fig. 19, App. A.4 (check D3)",
-    statement="d = 2, k = 3, lr 3e-3, 300 epochs: ≥ 4 of 16 seeds reach test accuracy ≥ 0.99",
-    how="fig7 at d=2, k=3, 16 seeds, 300 epochs: seeds whose logged test accuracy reaches 0.99 at some epoch",
-    measure=lambda ctx: _fig7(ctx).summary["n_reach99_d2"], expected=4, relation="ge", scales=("quick",),
-))
-register(Claim(
-    id="clustering.learnability_d2_k3_stuck", ref="Fig. 19, App. A.4 (check D3)",
-    statement="unsolved D3 seeds include some stuck at chance (test acc < 0.6) for ≥ 100 epochs",
-    how="fig7 D3 run: unsolved seeds whose test accuracy stays < 0.6 over ≥ 100 consecutive logged epochs",
-    measure=lambda ctx: _fig7(ctx).summary["n_stuck100_d2"], expected=1, relation="ge", scales=("quick",),
-))
-register(Claim(
-    id="clustering.learnability_d8_k5", ref="Fig. 19, App. A.4 (check D2)",
-    statement="d = 8, k = 5, lr 3e-3, 300 epochs: ≥ 5 of 16 seeds reach test accuracy ≥ 0.9",
-    how="fig19 at d=8 only, k=5, 16 seeds, 300 epochs: seeds whose logged test accuracy reaches 0.9",
-    measure=lambda ctx: _d2(ctx).summary["n_reach90_d8"], expected=5, relation="ge", scales=("quick",),
-))
-register(Claim(
-    id="clustering.learnability_d8_k5_loss", ref="Fig. 19, App. A.4 (check D2)",
-    statement="d = 8, k = 5, 300 epochs: every seed's final train loss ≤ 0.70",
-    how="fig19 D2 run: max over the 16 seeds of the final full-batch train loss",
-    measure=lambda ctx: _d2(ctx).summary["max_final_train_loss_d8"], expected=0.70, relation="le",
-    scales=("quick",),
-))
-register(Claim(
+# Checks D3 (fig7 at d = 2, k = 3) and D2 (fig19 at d = 8, k = 5): (id, check, run, its config, summary name, d,
+# expected, relation, statement, how); each reads one summary value of its run.
+_LEARNABILITY = (
+    ("d2_k3", "D3", "fig7", D3, "n_reach99", 2, 4, "ge",
+     "d = 2, k = 3, lr 3e-3, 300 epochs: ≥ 4 of 16 seeds reach test accuracy ≥ 0.99",
+     "fig7 at d=2, k=3, 16 seeds, 300 epochs: seeds whose logged test accuracy reaches 0.99 at some epoch"),
+    ("d2_k3_stuck", "D3", "fig7", D3, "n_stuck100", 2, 1, "ge",
+     "unsolved D3 seeds include some stuck at chance (test acc < 0.6) for ≥ 100 epochs",
+     "fig7 D3 run: unsolved seeds whose test accuracy stays < 0.6 over ≥ 100 consecutive logged epochs"),
+    ("d8_k5", "D2", "fig19", D2, "n_reach90", 8, 5, "ge",
+     "d = 8, k = 5, lr 3e-3, 300 epochs: ≥ 5 of 16 seeds reach test accuracy ≥ 0.9",
+     "fig19 at d=8 only, k=5, 16 seeds, 300 epochs: seeds whose logged test accuracy reaches 0.9"),
+    ("d8_k5_loss", "D2", "fig19", D2, "max_final_train_loss", 8, 0.70, "le",
+     "d = 8, k = 5, 300 epochs: every seed's final train loss ≤ 0.70",
+     "fig19 D2 run: max over the 16 seeds of the final full-batch train loss"),
+)
+for _id, _check, _exp, _cfg, _name, _d, _expected, _rel, _statement, _how in _LEARNABILITY:
+    claim(id=f"clustering.learnability_{_id}", ref=f"Fig. 19, App. A.4 (check {_check})", statement=_statement,
+          how=_how, expected=_expected, relation=_rel, scales=("quick",),
+          measure=lambda ctx, e=f"clustering.{_exp}", cfg=_cfg, key=d_key(_name, _d): ctx.summary(e, key, **cfg))
+claim(
     id="clustering.solved_small_gradient", ref="Prop. 2, Prop. 4",
     statement="solved ⇒ small gradient: the full-batch gradient norm vanishes with the error, ||∇L|| = O(B̃·√𝓔)",
     how="the D2 (d=8, k=5) and D3 (d=2, k=3) runs, 300 epochs, logged every 5: slope of log ||∇L|| against "
@@ -158,36 +157,36 @@ register(Claim(
         "pooled; ≥ 0.5 is Prop. 2's rate at bounded weights",
     measure=lambda ctx: gradient_exponent(sweep_curves([_fig7(ctx), _d2(ctx)])), expected=0.5, relation="ge",
     scales=("quick",),
-))
+)
 # D6 (Fig. 7): at quick scale on the checks D3 (d = 2, k = 3) and D2 (d = 8, k = 5) runs separately, at paper scale
 # on fig7 (d = 2, k = 5, 20 models, 1000 epochs).
 for _tag, _run, _d, _scales in (("", _fig7, 2, ("quick", "paper")), ("_d8_k5", _d2, 8, ("quick",))):
-    register(Claim(
+    claim(
         id=f"clustering.sparsity_denser_success{_tag}", ref="Fig. 7, App. A.1",
         statement="successful models have denser activations: mean sparsity over ε ∈ [1e-3, 10] below failed ones'",
         how=f"mean sparsity summary of successful (test acc > 0.9) minus failed models at d = {_d} (NaN if < 3 in a "
             "group); quick: the D3 (d=2, k=3) and D2 (d=8, k=5) runs; paper: fig7 (d=2, k=5)",
         measure=lambda ctx, run=_run, d=_d: sparsity_gap(run(ctx), d), expected=0.0, relation="le", scales=_scales,
-    ))
-    register(Claim(
+    )
+    claim(
         id=f"clustering.sparsity_spearman{_tag}", ref="Fig. 7, App. A.1",
         statement="sparsity decreases as accuracy increases: Spearman(sparsity, test accuracy) < −0.3",
         how=f"Spearman correlation over the models of the D6 run at d = {_d} (NaN if < 3 solved or < 3 failed)",
         measure=lambda ctx, run=_run, d=_d: sparsity_spearman(run(ctx), d), expected=-0.3, relation="le",
         scales=_scales,
-    ))
-register(Claim(
+    )
+claim(
     id="clustering.success_rises_with_d", ref="Fig. 19, App. A.4",
     statement="larger embeddings succeed more often (quick: d = 8 vs d = 2 at k = 3, 200 epochs)",
     how="fig19: success rate (final test acc > 0.9) at the largest d minus at the smallest d",
     measure=lambda ctx: success_rate_slope(ctx.run("clustering.fig19")), expected=0.1, relation="ge",
-))
-register(Claim(
+)
+claim(
     id="clustering.all_succeed_from_d8", ref="Fig. 19, App. A.4",
     statement="from d = 8 on, all 20 models succeed (test acc > 0.9)",
     how="fig19 paper scale: fewest successful models over d ∈ {8, 16, 32}",
     measure=lambda ctx: min_success_from(ctx.run("clustering.fig19")), expected=20, relation="ge", scales=("paper",),
-))
+)
 _both(_FIG14_QUICK, id="clustering.transfer_beats_scratch", ref="Fig. 14, App. A.2",
       statement="finetuned from p = 2 beats training from scratch for every p ≥ 3 (mean test accuracy)",
       how="fig14: min over p ∈ ft_ps ∩ ps of mean acc(finetuned) − mean acc(scratch)",
@@ -201,9 +200,9 @@ _both(_FIG14_QUICK, id="clustering.transfer_perfect_needs_clusters", ref="App. A
                 "test accuracy",
       how="fig14: finetuned runs at 100 % test accuracy whose p = 2 ξ had n_clusters ≠ C(k+1, k)",
       measure=lambda ctx: perfect_clusters(ctx.run("clustering.fig14")), expected=0, relation="le")
-register(Claim(
+claim(
     id="clustering.ablation_single_seed_rougher", ref="Fig. 16, App. A.3",
     statement="one seed varies much more across neighbouring hyper-parameter settings than the seed mean",
     how="fig16: mean |Δ test acc| between neighbouring settings, seed 0 over the seed mean (ratio ≥ 1.5)",
     measure=lambda ctx: roughness_ratio(ctx.run("clustering.fig16")), expected=1.5, relation="ge",
-))
+)

@@ -20,6 +20,7 @@ from attnlab.clustering import analysis
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.data import n_multisets
 from attnlab.clustering.history import History
+from attnlab.clustering.keys import bar_array, bar_key, d_key
 from attnlab.clustering.sweeps import figures as sweep_figures
 from attnlab.clustering.train import train, transfer
 from attnlab.core.experiment import Result, experiment
@@ -120,18 +121,18 @@ def sparsity_sweep(config: SparsityConfig, ctx: RunContext) -> Result:
         arrays[f"d{d}/sparsity_summary"] = sparse
         stuck = longest_below(u["test_acc"], u["epochs"])
         solved = u["train_loss"][-1] < 1e-3  # D8: "solved" = final train CE < 1e-3
-        summary.update({
-            f"n_models_d{d}": len(acc), f"n_success_d{d}": int(ok.sum()), f"success_rate_d{d}": float(ok.mean()),
-            f"n_reach90_d{d}": int((best >= 0.9).sum()), f"n_reach99_d{d}": int((best >= 0.99).sum()),
-            f"n_stuck100_d{d}": int(((best < 0.99) & (stuck >= 100)).sum()),
-            f"max_final_train_loss_d{d}": float(u["train_loss"][-1].max()),
-            f"n_ce_below_1e-3_d{d}": int(solved.sum()),
-            f"max_grad_ce_below_1e-3_d{d}": float(u["grad_total"][-1, solved].max()) if solved.any() else float("nan"),
-            f"mean_test_acc_d{d}": float(acc.mean()),
-            f"sparsity_success_d{d}": float(sparse[ok].mean()) if ok.any() else float("nan"),
-            f"sparsity_failed_d{d}": float(sparse[~ok].mean()) if (~ok).any() else float("nan"),
-            f"spearman_d{d}": analysis.spearman(sparse, acc),
-        })
+        summary.update({d_key(k, d): v for k, v in {
+            "n_models": len(acc), "n_success": int(ok.sum()), "success_rate": float(ok.mean()),
+            "n_reach90": int((best >= 0.9).sum()), "n_reach99": int((best >= 0.99).sum()),
+            "n_stuck100": int(((best < 0.99) & (stuck >= 100)).sum()),
+            "max_final_train_loss": float(u["train_loss"][-1].max()),
+            "n_ce_below_1e-3": int(solved.sum()),
+            "max_grad_ce_below_1e-3": float(u["grad_total"][-1, solved].max()) if solved.any() else float("nan"),
+            "mean_test_acc": float(acc.mean()),
+            "sparsity_success": float(sparse[ok].mean()) if ok.any() else float("nan"),
+            "sparsity_failed": float(sparse[~ok].mean()) if (~ok).any() else float("nan"),
+            "spearman": analysis.spearman(sparse, acc),
+        }.items()})
         rows += [{"d": d, "seed": s, "test_acc": acc[i], "best_test_acc": best[i], "success": bool(ok[i]),
                   "sparsity_summary": sparse[i], "final_train_loss": u["train_loss"][-1, i]}
                  for i, s in enumerate(config.seeds())]
@@ -210,23 +211,24 @@ def transfer_sweep(config: TransferSweepConfig, ctx: RunContext) -> Result:
                          "pre_success_rate": float((done["pre"]["test_acc"][-1] > SUCCESS).mean())}
     for (kind, q), u in bars.items():
         acc = u["test_acc"][-1]
-        arrays[f"{kind}_p{q}/test_acc"] = u["test_acc"]
-        arrays[f"{kind}_p{q}/epochs"] = u["epochs"]
-        summary |= {f"mean_acc_{kind}_p{q}": float(acc.mean()), f"max_acc_{kind}_p{q}": float(acc.max()),
-                    f"n_success_{kind}_p{q}": int((acc > SUCCESS).sum())}
+        bar = {"kind": kind, "q": q}
+        arrays[bar_array("test_acc", **bar)], arrays[bar_array("epochs", **bar)] = u["test_acc"], u["epochs"]
+        summary |= {bar_key("mean_acc", **bar): float(acc.mean()), bar_key("max_acc", **bar): float(acc.max()),
+                    bar_key("n_success", **bar): int((acc > SUCCESS).sum())}
         rows += [{"kind": kind, "p": q, "seed": s, "test_acc": acc[i],
                   "n_clusters_pre": int(n_cl[i]) if kind == "finetune" else None}
                  for i, s in enumerate(config.seeds())]
         if kind == "finetune":
             six, perfect = n_cl == ideal, acc >= 1.0
-            summary |= {f"mean_acc_finetune_p{q}_ideal": float(acc[six].mean()) if six.any() else float("nan"),
-                        f"mean_acc_finetune_p{q}_other": float(acc[~six].mean()) if (~six).any() else float("nan"),
-                        f"n_perfect_finetune_p{q}": int(perfect.sum()),
-                        f"n_perfect_not_ideal_finetune_p{q}": int((perfect & ~six).sum())}
+            nan = float("nan")
+            summary |= {bar_key("mean_acc", **bar) + "_ideal": float(acc[six].mean()) if six.any() else nan,
+                        bar_key("mean_acc", **bar) + "_other": float(acc[~six].mean()) if (~six).any() else nan,
+                        bar_key("n_perfect", **bar): int(perfect.sum()),
+                        bar_key("n_perfect_not_ideal", **bar): int((perfect & ~six).sum())}
     common = [q for q in config.ft_ps if q in config.ps]
     if common:
-        summary["min_gain_finetune"] = min(summary[f"mean_acc_finetune_p{q}"] - summary[f"mean_acc_scratch_p{q}"]
-                                           for q in common)
+        summary["min_gain_finetune"] = min(summary[bar_key("mean_acc", "finetune", q)]
+                                           - summary[bar_key("mean_acc", "scratch", q)] for q in common)
     return Result(pd.DataFrame(rows), arrays, summary)
 
 

@@ -6,6 +6,7 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.colors import Normalize
 
+from attnlab.clustering.keys import d_key
 from attnlab.core.experiment import Result
 from attnlab.core.plotting import COLORS, figure
 
@@ -53,7 +54,7 @@ def fig7(result: Result, config) -> object:
     right.scatter(sparse[~ok], acc[~ok], color=RED, s=22, label="failure")
     right.axhline(SUCCESS, ls="--", color="0.5", lw=1)
     right.set_ylim(min(0.4, acc.min()) - 0.03, 1.03)
-    rho = result.summary.get(f"spearman_d{d}")
+    rho = result.summary.get(d_key("spearman", d))
     right.set_title(f"Spearman ρ = {rho:.2f}" if rho is not None else "Spearman ρ undefined")
     right.set_xlabel(r"mean sparsity over $\varepsilon\in[10^{-3},10]$")
     right.set_ylabel("final test accuracy")
