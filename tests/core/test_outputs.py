@@ -17,11 +17,12 @@ from attnlab.core.config import resolve
 from attnlab.core.context import RunContext
 from attnlab.core.device import resolve_device
 from attnlab.core.experiment import Result, experiments
-from attnlab.core.metrics import conforms, tidy, wide
+from attnlab.core.metrics import conforms, name_axes, tidy, unnamed_axes, wide
 from attnlab.core.outputs import Outputs, check, expand
 from attnlab.core.rng import Streams
 
 torch.set_num_threads(1)
+NAMED = ("potts", "paths")  # the studies whose metrics name every index axis (docs/data.md)
 DECLARED = {e.key: e for e in experiments() if e.outputs is not None}
 
 
@@ -47,7 +48,10 @@ def test_an_experiment_produces_what_it_declares(key):
     exp = DECLARED[key]
     cfg, result = run_tiny(exp)
     assert check(exp.outputs, cfg, result) == []
-    assert conforms(tidy(result.metrics)) == []  # what the store writes follows the one schema (docs/data.md)
+    stored = tidy(result.metrics, exp.outputs.axes(cfg))  # what the store writes: the one schema (docs/data.md)
+    assert conforms(stored) == []
+    if exp.study in NAMED:
+        assert unnamed_axes(stored) == {}, "name these index axes in the declaration's index"
 
 
 def test_templates_expand_over_config_fields_and_mismatches_are_named():
@@ -90,3 +94,19 @@ def test_tidy_brings_every_table_into_one_schema():
     sim = Trajectory(np.arange(3.0), {"m": np.ones((3, 2))})
     t = tidy(compare(sim, Trajectory(np.arange(3.0), {"m": np.zeros((3, 2))}, source="theory")))
     assert conforms(t) == [] and set(t.source) == {"simulation", "theory", "abs_diff"} and len(t) == 3 * 3 * 2
+
+
+def test_declared_index_names_replace_the_unnamed_axes():
+    from attnlab.core.trajectory import Trajectory
+
+    traj = Trajectory(np.arange(2.0), {"U": np.ones((2, 3, 3)), "m": np.ones((2, 4)), "loss": np.ones(2)})
+    frame = traj.to_frame()
+    assert unnamed_axes(frame) == {"U": ["i", "j"], "m": ["i"]}
+    named = name_axes(frame, {"U": ("path", "path_prime"), "*": ("head",)})
+    assert unnamed_axes(named) == {} and not {"i", "j"} & set(named.columns)
+    assert named.loc[named.observable == "U", ["path", "path_prime"]].drop_duplicates().shape == (9, 2)
+    assert named.loc[named.observable == "m", "head"].tolist() == [0, 1, 2, 3] * 2
+    assert named.loc[named.observable == "loss", ["path", "head"]].isna().all().all()
+    out = Outputs(summary=[], arrays={}, index={"U": ("path", "path_prime"), "nope": ("head",)})
+    assert check(out, None, Result(frame)) == ["index declared for observable 'nope', which the metrics lack",
+                                               "metrics observable 'm': index columns i not named"]

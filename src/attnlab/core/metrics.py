@@ -2,9 +2,10 @@
 
 Every row is one number: ``source`` (simulation, theory, training, … or ""), ``observable`` (what is measured),
 ``time_name`` and ``time`` (the axis it evolves along: τ, epoch, layer, width N, α …; "" and NaN when the row has
-none), ``value`` (float). Integer index columns (nullable ``Int64``: ``seed``, ``head``, ``layer``, ``i`` …) say
-which element of an array-valued observable a row holds; any other column is a label of the row (activation,
-panel, variant, the coordinates of a grid point).
+none), ``value`` (float). Integer index columns (nullable ``Int64``: ``seed``, ``head``, ``layer``, …) say
+which element of an array-valued observable a row holds, named by the experiment's declared ``index``
+(``<study>/outputs.py``, :mod:`attnlab.core.outputs`); ``i``, ``j``, … only for an axis nobody named; any other
+column is a label of the row (activation, panel, variant, the coordinates of a grid point).
 
 :func:`tidy` brings what an experiment returns into this schema when the run is stored: a frame already in it
 (``Trajectory.to_frame``) is kept; the older long form (``name``, ``component`` "0,1") is renamed and split into
@@ -17,14 +18,19 @@ it back.
 
 from __future__ import annotations
 
+import fnmatch
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
 from attnlab.core.trajectory import AXES, CORE
 
 
-def tidy(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` in the tidy schema (a new frame; ``frame`` is not changed)."""
+def tidy(frame: pd.DataFrame, axes: Mapping[str, tuple[str, ...]] | None = None) -> pd.DataFrame:
+    """``frame`` in the tidy schema (a new frame; ``frame`` is not changed); ``axes`` (observable or ``fnmatch``
+    pattern → the names of its index axes, as an experiment declares them in ``<study>/outputs.py``) names the
+    unnamed index columns ``i``, ``j``, … of those observables' rows (:func:`name_axes`)."""
     df = frame.reset_index(drop=True).copy()
     if df.empty:
         return pd.DataFrame({c: pd.Series(dtype=float if c in ("time", "value") else object) for c in CORE})
@@ -45,7 +51,39 @@ def tidy(frame: pd.DataFrame) -> pd.DataFrame:
     df["time"] = pd.to_numeric(df["time"], errors="coerce").astype(float)
     df["value"] = pd.to_numeric(df["value"], errors="coerce").astype(float)
     df["observable"] = df["observable"].astype(str)
+    if axes:
+        df = name_axes(df, axes)
     return df[[*CORE, *[c for c in df.columns if c not in CORE]]]
+
+
+def name_axes(frame: pd.DataFrame, axes: Mapping[str, tuple[str, ...]]) -> pd.DataFrame:
+    """The rows of each observable matched by a key of ``axes`` (a name or an ``fnmatch`` pattern; the first key
+    that matches wins) get their unnamed index columns ``i``, ``j``, … moved, in order, to the names it gives; an
+    unnamed column left empty is dropped. A frame without unnamed index columns is returned as it is."""
+    unnamed = [c for c in AXES if c in frame.columns]
+    if not unnamed:
+        return frame
+    df = frame.copy()
+    observables = df["observable"].astype(str)
+    names = {obs: next((v for k, v in axes.items() if fnmatch.fnmatchcase(obs, k)), None)
+             for obs in observables.unique()}
+    for obs, given in names.items():
+        rows = (observables == obs).to_numpy()
+        for generic, name in zip(unnamed, given or (), strict=False):
+            column = df[name].astype("Int64") if name in df.columns else pd.Series(pd.NA, df.index, dtype="Int64")
+            column[rows] = df.loc[rows, generic].astype("Int64")
+            df[name] = column
+            df.loc[rows, generic] = pd.NA
+    return df.drop(columns=[c for c in unnamed if df[c].isna().all()])
+
+
+def unnamed_axes(frame: pd.DataFrame) -> dict[str, list[str]]:
+    """Observable → the unnamed index columns (``i``, ``j``, …) its rows use."""
+    out: dict[str, list[str]] = {}
+    for c in (c for c in AXES if c in frame.columns):
+        for obs in frame.loc[frame[c].notna(), "observable"].astype(str).unique():
+            out.setdefault(obs, []).append(c)
+    return out
 
 
 def conforms(frame: pd.DataFrame) -> list[str]:

@@ -12,9 +12,12 @@ template stands for every combination; one string holds any number of them, sepa
 may hold ``*`` (``"run/*"``: every array under the prefix, e.g. a stored clustering History, whose own format fixes
 the rest). A shape holds ints, expressions over the config's fields (``"n_seeds"``, ``"len(Ls)"``, ``"T + 1"``)
 or None for an axis no field fixes alone; a shape of None leaves the shape free. ``summary`` (``arrays``) may also
-be a function of the config returning the names (the shapes). ``tiny``: the overrides (on the quick scale) under
-which ``tests/core/test_outputs.py`` runs every declared experiment in seconds and :func:`check` compares what it
-produced with its declaration, so a renamed key fails there at once.
+be a function of the config returning the names (the shapes). ``index`` names the index axes of the metrics'
+array-valued observables (``{"m q": ("head", "feature"), "U": ("path", "path_prime")}``; keys are observable
+templates or ``fnmatch`` patterns): the store writes those names instead of ``i``, ``j``, … (:func:`tidy`'s
+``axes``, ``docs/data.md``), and :func:`check` then names every axis left unnamed. ``tiny``: the overrides (on
+the quick scale) under which ``tests/core/test_outputs.py`` runs every declared experiment in seconds and
+:func:`check` compares what it produced with its declaration, so a renamed key fails there at once.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attnlab.core.experiment import _REGISTRY, Result, load_studies, study_modules
+from attnlab.core.metrics import tidy, unnamed_axes
 
 Shape = tuple[int | str | None, ...] | None
 Names = Iterable[str] | Callable[[Any], Iterable[str]]
@@ -44,6 +48,7 @@ class Outputs:
     summary: Names
     arrays: Arrays
     tiny: Mapping[str, Any] = field(default_factory=dict)
+    index: Mapping[str, tuple[str, ...]] | None = None
 
     def keys(self, config: Any) -> set[str]:
         """The summary keys ``config`` makes."""
@@ -57,8 +62,16 @@ class Outputs:
         return {name: None if shape is None else tuple(_axis(a, ns) for a in shape)
                 for t, shape in arrays.items() for name in t.split() for name in expand(name, config)}
 
+    def axes(self, config: Any) -> dict[str, tuple[str, ...]] | None:
+        """Observable (or pattern) → the names of its index axes under ``config`` (None: none declared)."""
+        if self.index is None:
+            return None
+        return {name: tuple(names) for t, names in self.index.items() for name in t.split()
+                for name in expand(name, config)}
 
-def outputs(key: str, *, summary: Names, arrays: Arrays, tiny: Mapping[str, Any] | None = None) -> Outputs:
+
+def outputs(key: str, *, summary: Names, arrays: Arrays, tiny: Mapping[str, Any] | None = None,
+            index: Mapping[str, tuple[str, ...]] | None = None) -> Outputs:
     """Declare the outputs of the registered experiment ``key`` (``study.experiment``)."""
     study = key.partition(".")[0]
     if key not in _REGISTRY and study in study_modules():  # the declarations imported before the experiments
@@ -66,7 +79,7 @@ def outputs(key: str, *, summary: Names, arrays: Arrays, tiny: Mapping[str, Any]
     if key not in _REGISTRY:
         raise KeyError(f"outputs declared for {key!r}, which is not a registered experiment")
     names = summary if callable(summary) else (summary,) if isinstance(summary, str) else tuple(summary)
-    out = Outputs(names, arrays, dict(tiny or {}))
+    out = Outputs(names, arrays, dict(tiny or {}), None if index is None else dict(index))
     _REGISTRY[key] = dataclasses.replace(_REGISTRY[key], outputs=out)
     return out
 
@@ -116,6 +129,14 @@ def check(declared: Outputs, config: Any, result: Result) -> list[str]:
         if want is not None and (len(want) != len(got) or any(w is not None and w != g for w, g in zip(want, got,
                                                                                                       strict=False))):
             problems.append(f"array {name!r} has shape {got}, declared {want}")
+    axes = declared.axes(config)
+    if axes is not None:
+        frame = tidy(result.metrics, axes)
+        observables = set(frame["observable"]) if "observable" in frame.columns else set()
+        problems += [f"index declared for observable {k!r}, which the metrics lack" for k in sorted(axes)
+                     if not fnmatch.filter(observables, k)]
+        problems += [f"metrics observable {obs!r}: index columns {', '.join(cols)} not named"
+                     for obs, cols in sorted(unnamed_axes(frame).items())]
     return problems
 
 

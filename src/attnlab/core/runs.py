@@ -254,7 +254,7 @@ class RunStore:
     def _save(self, exp: Experiment, config: Config, result: Result, run_dir: Path) -> None:
         from attnlab.core.plotting import save_figure
 
-        metrics = tidy(result.metrics)
+        metrics = tidy(result.metrics, exp.outputs.axes(config) if exp.outputs is not None else None)
         atomic_write(run_dir / "metrics.parquet", lambda p: metrics.to_parquet(p, index=False))
         atomic_write(run_dir / "arrays.npz", lambda p: savez(p, result.arrays))
         if exp.figure is not None:

@@ -25,6 +25,8 @@ TINY = {
     "fig7": {**ONESHOT, "variants": VARIANTS},
 }
 
+# the order parameter U^{ππ'} of the Markov runs (paper 3, Eqs. 10, 13): one index column per path
+PATH_PAIRS = {"U": ("path", "path_prime")}
 # The arrays of every Markov run that samples and solves (the sampled and theory sides of one width).
 SAMPLED_AND_SOLVED = {
     ("agree_U_corr agree_U_gate_b10 agree_U_gate_b9 agree_U_rel_fro agree_acc_diff "
@@ -38,7 +40,7 @@ SAMPLED_AND_SOLVED = {
     "y_test": ("P_test",),
 }
 
-outputs("paths.fig2c", tiny=TINY["fig2c"],
+outputs("paths.fig2c", tiny=TINY["fig2c"], index=PATH_PAIRS,
         summary=("U_corr_N10 U_gate_b10_N10 U_gate_b9_N10 U_rel_fro_N10 acc_diff_N10 acc_gp "
                  "acc_gp_good_expected acc_gp_good_expected_se acc_gp_path0 acc_gp_path1 acc_gp_path2 "
                  "acc_gp_path3 acc_gp_{gp_layouts} acc_sample_N10 acc_theory_N{widths} all_converged ess_N10 "
@@ -47,7 +49,7 @@ outputs("paths.fig2c", tiny=TINY["fig2c"],
                  "solver_iterations var_ratio_N10"),
         arrays=SAMPLED_AND_SOLVED)
 
-outputs("paths.fig2e", tiny=TINY["fig2e"],
+outputs("paths.fig2e", tiny=TINY["fig2e"], index=PATH_PAIRS,
         summary=("U_corr_N10 U_gate_b10_N10 U_gate_b9_N10 U_rel_fro_N10 acc_diff_N10 acc_gp "
                  "acc_gp_good_expected acc_gp_good_expected_se acc_gp_path0 acc_gp_path1 acc_gp_{gp_layouts} "
                  "acc_sample_N10 acc_theory_N{widths} all_converged ess_N10 f_rel_err_N10 gen_error_gp "
@@ -55,7 +57,7 @@ outputs("paths.fig2e", tiny=TINY["fig2e"],
                  "max_residual n_paths pearson_N10 rhat_N10 solve_seconds solver_iterations var_ratio_N10"),
         arrays=SAMPLED_AND_SOLVED)
 
-outputs("paths.fig5c", tiny=TINY["fig5c"],
+outputs("paths.fig5c", tiny=TINY["fig5c"], index=PATH_PAIRS,
         summary=("acc_gp acc_gp_good_expected acc_gp_good_expected_se acc_gp_path0 acc_gp_path1 "
                  "acc_gp_{gp_layouts} acc_theory_N{widths} all_converged gen_error_gp "
                  "gen_error_gp_{gp_layouts} gen_error_theory_N{widths} hessian_min_eig_N{widths} max_grad "
@@ -69,7 +71,7 @@ outputs("paths.fig5c", tiny=TINY["fig5c"],
             "y_test": ("P_test",),
         })
 
-outputs("paths.generic", tiny=TINY["generic"],
+outputs("paths.generic", tiny=TINY["generic"], index=PATH_PAIRS,
         summary=("U_corr_N10 U_gate_b10_N10 U_gate_b9_N10 U_rel_fro_N10 acc_diff_N10 acc_gp acc_gp_path0 "
                  "acc_gp_path1 acc_gp_path2 acc_gp_path3 acc_gp_path4 acc_gp_path5 acc_gp_path6 acc_gp_path7 "
                  "acc_gp_path8 acc_sample_N10 acc_theory_N10 all_converged ess_N10 f_rel_err_N10 gen_error_gp "

@@ -20,6 +20,7 @@ TINY = {
 }
 
 outputs("potts.fig2", tiny=TINY["fig2"],
+        index={"corr gap recon_err test_loss train_loss": ("replica",)},  # the stack of models trained at once
         summary=("d_hamming_train factored_isolated_sink factored_value_corr optimal_loss optimum_recon_corr "
                  "test_flip_rate test_hamming_pooled test_hamming_within test_rhat_energy test_sweeps "
                  "test_tau_int_energy train_flip_rate train_hamming_pooled train_hamming_within "
