@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from attnlab.core.config import Config
 from attnlab.signal.arch import Architecture
@@ -21,15 +21,24 @@ from attnlab.signal.train.mlm import Optim
 Corpus = Literal["stories", "tinystories", "repeat"]
 
 
-class ArchConfig(Config, Architecture):
-    """Config base: the architecture fields plus seed and device."""
+class ArchFields(Architecture):
+    """The architecture fields every experiment config mixes in (``class XConfig(Config, ArchFields)``; figure
+    configs are those classes' ``with_defaults``, two levels below ``Config``)."""
 
     def arch(self, **changes) -> Architecture:
         values = {k: getattr(self, k) for k in Architecture.model_fields}
         return Architecture(**{**values, **changes})
 
 
-class CorpusMixin(Config):
+class ArchConfig(Config, ArchFields):
+    """The architecture fields plus seed and device: a config of its own (``attnlab`` validates any of them)."""
+
+
+_MIXIN = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+class CorpusMixin(BaseModel):
+    model_config = _MIXIN
     corpus: Corpus = Field("stories", description="stories (bundled generator) | tinystories (local) | repeat task")
     corpus_path: str | None = Field(None, description="local TinyStories file or folder (corpus=tinystories)")
     n_stories: int = Field(6000, ge=10, le=10_000_000, description="stories read / generated")
@@ -44,7 +53,7 @@ class CorpusMixin(Config):
         return self
 
 
-class TrainabilityConfig(ArchConfig):
+class TrainabilityConfig(Config, ArchFields):
     """Fig. 1c: theory diagram on a fine (β, α_SA) grid, α_c(L) curves, and a coarse simulated diagram."""
 
     n_beta: int = Field(200, ge=2, le=4000)
@@ -68,7 +77,7 @@ class TrainabilityConfig(ArchConfig):
     scales = {"quick": {"sim_d": 64, "sim_T": 64, "n_inits": 2, "n_seqs": 2}, "paper": {}}
 
 
-class DepthConfig(ArchConfig, CorpusMixin):
+class DepthConfig(Config, ArchFields, CorpusMixin):
     """Figs. 1d/e: mean cosine over depth, simulation (inits × sequences) against Eq. 19 from the measured ρ_0."""
 
     inputs: Literal["corpus", "synthetic"] = Field("corpus")
@@ -84,7 +93,7 @@ class DepthConfig(ArchConfig, CorpusMixin):
     scales = {"quick": {"d": 128, "H": 2, "T": 64, "n_inits": 4, "n_seqs": 4}, "paper": {}}
 
 
-class SALayerConfig(ArchConfig):
+class SALayerConfig(Config, ArchFields):
     """Fig. 3: output cosine of one SA head over (β, input ρ): Eq. 14, finite-T MC and simulation."""
 
     betas: tuple[float, ...] = Field((0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0), min_length=2)
@@ -95,7 +104,7 @@ class SALayerConfig(ArchConfig):
     scales = {"quick": {"T": 256, "d": 256}, "paper": {}}
 
 
-class UniversalityConfig(ArchConfig):
+class UniversalityConfig(Config, ArchFields):
     """β_c does not depend on d, H (and the frozen phase not on T): IPR of real attention layers vs β."""
 
     # d ≥ T throughout: for T > d the T scores of a row span only d dimensions (a rank-deficient REM), which
@@ -116,7 +125,7 @@ class UniversalityConfig(ArchConfig):
         return self
 
 
-class AlphaCConfig(ArchConfig):
+class AlphaCConfig(Config, ArchFields):
     """α_c(L) by bisection for several ε, and the simulated check that α > α_c keeps ρ_L < 1 − ε (Sec. 3.3)."""
 
     Ls: tuple[int, ...] = Field((6, 12, 24, 48, 60, 96, 200), min_length=2)
@@ -130,7 +139,7 @@ class AlphaCConfig(ArchConfig):
     scales = {"quick": {"d": 128, "T": 64}, "paper": {"d": 256, "T": 128, "n_inits": 5}}
 
 
-class TanhConfig(ArchConfig):
+class TanhConfig(Config, ArchFields):
     """Fig. 5: the tanh block map F(ρ) for several σ_w² and ρ_l over depth (theory lines, simulation dots)."""
 
     sigma_w2s: tuple[float, ...] = Field((1.0, 4.0, 8.0, 16.0, 32.0), min_length=1)
@@ -141,7 +150,7 @@ class TanhConfig(ArchConfig):
     scales = {"quick": {"L": 100, "d": 256, "T": 64, "n_inits": 3, "n_seqs": 2}, "paper": {}}
 
 
-class REMConfig(ArchConfig):
+class REMConfig(Config, ArchFields):
     """Figs. B.1/B.2: q_sa, S/log T, q^SA and p^SA against β: Eq. 13 / B.18 and finite-T simulations."""
 
     betas: tuple[float, ...] = Field(tuple(0.25 * i for i in range(1, 25)), min_length=2)
@@ -153,7 +162,7 @@ class REMConfig(ArchConfig):
     scales = {"quick": {"n_rep": 8, "n_rows": 64}, "paper": {"n_rep": 64}}
 
 
-class SpectrumConfig(ArchConfig):
+class SpectrumConfig(Config, ArchFields):
     """Fig. C.1: eigenvalues of attention matrices, standard (σ_s fixed) vs rescaled (σ_s² = β² log T) init."""
 
     sigma_std: float = Field(1.0, gt=0, description="score std of the standard init, independent of T")
@@ -164,7 +173,7 @@ class SpectrumConfig(ArchConfig):
     scales = {"quick": {"n_rep": 2}, "paper": {"n_rep": 8, "Ts": (64, 128, 256, 512, 1024, 2048)}}
 
 
-class NoSkipConfig(ArchConfig):
+class NoSkipConfig(Config, ArchFields):
     """Fig. C.3: a block without skip connections (α_SA = α_MLP = 0)."""
 
     betas: tuple[float, ...] = Field(tuple(0.1 * i for i in range(1, 101)), min_length=2)
@@ -176,7 +185,7 @@ class NoSkipConfig(ArchConfig):
     scales = {"quick": {"d": 128, "T": 64}, "paper": {"d": 256, "T": 256}}
 
 
-class AttentionMapsConfig(ArchConfig, CorpusMixin):
+class AttentionMapsConfig(Config, ArchFields, CorpusMixin):
     """Fig. 1a/b: attention of a 1-layer, 1-head model at initialisation on one story, low vs high β."""
 
     betas: tuple[float, ...] = Field((0.5, 3.0), min_length=1)
@@ -184,8 +193,10 @@ class AttentionMapsConfig(ArchConfig, CorpusMixin):
     scales = {"quick": {"d": 256, "n_stories": 500}, "paper": {"d": 768}}
 
 
-class MLMTraining(Config):
+class MLMTraining(BaseModel):
     """The optimiser and task fields every MLM training shares (App. A: AdamW, linear schedule, batch 64, p = 0.15)."""
+
+    model_config = _MIXIN
 
     n_seeds: int = Field(1, ge=1, le=100)
     steps: int = Field(1000, ge=1, le=10_000_000)
@@ -207,14 +218,14 @@ class MLMTraining(Config):
                      self.mask_prob, self.log_every, self.n_eval, self.micro_batch)
 
 
-class MLMConfig(ArchConfig, CorpusMixin, MLMTraining):
+class MLMConfig(Config, ArchFields, CorpusMixin, MLMTraining):
     """Figs. 4, C.2: MLM training from several initialisations (one slot per β × α × seed)."""
 
     betas: tuple[float, ...] = Field((0.5, 3.0, 5.0), min_length=1)
     alphas: tuple[float, ...] = Field((1.0,), min_length=1)
 
 
-class DeepMLMConfig(ArchConfig, CorpusMixin, MLMTraining):
+class DeepMLMConfig(Config, ArchFields, CorpusMixin, MLMTraining):
     """Fig. 1f: a rank-collapse arm (deep, low β, α_SA below / above α_c(L)) and an entropy-collapse arm
     (shallower, β above / below β_c), each trained as one batched run."""
 
