@@ -19,62 +19,72 @@ TINY = {
     "replica": {"nus": [3.0], "lams": [1e-2, 1e-1], "alpha_max": 3.0, "n_nodes": 200},
 }
 
-outputs("potts.fig2", tiny=TINY["fig2"],
-        index={"corr gap recon_err test_loss train_loss": ("replica",)},  # the stack of models trained at once
-        summary=("d_hamming_train factored_isolated_sink factored_value_corr optimal_loss optimum_recon_corr "
-                 "test_flip_rate test_hamming_pooled test_hamming_within test_rhat_energy test_sweeps "
-                 "test_tau_int_energy train_flip_rate train_hamming_pooled train_hamming_within "
-                 "train_rhat_energy train_sweeps train_tau_int_energy {models}_auc {models}_corr "
-                 "{models}_epochs_to_gap_0.1 {models}_gap {models}_recon_err {models}_test {models}_topk"),
-        arrays={
-            "J": ("L", "L"),
-            "factored/V": (1, None, None),
-            "factored/W vanilla1/layer_maps {models}/map": (1, "L", "L"),
-            ("optimum/corr optimum/gap optimum/recon_err optimum/test_loss optimum/train_loss "
-             "{models}/traj_corr {models}/traj_gap {models}/traj_recon_err {models}/traj_test_loss "
-             "{models}/traj_train_loss"): (None, 1),
-            "optimum/time {models}/traj_time": (None,),
-            "vanilla1/final_test vanilla3/final_test": (1,),
-            "vanilla3/layer_maps": (3, "L", "L"),  # its three layers
-            "{models}/maps": (None, 1, "L", "L"),
-        })
+TRAJ = "corr gap recon_err test_loss train_loss"  # the observables of every training (train.OBSERVABLES)
+# vanilla models are evaluated at epoch 0, every eval_every epochs and at the last
+VANILLA_T = "1 + vanilla_epochs // eval_every + (vanilla_epochs % eval_every > 0)"
+
+
+def fig2_summary(c) -> list[str]:
+    out = [("d_hamming_train optimal_loss optimum_recon_corr test_flip_rate test_hamming_pooled "
+            "test_hamming_within test_rhat_energy test_sweeps test_tau_int_energy train_flip_rate "
+            "train_hamming_pooled train_hamming_within train_rhat_energy train_sweeps train_tau_int_energy "
+            "{models}_auc {models}_corr {models}_epochs_to_gap_0.1 {models}_gap {models}_recon_err {models}_test "
+            "{models}_topk")]
+    return out + (["factored_isolated_sink factored_value_corr"] if "factored" in c.models else [])
+
+
+def fig2_arrays(c) -> dict:
+    """The optimum's two-point line (epochs 0 and the last), then each model: S stacked models (factored: one per
+    seed; a vanilla transformer: 1) evaluated at T epochs (factored: every epoch)."""
+    out: dict = {"J": ("L", "L"), "optimum/time": (2,), " ".join(f"optimum/{k}" for k in TRAJ.split()): (2, 1)}
+    for m in c.models:
+        S, T = ("seeds", "epochs + 1") if m == "factored" else (1, VANILLA_T)
+        out.update({f"{m}/traj_time": (T,), " ".join(f"{m}/traj_{k}" for k in TRAJ.split()): (T, S),
+                    f"{m}/map": (S, "L", "L"), f"{m}/maps": (T, S, "L", "L")})
+        if m == "factored":
+            out.update({"factored/V": ("seeds", "C", "C"), "factored/W": ("seeds", "L", "L")})
+        else:  # the map of each layer, the final test loss on the whole test set
+            out.update({f"{m}/layer_maps": (int(m[-1]), "L", "L"), f"{m}/final_test": (1,)})
+    return out
+
+
+outputs("potts.fig2", tiny=TINY["fig2"], index={TRAJ: ("replica",)},  # a model of the stack trained at once
+        summary=fig2_summary, arrays=fig2_arrays)
 
 outputs("potts.fig2d", tiny=TINY["fig2d"],
         summary=("best_a corr_a{a_values} margin_amax_a0 optimal_loss spearman_a_test test_a{a_values} "
                  "test_a{a_values}_std"),
-        arrays={
-            "a traj_time": (None,),
-            "map": (None, "L", "L"),
-            "traj_corr traj_gap traj_recon_err traj_test_loss traj_train_loss": (None, None),
+        arrays={  # one stacked model per (a, seed), a-major; evaluated at every epoch
+            "a": ("len(a_values) * seeds",),
+            "traj_time": ("epochs + 1",),
+            "map": ("len(a_values) * seeds", "L", "L"),
+            "traj_corr traj_gap traj_recon_err traj_test_loss traj_train_loss": ("epochs + 1", "len(a_values) * seeds"),
         })
 
-outputs("potts.fig3right", tiny=TINY["fig3right"],
-        summary=("L argmax_M_lam0.01 converged_fraction corr_M{Ms}_lam0.01 gap_M{Ms}_lam0.01 "
-                 "inseparable_M_lam0.01 max_grad_norm max_n_iter min_corr_increase_lam0.01 "
-                 "min_gap_decrease_lam0.01 optimal_loss peak_steps_lam0.01 rise_lam0.01 rise_sem_lam0.01 "
-                 "separable_M_lam0.01 test_M{Ms}_lam0.01"),
-        arrays={
-            "Ms": ("len(Ms)",),
-            "M{Ms}/V": (1, "n_real", "C", "C"),
-            "M{Ms}/W": (1, "n_real", "L", "L"),
-            ("M{Ms}/converged M{Ms}/corr M{Ms}/grad_norm M{Ms}/n_iter M{Ms}/test M{Ms}/train "
-             "M{Ms}/train_acc"): (1, "n_real"),
-            "lams": (1,),
-        })
+def pl_summary(c) -> list[str]:
+    """The PL sweeps' keys (``metrics.pl_key``): per M and λ, per λ, and the rise (the fall) where M = 1 (and 200)
+    are on the grid."""
+    out = ["L converged_fraction max_grad_norm max_n_iter optimal_loss",
+           "corr_M{Ms}_lam{lams} gap_M{Ms}_lam{lams} test_M{Ms}_lam{lams}",
+           "argmax_M_lam{lams} separable_M_lam{lams} inseparable_M_lam{lams} peak_steps_lam{lams}",
+           "min_corr_increase_lam{lams} min_gap_decrease_lam{lams}"]
+    if 1 in c.Ms:
+        out.append("rise_lam{lams} rise_sem_lam{lams}")
+        if 200 in c.Ms:
+            out.append("fall_lam{lams} fall_sem_lam{lams}")
+    return out
 
-outputs("potts.consistency", tiny=TINY["consistency"],
-        summary=("L argmax_M_lam0.01 converged_fraction corr_M{Ms}_lam0.01 gap_M{Ms}_lam0.01 "
-                 "inseparable_M_lam0.01 max_grad_norm max_n_iter min_corr_increase_lam0.01 "
-                 "min_gap_decrease_lam0.01 optimal_loss peak_steps_lam0.01 separable_M_lam0.01 "
-                 "test_M{Ms}_lam0.01"),
-        arrays={
-            "Ms": (None,),
-            "M{Ms}/V": (1, None, "C", "C"),
-            "M{Ms}/W": (1, None, "L", "L"),
-            ("M{Ms}/converged M{Ms}/corr M{Ms}/grad_norm M{Ms}/n_iter M{Ms}/test M{Ms}/train "
-             "M{Ms}/train_acc"): (1, None),
-            "lams": (1,),
-        })
+
+PL_ARRAYS = {  # every M's fits: one per (λ, realisation)
+    "Ms": ("len(Ms)",),
+    "lams": ("len(lams)",),
+    "M{Ms}/V": ("len(lams)", "n_real", "C", "C"),
+    "M{Ms}/W": ("len(lams)", "n_real", "L", "L"),
+    "M{Ms}/converged M{Ms}/corr M{Ms}/grad_norm M{Ms}/n_iter M{Ms}/test M{Ms}/train M{Ms}/train_acc": (
+        "len(lams)", "n_real"),
+}
+outputs("potts.fig3right", tiny=TINY["fig3right"], summary=pl_summary, arrays=PL_ARRAYS)
+outputs("potts.consistency", tiny=TINY["consistency"], summary=pl_summary, arrays=PL_ARRAYS)
 
 outputs("potts.equivalence", tiny=TINY["equivalence"],
         summary=("adam_auc adam_corr adam_gap adam_pl_train adam_recon_err adam_test adam_topk adam_value_corr "
@@ -97,27 +107,26 @@ outputs("potts.gibbs", tiny=TINY["gibbs"],
         arrays={
             "betas pooled/d_pooled pooled/d_within single/d_single": ("len(betas)",),
             "chain/d_chain single/beta_tuned": (1,),
-            "chain/d_chains": (None,),
+            "chain/d_chains": ("chain_count",),
             "chain/energies": ("chain_samples",),
-            "chain/samples": ("chain_samples", None),
+            "chain/samples": ("chain_samples", "L"),
             "pooled/energy": ("len(betas)", "n_chains"),
         })
 
 outputs("potts.fig3left", tiny=TINY["fig3left"],
-        summary=("max_rel_dev_far_lam0.01_exact max_rel_dev_far_lam0.01_paper max_rel_dev_near_lam0.01_exact "
-                 "max_rel_dev_near_lam0.01_paper nu sim_argmax_alpha_lam0.01 "
-                 "sim_eps_g_minus_rho_delta_at_0.5_lam0.01 sim_min_excess_over_noise_lam0.01 "
-                 "theory_argmax_alpha_lam0.01_exact theory_argmax_alpha_lam0.01_paper"),
-        arrays={
-            ("dense_alpha lam0.01/theory_exact lam0.01/theory_exact_train lam0.01/theory_paper "
-             "lam0.01/theory_paper_train"): (None,),
-            ("lam0.01/sim_Delta lam0.01/sim_Delta_sem lam0.01/sim_eps_g "
-             "lam0.01/sim_eps_g_sem lam0.01/sim_eps_train lam0.01/sim_eps_train_sem "
-             "lam0.01/sim_m lam0.01/sim_m_sem lam0.01/sim_q lam0.01/sim_q_sem "
-             "lam0.01/sim_rho lam0.01/sim_rho_sem lam0.01/sim_time"): ("len(alphas)",),
-            ("lam0.01/sim_Delta_all lam0.01/sim_eps_g_all "
-             "lam0.01/sim_eps_train_all lam0.01/sim_m_all lam0.01/sim_q_all "
-             "lam0.01/sim_rho_all"): ("len(alphas)", "n_real"),
+        summary=("nu max_rel_dev_far_lam{lams}_exact max_rel_dev_far_lam{lams}_paper "
+                 "max_rel_dev_near_lam{lams}_exact max_rel_dev_near_lam{lams}_paper sim_argmax_alpha_lam{lams} "
+                 "sim_eps_g_minus_rho_delta_at_0.5_lam{lams} sim_min_excess_over_noise_lam{lams} "
+                 "theory_argmax_alpha_lam{lams}_exact theory_argmax_alpha_lam{lams}_paper"),
+        arrays={  # the theory on a dense α grid (a fixed grid joined with a finer one around α = 1)
+            ("dense_alpha lam{lams}/theory_exact lam{lams}/theory_exact_train lam{lams}/theory_paper "
+             "lam{lams}/theory_paper_train"): (None,),
+            ("lam{lams}/sim_Delta lam{lams}/sim_Delta_sem lam{lams}/sim_eps_g lam{lams}/sim_eps_g_sem "
+             "lam{lams}/sim_eps_train lam{lams}/sim_eps_train_sem lam{lams}/sim_m lam{lams}/sim_m_sem "
+             "lam{lams}/sim_q lam{lams}/sim_q_sem lam{lams}/sim_rho lam{lams}/sim_rho_sem "
+             "lam{lams}/sim_time"): ("len(alphas)",),
+            ("lam{lams}/sim_Delta_all lam{lams}/sim_eps_g_all lam{lams}/sim_eps_train_all lam{lams}/sim_m_all "
+             "lam{lams}/sim_q_all lam{lams}/sim_rho_all"): ("len(alphas)", "n_real"),
         })
 
 outputs("potts.finite_l", tiny=TINY["finite_l"],
@@ -133,15 +142,16 @@ outputs("potts.finite_l", tiny=TINY["finite_l"],
         })
 
 outputs("potts.replica", tiny=TINY["replica"],
-        summary=("excess_slope_16_64 min_initial_rise ols_alpha2 ols_alpha4 peak_alpha_nu3_lam{lams}_exact "
-                 "peak_alpha_nu3_lam{lams}_paper rho_nu3_exact rho_nu3_paper rho_plus_delta_exact "
+        summary=("excess_slope_16_64 min_initial_rise ols_alpha2 ols_alpha4 peak_alpha_nu{nus}_lam{lams}_exact "
+                 "peak_alpha_nu{nus}_lam{lams}_paper rho_nu{nus}_exact rho_nu{nus}_paper rho_plus_delta_exact "
                  "rho_plus_delta_paper root_excess_slope_16_64 small_alpha_exact small_alpha_paper "
                  "solver_max_diff"),
         arrays={
-            "alpha big_alpha big_eps_g": (None,),
+            "alpha": (None,),  # a grid up to alpha_max joined with the fine grid of the peak search
+            "big_alpha big_eps_g": (3,),  # α = 16, 32, 64
             "lams": ("len(lams)",),
-            "nu3_exact/eps_g nu3_exact/eps_train nu3_paper/eps_g nu3_paper/eps_train": (None, "len(lams)"),
-            "nus": (1,),
-            "reference_eps_g": (None, None),
+            "nu{nus}_exact/eps_g nu{nus}_exact/eps_train nu{nus}_paper/eps_g nu{nus}_paper/eps_train": (
+                None, "len(lams)"),
+            "nus": ("len(nus)",),
+            "reference_eps_g": (9, 4),  # the solvers' reference grid: 9 α × 4 λ
         })
-
