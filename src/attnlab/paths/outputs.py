@@ -2,6 +2,8 @@
 (shapes over the config fields; None: an axis no field fixes), with the tiny overrides under which
 ``tests/core/test_outputs.py`` runs it and checks them."""
 
+import math
+
 from attnlab.core.outputs import outputs
 
 MARKOV = {"P": 40, "P_test": 100, "widths": (10, 100), "sample_widths": (10,), "chains": 2, "burn_in": 20,
@@ -27,57 +29,56 @@ TINY = {
 
 # the order parameter U^{ππ'} of the Markov runs (paper 3, Eqs. 10, 13): one index column per path
 PATH_PAIRS = {"U": ("path", "path_prime")}
-# The arrays of every Markov run that samples and solves (the sampled and theory sides of one width).
-SAMPLED_AND_SOLVED = {
-    ("agree_U_corr agree_U_gate_b10 agree_U_gate_b9 agree_U_rel_fro agree_acc_diff "
-     "agree_f_rel_err agree_pearson agree_var_ratio sim_accuracy sim_ess sim_gen_error "
-     "sim_rhat sim_tau sim_time sim_train_mse theory_S theory_accuracy theory_converged "
-     "theory_energy theory_gen_error theory_hessian_min_eig theory_max_grad theory_residual "
-     "theory_tau theory_time"): (None,),
-    "sim_U theory_U": (None, None, None),
-    "sim_f_mean sim_f_var theory_f_mean theory_f_var": (None, "P_test"),
-    "theory_hessian_eigs": (None, None),
-    "y_test": ("P_test",),
-}
+AGREEMENT = "U_corr U_gate_b10 U_gate_b9 U_rel_fro acc_diff f_rel_err pearson var_ratio"  # pipeline.agreement
+THEORY = "S accuracy converged energy gen_error hessian_min_eig max_grad residual tau time"
 
-outputs("paths.fig2c", tiny=TINY["fig2c"], index=PATH_PAIRS,
-        summary=("U_corr_N10 U_gate_b10_N10 U_gate_b9_N10 U_rel_fro_N10 acc_diff_N10 acc_gp "
-                 "acc_gp_good_expected acc_gp_good_expected_se acc_gp_path0 acc_gp_path1 acc_gp_path2 "
-                 "acc_gp_path3 acc_gp_{gp_layouts} acc_sample_N10 acc_theory_N{widths} all_converged ess_N10 "
-                 "f_rel_err_N10 gen_error_gp gen_error_gp_{gp_layouts} gen_error_theory_N{widths} "
-                 "hessian_min_eig_N{widths} max_grad max_residual n_paths pearson_N10 rhat_N10 solve_seconds "
-                 "solver_iterations var_ratio_N10"),
-        arrays=SAMPLED_AND_SOLVED)
 
-outputs("paths.fig2e", tiny=TINY["fig2e"], index=PATH_PAIRS,
-        summary=("U_corr_N10 U_gate_b10_N10 U_gate_b9_N10 U_rel_fro_N10 acc_diff_N10 acc_gp "
-                 "acc_gp_good_expected acc_gp_good_expected_se acc_gp_path0 acc_gp_path1 acc_gp_{gp_layouts} "
-                 "acc_sample_N10 acc_theory_N{widths} all_converged ess_N10 f_rel_err_N10 gen_error_gp "
-                 "gen_error_gp_{gp_layouts} gen_error_theory_N{widths} hessian_min_eig_N{widths} max_grad "
-                 "max_residual n_paths pearson_N10 rhat_N10 solve_seconds solver_iterations var_ratio_N10"),
-        arrays=SAMPLED_AND_SOLVED)
+LAYOUT_PATHS = {"all": 4, "good": 1, "good_denoising": 2, "good_uniform": 2, "random": 9}  # markov.data.markov_heads
 
-outputs("paths.fig5c", tiny=TINY["fig5c"], index=PATH_PAIRS,
-        summary=("acc_gp acc_gp_good_expected acc_gp_good_expected_se acc_gp_path0 acc_gp_path1 "
-                 "acc_gp_{gp_layouts} acc_theory_N{widths} all_converged gen_error_gp "
-                 "gen_error_gp_{gp_layouts} gen_error_theory_N{widths} hessian_min_eig_N{widths} max_grad "
-                 "max_residual n_paths solve_seconds solver_iterations"),
-        arrays={
-            ("theory_S theory_accuracy theory_converged theory_energy theory_gen_error "
-             "theory_hessian_min_eig theory_max_grad theory_residual theory_tau theory_time"): (None,),
-            "theory_U": (None, None, None),
-            "theory_f_mean theory_f_var": (None, "P_test"),
-            "theory_hessian_eigs": (None, None),
-            "y_test": ("P_test",),
-        })
 
-outputs("paths.generic", tiny=TINY["generic"], index=PATH_PAIRS,
-        summary=("U_corr_N10 U_gate_b10_N10 U_gate_b9_N10 U_rel_fro_N10 acc_diff_N10 acc_gp acc_gp_path0 "
-                 "acc_gp_path1 acc_gp_path2 acc_gp_path3 acc_gp_path4 acc_gp_path5 acc_gp_path6 acc_gp_path7 "
-                 "acc_gp_path8 acc_sample_N10 acc_theory_N10 all_converged ess_N10 f_rel_err_N10 gen_error_gp "
-                 "gen_error_theory_N10 hessian_min_eig_N10 max_grad max_residual n_paths pearson_N10 rhat_N10 "
-                 "solve_seconds solver_iterations var_ratio_N10"),
-        arrays=SAMPLED_AND_SOLVED)
+def n_paths(c) -> int:
+    """Paths of the configured network: the product of its head counts (the listed ``heads``, else ``layout``)."""
+    return math.prod(len(layer) for layer in c.heads) if c.heads is not None else LAYOUT_PATHS[c.layout]
+
+
+def _solved(c) -> list[float]:
+    """The widths the theory is solved at: the config's and the sampled ones."""
+    return sorted(set(c.widths) | {float(n) for n in c.sample_widths})
+
+
+def markov_summary(c) -> list[str]:
+    """The keys of ``markov_sweep``: solver, theory per solved width, the GP of the network, of each reference layout
+    and of each of its paths alone, and the samples' agreement with the theory per sampled width."""
+    out = ["acc_gp all_converged gen_error_gp max_grad max_residual n_paths solve_seconds solver_iterations",
+           "acc_gp_{gp_layouts} gen_error_gp_{gp_layouts}", " ".join(f"acc_gp_path{a}" for a in range(n_paths(c)))]
+    theory = ("acc_theory", "gen_error_theory", *(("hessian_min_eig",) if c.hessian else ()),
+              *(("history_steps",) if c.history_every else ()))
+    out += [f"{k}_N{N:g}" for N in _solved(c) for k in theory]
+    if c.gp_test_sets and "good" in c.gp_layouts:
+        out.append("acc_gp_good_expected acc_gp_good_expected_se")
+    if c.sample_widths:
+        out += [f"{k}_N{{sample_widths}}" for k in ("acc_sample", "rhat", "ess", *AGREEMENT.split())]
+    return out
+
+
+def markov_arrays(c) -> dict:
+    """The theory at every solved width (T), the Gibbs samples and their agreement at every sampled one (S)."""
+    T, S, n = len(_solved(c)), len(c.sample_widths), n_paths(c)
+    out: dict = {"y_test": ("P_test",), "theory_U": (T, n, n), "theory_f_mean theory_f_var": (T, "P_test"),
+                 " ".join(f"theory_{k}" for k in THEORY.split() if c.hessian or "hessian" not in k): (T,)}
+    if c.hessian:
+        out["theory_hessian_eigs"] = (T, None)  # the eigenvalues of the action's Hessian in U
+    if c.history_every:
+        out["history_N*"] = None
+    if S:
+        out.update({"sim_U": (S, n, n), "sim_f_mean sim_f_var": (S, "P_test"),
+                    "sim_accuracy sim_ess sim_gen_error sim_rhat sim_tau sim_time sim_train_mse": (S,),
+                    " ".join(f"agree_{k}" for k in AGREEMENT.split()): (S,)})
+    return out
+
+
+for _name in ("fig2c", "fig2e", "fig5c", "generic"):
+    outputs(f"paths.{_name}", tiny=TINY[_name], index=PATH_PAIRS, summary=markov_summary, arrays=markov_arrays)
 
 outputs("paths.fig2d", tiny=TINY["fig2d"],
         summary="kta_fw kta_gp max_grad top5_overlap_fw top5_overlap_gp top5_ratio",
@@ -94,110 +95,89 @@ outputs("paths.fig5b", tiny=TINY["fig5b"],
             "y_sorted": ("P",),
         })
 
-outputs("paths.fig3", tiny=TINY["fig3"],
-        summary=("L2_H4-4/U_corr_N10 L2_H4-4/U_dev_from_gp_N{widths} L2_H4-4/U_gate_b10_N10 "
-                 "L2_H4-4/U_gate_b9_N10 L2_H4-4/U_rel_fro_N10 L2_H4-4/U_scale_N{widths} "
-                 "L2_H4-4/U_shape_dev_N{widths} L2_H4-4/acc_diff_N10 L2_H4-4/acc_fw_glyphs_blocks_N{widths} "
-                 "L2_H4-4/acc_fw_id_N{widths} L2_H4-4/acc_gp_glyphs_blocks L2_H4-4/acc_gp_id "
-                 "L2_H4-4/acc_sample_glyphs_blocks_N10 L2_H4-4/acc_sample_id_N10 L2_H4-4/block_ratio_gd "
-                 "L2_H4-4/block_ratio_theory L2_H4-4/block_share_chance L2_H4-4/block_share_gd "
-                 "L2_H4-4/block_share_theory L2_H4-4/block_top10_theory L2_H4-4/f_rel_err_N10 "
-                 "L2_H4-4/fw_minus_gp_id_N10 L2_H4-4/gd_acc_glyphs_blocks L2_H4-4/gd_acc_id "
-                 "L2_H4-4/gd_best_val L2_H4-4/pearson_N10 L2_H4-4/rhat_N10 L2_H4-4/sign_agreement_gd "
-                 "L2_H4-4/top5_overlap_fw L2_H4-4/top5_overlap_gp L2_H4-4/var_ratio_N10"),
-        arrays={
-            "L2_H4-4/U_gd": ("N_gd", "N_gd"),
-            "L2_H4-4/U_star L2_H4-4/sim_U": (None, "N_gd", "N_gd"),
-            ("L2_H4-4/acc_fw_glyphs_blocks L2_H4-4/acc_fw_id L2_H4-4/acc_fw_val "
-             "L2_H4-4/acc_gp_grid_glyphs_blocks L2_H4-4/acc_gp_grid_id L2_H4-4/acc_gp_grid_val "
-             "L2_H4-4/sim_accuracy L2_H4-4/sim_ess L2_H4-4/sim_gen_error L2_H4-4/sim_rhat "
-             "L2_H4-4/sim_tau L2_H4-4/sim_time L2_H4-4/sim_train_mse L2_H4-4/tau_star L2_H4-4/taus "
-             "L2_H4-4/widths"): (None,),
-            "L2_H4-4/acc_gp_glyphs_blocks L2_H4-4/acc_gp_id L2_H4-4/acc_gp_val L2_H4-4/tau_gp": (),
-            ("L2_H4-4/acc_grid_glyphs_blocks L2_H4-4/acc_grid_id L2_H4-4/acc_grid_val "
-             "L2_H4-4/f_star L2_H4-4/fvar_star L2_H4-4/gd_val_curve L2_H4-4/sim_f_mean "
-             "L2_H4-4/sim_f_var"): (None, None),
-            "L2_H4-4/overlap_fw L2_H4-4/overlap_gp": ("P",),
-        })
+# -- the one-shot task (Figs. 3, 6, 7): per variant (``L2_H4-4``: L layers of Hs heads), every test set (id and
+# each OOD set; the theory also scores the validation set), widths N and temperatures τ of the config ---------------
 
-outputs("paths.fig6", tiny=TINY["fig6"],
-        summary=("L2_H2-2/U_dev_from_gp_N{widths} L2_H2-2/U_scale_N{widths} L2_H2-2/U_shape_dev_N{widths} "
-                 "L2_H2-2/acc_fw_glyphs_blocks_N{widths} L2_H2-2/acc_fw_id_N{widths} "
-                 "L2_H2-2/acc_gp_glyphs_blocks L2_H2-2/acc_gp_id L2_H2-2/block_ratio_gd "
-                 "L2_H2-2/block_ratio_theory L2_H2-2/block_share_chance L2_H2-2/block_share_gd "
-                 "L2_H2-2/block_share_theory L2_H2-2/block_top10_theory L2_H2-2/fw_minus_gp_id_N10 "
-                 "L2_H2-2/gd_acc_glyphs_blocks L2_H2-2/gd_acc_id L2_H2-2/gd_best_val L2_H2-2/sign_agreement_gd "
-                 "L2_H2-2/top5_overlap_fw L2_H2-2/top5_overlap_gp L2_H4-4/U_dev_from_gp_N{widths} "
-                 "L2_H4-4/U_scale_N{widths} L2_H4-4/U_shape_dev_N{widths} "
-                 "L2_H4-4/acc_fw_glyphs_blocks_N{widths} L2_H4-4/acc_fw_id_N{widths} "
-                 "L2_H4-4/acc_gp_glyphs_blocks L2_H4-4/acc_gp_id L2_H4-4/block_ratio_gd "
-                 "L2_H4-4/block_ratio_theory L2_H4-4/block_share_chance L2_H4-4/block_share_gd "
-                 "L2_H4-4/block_share_theory L2_H4-4/block_top10_theory L2_H4-4/fw_minus_gp_id_N10 "
-                 "L2_H4-4/gd_acc_glyphs_blocks L2_H4-4/gd_acc_id L2_H4-4/gd_best_val L2_H4-4/sign_agreement_gd"),
-        arrays={
-            ("L2_H2-2/U_gd L2_H2-2/acc_grid_glyphs_blocks L2_H2-2/acc_grid_id "
-             "L2_H2-2/acc_grid_val L2_H2-2/f_star L2_H2-2/fvar_star L2_H2-2/gd_val_curve "
-             "L2_H4-4/acc_grid_glyphs_blocks L2_H4-4/acc_grid_id L2_H4-4/acc_grid_val "
-             "L2_H4-4/f_star L2_H4-4/fvar_star L2_H4-4/gd_val_curve"): (None, None),
-            "L2_H2-2/U_star": (None, None, None),
-            ("L2_H2-2/acc_fw_glyphs_blocks L2_H2-2/acc_fw_id L2_H2-2/acc_fw_val "
-             "L2_H2-2/acc_gp_grid_glyphs_blocks L2_H2-2/acc_gp_grid_id L2_H2-2/acc_gp_grid_val "
-             "L2_H2-2/tau_star L2_H2-2/taus L2_H2-2/widths L2_H4-4/acc_fw_glyphs_blocks "
-             "L2_H4-4/acc_fw_id L2_H4-4/acc_fw_val L2_H4-4/acc_gp_grid_glyphs_blocks "
-             "L2_H4-4/acc_gp_grid_id L2_H4-4/acc_gp_grid_val L2_H4-4/tau_star L2_H4-4/taus "
-             "L2_H4-4/widths"): (None,),
-            ("L2_H2-2/acc_gp_glyphs_blocks L2_H2-2/acc_gp_id L2_H2-2/acc_gp_val L2_H2-2/tau_gp "
-             "L2_H4-4/acc_gp_glyphs_blocks L2_H4-4/acc_gp_id L2_H4-4/acc_gp_val L2_H4-4/tau_gp"): (),
-            "L2_H2-2/overlap_fw L2_H2-2/overlap_gp": ("P",),
-            "L2_H4-4/U_gd": ("N_gd", "N_gd"),
-            "L2_H4-4/U_star": (None, "N_gd", "N_gd"),
-        })
 
-outputs("paths.fig3ef", tiny=TINY["fig3ef"],
-        summary=("L2_H4-4/acc_full_digits L2_H4-4/acc_full_id L2_H4-4/acc_pruned1_digits "
-                 "L2_H4-4/acc_pruned1_id L2_H4-4/acc_pruned2_digits L2_H4-4/acc_pruned2_id "
-                 "L2_H4-4/acc_pruned3_digits L2_H4-4/acc_pruned3_id L2_H4-4/acc_pruned4_digits "
-                 "L2_H4-4/acc_pruned4_id L2_H4-4/acc_pruned5_digits L2_H4-4/acc_pruned5_id "
-                 "L2_H4-4/acc_pruned6_digits L2_H4-4/acc_pruned6_id L2_H4-4/drop_highest_score_digits "
-                 "L2_H4-4/drop_highest_score_id L2_H4-4/drop_lowest_score_digits L2_H4-4/drop_lowest_score_id "
-                 "L2_H4-4/drop_max_digits L2_H4-4/drop_max_id L2_H4-4/drop_min_digits L2_H4-4/drop_min_id "
-                 "L2_H4-4/gd_best_val L2_H4-4/param_fraction_per_head L2_H4-4/rankings_agree "
-                 "L2_H4-4/scores_max L2_H4-4/scores_min L2_H4-4/spearman_score_drop_digits "
-                 "L2_H4-4/spearman_score_drop_id L2_H4-4/tau_star"),
-        arrays={
-            "L2_H4-4/U": ("N_gd", "N_gd"),
-            "L2_H4-4/curve_digits L2_H4-4/curve_id": (None,),
-            "L2_H4-4/drop_digits L2_H4-4/drop_id L2_H4-4/scores_both L2_H4-4/scores_either": ("image_size",),
-            "L2_H4-4/order": (None, None),
-        })
+def _net(var) -> tuple[str, int, int]:
+    """A variant's name, its number of paths (∏ Hs) and of heads (Σ Hs)."""
+    return var.name, math.prod(var.Hs), sum(var.Hs)
 
-outputs("paths.fig7", tiny=TINY["fig7"],
-        summary=("L2_H2-2/acc_full_glyphs_blocks L2_H2-2/acc_full_id L2_H2-2/acc_pruned1_glyphs_blocks "
-                 "L2_H2-2/acc_pruned1_id L2_H2-2/acc_pruned2_glyphs_blocks L2_H2-2/acc_pruned2_id "
-                 "L2_H2-2/drop_highest_score_glyphs_blocks L2_H2-2/drop_highest_score_id "
-                 "L2_H2-2/drop_lowest_score_glyphs_blocks L2_H2-2/drop_lowest_score_id "
-                 "L2_H2-2/drop_max_glyphs_blocks L2_H2-2/drop_max_id L2_H2-2/drop_min_glyphs_blocks "
-                 "L2_H2-2/drop_min_id L2_H2-2/gd_best_val L2_H2-2/param_fraction_per_head "
-                 "L2_H2-2/rankings_agree L2_H2-2/scores_max L2_H2-2/scores_min "
-                 "L2_H2-2/spearman_score_drop_glyphs_blocks L2_H2-2/spearman_score_drop_id L2_H2-2/tau_star "
-                 "L2_H4-4/acc_full_glyphs_blocks L2_H4-4/acc_full_id L2_H4-4/acc_pruned1_glyphs_blocks "
-                 "L2_H4-4/acc_pruned1_id L2_H4-4/acc_pruned2_glyphs_blocks L2_H4-4/acc_pruned2_id "
-                 "L2_H4-4/acc_pruned3_glyphs_blocks L2_H4-4/acc_pruned3_id L2_H4-4/acc_pruned4_glyphs_blocks "
-                 "L2_H4-4/acc_pruned4_id L2_H4-4/acc_pruned5_glyphs_blocks L2_H4-4/acc_pruned5_id "
-                 "L2_H4-4/acc_pruned6_glyphs_blocks L2_H4-4/acc_pruned6_id "
-                 "L2_H4-4/drop_highest_score_glyphs_blocks L2_H4-4/drop_highest_score_id "
-                 "L2_H4-4/drop_lowest_score_glyphs_blocks L2_H4-4/drop_lowest_score_id "
-                 "L2_H4-4/drop_max_glyphs_blocks L2_H4-4/drop_max_id L2_H4-4/drop_min_glyphs_blocks "
-                 "L2_H4-4/drop_min_id L2_H4-4/gd_best_val L2_H4-4/param_fraction_per_head "
-                 "L2_H4-4/rankings_agree L2_H4-4/scores_max L2_H4-4/scores_min "
-                 "L2_H4-4/spearman_score_drop_glyphs_blocks L2_H4-4/spearman_score_drop_id L2_H4-4/tau_star"),
-        arrays={
-            "L2_H2-2/U L2_H2-2/order L2_H4-4/order": (None, None),
-            ("L2_H2-2/curve_glyphs_blocks L2_H2-2/curve_id L2_H2-2/drop_glyphs_blocks "
-             "L2_H2-2/drop_id L2_H2-2/scores_both L2_H2-2/scores_either L2_H4-4/curve_glyphs_blocks "
-             "L2_H4-4/curve_id"): (None,),
-            "L2_H4-4/U": ("N_gd", "N_gd"),
-            ("L2_H4-4/drop_glyphs_blocks L2_H4-4/drop_id L2_H4-4/scores_both "
-             "L2_H4-4/scores_either"): ("image_size",),
-        })
 
+def oneshot_summary(c) -> list[str]:
+    """The keys of ``oneshot_theory``: per variant GD, theory per width and GP; for the first variant also the
+    Gibbs samples per sampled width and the kernel-PC alignment."""
+    score = min(c.widths, key=lambda N: abs(math.log(N) - math.log(c.score_width)))  # experiments._nearest
+    out = []
+    for k, var in enumerate(c.variants):
+        v = var.name
+        out += [f"{v}/gd_best_val {v}/gd_acc_id {v}/gd_acc_{{ood}} {v}/acc_gp_id {v}/acc_gp_{{ood}}",
+                f"{v}/acc_fw_id_N{{widths}} {v}/acc_fw_{{ood}}_N{{widths}} {v}/U_dev_from_gp_N{{widths}} "
+                f"{v}/U_scale_N{{widths}} {v}/U_shape_dev_N{{widths}}",
+                f"{v}/sign_agreement_gd {v}/block_ratio_theory {v}/block_ratio_gd {v}/block_share_theory "
+                f"{v}/block_share_chance {v}/block_top10_theory {v}/block_share_gd {v}/fw_minus_gp_id_N{score:g}"]
+        if k == 0:
+            out.append(f"{v}/top5_overlap_fw {v}/top5_overlap_gp")
+            if c.sample_widths:
+                out += [f"{v}/{key}_N{{sample_widths}}" for key in (*AGREEMENT.split(), "rhat", "acc_sample_id")]
+                out.append(f"{v}/acc_sample_{{ood}}_N{{sample_widths}}")
+    return out
+
+
+def oneshot_arrays(c) -> dict:
+    """Per variant: the theory over (τ, N) with τ*(N) (``pipeline.theory_grid``), GD's U and validation curve;
+    the first variant's samples and PC overlaps. Test points: validation, id and each OOD set, stacked."""
+    W, T, S = len(c.widths), len(c.taus), len(c.sample_widths)
+    points = "P_val + P_test * (1 + len(ood))"
+    out: dict = {}
+    for k, var in enumerate(c.variants):
+        v, n, _ = _net(var)
+        sets = ("val", "id", *c.ood)
+        out.update({f"{v}/gd_val_curve": (2, None),  # (step, validation accuracy) at every evaluation
+                    f"{v}/U_gd": (n, n), f"{v}/U_star": (W, n, n), f"{v}/f_star {v}/fvar_star": (W, points),
+                    f"{v}/taus": (T,), f"{v}/widths {v}/tau_star": (W,), f"{v}/tau_gp": (),
+                    " ".join(f"{v}/acc_grid_{s}" for s in sets): (T, W),
+                    " ".join(f"{v}/acc_fw_{s}" for s in sets): (W,),
+                    " ".join(f"{v}/acc_gp_grid_{s}" for s in sets): (T,),
+                    " ".join(f"{v}/acc_gp_{s}" for s in sets): ()})
+        if k == 0:
+            out[f"{v}/overlap_fw {v}/overlap_gp"] = ("min(n_pcs, P)",)
+            if S:
+                out.update({f"{v}/sim_U": (S, n, n), f"{v}/sim_f_mean {v}/sim_f_var": (S, points),
+                            " ".join(f"{v}/sim_{key}" for key in ("accuracy", "ess", "gen_error", "rhat", "tau",
+                                                                  "time", "train_mse")): (S,)})
+    return out
+
+
+def pruning_summary(c) -> list[str]:
+    """The keys of ``head_pruning`` per variant and test set: accuracy after pruning 0 … Σ(H_ℓ − 1) heads in score
+    order (a layer keeps its last head), single-head drops against the scores."""
+    out = []
+    for var in c.variants:
+        v, _, heads = _net(var)
+        out.append(f"{v}/gd_best_val {v}/param_fraction_per_head {v}/rankings_agree {v}/scores_max "
+                   f"{v}/scores_min {v}/tau_star")
+        for s in ("id", *c.ood):
+            out += [f"{v}/{key}_{s}" for key in ("acc_full", "drop_highest_score", "drop_lowest_score", "drop_max",
+                                                 "drop_min", "spearman_score_drop")]
+            out += [f"{v}/acc_pruned{i}_{s}" for i in range(1, heads - var.L + 1)]
+    return out
+
+
+def pruning_arrays(c) -> dict:
+    """Per variant: U at N = score_width, the head scores and single-head drops (Σ Hs heads), the pruning order
+    (layer, head) and the accuracy curve after pruning 0 … Σ(H_ℓ − 1) heads, per test set."""
+    out: dict = {}
+    for var in c.variants:
+        v, n, heads = _net(var)
+        sets = ("id", *c.ood)
+        out.update({f"{v}/U": (n, n), f"{v}/scores_both {v}/scores_either": (heads,),
+                    f"{v}/order": (heads - var.L, 2), " ".join(f"{v}/drop_{s}" for s in sets): (heads,),
+                    " ".join(f"{v}/curve_{s}" for s in sets): (heads - var.L + 1,)})
+    return out
+
+
+outputs("paths.fig3", tiny=TINY["fig3"], summary=oneshot_summary, arrays=oneshot_arrays)
+outputs("paths.fig6", tiny=TINY["fig6"], summary=oneshot_summary, arrays=oneshot_arrays)
+outputs("paths.fig3ef", tiny=TINY["fig3ef"], summary=pruning_summary, arrays=pruning_arrays)
+outputs("paths.fig7", tiny=TINY["fig7"], summary=pruning_summary, arrays=pruning_arrays)
