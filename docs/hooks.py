@@ -10,6 +10,10 @@ A page puts a marker on a line of its own and the build replaces it:
 * ``<!-- attnlab:reference PACKAGE -->``: one mkdocstrings block (``::: module``) per public module found under the
   package's folder, so the API reference follows files that move.
 
+Maths (``$…$``, ``$$…$$`` through ``pymdownx.arithmatex``) is typeset in the browser by MathJax 3, which the
+build copies into the site (``assets/mathjax/``) from the pinned ``django-static-mathjax`` package: the site needs
+no network, and neither does its build.
+
 An unknown study or package, or a marker left in a page, is a build warning, which ``mkdocs build --strict`` turns
 into a failure.
 """
@@ -17,9 +21,11 @@ into a failure.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import logging
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +56,34 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
     # markers inside fenced code blocks (a page showing the markers themselves) stay as they are
     parts = FENCE.split(markdown)
     return "".join(part if i % 2 else MARKER.sub(expand, part) for i, part in enumerate(parts))
+
+
+MATHJAX = "assets/mathjax"
+# the one bundle the pages load and what it loads on demand (input extensions, fonts, menu, accessibility), without
+# the other bundles of the package
+MATHJAX_SKIP = ("tex-svg*", "tex-mml-*", "tex-chtml-full*", "mml-*", "node-main.js", "svg", "svg.js", "mml", "mml.js")
+
+
+def mathjax_source() -> Path:
+    """The folder of MathJax's browser build (``es5``) in the installed ``django-static-mathjax`` package."""
+    spec = importlib.util.find_spec("mathjax")
+    folder = Path(spec.origin).parent / "static" / "mathjax" / "es5" if spec and spec.origin else None
+    if folder is None or not (folder / "tex-chtml.js").exists():
+        raise LookupError("MathJax is missing: the docs need the package django-static-mathjax (requirements.lock, "
+                          "pip install -e '.[docs]')")
+    return folder
+
+
+def on_post_build(config: Any, **_: Any) -> None:
+    """Copy MathJax into the built site, where ``extra_javascript`` (mkdocs.yml) loads it."""
+    try:
+        source = mathjax_source()
+    except LookupError as exc:
+        log.warning("%s", exc.args[0])
+        return
+    target = Path(config["site_dir"]) / MATHJAX
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(*MATHJAX_SKIP))
 
 
 def on_page_content(html: str, **_: Any) -> str:

@@ -73,3 +73,16 @@ def test_reference_lists_the_public_modules_found_in_the_source_tree(hooks):
 def test_sphinx_roles_in_docstrings_render_as_plain_code(hooks):
     html = "see :func:<code>resolve</code> and :class:<code>Config</code>; a:b:<code>c</code>"
     assert hooks.on_page_content(html) == "see <code>resolve</code> and <code>Config</code>; a:b:<code>c</code>"
+
+
+def test_mathjax_is_copied_into_the_site_and_its_absence_is_a_warning(hooks, tmp_path, monkeypatch, caplog):
+    site = tmp_path / "site"
+    hooks.on_post_build({"site_dir": str(site)})
+    bundle = site / hooks.MATHJAX / "tex-chtml.js"
+    assert bundle.stat().st_size > 100_000  # the browser build itself, served by the site (mkdocs.yml loads it)
+    assert list((site / hooks.MATHJAX / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
+    assert not (site / hooks.MATHJAX / "tex-svg.js").exists()  # only what the pages load
+    monkeypatch.setattr(hooks.importlib.util, "find_spec", lambda name: None)
+    with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.attnlab"):
+        hooks.on_post_build({"site_dir": str(tmp_path / "other")})
+    assert "MathJax is missing" in caplog.text and not (tmp_path / "other").exists()

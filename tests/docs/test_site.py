@@ -136,3 +136,25 @@ def test_search_finds_a_study(browser, url):
     result = page.locator(".md-search-result__item a[href*='studies/clustering']")
     result.first.wait_for(timeout=30_000)
     page.close()
+
+
+MATHS = """() => {
+    const boxes = [...document.querySelectorAll("mjx-container")];
+    const glyph = document.querySelector("mjx-c");
+    return {count: boxes.length, errors: document.querySelectorAll("mjx-merror").length,
+            glyph: glyph ? getComputedStyle(glyph, "::before").content : "",
+            height: boxes.length ? boxes[0].getBoundingClientRect().height : 0};
+}"""
+
+
+def test_maths_is_typeset_from_the_sites_own_mathjax(browser, url):
+    page = browser.new_page()
+    requests: list[str] = []
+    page.on("request", lambda req: requests.append(req.url))
+    page.goto(url + "studies/potts/", wait_until="networkidle")
+    page.wait_for_function("document.querySelectorAll('mjx-container').length > 0", timeout=30_000)
+    state = page.evaluate(MATHS)
+    page.close()
+    assert state["count"] >= 5 and state["errors"] == 0, state  # every $$…$$ display of the page, none in error
+    assert state["glyph"] not in ("", "none") and state["height"] > 30, state  # glyphs drawn, not empty boxes
+    assert all(r.startswith(url) for r in requests), [r for r in requests if not r.startswith(url)]
