@@ -21,7 +21,7 @@ def test_claims_cover_the_paper():
         assert ref in refs, ref
     assert "spec" not in refs.lower()
     reported = {c.id for c in claims("signal") if c.relation == "report"}
-    assert reported == {"signal.low_lr_mitigates_entropy_collapse", "signal.no_skip_asymptotic_theory"}
+    assert reported == {"signal.low_lr_mitigates_entropy_collapse"}
     assert {c.id for c in claims("signal", "quick")} >= {"signal.entropy_collapse_blocks_training",
                                                          "signal.depth_theory_vs_sim"}
     assert "signal.rank_collapse_blocks_training" not in {c.id for c in claims("signal", "quick")}
