@@ -2,8 +2,9 @@
 D8), measured on the runs of ``spikes.py`` (``ctx.run`` reuses them from the store).
 
 Registered at the scale where they were measured to hold (quick; the paper-scale runs take hours and were not
-run). The paper's printed gradient bound and the "smooth normaliser reduces spikes" suggestion are reported,
-not asserted: the paper gives no spike counts and the printed bound is not a valid bound (docs note 11).
+run). The paper's printed gradient bound is not a valid bound (docs note 11): its claim measures how far the
+runs are from violating it. The "smooth normaliser reduces spikes" suggestion comes without counts in the paper; it
+is asserted on our own onset counts (256 seeds at quick scale).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from attnlab.clustering import dynamics
+from attnlab.clustering.intervals import mean_interval
 from attnlab.clustering.keys import unit_key
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Result
@@ -109,17 +111,17 @@ def prop4_paper(result: Result) -> Measured:
 
 
 def smooth_minus_sphere(result: Result, variant: str = "norm=smooth") -> Measured:
-    """Mean spike onsets per 1000 epochs of ``variant`` minus the baseline's (same seeds), with both rates and the
-    95 % interval of the paired difference in the detail."""
+    """Upper end of the 95 % t-interval of the mean paired difference (same seeds) of spike onsets per 1000 epochs,
+    ``variant`` minus the baseline (< 0: ``variant`` spikes less); the onset counts and rates in the detail."""
     names = [str(v) for v in result.arrays["variants"]]
     rate = {v: np.asarray(result.arrays[f"v{i}/rate"], float) for i, v in enumerate(names)}
-    diff = rate[variant] - rate["baseline"]
-    n = len(diff)
-    half = 1.96 * diff.std(ddof=1) / math.sqrt(n) if n > 1 else math.nan
-    return Measured(float(diff.mean()), f"{n} seeds: {rate['baseline'].mean():.2g} onsets per 1000 epochs with the "
-                                        f"sphere, {rate[variant].mean():.2g} with {variant} (difference "
-                                        f"{diff.mean():.2g} ± {half:.2g}, 95 %): too few onsets to resolve a "
-                                        "difference; the paper gives no counts.")
+    epochs = {v: float(result.arrays[f"v{i}/epochs"][-1]) for i, v in enumerate(names)}
+    onsets = {v: round(float(rate[v].sum()) * epochs[v] / 1000) for v in names}
+    mean, lo, hi = mean_interval(rate[variant] - rate["baseline"])
+    return Measured(hi, f"{len(rate[variant])} seeds × {epochs['baseline']:.0f} epochs: {rate['baseline'].mean():.2g} "
+                        f"onsets per 1000 epochs with the sphere ({onsets['baseline']} in all), "
+                        f"{rate[variant].mean():.2g} with {variant} ({onsets[variant]}); paired difference {mean:.2g}, "
+                        f"95 % interval [{lo:.2g}, {hi:.2g}].")
 
 
 def _d7(ctx: ClaimContext) -> float:
@@ -176,12 +178,14 @@ claim(
         "||∇L||² > B̂·𝓔 (B̂ as printed in eq. (33), \"2n\" read as 2N); the largest ratio in the detail",
     measure=lambda ctx: prop4_paper(ctx.run(f"{S}.fig9")), expected=0.0, relation="le",
 )
+# quick: the two variants the claim compares, on enough seeds to count a few dozen onsets (≈ 4 min on one core)
+SMOOTH_QUICK = {"variants": ("baseline", "norm=smooth"), "n_seeds": 256}
 claim(
     id=f"{S}.smooth_norm_reduces_spikes", ref="§4.4 (remedy), docs note 18",
     statement="smoothing the normaliser, f(x) = s(||x||)x/||x||, reduces loss spikes",
-    how="remedies (d = 2, lr 1e-2, same seeds): spike onsets per 1000 epochs with norm = smooth minus with the "
-        "sphere; negative = fewer spikes. The paper only suggests the remedy and gives no counts: reported",
-    measure=lambda ctx: smooth_minus_sphere(ctx.run(f"{S}.remedies")),
-    expected=None, relation="report",
+    how="remedies (d = 2, lr 1e-2, same seeds; quick: k = 2, 256 seeds, 80 epochs, baseline and norm=smooth only): "
+        "spike onsets per 1000 epochs with norm = smooth minus with the sphere, per seed; the upper end of the 95 % "
+        "t-interval of its mean is below 0. The paper suggests the remedy without counts: the rates are ours",
+    measure=lambda ctx: smooth_minus_sphere(ctx.run(f"{S}.remedies", **(SMOOTH_QUICK if ctx.scale == "quick" else {}))),
+    expected=0.0, relation="le",
 )
-
