@@ -199,7 +199,7 @@ def _focus_quick(ctx: ClaimContext) -> Measured:
 
 
 claim(id=f"{S}.transfer_better_focus_quick", relation="report", scales=("quick",),
-               **{**_FOCUS, "measure": _focus_quick})
+      **{**_FOCUS, "measure": _focus_quick})
 
 
 from attnlab.clustering.spikes import claims as _spike_claims  # noqa: E402,F401  (register their claims)
