@@ -22,7 +22,7 @@ from attnlab.core.outputs import Outputs, check, expand
 from attnlab.core.rng import Streams
 
 torch.set_num_threads(1)
-NAMED = ("potts", "paths")  # the studies whose metrics name every index axis (docs/data.md)
+NAMED = ("potts", "paths", "specialization", "signal")  # the studies whose metrics name every index axis (docs/data.md)
 DECLARED = {e.key: e for e in experiments() if e.outputs is not None}
 
 

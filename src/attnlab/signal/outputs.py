@@ -25,6 +25,10 @@ TINY = {
     "fig1f": {**MLM, "rank_L": 3, "entropy_L": 2},
 }
 
+# the per-layer observables of a depth run (ρ^l of paper 1, Eq. 19, the IPR, entropy, …) hold one column per
+# configuration (β, α_SA) it propagates: index ``condition`` into the run's ``betas``, ``alphas`` arrays
+CONDITIONS = {"*": ("condition",)}
+
 outputs("signal.fig1c", tiny=TINY["fig1c"],
         summary=("alpha_c alpha_c_min_step beta_c diagram_seconds frac_entropy_collapse frac_rank_collapse "
                  "frac_trainable sim_agreement sim_gflop_per_s sim_seconds"),
@@ -36,7 +40,7 @@ outputs("signal.fig1c", tiny=TINY["fig1c"],
             "eps_list": ("len(eps_list)",),
         })
 
-outputs("signal.fig1d", tiny=TINY["fig1d"],
+outputs("signal.fig1d", tiny=TINY["fig1d"], index=CONDITIONS,
         summary=("beta beta_theory entropy_1_sim_0 entropy_1_sim_1 max_dev max_dev_0 max_dev_1 "
                  "max_dev_finite_T rho0 rho_L_sim_0 rho_L_sim_1 rho_L_theory_0 rho_L_theory_1"),
         arrays={
@@ -49,7 +53,7 @@ outputs("signal.fig1d", tiny=TINY["fig1d"],
             "sim_flops": (),
         })
 
-outputs("signal.fig1e", tiny=TINY["fig1e"],
+outputs("signal.fig1e", tiny=TINY["fig1e"], index=CONDITIONS,
         summary="beta beta_theory entropy_1_sim_0 max_dev max_dev_0 rho0 rho_L_sim_0 rho_L_theory_0",
         arrays={
             "alphas beta_theory betas": (1,),
@@ -61,7 +65,7 @@ outputs("signal.fig1e", tiny=TINY["fig1e"],
             "sim_time theory_time": (None,),
         })
 
-outputs("signal.depth", tiny=TINY["depth"],
+outputs("signal.depth", tiny=TINY["depth"], index=CONDITIONS,
         summary=("beta beta_theory entropy_1_sim_0 entropy_1_sim_1 entropy_1_sim_2 entropy_1_sim_3 "
                  "entropy_1_sim_4 max_dev max_dev_0 max_dev_1 max_dev_2 max_dev_3 max_dev_4 rho0 rho_L_sim_0 "
                  "rho_L_sim_1 rho_L_sim_2 rho_L_sim_3 rho_L_sim_4 rho_L_theory_0 rho_L_theory_1 rho_L_theory_2 "

@@ -36,7 +36,12 @@ TINY = {
     "split_time": {**SPEC, "D": 200, "seeds": 2, "tau_max": 20.0, "record_every": 1.0},
 }
 
-outputs("specialization.fig1", tiny=TINY["fig1"],
+# the order parameters of paper 0 (Eqs. 8-9: m, q, p and rr = r rᵀ; with b, v and the loss) of the SGD and ODE
+# trajectories, per seed of the batch trained (or integrated) at once
+ORDER = {"loss v": ("seed",), "b": ("seed", "head"), "m": ("seed", "head", "feature"),
+         "q rr": ("seed", "head", "head_prime"), "p": ("seed", "feature", "feature_prime")}
+
+outputs("specialization.fig1", tiny=TINY["fig1"], index=ORDER,
         summary=("bayes_risk loss_final_sim_softmax loss_final_theory_softmax max_db_softmax max_dloss_softmax "
                  "max_dm_softmax max_drr_softmax max_dv_softmax tau_s_sim_softmax tau_s_theory_softmax"),
         arrays={
@@ -47,7 +52,7 @@ outputs("specialization.fig1", tiny=TINY["fig1"],
             "softmax/sim_time softmax/theory_time": (None,),
         })
 
-outputs("specialization.fig9", tiny=TINY["fig9"],
+outputs("specialization.fig9", tiny=TINY["fig9"], index=ORDER,
         summary=("bayes_risk loss_final_sim_{activations} loss_final_theory_{activations} max_db_{activations} "
                  "max_dloss_{activations} max_dm_{activations} max_drr_{activations} max_dv_{activations} "
                  "tau_s_sim_{activations} tau_s_theory_{activations}"),
@@ -61,7 +66,7 @@ outputs("specialization.fig9", tiny=TINY["fig9"],
             "{activations}/sim_time {activations}/theory_time": (None,),
         })
 
-outputs("specialization.fig10", tiny=TINY["fig10"],
+outputs("specialization.fig10", tiny=TINY["fig10"], index=ORDER,
         summary=("bayes_risk loss_final_sim_bsoftmax loss_final_theory_bsoftmax max_db_bsoftmax "
                  "max_dloss_bsoftmax max_dm_bsoftmax max_drr_bsoftmax max_dv_bsoftmax tau_s_sim_bsoftmax "
                  "tau_s_theory_bsoftmax"),
@@ -74,7 +79,7 @@ outputs("specialization.fig10", tiny=TINY["fig10"],
             "bsoftmax/sim_time bsoftmax/theory_time": ("F",),
         })
 
-outputs("specialization.fig2", tiny=TINY["fig2"],
+outputs("specialization.fig2", tiny=TINY["fig2"], index=ORDER,
         summary=("head_spread_0 head_spread_1 head_spread_2 head_spread_3 loss_final_0 loss_final_1 "
                  "loss_final_2 loss_final_3 sign_patterns_0 sign_patterns_1 sign_patterns_2 sign_patterns_3 "
                  "tau_feature1_0 tau_feature1_1 tau_feature1_2 tau_feature1_3 tau_feature2_0 tau_feature2_1 "
@@ -90,7 +95,7 @@ outputs("specialization.fig2", tiny=TINY["fig2"],
         })
 
 for name in ("fig3", "fig12", "fig13", "fig14", "fig16", "fig17", "fig18"):  # one experiment function, several figures
-    outputs(f"specialization.{name}", tiny=TINY[name],
+    outputs(f"specialization.{name}", tiny=TINY[name], index=ORDER,
             summary="head_spread_0 loss_final_0 sign_patterns_0 tau_feature1_0 tau_feature2_0",
             arrays={
                 "panel0/b": (None, 1, "F"),
@@ -99,7 +104,7 @@ for name in ("fig3", "fig12", "fig13", "fig14", "fig16", "fig17", "fig18"):  # o
                 "panel0/time": (None,),
             })
 
-outputs("specialization.fig4", tiny=TINY["fig4"],
+outputs("specialization.fig4", tiny=TINY["fig4"], index=ORDER,
         summary=("head_spread_0 head_spread_1 loss_final_0 loss_final_1 sign_patterns_0 sign_patterns_1 "
                  "tau_feature1_0 tau_feature1_1 tau_feature2_0 tau_feature2_1 tau_feature3_0 tau_feature3_1"),
         arrays={
@@ -111,7 +116,7 @@ outputs("specialization.fig4", tiny=TINY["fig4"],
             "panel0/time panel1/time": ("F",),
         })
 
-outputs("specialization.fig19", tiny=TINY["fig19"],
+outputs("specialization.fig19", tiny=TINY["fig19"], index=ORDER,
         summary="head_spread_0 loss_final_0 sign_patterns_0 tau_feature1_0 tau_feature2_0 tau_feature3_0",
         arrays={
             "panel0/b": ("F", 1, None),
@@ -156,7 +161,7 @@ outputs("specialization.fig7", tiny=TINY["fig7"],
             "flip/{activations}/r": (1, None, None),
         })
 
-outputs("specialization.fig8", tiny=TINY["fig8"],
+outputs("specialization.fig8", tiny=TINY["fig8"], index=ORDER,
         summary="max_abs_diff_m11 max_abs_diff_m12",
         arrays={
             "diff_m1": (None, None),
@@ -174,7 +179,7 @@ outputs("specialization.fig11", tiny=TINY["fig11"],
             "nu1s nu2s": (None,),
         })
 
-outputs("specialization.phases", tiny=TINY["phases"],
+outputs("specialization.phases", tiny=TINY["phases"], index=ORDER,
         summary="dm1_at_tau1 gaussian_norm_ratio m1_at_tau5 split_change",
         arrays={
             "flip/b gaussian_iso/b": (None, 1, None),
