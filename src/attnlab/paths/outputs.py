@@ -5,6 +5,7 @@
 import math
 
 from attnlab.core.outputs import outputs
+from attnlab.paths.keys import net_key, path_key, pruned_key, set_key, width_key
 
 MARKOV = {"P": 40, "P_test": 100, "widths": (10, 100), "sample_widths": (10,), "chains": 2, "burn_in": 20,
           "samples": 10, "thin": 2}
@@ -50,10 +51,10 @@ def markov_summary(c) -> list[str]:
     """The keys of ``markov_sweep``: solver, theory per solved width, the GP of the network, of each reference layout
     and of each of its paths alone, and the samples' agreement with the theory per sampled width."""
     out = ["acc_gp all_converged gen_error_gp max_grad max_residual n_paths solve_seconds solver_iterations",
-           "acc_gp_{gp_layouts} gen_error_gp_{gp_layouts}", " ".join(f"acc_gp_path{a}" for a in range(n_paths(c)))]
+           "acc_gp_{gp_layouts} gen_error_gp_{gp_layouts}", " ".join(path_key("acc_gp", a) for a in range(n_paths(c)))]
     theory = ("acc_theory", "gen_error_theory", *(("hessian_min_eig",) if c.hessian else ()),
               *(("history_steps",) if c.history_every else ()))
-    out += [f"{k}_N{N:g}" for N in _solved(c) for k in theory]
+    out += [width_key(k, N) for N in _solved(c) for k in theory]
     if c.gp_test_sets and "good" in c.gp_layouts:
         out.append("acc_gp_good_expected acc_gp_good_expected_se")
     if c.sample_widths:
@@ -65,7 +66,7 @@ def markov_arrays(c) -> dict:
     """The theory at every solved width (T), the Gibbs samples and their agreement at every sampled one (S)."""
     T, S, n = len(_solved(c)), len(c.sample_widths), n_paths(c)
     out: dict = {"y_test": ("P_test",), "theory_U": (T, n, n), "theory_f_mean theory_f_var": (T, "P_test"),
-                 " ".join(f"theory_{k}" for k in THEORY.split() if c.hessian or "hessian" not in k): (T,)}
+                 " ".join(set_key("theory", k) for k in THEORY.split() if c.hessian or "hessian" not in k): (T,)}
     if c.hessian:
         out["theory_hessian_eigs"] = (T, None)  # the eigenvalues of the action's Hessian in U
     if c.history_every:
@@ -73,7 +74,7 @@ def markov_arrays(c) -> dict:
     if S:
         out.update({"sim_U": (S, n, n), "sim_f_mean sim_f_var": (S, "P_test"),
                     "sim_accuracy sim_ess sim_gen_error sim_rhat sim_tau sim_time sim_train_mse": (S,),
-                    " ".join(f"agree_{k}" for k in AGREEMENT.split()): (S,)})
+                    " ".join(set_key("agree", k) for k in AGREEMENT.split()): (S,)})
     return out
 
 
@@ -133,18 +134,19 @@ def oneshot_arrays(c) -> dict:
     for k, var in enumerate(c.variants):
         v, n, _ = _net(var)
         sets = ("val", "id", *c.ood)
-        out.update({f"{v}/gd_val_curve": (2, None),  # (step, validation accuracy) at every evaluation
-                    f"{v}/U_gd": (n, n), f"{v}/U_star": (W, n, n), f"{v}/f_star {v}/fvar_star": (W, points),
-                    f"{v}/taus": (T,), f"{v}/widths {v}/tau_star": (W,), f"{v}/tau_gp": (),
-                    " ".join(f"{v}/acc_grid_{s}" for s in sets): (T, W),
-                    " ".join(f"{v}/acc_fw_{s}" for s in sets): (W,),
-                    " ".join(f"{v}/acc_gp_grid_{s}" for s in sets): (T,),
-                    " ".join(f"{v}/acc_gp_{s}" for s in sets): ()})
+        out.update({net_key(v, "gd_val_curve"): (2, None),  # (step, validation accuracy) at every evaluation
+                    net_key(v, "U_gd"): (n, n), net_key(v, "U_star"): (W, n, n),
+                    f"{v}/f_star {v}/fvar_star": (W, points),
+                    net_key(v, "taus"): (T,), f"{v}/widths {v}/tau_star": (W,), net_key(v, "tau_gp"): (),
+                    " ".join(net_key(v, "acc_grid", s) for s in sets): (T, W),
+                    " ".join(net_key(v, "acc_fw", s) for s in sets): (W,),
+                    " ".join(net_key(v, "acc_gp_grid", s) for s in sets): (T,),
+                    " ".join(net_key(v, "acc_gp", s) for s in sets): ()})
         if k == 0:
             out[f"{v}/overlap_fw {v}/overlap_gp"] = ("min(n_pcs, P)",)
             if S:
-                out.update({f"{v}/sim_U": (S, n, n), f"{v}/sim_f_mean {v}/sim_f_var": (S, points),
-                            " ".join(f"{v}/sim_{key}" for key in ("accuracy", "ess", "gen_error", "rhat", "tau",
+                out.update({net_key(v, "sim_U"): (S, n, n), f"{v}/sim_f_mean {v}/sim_f_var": (S, points),
+                            " ".join(net_key(v, "sim", key) for key in ("accuracy", "ess", "gen_error", "rhat", "tau",
                                                                   "time", "train_mse")): (S,)})
     return out
 
@@ -158,9 +160,9 @@ def pruning_summary(c) -> list[str]:
         out.append(f"{v}/gd_best_val {v}/param_fraction_per_head {v}/rankings_agree {v}/scores_max "
                    f"{v}/scores_min {v}/tau_star")
         for s in ("id", *c.ood):
-            out += [f"{v}/{key}_{s}" for key in ("acc_full", "drop_highest_score", "drop_lowest_score", "drop_max",
+            out += [net_key(v, key, s) for key in ("acc_full", "drop_highest_score", "drop_lowest_score", "drop_max",
                                                  "drop_min", "spearman_score_drop")]
-            out += [f"{v}/acc_pruned{i}_{s}" for i in range(1, heads - var.L + 1)]
+            out += [pruned_key(v, i, s) for i in range(1, heads - var.L + 1)]
     return out
 
 
@@ -171,9 +173,9 @@ def pruning_arrays(c) -> dict:
     for var in c.variants:
         v, n, heads = _net(var)
         sets = ("id", *c.ood)
-        out.update({f"{v}/U": (n, n), f"{v}/scores_both {v}/scores_either": (heads,),
-                    f"{v}/order": (heads - var.L, 2), " ".join(f"{v}/drop_{s}" for s in sets): (heads,),
-                    " ".join(f"{v}/curve_{s}" for s in sets): (heads - var.L + 1,)})
+        out.update({net_key(v, "U"): (n, n), f"{v}/scores_both {v}/scores_either": (heads,),
+                    net_key(v, "order"): (heads - var.L, 2), " ".join(net_key(v, "drop", s) for s in sets): (heads,),
+                    " ".join(net_key(v, "curve", s) for s in sets): (heads - var.L + 1,)})
     return out
 
 

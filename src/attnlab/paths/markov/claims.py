@@ -15,7 +15,11 @@ import torch
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Result
 from attnlab.paths import model
+from attnlab.paths.keys import path_key, set_key, width_key
 from attnlab.paths.markov import data
+
+_GP = {lay: set_key("acc_gp", lay) for lay in ("good", "all", "good_denoising", "good_uniform")}
+_TH = {N: width_key("acc_theory", N) for N in (10, 10000)}  # A_theory at N = 10, 10⁴
 
 F64 = torch.float64
 SEEDS = (0, 1, 2, 3)  # the Markov checks' seeds: data, test data and random heads from seed s
@@ -115,7 +119,7 @@ def _other_paths(ctx: ClaimContext, **kw) -> float:
     vals = []
     for s in SEEDS:
         summ = fig2c(ctx, s, **kw).summary
-        vals += [summ[f"acc_gp_path{a}"] for a in (1, 2, 3)]
+        vals += [summ[path_key("acc_gp", a)] for a in (1, 2, 3)]
     return min(vals) if (0.40 - min(vals)) > (max(vals) - 0.65) else max(vals)
 
 
@@ -130,7 +134,7 @@ for _sfx, _kw, _ref in (("", {}, ""), ("_last_token", {"readout": -1}, "; B11: l
           "the good path alone reaches A ≈ 94% in the GP limit",
           f"{_on}: GP accuracy of the good-path network (Hs = [1,1]), mean over seeds 0-3 (P* = 1000 each: one "
           "seed's test accuracy has a standard error ≈ 0.008)",
-          lambda ctx, kw=_kw: float(np.mean([fig2c(ctx, s, **kw).summary["acc_gp_good"] for s in SEEDS])),
+          lambda ctx, kw=_kw: float(np.mean([fig2c(ctx, s, **kw).summary[_GP["good"]] for s in SEEDS])),
           (0.92, 0.985), "in")
     claim(f"paths.gp_good_path_worst_seed{_sfx}", f"Sec. 4.1.1 (check B3{_ref}, per seed)",
           "the good path alone reaches A ≈ 94% on every seed",
@@ -143,26 +147,26 @@ for _sfx, _kw, _ref in (("", {}, ""), ("_last_token", {"readout": -1}, "; B11: l
           lambda ctx, kw=_kw: _other_paths(ctx, **kw), (0.40, 0.65), "in")
     claim(f"paths.gp_all_below_good{_sfx}", f"Sec. 4.1.1 (check B3c{_ref})",
           "GP with all four paths is worse than the good path alone", f"{_on}: max over seeds of GP(all) − GP(good)",
-          worst_gap("acc_gp_all", "acc_gp_good", "max", **_kw), -0.04, "le")
+          worst_gap(_GP["all"], _GP["good"], "max", **_kw), -0.04, "le")
     claim(f"paths.gp_denoising_helps{_sfx}", f"Sec. 4.1.1 (check B3d{_ref})",
           "GP with good + denoising paths is better than good alone",
           f"{_on}: min over seeds of GP(good+denoising) − GP(good)",
-          worst_gap("acc_gp_good_denoising", "acc_gp_good", "min", **_kw), -0.01, "ge")
+          worst_gap(_GP["good_denoising"], _GP["good"], "min", **_kw), -0.01, "ge")
     claim(f"paths.fw_beats_gp_all{_sfx}", f"Fig. 2c (check B4{_ref})",
           "at N = 10 the finite-width network is far above GP with all paths",
           f"{_on}: min over seeds of A_theory(N=10) − A_GP(all)",
-          worst_gap("acc_theory_N10", "acc_gp_all", "min", **_kw), 0.05, "ge")
+          worst_gap(_TH[10], _GP["all"], "min", **_kw), 0.05, "ge")
     claim(f"paths.fw_matches_good_path{_sfx}", f"Fig. 2c (check B4{_ref})",
           "at N = 10 the finite-width network does at least as well as the good path alone",
           f"{_on}: min over seeds of A_theory(N=10) − A_GP(good)",
-          worst_gap("acc_theory_N10", "acc_gp_good", "min", **_kw), -0.01, "ge")
+          worst_gap(_TH[10], _GP["good"], "min", **_kw), -0.01, "ge")
     claim(f"paths.accuracy_decreases_with_N{_sfx}", f"Fig. 2c (check B4b{_ref})",
           "the gap to GP shrinks monotonically as N grows",
           f"{_on}: largest increase of A_theory between consecutive widths 10 … 10⁴ (slack 0.01), worst seed",
           lambda ctx, kw=_kw: worst(ctx, _monotone, "max", **kw), 0.01, "le")
     claim(f"paths.fw_converges_to_gp{_sfx}", f"Fig. 2c (check B4b{_ref})",
           "at N = 10⁴ the accuracy is the GP accuracy", f"{_on}: max over seeds of |A_theory(N=10⁴) − A_GP(all)|",
-          lambda ctx, kw=_kw: worst(ctx, lambda s, a: abs(s["acc_theory_N10000"] - s["acc_gp_all"]), "max", **kw),
+          lambda ctx, kw=_kw: worst(ctx, lambda s, a: abs(s[_TH[10000]] - s[_GP["all"]]), "max", **kw),
           0.01, "le")
     claim(f"paths.U_suppresses_adversarial{_sfx}", f"Fig. 2c bottom (check B5{_ref})",
           "at N = 10 the adversarial paths are suppressed",
@@ -193,11 +197,11 @@ claim("paths.alignment_improves", "Fig. 2d (check B6)", "at N = 10 the kernel's 
 
 claim("paths.denoising_gp_gain", "Fig. 2e (check B7)", "at σ⊥ = 5 the denoising path helps already in the GP limit",
       "fig2e: GP(good + denoising) − GP(good)",
-      lambda ctx: (lambda s: s["acc_gp_good_denoising"] - s["acc_gp_good"])(ctx.run("paths.fig2e").summary),
+      lambda ctx: (lambda s: s[_GP["good_denoising"]] - s[_GP["good"]])(ctx.run("paths.fig2e").summary),
       0.08, "ge")
 claim("paths.denoising_fw_gain", "Fig. 2e (check B7)", "the cross-path kernel gives a larger finite-width gain",
       "fig2e: A_theory(N=10) − GP(good + denoising)",
-      lambda ctx: (lambda s: s["acc_theory_N10"] - s["acc_gp_good_denoising"])(ctx.run("paths.fig2e").summary),
+      lambda ctx: (lambda s: s[_TH[10]] - s[_GP["good_denoising"]])(ctx.run("paths.fig2e").summary),
       0.10, "ge")
 claim("paths.denoising_anticorrelation", "Fig. 2e (check B7)", "U anti-correlates the good and denoising paths",
       "fig2e: ρ = U_(1,1)(2,1)/√(U_gg U_dd) at N = 10 (paths ordered good, denoising)",
@@ -205,12 +209,12 @@ claim("paths.denoising_anticorrelation", "Fig. 2e (check B7)", "U anti-correlate
 claim("paths.denoising_monotone", "Fig. 2e (check B7b)", "over N the good + denoising accuracy decreases to GP",
       "fig2e: largest increase between consecutive widths, plus |A(10⁴) − GP| (slack 0.01)",
       lambda ctx: (lambda r: max(float(np.max(np.diff(r.arrays["theory_accuracy"]))),
-                                 abs(r.summary["acc_theory_N10000"] - r.summary["acc_gp_good_denoising"])))(
+                                 abs(r.summary[_TH[10000]] - r.summary[_GP["good_denoising"]])))(
           ctx.run("paths.fig2e")), 0.01, "le")
 claim("paths.uniform_denoising_head", "Fig. 5c (check B8)",
       "with the random denoising head made uniform the finite-width gain is the same",
       "fig5c: A_theory(N=10) − GP(good + uniform)",
-      lambda ctx: (lambda s: s["acc_theory_N10"] - s["acc_gp_good_uniform"])(ctx.run("paths.fig5c").summary),
+      lambda ctx: (lambda s: s[_TH[10]] - s[_GP["good_uniform"]])(ctx.run("paths.fig5c").summary),
       0.05, "ge")
 
 # -- B9, B10: theory vs sampling ----------------------------------------------------------------------------
@@ -228,29 +232,29 @@ def _s(key: str):
 
 
 for _key, _what, _exp, _rel in (
-        ("acc_diff_N10", "|A_samples − A_theory|", 0.02, "le"),
-        ("pearson_N10", "Pearson(f̄_samples, ⟨f⟩_theory) over test points", 0.99, "ge"),
-        ("f_rel_err_N10", "‖f̄_samples − ⟨f⟩_theory‖/‖⟨f⟩_theory‖", 0.10, "le"),
+        (width_key("acc_diff", 10), "|A_samples − A_theory|", 0.02, "le"),
+        (width_key("pearson", 10), "Pearson(f̄_samples, ⟨f⟩_theory) over test points", 0.99, "ge"),
+        (width_key("f_rel_err", 10), "‖f̄_samples − ⟨f⟩_theory‖/‖⟨f⟩_theory‖", 0.10, "le"),
         ("U_gate_b9_N10", "max_ππ' |U_s − U_th| / (0.15|U_th| + 0.15) (pass ≤ 1)", 1.0, "le"),
-        ("rhat_N10", "largest split-R̂ over U entries and monitored f's", 1.1, "le")):
+        (width_key("rhat", 10), "largest split-R̂ over U entries and monitored f's", 1.1, "le")):
     claim(f"paths.sampling_matches_theory_{_key[:-4]}", "Fig. 2c, Sec. 4.1.1 (check B9)",
           "at N = 10 the Gibbs-sampled posterior agrees with the theory", f"fig2c, N = 10: {_what}", _s(_key), _exp,
           _rel)
 claim("paths.sampling_matches_theory_variance", "Eq. 30 (check B9)", "the sampled predictive variance matches Eq. 30",
       "fig2c, N = 10: |mean sampled var / mean theory var − 1|",
-      lambda ctx: abs(ctx.run("paths.fig2c").summary["var_ratio_N10"] - 1), 0.15, "le")
+      lambda ctx: abs(ctx.run("paths.fig2c").summary[width_key("var_ratio", 10)] - 1), 0.15, "le")
 claim("paths.sampling_matches_theory_U_N50", "Fig. 2c (check B10)", "at N = 50 the sampled U agrees more tightly",
       "fig2c, N = 50: max_ππ' |U_s − U_th| / (0.07|U_th| + 0.05) (pass ≤ 1)", _s("U_gate_b10_N50"), 1.0, "le")
 claim("paths.sampling_U_correlation_N50", "Fig. 2c (check B10)", "at N = 50 sampled and theory U are collinear",
-      "fig2c, N = 50: Pearson correlation of the U entries", _s("U_corr_N50"), 0.995, "ge")
+      "fig2c, N = 50: Pearson correlation of the U entries", _s(width_key("U_corr", 50)), 0.995, "ge")
 
 # -- C: generic solver/sampler check -----------------------------------------------------------------------
 
 claim("paths.generic_sampler_U", "check C (Eqs. 8, 9 on random heads)",
       "on random heads (Hs = [3,3], mean readout) sampled U matches the theory",
       "generic: relative Frobenius error ‖U_s − U_th‖/‖U_th‖ at N = 10",
-      lambda ctx: ctx.run("paths.generic").summary["U_rel_fro_N10"], 0.15, "le")
+      lambda ctx: ctx.run("paths.generic").summary[width_key("U_rel_fro", 10)], 0.15, "le")
 claim("paths.generic_sampler_predictor", "check C (Eq. 29 on random heads)",
       "on random heads the sampled mean predictor matches the theory",
       "generic: Pearson(f̄_samples, ⟨f⟩_theory) at N = 10",
-      lambda ctx: ctx.run("paths.generic").summary["pearson_N10"], 0.95, "ge")
+      lambda ctx: ctx.run("paths.generic").summary[width_key("pearson", 10)], 0.95, "ge")

@@ -25,6 +25,7 @@ from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Units
 from attnlab.paths import diagnostics, kernels, theory
 from attnlab.paths.configs import MarkovConfig
+from attnlab.paths.keys import path_key, set_key, width_key
 from attnlab.paths.markov import data, figures
 from attnlab.paths.pipeline import agreement, sample_widths, solve_kw
 
@@ -63,11 +64,11 @@ def solver_record(th: Trajectory, summary: dict, arrays: dict) -> pd.DataFrame:
     metrics rows: S, energy, entropy and the largest energy / entropy gradient per step)."""
     if "hessian_min_eig" in th.observables:
         for N, e in zip(th.time, th["hessian_min_eig"], strict=True):
-            summary[f"hessian_min_eig_N{N:g}"] = float(e)
+            summary[width_key("hessian_min_eig", N)] = float(e)
     rows = []
     for N, h in th.meta.get("history", {}).items():
         arrays.update({f"history_N{N:g}_{k}": v for k, v in h.items()})
-        summary[f"history_steps_N{N:g}"] = int(h["step"][-1])
+        summary[width_key("history_steps", N)] = int(h["step"][-1])
         for k in ("S", "energy", "entropy", "max_grad", "max_energy_grad", "max_entropy_grad"):
             v = h[k] if h[k].ndim == 1 else h[k].max(axis=1)
             rows.append(pd.DataFrame({"source": "history", "N": N, "step": h["step"], "name": k, "value": v}))
@@ -106,8 +107,8 @@ def markov_sweep(config: MarkovConfig, ctx: RunContext) -> Result:
     summary: dict[str, Any] = {"n_paths": pb.n, **_solver_summary(th)}
     history = solver_record(th, summary, arrays)
     for i, N in enumerate(th.time):
-        summary[f"acc_theory_N{N:g}"] = float(th["accuracy"][i])
-        summary[f"gen_error_theory_N{N:g}"] = float(th["gen_error"][i])
+        summary[width_key("acc_theory", N)] = float(th["accuracy"][i])
+        summary[width_key("gen_error_theory", N)] = float(th["gen_error"][i])
     frames = [th.select([k for k in ("accuracy", "gen_error", "U", "hessian_min_eig") if k in th.observables])
               .to_frame(), history]
     gp = theory.predict_gp(pb, config.tau, kern)
@@ -115,27 +116,27 @@ def markov_sweep(config: MarkovConfig, ctx: RunContext) -> Result:
     for layout in config.gp_layouts:
         sub = pb if layout == config.layout and config.heads is None else markov_problem(config, ctx, layout)
         gp = theory.predict_gp(sub, config.tau)
-        summary[f"acc_gp_{layout}"] = gp.accuracy(sub.y_test)
-        summary[f"gen_error_gp_{layout}"] = gp.gen_error(sub.y_test)
+        summary[set_key("acc_gp", layout)] = gp.accuracy(sub.y_test)
+        summary[set_key("gen_error_gp", layout)] = gp.gen_error(sub.y_test)
         frames.append(pd.DataFrame({"source": "gp", "name": ["accuracy", "gen_error"], "layout": layout,
-                                    "value": [summary[f"acc_gp_{layout}"], summary[f"gen_error_gp_{layout}"]]}))
+                                    "value": [summary[set_key(k, layout)] for k in ("acc_gp", "gen_error_gp")]}))
     if config.gp_test_sets and "good" in config.gp_layouts:
         summary["acc_gp_good_expected"], summary["acc_gp_good_expected_se"] = expected_gp_accuracy(config, ctx)
     for a in range(pb.n):  # every path alone (Hs = [1, ..., 1]): GP accuracy of its same-path kernel
         one = kernels.Problem(pb.Xi[:, a:a + 1], pb.y, pb.Xi_test[:, a:a + 1], pb.y_test, (1,) * pb.L, pb.sigma2,
                               pb.variances)
-        summary[f"acc_gp_path{a}"] = theory.predict_gp(one, config.tau).accuracy(one.y_test)
+        summary[path_key("acc_gp", a)] = theory.predict_gp(one, config.tau).accuracy(one.y_test)
     sim = sample_widths(pb, config, ctx, units, {N: config.tau for N in config.sample_widths}, kern)
     if sim is not None:
         arrays.update(sim.to_arrays("sim_"))
         frames.append(sim.select(["accuracy", "gen_error", "U", "rhat", "ess"]).to_frame())
         ag = agreement(sim, th)
-        arrays.update({f"agree_{k}": v for k, v in ag.items()})
+        arrays.update({set_key("agree", k): v for k, v in ag.items()})
         for i, N in enumerate(sim.time):
-            summary[f"acc_sample_N{N:g}"] = float(sim["accuracy"][i])
-            summary[f"rhat_N{N:g}"] = float(sim["rhat"][i])
-            summary[f"ess_N{N:g}"] = float(sim["ess"][i])
-            summary.update({f"{k}_N{N:g}": float(v[i]) for k, v in ag.items()})
+            summary[width_key("acc_sample", N)] = float(sim["accuracy"][i])
+            summary[width_key("rhat", N)] = float(sim["rhat"][i])
+            summary[width_key("ess", N)] = float(sim["ess"][i])
+            summary.update({width_key(k, N): float(v[i]) for k, v in ag.items()})
     arrays["y_test"] = pb.y_test.cpu().numpy()
     return Result(pd.concat(frames, ignore_index=True), arrays, summary)
 
@@ -194,7 +195,7 @@ def fig2d(config: MarkovConfig, ctx: RunContext) -> Result:
     summary = {"top5_overlap_fw": fw["top_overlap"], "top5_overlap_gp": gp["top_overlap"], "kta_fw": fw["kta"],
                "kta_gp": gp["kta"], "top5_ratio": fw["top_overlap"] / gp["top_overlap"], "max_grad": sp.max_grad}
     rows = [{"source": s, "pc": i + 1, "overlap": float(v)} for s in ("fw", "gp") for i, v in
-            enumerate(arrays[f"overlap_{s}"])]
+            enumerate(arrays[set_key("overlap", s)])]
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
@@ -224,13 +225,13 @@ def fig5b(config: MarkovConfig, ctx: RunContext) -> Result:
     for a in range(pb.n):
         C = kern.block(a, a)[order][:, order].cpu().numpy()
         arrays[f"C{a}"] = C
-        summary[f"contrast_path{a}"] = class_contrast(C, y)
+        summary[path_key("contrast", a)] = class_contrast(C, y)
         offd = C[~np.eye(len(y), dtype=bool)]
-        summary[f"relative_spread_path{a}"] = float(offd.std() / abs(offd.mean()))
+        summary[path_key("relative_spread", a)] = float(offd.std() / abs(offd.mean()))
     for name, U in (("gp", pb.U_gp()), ("fw", sp.U)):
         K = kern.K(U)[order][:, order].cpu().numpy()
-        arrays[f"K_{name}"] = K
-        summary[f"contrast_{name}"] = class_contrast(K, y)
+        arrays[set_key("K", name)] = K
+        summary[set_key("contrast", name)] = class_contrast(K, y)
     return Result(pd.DataFrame([{"name": k, "value": v} for k, v in summary.items()]), arrays, summary)
 
 

@@ -31,6 +31,7 @@ from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Units
 from attnlab.paths import kernels, model
 from attnlab.paths.configs import OneShotConfig, Variant
+from attnlab.paths.keys import net_key, pruned_key, set_key
 from attnlab.paths.oneshot import figures, pruning
 from attnlab.paths.oneshot import pipeline as oneshot
 from attnlab.paths.oneshot import train as gd
@@ -89,40 +90,40 @@ def oneshot_theory(config: OneShotConfig, ctx: RunContext) -> Result:
     for vi, var in enumerate(config.variants):
         v = var.name
         net, info = oneshot.train_model(config, ctx, units, d, var, sets["val"])
-        summary[f"{v}/gd_best_val"] = info["best_val"]
+        summary[net_key(v, "gd_best_val")] = info["best_val"]
         for k in test_names:
-            summary[f"{v}/gd_acc_{k}"] = gd.accuracy(net, *sets[k])
-        arrays[f"{v}/gd_val_curve"] = np.asarray([info["history"]["step"], info["history"]["val_acc"]])
+            summary[net_key(v, "gd_acc", k)] = gd.accuracy(net, *sets[k])
+        arrays[net_key(v, "gd_val_curve")] = np.asarray([info["history"]["step"], info["history"]["val_acc"]])
         pb, slices = oneshot.problem(net, sets, config.sigma2, ctx.device)
         kern = kernels.PathKernels(pb.Xi, pb.sigma2, config.kernel_mode)
         grid = oneshot.theory_grid(pb, slices, config.widths, config.taus, kern, units, f"{v}/", solve_kw(config))
-        arrays.update({f"{v}/{k}": np.asarray(x) for k, x in grid.items()})
+        arrays.update({net_key(v, k): np.asarray(x) for k, x in grid.items()})
         U_gd = model.order_parameter(net.weights())[0].cpu().numpy()
-        arrays[f"{v}/U_gd"] = U_gd
+        arrays[net_key(v, "U_gd")] = U_gd
         j = _nearest(config.widths, config.score_width)
         U_n = grid["U_star"][j]
         U_gp = pb.U_gp().cpu().numpy()
         for i, N in enumerate(config.widths):
             U_i = grid["U_star"][i]
             scale = float(np.trace(U_i)) / len(U_i)  # App. H.2.1: the overall magnitude grows as N falls
-            summary[f"{v}/U_dev_from_gp_N{N:g}"] = float(np.abs(U_i - U_gp).max())
-            summary[f"{v}/U_scale_N{N:g}"] = scale
-            summary[f"{v}/U_shape_dev_N{N:g}"] = float(np.abs(U_i / scale - U_gp / U_gp[0, 0]).max())
-        summary[f"{v}/sign_agreement_gd"] = sign_agreement(U_n, U_gd)
-        summary[f"{v}/block_ratio_theory"] = block_ratio(U_n, var.Hs)
-        summary[f"{v}/block_ratio_gd"] = block_ratio(U_gd, var.Hs)
-        (summary[f"{v}/block_share_theory"], summary[f"{v}/block_share_chance"],
-         summary[f"{v}/block_top10_theory"]) = block_share(U_n, var.Hs)
-        summary[f"{v}/block_share_gd"] = block_share(U_gd, var.Hs)[0]
+            summary[net_key(v, "U_dev_from_gp", N=N)] = float(np.abs(U_i - U_gp).max())
+            summary[net_key(v, "U_scale", N=N)] = scale
+            summary[net_key(v, "U_shape_dev", N=N)] = float(np.abs(U_i / scale - U_gp / U_gp[0, 0]).max())
+        summary[net_key(v, "sign_agreement_gd")] = sign_agreement(U_n, U_gd)
+        summary[net_key(v, "block_ratio_theory")] = block_ratio(U_n, var.Hs)
+        summary[net_key(v, "block_ratio_gd")] = block_ratio(U_gd, var.Hs)
+        (summary[net_key(v, "block_share_theory")], summary[net_key(v, "block_share_chance")],
+         summary[net_key(v, "block_top10_theory")]) = block_share(U_n, var.Hs)
+        summary[net_key(v, "block_share_gd")] = block_share(U_gd, var.Hs)[0]
         for k in test_names:
-            summary[f"{v}/acc_gp_{k}"] = float(grid[f"acc_gp_{k}"])
+            summary[net_key(v, "acc_gp", k)] = float(grid[set_key("acc_gp", k)])
             for i, N in enumerate(config.widths):
-                summary[f"{v}/acc_fw_{k}_N{N:g}"] = float(grid[f"acc_fw_{k}"][i])
+                summary[net_key(v, "acc_fw", k, N=N)] = float(grid[set_key("acc_fw", k)][i])
                 rows.append({"variant": v, "set": k, "N": N, "tau": float(grid["tau_star"][i]),
-                             "accuracy": float(grid[f"acc_fw_{k}"][i]), "source": "theory"})
+                             "accuracy": float(grid[set_key("acc_fw", k)][i]), "source": "theory"})
             rows.append({"variant": v, "set": k, "N": np.inf, "tau": float(grid["tau_gp"]),
-                         "accuracy": float(grid[f"acc_gp_{k}"]), "source": "gp"})
-        summary[f"{v}/fw_minus_gp_id_N{config.widths[j]:g}"] = float(grid["acc_fw_id"][j] - grid["acc_gp_id"])
+                         "accuracy": float(grid[set_key("acc_gp", k)]), "source": "gp"})
+        summary[net_key(v, "fw_minus_gp_id", N=config.widths[j])] = float(grid["acc_fw_id"][j] - grid["acc_gp_id"])
         if vi > 0:
             continue
         # Gibbs samples at τ*(N), compared with the theory at the same (N, τ*)
@@ -137,20 +138,20 @@ def oneshot_theory(config: OneShotConfig, ctx: RunContext) -> Result:
                                        "accuracy": (np.sign(th_f) == yt).mean(-1)}, time_name="N")
             arrays.update(sim.to_arrays(f"{v}/sim_"))
             for key, val in agreement(sim, th).items():
-                summary.update({f"{v}/{key}_N{N:g}": float(x) for N, x in zip(sim.time, val, strict=True)})
+                summary.update({net_key(v, key, N=N): float(x) for N, x in zip(sim.time, val, strict=True)})
             for i, N in enumerate(sim.time):
                 for k in test_names:
                     s = slices[k]
-                    summary[f"{v}/acc_sample_{k}_N{N:g}"] = float((np.sign(sim["f_mean"][i][s]) == yt[s]).mean())
-                summary[f"{v}/rhat_N{N:g}"] = float(sim["rhat"][i])
+                    summary[net_key(v, "acc_sample", k, N=N)] = float((np.sign(sim["f_mean"][i][s]) == yt[s]).mean())
+                summary[net_key(v, "rhat", N=N)] = float(sim["rhat"][i])
         # kernel-PC alignment at score_width (τ*) vs GP (Fig. 3d)
         fw = kernels.alignment(kern.K(torch.as_tensor(U_n, device=pb.Xi.device)), pb.y)
         gpk = kernels.alignment(kern.K(pb.U_gp()), pb.y)
         k = min(config.n_pcs, pb.P)
-        arrays[f"{v}/overlap_fw"] = fw["overlaps"][:k].cpu().numpy()
-        arrays[f"{v}/overlap_gp"] = gpk["overlaps"][:k].cpu().numpy()
-        summary[f"{v}/top5_overlap_fw"] = fw["top_overlap"]
-        summary[f"{v}/top5_overlap_gp"] = gpk["top_overlap"]
+        arrays[net_key(v, "overlap_fw")] = fw["overlaps"][:k].cpu().numpy()
+        arrays[net_key(v, "overlap_gp")] = gpk["overlaps"][:k].cpu().numpy()
+        summary[net_key(v, "top5_overlap_fw")] = fw["top_overlap"]
+        summary[net_key(v, "top5_overlap_gp")] = gpk["top_overlap"]
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
@@ -194,42 +195,43 @@ def head_pruning(config: OneShotConfig, ctx: RunContext) -> Result:
     for var in config.variants:
         v = var.name
         net, info = oneshot.train_model(config, ctx, units, d, var, sets["val"])
-        summary[f"{v}/gd_best_val"] = info["best_val"]
+        summary[net_key(v, "gd_best_val")] = info["best_val"]
         pb, slices = oneshot.problem(net, sets, config.sigma2, ctx.device)
         kern = kernels.PathKernels(pb.Xi, pb.sigma2, config.kernel_mode)
         grid = oneshot.theory_grid(pb, slices, [config.score_width], config.taus, kern, units, f"{v}/",
                                    solve_kw(config))
         U = grid["U_star"][0]
-        arrays[f"{v}/U"] = U
-        summary[f"{v}/tau_star"] = float(grid["tau_star"][0])
+        arrays[net_key(v, "U")] = U
+        summary[net_key(v, "tau_star")] = float(grid["tau_star"][0])
         scores = {m: pruning.head_scores(U, var.Hs, m) for m in ("both", "either")}
         for m, sc in scores.items():
-            arrays[f"{v}/scores_{m}"] = np.concatenate(sc)
+            arrays[net_key(v, "scores", m)] = np.concatenate(sc)
         order = pruning.pruning_order(scores[config.score_mode])
-        arrays[f"{v}/order"] = np.asarray(order)
+        arrays[net_key(v, "order")] = np.asarray(order)
         drops = gd.single_head_drops(net, evals, config.rescale)
         max_k = len(order)
         curve = gd.pruning_curve(net, order, evals, max_k, config.rescale)
         per_head, total = head_parameters(config, var)
         flat = arrays[f"{v}/scores_{config.score_mode}"]
         for k in evals:
-            arrays[f"{v}/drop_{k}"] = np.asarray(drops[k])
-            arrays[f"{v}/curve_{k}"] = np.asarray(curve[k])
-            summary[f"{v}/acc_full_{k}"] = curve[k][0]
+            arrays[net_key(v, "drop", k)] = np.asarray(drops[k])
+            arrays[net_key(v, "curve", k)] = np.asarray(curve[k])
+            summary[net_key(v, "acc_full", k)] = curve[k][0]
             for n_pruned in range(1, max_k + 1):
-                summary[f"{v}/acc_pruned{n_pruned}_{k}"] = curve[k][n_pruned]
+                summary[pruned_key(v, n_pruned, k)] = curve[k][n_pruned]
             ok = np.isfinite(drops[k])  # a layer's only head cannot be pruned alone
-            summary[f"{v}/spearman_score_drop_{k}"] = float(spearmanr(flat[ok], np.asarray(drops[k])[ok]).statistic)
+            rho = spearmanr(flat[ok], np.asarray(drops[k])[ok]).statistic
+            summary[net_key(v, "spearman_score_drop", k)] = float(rho)
             lo, hi = int(np.argmin(np.where(ok, flat, np.inf))), int(np.argmax(np.where(ok, flat, -np.inf)))
-            summary[f"{v}/drop_lowest_score_{k}"] = float(drops[k][lo])
-            summary[f"{v}/drop_highest_score_{k}"] = float(drops[k][hi])
-            summary[f"{v}/drop_min_{k}"] = float(np.nanmin(drops[k]))
-            summary[f"{v}/drop_max_{k}"] = float(np.nanmax(drops[k]))
-        summary[f"{v}/scores_max"] = float(max(arrays[f"{v}/scores_both"].max(), arrays[f"{v}/scores_either"].max()))
-        summary[f"{v}/scores_min"] = float(min(arrays[f"{v}/scores_both"].min(), arrays[f"{v}/scores_either"].min()))
-        summary[f"{v}/rankings_agree"] = float(np.array_equal(np.argsort(arrays[f"{v}/scores_both"]),
-                                                              np.argsort(arrays[f"{v}/scores_either"])))
-        summary[f"{v}/param_fraction_per_head"] = per_head / total
+            summary[net_key(v, "drop_lowest_score", k)] = float(drops[k][lo])
+            summary[net_key(v, "drop_highest_score", k)] = float(drops[k][hi])
+            summary[net_key(v, "drop_min", k)] = float(np.nanmin(drops[k]))
+            summary[net_key(v, "drop_max", k)] = float(np.nanmax(drops[k]))
+        both, either = arrays[net_key(v, "scores", "both")], arrays[net_key(v, "scores", "either")]
+        summary[net_key(v, "scores_max")] = float(max(both.max(), either.max()))
+        summary[net_key(v, "scores_min")] = float(min(both.min(), either.min()))
+        summary[net_key(v, "rankings_agree")] = float(np.array_equal(np.argsort(both), np.argsort(either)))
+        summary[net_key(v, "param_fraction_per_head")] = per_head / total
         for i, (ell, h) in enumerate(order):
             rows.append({"variant": v, "rank": i, "layer": ell + 1, "head": h + 1,
                          "score": float(scores[config.score_mode][ell][h])})

@@ -7,6 +7,7 @@ import numpy as np
 from attnlab.core.experiment import Result
 from attnlab.core.plotting import COLORS, figure
 from attnlab.paths.figures import BLUE, ORANGE, RED
+from attnlab.paths.keys import net_key
 
 SET_NAME = {"id": "in-distribution", "glyphs_blocks": "OOD (block glyphs)", "mnist": "OOD (MNIST)",
             "fashion_mnist": "OOD (FashionMNIST)", "digits": "OOD (8×8 digits)", "mnist_5k": "OOD (MNIST 5k)"}
@@ -17,8 +18,8 @@ def _sets(config) -> list[str]:
 
 
 def _acc_panel(ax, a: dict, v: str, k: str) -> None:
-    ax.plot(a[f"{v}/widths"], a[f"{v}/acc_fw_{k}"], "-x", color=BLUE, label="theory (τ* per N)")
-    ax.axhline(float(a[f"{v}/acc_gp_{k}"]), color=RED, label="GP limit")
+    ax.plot(a[net_key(v, "widths")], a[net_key(v, "acc_fw", k)], "-x", color=BLUE, label="theory (τ* per N)")
+    ax.axhline(float(a[net_key(v, "acc_gp", k)]), color=RED, label="GP limit")
     ax.set_xscale("log")
     ax.set_xlabel("width N")
     ax.set_ylabel("accuracy")
@@ -51,23 +52,23 @@ def fig3(result: Result, config) -> object:
     fig, axes = figure(max(len(sets), 1) + 1, 2, width=3.5, height=3.0)
     for ax, k in zip(axes[0], sets, strict=False):
         _acc_panel(ax, a, v, k)
-        for N in a.get(f"{v}/sim_time", []):
-            val = s.get(f"{v}/acc_sample_{k}_N{N:g}")
+        for N in a.get(net_key(v, "sim_time"), []):
+            val = s.get(net_key(v, "acc_sample", k, N=N))
             if val is not None:
                 ax.plot([N], [val], "o", color="k", label="samples (Gibbs)")
     axes[0][0].legend(fontsize=7)
     ax = axes[0][len(sets)]
-    k = np.arange(1, len(a[f"{v}/overlap_fw"]) + 1)
-    ax.bar(k - 0.2, a[f"{v}/overlap_gp"], width=0.4, color=ORANGE, label="GP limit")
-    ax.bar(k + 0.2, a[f"{v}/overlap_fw"], width=0.4, color=BLUE, label=f"FW, N = {config.score_width:g}")
+    k = np.arange(1, len(a[net_key(v, "overlap_fw")]) + 1)
+    ax.bar(k - 0.2, a[net_key(v, "overlap_gp")], width=0.4, color=ORANGE, label="GP limit")
+    ax.bar(k + 0.2, a[net_key(v, "overlap_fw")], width=0.4, color=BLUE, label=f"FW, N = {config.score_width:g}")
     ax.set_xlabel("kernel PC")
     ax.set_ylabel("overlap with Y")
     ax.legend(fontsize=7)
-    j = int(np.argmin(np.abs(np.log(a[f"{v}/widths"]) - np.log(config.score_width))))
-    panels = [(a[f"{v}/U_star"][j], f"theory, N = {a[f'{v}/widths'][j]:g}")]
-    if f"{v}/sim_U" in a:
-        panels.append((a[f"{v}/sim_U"][0], f"sampled, N = {a[f'{v}/sim_time'][0]:g}"))
-    panels.append((a[f"{v}/U_gd"], f"gradient descent, N = {config.N_gd}"))
+    j = int(np.argmin(np.abs(np.log(a[net_key(v, "widths")]) - np.log(config.score_width))))
+    panels = [(a[net_key(v, "U_star")][j], f"theory, N = {a[net_key(v, 'widths')][j]:g}")]
+    if net_key(v, "sim_U") in a:
+        panels.append((a[net_key(v, "sim_U")][0], f"sampled, N = {a[net_key(v, 'sim_time')][0]:g}"))
+    panels.append((a[net_key(v, "U_gd")], f"gradient descent, N = {config.N_gd}"))
     for ax, (U, title) in zip(axes[1], panels, strict=False):
         _heat(fig, ax, U, title, var.Hs)
     for ax in axes[1][len(panels):]:
@@ -108,18 +109,18 @@ def pruning(result: Result, config) -> object:
         ax = row[0]
         ax.bar(x - 0.2, sc, width=0.4, color=BLUE, label="head score")
         ax2 = ax.twinx()
-        ax2.bar(x + 0.2, a[f"{v}/drop_id"], width=0.4, color=RED, label="accuracy drop (ID)")
+        ax2.bar(x + 0.2, a[net_key(v, "drop_id")], width=0.4, color=RED, label="accuracy drop (ID)")
         ax2.set_ylabel("accuracy drop", color=RED)
         ax2.grid(False)
         ax.set_xticks(x, labels, fontsize=7)
         ax.set_xlabel("head (layer.head)")
         ax.set_ylabel("normalised score", color=BLUE)
-        rho = s.get(f"{v}/spearman_score_drop_id")
+        rho = s.get(net_key(v, "spearman_score_drop_id"))
         ax.set_title(f"{v}: Spearman(score, drop) = " + ("n/a" if rho is None else f"{rho:.2f}"), fontsize=9)
         ax = row[1]
-        frac = s[f"{v}/param_fraction_per_head"]
+        frac = s[net_key(v, "param_fraction_per_head")]
         for c, k in enumerate(sets):
-            curve = a[f"{v}/curve_{k}"]
+            curve = a[net_key(v, "curve", k)]
             ax.plot(np.arange(len(curve)), curve, "-o", ms=4, color=COLORS[c], label=SET_NAME.get(k, k))
         ax.set_xlabel(f"heads pruned in score order ({100 * frac:.1f}% of parameters each)")
         ax.set_ylabel("accuracy")

@@ -13,6 +13,7 @@ import numpy as np
 from attnlab.core.config import ConfigError
 from attnlab.core.trajectory import Trajectory
 from attnlab.paths.figures import GP_NAME, _hs, _U_entries, path_labels  # the offline figures' own choices
+from attnlab.paths.keys import set_key
 from attnlab.paths.views import draw as D
 from attnlab.sandbox import traces as T
 from attnlab.sandbox.plugin import Figure, PanelSpec, View
@@ -149,7 +150,7 @@ def open_markov(experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapp
         labels = [f"path {a + 1}" for a in range(n)]
     layouts = list(config.get("gp_layouts") or [k.removeprefix("acc_gp_") for k in summary
                                                  if k.startswith("acc_gp_") and not k.startswith("acc_gp_path")])
-    gp = {lay: (summary.get(f"acc_gp_{lay}"), summary.get(f"gen_error_gp_{lay}")) for lay in layouts}
+    gp = {lay: (summary.get(set_key("acc_gp", lay)), summary.get(set_key("gen_error_gp", lay))) for lay in layouts}
     gp = {k: v for k, v in gp.items() if v != (None, None)}
     y = np.asarray(arrays["y_test"], float)
     order = np.lexsort((th["f_mean"][-1], y))  # class −1 first, then by the widest theory's f̄

@@ -12,6 +12,7 @@ import numpy as np
 
 from attnlab.core.config import ConfigError
 from attnlab.paths.figures import path_labels
+from attnlab.paths.keys import set_key
 from attnlab.paths.oneshot.figures import SET_NAME
 from attnlab.paths.views import draw as D
 from attnlab.sandbox import traces as T
@@ -80,16 +81,16 @@ class OneShotView(View):
         N, taus = a["widths"][index], a["taus"]
         data = []
         for c, k in enumerate(["val", *self.sets]):
-            if f"acc_grid_{k}" not in a:
+            if set_key("acc_grid", k) not in a:
                 continue
             color = "#888" if k == "val" else T.COLORS[c - 1]
             name = "validation" if k == "val" else SET_NAME.get(k, k)
-            data.append(D.theory(taus, a[f"acc_grid_{k}"][:, index], name=f"{name}, N = {N:g}", color=color,
+            data.append(D.theory(taus, a[set_key("acc_grid", k)][:, index], name=f"{name}, N = {N:g}", color=color,
                                  symbol="circle"))
-            data.append(T.line(taus, a[f"acc_gp_grid_{k}"], name=f"{name}, GP", color=color, dash="dash",
+            data.append(T.line(taus, a[set_key("acc_gp_grid", k)], name=f"{name}, GP", color=color, dash="dash",
                                width=1.0))
-        lo, hi = D.value_range([a[f"acc_grid_{k}"] for k in ["val", *self.sets] if f"acc_grid_{k}" in a]
-                               + [a[f"acc_gp_grid_{k}"] for k in ["val", *self.sets] if f"acc_gp_grid_{k}" in a])
+        grids = [set_key(g, k) for g in ("acc_grid", "acc_gp_grid") for k in ["val", *self.sets]]
+        lo, hi = D.value_range([a[g] for g in grids if g in a])
         star = float(a["tau_star"][index])
         data.append(T.line([star, star], [lo, hi], name=f"τ*(N) = {star:g}", color=D.THEORY, dash="dot", width=1.2))
         lay = T.layout(f"{net.name}: accuracy over τ at N = {N:g} (τ* chosen on validation)", xlabel="τ",
@@ -136,9 +137,9 @@ class OneShotView(View):
         data = []
         for c, k in enumerate(self.sets):
             color, name = T.COLORS[c], SET_NAME.get(k, k)
-            data.append(D.theory(N, a[f"acc_fw_{k}"], name=f"{name}: theory (τ*)", color=color,
+            data.append(D.theory(N, a[set_key("acc_fw", k)], name=f"{name}: theory (τ*)", color=color,
                                  text=[f"τ* = {t:g}" for t in a["tau_star"]]))
-            data.append(D.hline(N[0], N[-1], float(a[f"acc_gp_{k}"]), f"{name}: GP", color, "dash"))
+            data.append(D.hline(N[0], N[-1], float(a[set_key("acc_gp", k)]), f"{name}: GP", color, "dash"))
             sims = [(w, s.get(f"{net.name}/acc_sample_{k}_N{w:g}")) for w in a.get("sim_time", [])]
             sims = [(w, v) for w, v in sims if v is not None]
             if sims:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from attnlab.core.config import ConfigError
+from attnlab.paths.keys import set_key
 from attnlab.paths.oneshot.figures import SET_NAME
 from attnlab.paths.oneshot.pruning import path_heads
 from attnlab.paths.views import draw as D
@@ -92,7 +93,7 @@ class PruningView(View):
     def _series_curve(self, net: Network) -> Figure:
         data = []
         for c, k in enumerate(self.sets):
-            y = net.a[f"curve_{k}"]
+            y = net.a[set_key("curve", k)]
             data.append(D.theory(np.arange(len(y)), y, name=SET_NAME.get(k, k), color=T.COLORS[c], symbol="circle"))
         frac = self.summary.get(f"{net.name}/param_fraction_per_head")
         xl = "heads pruned by score" + ("" if frac is None else f" ({100 * frac:.1f}% of parameters each)")
@@ -105,10 +106,10 @@ def open_pruning(experiment: str, arrays: Mapping[str, np.ndarray], summary: Map
                  config: Mapping[str, Any]) -> PruningView:
     sets = ["id", *(config.get("ood") or ())]
     mode = str(config.get("score_mode", "both"))
-    nets = networks(experiment, arrays, config, ["U", "order", f"scores_{mode}",
-                                                 *[f"{p}_{k}" for k in sets for p in ("drop", "curve")]])
+    nets = networks(experiment, arrays, config, ["U", "order", set_key("scores", mode),
+                                                 *[set_key(p, k) for k in sets for p in ("drop", "curve")]])
     for n in nets:
-        if n.a["U"].shape != (len(n.labels),) * 2 or len(n.a[f"scores_{mode}"]) != sum(n.Hs):
+        if n.a["U"].shape != (len(n.labels),) * 2 or len(n.a[set_key("scores", mode)]) != sum(n.Hs):
             raise ConfigError(f"this {experiment} run's {n.name} arrays do not match Hs = {list(n.Hs)}")
     steps = max(len(n.a["order"]) for n in nets) + 1
     panels = [PanelSpec("scores", "head scores vs accuracy drops"), PanelSpec("u", "U with pruned paths blanked"),
