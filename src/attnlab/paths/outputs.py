@@ -58,7 +58,7 @@ def markov_summary(c) -> list[str]:
     if c.gp_test_sets and "good" in c.gp_layouts:
         out.append("acc_gp_good_expected acc_gp_good_expected_se")
     if c.sample_widths:
-        out += [f"{k}_N{{sample_widths}}" for k in ("acc_sample", "rhat", "ess", *AGREEMENT.split())]
+        out += [width_key(k, "{sample_widths}") for k in ("acc_sample", "rhat", "ess", *AGREEMENT.split())]
     return out
 
 
@@ -105,6 +105,11 @@ def _net(var) -> tuple[str, int, int]:
     return var.name, math.prod(var.Hs), sum(var.Hs)
 
 
+def _each(v: str, names: str, which: str | None = None, N: float | str | None = None) -> str:
+    """The keys ``net_key(v, name, which, N)`` of the space-separated ``names``, space-separated."""
+    return " ".join(net_key(v, name, which, N) for name in names.split())
+
+
 def oneshot_summary(c) -> list[str]:
     """The keys of ``oneshot_theory``: per variant GD, theory per width and GP; for the first variant also the
     Gibbs samples per sampled width and the kernel-PC alignment."""
@@ -112,16 +117,16 @@ def oneshot_summary(c) -> list[str]:
     out = []
     for k, var in enumerate(c.variants):
         v = var.name
-        out += [f"{v}/gd_best_val {v}/gd_acc_id {v}/gd_acc_{{ood}} {v}/acc_gp_id {v}/acc_gp_{{ood}}",
-                f"{v}/acc_fw_id_N{{widths}} {v}/acc_fw_{{ood}}_N{{widths}} {v}/U_dev_from_gp_N{{widths}} "
-                f"{v}/U_scale_N{{widths}} {v}/U_shape_dev_N{{widths}}",
-                f"{v}/sign_agreement_gd {v}/block_ratio_theory {v}/block_ratio_gd {v}/block_share_theory "
-                f"{v}/block_share_chance {v}/block_top10_theory {v}/block_share_gd {v}/fw_minus_gp_id_N{score:g}"]
+        out += [_each(v, "gd_best_val"), _each(v, "gd_acc acc_gp", "id"), _each(v, "gd_acc acc_gp", "{ood}"),
+                _each(v, "acc_fw", "id", "{widths}"), _each(v, "acc_fw", "{ood}", "{widths}"),
+                _each(v, "U_dev_from_gp U_scale U_shape_dev", N="{widths}"),
+                _each(v, "sign_agreement_gd block_ratio_theory block_ratio_gd block_share_theory block_share_chance "
+                      "block_top10_theory block_share_gd"), net_key(v, "fw_minus_gp_id", N=score)]
         if k == 0:
-            out.append(f"{v}/top5_overlap_fw {v}/top5_overlap_gp")
+            out.append(_each(v, "top5_overlap_fw top5_overlap_gp"))
             if c.sample_widths:
-                out += [f"{v}/{key}_N{{sample_widths}}" for key in (*AGREEMENT.split(), "rhat", "acc_sample_id")]
-                out.append(f"{v}/acc_sample_{{ood}}_N{{sample_widths}}")
+                out += [_each(v, AGREEMENT + " rhat", N="{sample_widths}"),
+                        *(_each(v, "acc_sample", w, "{sample_widths}") for w in ("id", "{ood}"))]
     return out
 
 
@@ -136,16 +141,16 @@ def oneshot_arrays(c) -> dict:
         sets = ("val", "id", *c.ood)
         out.update({net_key(v, "gd_val_curve"): (2, None),  # (step, validation accuracy) at every evaluation
                     net_key(v, "U_gd"): (n, n), net_key(v, "U_star"): (W, n, n),
-                    f"{v}/f_star {v}/fvar_star": (W, points),
-                    net_key(v, "taus"): (T,), f"{v}/widths {v}/tau_star": (W,), net_key(v, "tau_gp"): (),
+                    _each(v, "f_star fvar_star"): (W, points),
+                    net_key(v, "taus"): (T,), _each(v, "widths tau_star"): (W,), net_key(v, "tau_gp"): (),
                     " ".join(net_key(v, "acc_grid", s) for s in sets): (T, W),
                     " ".join(net_key(v, "acc_fw", s) for s in sets): (W,),
                     " ".join(net_key(v, "acc_gp_grid", s) for s in sets): (T,),
                     " ".join(net_key(v, "acc_gp", s) for s in sets): ()})
         if k == 0:
-            out[f"{v}/overlap_fw {v}/overlap_gp"] = ("min(n_pcs, P)",)
+            out[_each(v, "overlap_fw overlap_gp")] = ("min(n_pcs, P)",)
             if S:
-                out.update({net_key(v, "sim_U"): (S, n, n), f"{v}/sim_f_mean {v}/sim_f_var": (S, points),
+                out.update({net_key(v, "sim_U"): (S, n, n), _each(v, "sim_f_mean sim_f_var"): (S, points),
                             " ".join(net_key(v, "sim", key) for key in ("accuracy", "ess", "gen_error", "rhat", "tau",
                                                                   "time", "train_mse")): (S,)})
     return out
@@ -157,8 +162,7 @@ def pruning_summary(c) -> list[str]:
     out = []
     for var in c.variants:
         v, _, heads = _net(var)
-        out.append(f"{v}/gd_best_val {v}/param_fraction_per_head {v}/rankings_agree {v}/scores_max "
-                   f"{v}/scores_min {v}/tau_star")
+        out.append(_each(v, "gd_best_val param_fraction_per_head rankings_agree scores_max scores_min tau_star"))
         for s in ("id", *c.ood):
             out += [net_key(v, key, s) for key in ("acc_full", "drop_highest_score", "drop_lowest_score", "drop_max",
                                                  "drop_min", "spearman_score_drop")]
@@ -173,7 +177,7 @@ def pruning_arrays(c) -> dict:
     for var in c.variants:
         v, n, heads = _net(var)
         sets = ("id", *c.ood)
-        out.update({net_key(v, "U"): (n, n), f"{v}/scores_both {v}/scores_either": (heads,),
+        out.update({net_key(v, "U"): (n, n), _each(v, "scores", "both") + " " + _each(v, "scores", "either"): (heads,),
                     net_key(v, "order"): (heads - var.L, 2), " ".join(net_key(v, "drop", s) for s in sets): (heads,),
                     " ".join(net_key(v, "curve", s) for s in sets): (heads - var.L + 1,)})
     return out

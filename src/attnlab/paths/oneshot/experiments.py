@@ -212,7 +212,7 @@ def head_pruning(config: OneShotConfig, ctx: RunContext) -> Result:
         max_k = len(order)
         curve = gd.pruning_curve(net, order, evals, max_k, config.rescale)
         per_head, total = head_parameters(config, var)
-        flat = arrays[f"{v}/scores_{config.score_mode}"]
+        flat = arrays[net_key(v, "scores", config.score_mode)]
         for k in evals:
             arrays[net_key(v, "drop", k)] = np.asarray(drops[k])
             arrays[net_key(v, "curve", k)] = np.asarray(curve[k])

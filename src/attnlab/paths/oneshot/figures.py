@@ -103,7 +103,7 @@ def pruning(result: Result, config) -> object:
     axes = np.asarray(axes).reshape(nv, 2)
     for row, var in zip(axes, config.variants, strict=True):
         v = var.name
-        sc = a[f"{v}/scores_{config.score_mode}"]
+        sc = a[net_key(v, "scores", config.score_mode)]
         labels = [f"{ell + 1}.{h + 1}" for ell, H in enumerate(var.Hs) for h in range(H)]
         x = np.arange(len(sc))
         ax = row[0]

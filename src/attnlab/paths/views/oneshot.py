@@ -12,7 +12,7 @@ import numpy as np
 
 from attnlab.core.config import ConfigError
 from attnlab.paths.figures import path_labels
-from attnlab.paths.keys import set_key
+from attnlab.paths.keys import net_key, set_key
 from attnlab.paths.oneshot.figures import SET_NAME
 from attnlab.paths.views import draw as D
 from attnlab.sandbox import traces as T
@@ -121,8 +121,9 @@ class OneShotView(View):
                  "marker": {"color": D.THEORY}}]
         s = self.summary
         title = f"{net.name}: kernel PCs vs labels (static)"
-        if f"{net.name}/top5_overlap_fw" in s:
-            title += f": top-5 FW {s[f'{net.name}/top5_overlap_fw']:.2f}, GP {s[f'{net.name}/top5_overlap_gp']:.2f}"
+        if net_key(net.name, "top5_overlap_fw") in s:
+            fw, gp = (s[net_key(net.name, "top5_overlap", k)] for k in ("fw", "gp"))
+            title += f": top-5 FW {fw:.2f}, GP {gp:.2f}"
         lay = T.layout(title, xlabel="kernel PC", ylabel="overlap with Y", barmode="group", showlegend=True,
                        legend={"font": {"size": 9}})
         return {"data": data, "layout": lay}
@@ -140,12 +141,12 @@ class OneShotView(View):
             data.append(D.theory(N, a[set_key("acc_fw", k)], name=f"{name}: theory (τ*)", color=color,
                                  text=[f"τ* = {t:g}" for t in a["tau_star"]]))
             data.append(D.hline(N[0], N[-1], float(a[set_key("acc_gp", k)]), f"{name}: GP", color, "dash"))
-            sims = [(w, s.get(f"{net.name}/acc_sample_{k}_N{w:g}")) for w in a.get("sim_time", [])]
+            sims = [(w, s.get(net_key(net.name, "acc_sample", k, N=w))) for w in a.get("sim_time", [])]
             sims = [(w, v) for w, v in sims if v is not None]
             if sims:
                 data.append(D.samples([w for w, _ in sims], [v for _, v in sims], name=f"{name}: samples",
                                       color=color))
-            gd = s.get(f"{net.name}/gd_acc_{k}")
+            gd = s.get(net_key(net.name, "gd_acc", k))
             if gd is not None and self.N_gd:
                 data.append(T.scatter([[self.N_gd, gd]], name=f"{name}: GD model", color=color, symbol="star",
                                       size=12, hover=[f"GD model, N = {self.N_gd:g}: {gd:.3f}"]))
@@ -164,7 +165,7 @@ class OneShotView(View):
 
     def _series_gp_distance(self, net: Network) -> Figure:
         a, s = net.a, self.summary
-        dev = np.asarray([s.get(f"{net.name}/U_dev_from_gp_N{N:g}", np.nan) for N in a["widths"]], float)
+        dev = np.asarray([s.get(net_key(net.name, "U_dev_from_gp", N=N), np.nan) for N in a["widths"]], float)
         data = [D.theory(a["widths"], dev, name="max |U*(N) − U_GP|")]
         lay = T.layout(f"{net.name}: distance of U*(N) from the GP limit", ylabel="max |U − U_GP|", xaxis=D.N_AXIS,
                        yaxis={"type": "log"})
@@ -188,9 +189,9 @@ def open_oneshot(experiment: str, arrays: Mapping[str, np.ndarray], summary: Map
     notes = [f"{config.get('dataset', '?')} one-shot episodes, P = {config.get('P', '?')}; theory at the "
              "validation-selected τ*(N): lines, GP: dashed, Gibbs samples: dots, GD model: stars"]
     for n in nets:
-        s = summary.get(f"{n.name}/sign_agreement_gd")
+        s = summary.get(net_key(n.name, "sign_agreement_gd"))
         if s is not None:
-            bt, bg = (summary.get(f"{n.name}/block_ratio_{w}", np.nan) for w in ("theory", "gd"))
+            bt, bg = (summary.get(net_key(n.name, "block_ratio", w), np.nan) for w in ("theory", "gd"))
             notes.append(f"{n.name}: GD U shares the sign of the theory's 10 largest off-diagonal entries in "
                          f"{100 * s:.0f}% (h₁ block ratio: theory {bt:.2f}, GD {bg:.2f})")
     return OneShotView(times=np.asarray(widths, float), time_label="N", variants=[n.name for n in nets],

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from attnlab.core.config import ConfigError
-from attnlab.paths.keys import set_key
+from attnlab.paths.keys import net_key, set_key
 from attnlab.paths.oneshot.figures import SET_NAME
 from attnlab.paths.oneshot.pruning import path_heads
 from attnlab.paths.views import draw as D
@@ -60,7 +60,7 @@ class PruningView(View):
         order = np.asarray(a["order"], int).reshape(-1, 2)
         names = [f"{ell + 1}.{h + 1}" for ell, h in order[:k]]
         nxt = f", next {order[k][0] + 1}.{order[k][1] + 1}" if k < len(order) else ", all prunable"
-        rho = self.summary.get(f"{net.name}/spearman_score_drop_id")
+        rho = self.summary.get(net_key(net.name, "spearman_score_drop", "id"))
         title = f"{net.name}: {k} pruned ({' '.join(names) or 'none'}){nxt}"
         lay = T.layout(title, xlabel="head (layer.head)" + ("" if rho is None else f"; Spearman(score, drop) = "
                                                             f"{rho:.2f}"), ylabel="normalised score",
@@ -80,7 +80,7 @@ class PruningView(View):
         U[gone, :] = np.nan
         U[:, gone] = np.nan
         lim = D.lim(net.a["U"])
-        tau = self.summary.get(f"{net.name}/tau_star")
+        tau = self.summary.get(net_key(net.name, "tau_star"))
         title = f"{net.name}: U, paths through the {k} pruned heads blanked"
         return {"data": [D.heat(U, net.labels, 1)],
                 "layout": D.heat_layout(title, ["paths (h₁, …, h_L)" + ("" if tau is None else f", τ* = {tau:g}")],
@@ -95,7 +95,7 @@ class PruningView(View):
         for c, k in enumerate(self.sets):
             y = net.a[set_key("curve", k)]
             data.append(D.theory(np.arange(len(y)), y, name=SET_NAME.get(k, k), color=T.COLORS[c], symbol="circle"))
-        frac = self.summary.get(f"{net.name}/param_fraction_per_head")
+        frac = self.summary.get(net_key(net.name, "param_fraction_per_head"))
         xl = "heads pruned by score" + ("" if frac is None else f" ({100 * frac:.1f}% of parameters each)")
         lay = T.layout(f"{net.name}: GD accuracy after pruning k heads (click to jump)", xlabel=xl,
                        ylabel="accuracy", showlegend=True, legend={"font": {"size": 9}}, hovermode="x")
