@@ -51,7 +51,8 @@ def markov_summary(c) -> list[str]:
     """The keys of ``markov_sweep``: solver, theory per solved width, the GP of the network, of each reference layout
     and of each of its paths alone, and the samples' agreement with the theory per sampled width."""
     out = ["acc_gp all_converged gen_error_gp max_grad max_residual n_paths solve_seconds solver_iterations",
-           "acc_gp_{gp_layouts} gen_error_gp_{gp_layouts}", " ".join(path_key("acc_gp", a) for a in range(n_paths(c)))]
+           " ".join(set_key(k, "{gp_layouts}") for k in ("acc_gp", "gen_error_gp")),
+           " ".join(path_key("acc_gp", a) for a in range(n_paths(c)))]
     theory = ("acc_theory", "gen_error_theory", *(("hessian_min_eig",) if c.hessian else ()),
               *(("history_steps",) if c.history_every else ()))
     out += [width_key(k, N) for N in _solved(c) for k in theory]

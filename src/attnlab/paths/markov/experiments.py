@@ -67,7 +67,7 @@ def solver_record(th: Trajectory, summary: dict, arrays: dict) -> pd.DataFrame:
             summary[width_key("hessian_min_eig", N)] = float(e)
     rows = []
     for N, h in th.meta.get("history", {}).items():
-        arrays.update({f"history_N{N:g}_{k}": v for k, v in h.items()})
+        arrays.update({set_key(width_key("history", N), k): v for k, v in h.items()})
         summary[width_key("history_steps", N)] = int(h["step"][-1])
         for k in ("S", "energy", "entropy", "max_grad", "max_energy_grad", "max_entropy_grad"):
             v = h[k] if h[k].ndim == 1 else h[k].max(axis=1)
