@@ -7,8 +7,6 @@ Exit codes: 0 success; 1 a run failed or a claim failed; 2 bad input (nothing wa
 from __future__ import annotations
 
 import json
-import os
-import runpy
 import sys
 import time
 from collections.abc import Callable
@@ -346,57 +344,9 @@ def sandbox(
           open_browser=not no_browser, allow_remote=allow_remote)
 
 
-@app.command()
-@_guard
-def bench(
-    study: Annotated[str | None, typer.Argument(help="one study (default: all)")] = None,
-    out: Annotated[Path, typer.Option("--out", help="directory for the JSON results")] = Path("benchmarks/results"),
-    device: DeviceOpt = None,
-    record: Annotated[bool, typer.Option("--record", help="also write results/benchmarks/<study>-<device>.json "
-                                         "(committed: device, date, commit, versions, rows)")] = False,
-    part: Annotated[list[str] | None, typer.Option("--part", help="only this part of the script (repeatable; "
-                                                   "default: all; an unknown name lists them)")] = None,
-) -> None:
-    """Run the benchmark scripts of benchmarks/ (from a source checkout); each writes JSON.
-
-    Through runpy, not ``python benchmarks/<study>.py``: run directly, a script's folder goes first on sys.path
-    and benchmarks/signal.py would shadow the standard library's ``signal``."""
-    from attnlab.core import bench as bench_mod
-
-    root = _bench_dir()
-    os.environ["ATTNLAB_BENCH_DEVICE"] = _device(device) or "cpu"
-    chosen = [study] if study else list(STUDIES)
-    for s in chosen:
-        script = root / f"{s}.py"
-        if not script.exists():
-            raise ConfigError(f"no benchmark for {s!r} in {root} (have: "
-                              f"{', '.join(p.stem for p in root.glob('*.py')) or 'none'})")
-    os.environ["ATTNLAB_BENCH_OUT"] = str(out)
-    argv = sys.argv
-    try:
-        for s in chosen:
-            out_console.print(f"[bold]benchmark {s}[/bold]")
-            sys.argv = [str(root / f"{s}.py"), *(part or [])]  # the parts to run (none named: all)
-            bench_mod._ASKED.clear()
-            runpy.run_path(sys.argv[0], run_name="__main__")
-            if record:
-                result = json.loads((out / f"{s}.json").read_text())
-                path = bench_mod.record(s, result, os.environ["ATTNLAB_BENCH_DEVICE"], root.parent / "results" /
-                                        "benchmarks")
-                out_console.print(f"record → {path}")
-    finally:
-        sys.argv = argv
-
-
-def _bench_dir() -> Path:
-    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
-        if (base / "benchmarks").is_dir():
-            return base / "benchmarks"
-    raise ConfigError("benchmarks/ not found: run `attnlab bench` from the attnlab source checkout")
-
-
 if __name__ == "__main__":  # `python -m attnlab.cli`: the store commands import this module under its own name
     sys.modules.setdefault("attnlab.cli", sys.modules[__name__])
+from attnlab import cli_bench  # noqa: E402, F401 (registers `attnlab bench`; it uses this module's app and options)
 from attnlab.cli_store import store_app  # noqa: E402 (it uses this module's options and error handling)
 
 app.add_typer(store_app, name="store")

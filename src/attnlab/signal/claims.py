@@ -168,18 +168,14 @@ FINITE_D = (256, 512, 1024)  # widths of the finite-d scan at T = 256
 
 
 def _finite_d_gap(ctx: ClaimContext) -> Measured:
-    """Slope of log(MC − sim) against log d at T = 256, over β ∈ {0.5, 0.75} × ρ ∈ {0, 0.05}."""
-    gaps = []
-    for d in FINITE_D:
-        res = ctx.run(f"{S}.fig3", T=256, d=d, betas=(0.5, 0.75), rhos=(0.0, 0.05), n_inits=16, n_rep=8)
-        gaps.append(float((res.arrays["mc_cos"] - res.arrays["sim_cos"]).mean()))
-    if min(gaps) <= 0:
-        return Measured(float("nan"), f"mean MC − sim at d = {FINITE_D}: {[round(g, 4) for g in gaps]}: no "
-                                      "positive gap to fit")
-    slope = float(np.polyfit(np.log(FINITE_D), np.log(gaps), 1)[0])
+    """Slope of log(MC − sim) in log d at T = 256, over β ∈ {0.5, 0.75} × ρ ∈ {0, 0.05} (nan: a gap ≤ 0)."""
+    runs = [ctx.run(f"{S}.fig3", T=256, d=d, betas=(0.5, 0.75), rhos=(0.0, 0.05), n_inits=16, n_rep=8)
+            for d in FINITE_D]
+    gaps = [float((r.arrays["mc_cos"] - r.arrays["sim_cos"]).mean()) for r in runs]
+    slope = float(np.polyfit(np.log(FINITE_D), np.log(gaps), 1)[0]) if min(gaps) > 0 else float("nan")
     return Measured(slope, "mean finite-T MC − simulated output cosine at T = 256, β ∈ {0.5, 0.75}, ρ ∈ {0, 0.05}: "
-                           + ", ".join(f"{g:.4f} (d = {d})" for g, d in zip(gaps, FINITE_D, strict=True))
-                           + f"; log-log slope {slope:.2f}")
+                    + ", ".join(f"{g:.4f} (d = {d})" for g, d in zip(gaps, FINITE_D, strict=True))
+                    + f"; log-log slope {slope:.2f}")
 
 
 claim("signal.sa_layer_vs_finite_T_mc", "Eq. 14, Sec. 3.2.2",
@@ -392,14 +388,7 @@ def _hf_reinit_beta(ctx) -> float:
     from attnlab.signal import hf
 
     model = hf.reinit(hf.bert(d=128, H=4, L=2, T=128), beta=3.0, alpha_sa=2.0, T=128)
-    lay = model.encoder.layer[0].attention.self
-    gen = torch.Generator().manual_seed(12345)  # not reinit's seed: x must be independent of W_Q
-    x = torch.randn(128, 128, generator=gen)
-    x = x / x.norm(dim=-1, keepdim=True) * math.sqrt(128)
-    with torch.no_grad():
-        q, k = lay.query(x).reshape(128, 4, 32), lay.key(x).reshape(128, 4, 32)
-        s = torch.einsum("ahd,bhd->hab", q, k) / math.sqrt(32)
-    return abs(float(s.std()) / (3.0 * math.sqrt(math.log(128))) - 1)
+    return abs(hf.score_std(model, T=128) / (3.0 * math.sqrt(math.log(128))) - 1)
 
 
 claim("signal.hf_reinit_beta", "Eq. 11, App. B.1 (interop)",

@@ -153,3 +153,16 @@ def bert(d: int = 128, H: int = 2, L: int = 4, ff: int | None = None, vocab: int
 
 
 __all__ = ["architecture", "bert", "diagnose", "propagate", "reinit"]
+
+
+def score_std(model, T: int, layer: int = 0, seed: int = 12345) -> float:
+    """Std of the per-head scores s = q·k/√d_head of one layer on T random tokens of norm √d (drawn from ``seed``,
+    not reinit's, so that x is independent of W_Q): β √(log T) after :func:`reinit` to β (Eq. 11)."""
+    cfg = _config(model)
+    d, H = cfg.hidden_size, cfg.num_attention_heads
+    lay = _layers(model)[layer].attention.self
+    x = torch.randn(T, d, generator=torch.Generator().manual_seed(seed))
+    x = x / x.norm(dim=-1, keepdim=True) * d**0.5
+    with torch.no_grad():
+        q, k = lay.query(x).reshape(T, H, d // H), lay.key(x).reshape(T, H, d // H)
+        return float((torch.einsum("ahd,bhd->hab", q, k) / (d // H) ** 0.5).std())
