@@ -17,7 +17,7 @@ def set_key(name: str, which: str) -> str:
 
 
 def path_key(name: str, a: int) -> str:
-    """Key of ``name`` (acc_gp, contrast, relative_spread) of the network's path ``a`` alone (paper 2, Sec. 4.1.1)."""
+    """Key of ``name`` (acc_gp, contrast, relative_spread) of the network's path ``a`` alone (paper 3, Sec. 4.1.1)."""
     return f"{name}_path{a}"
 
 
@@ -30,5 +30,5 @@ def net_key(net: str, name: str, which: str | None = None, N: float | str | None
 
 def pruned_key(net: str, n: int, which: str) -> str:
     """Key of the accuracy of network ``net`` on the set ``which`` after pruning its ``n`` lowest-score heads
-    (paper 2, Fig. 3f)."""
+    (paper 3, Fig. 3f)."""
     return net_key(net, f"acc_pruned{n}", which)
