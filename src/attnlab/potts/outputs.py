@@ -20,6 +20,15 @@ TINY = {
 }
 
 TRAJ = "corr gap recon_err test_loss train_loss"  # the observables of every training (train.OBSERVABLES)
+SIM = "Delta eps_g eps_train m q rho"  # the simulated order parameters of the Gaussian model (fig3left, finite_l)
+
+
+def sim_names(prefix: str, suffix: str = "") -> str:
+    """The array names ``{prefix}sim_{observable}{suffix}`` of every simulated order parameter (``_sem``: its
+    standard error over draws; ``_all``: every draw)."""
+    return " ".join(f"{prefix}sim_{k}{suffix}" for k in SIM.split())
+
+
 # vanilla models are evaluated at epoch 0, every eval_every epochs and at the last
 VANILLA_T = "1 + vanilla_epochs // eval_every + (vanilla_epochs % eval_every > 0)"
 
@@ -121,24 +130,17 @@ outputs("potts.fig3left", tiny=TINY["fig3left"],
         arrays={  # the theory on a dense α grid (a fixed grid joined with a finer one around α = 1)
             ("dense_alpha lam{lams}/theory_exact lam{lams}/theory_exact_train lam{lams}/theory_paper "
              "lam{lams}/theory_paper_train"): (None,),
-            ("lam{lams}/sim_Delta lam{lams}/sim_Delta_sem lam{lams}/sim_eps_g lam{lams}/sim_eps_g_sem "
-             "lam{lams}/sim_eps_train lam{lams}/sim_eps_train_sem lam{lams}/sim_m lam{lams}/sim_m_sem "
-             "lam{lams}/sim_q lam{lams}/sim_q_sem lam{lams}/sim_rho lam{lams}/sim_rho_sem "
-             "lam{lams}/sim_time"): ("len(alphas)",),
-            ("lam{lams}/sim_Delta_all lam{lams}/sim_eps_g_all lam{lams}/sim_eps_train_all lam{lams}/sim_m_all "
-             "lam{lams}/sim_q_all lam{lams}/sim_rho_all"): ("len(alphas)", "n_real"),
+            f"{sim_names('lam{lams}/')} {sim_names('lam{lams}/', '_sem')} lam{{lams}}/sim_time": ("len(alphas)",),
+            sim_names("lam{lams}/", "_all"): ("len(alphas)", "n_real"),
         })
 
 outputs("potts.finite_l", tiny=TINY["finite_l"],
         summary="Delta max_dev_eps_g max_dev_eps_train rho worst_ratio_eps_g worst_ratio_eps_train",
         arrays={
             "dense_alpha finite_eps_g finite_eps_train inf_eps_g": (None,),
-            ("sim_Delta sim_Delta_sem sim_eps_g sim_eps_g_sem sim_eps_train "
-             "sim_eps_train_sem sim_m sim_m_sem sim_q sim_q_sem sim_rho sim_rho_sem "
-             "sim_time theory_Delta theory_V theory_eps_g theory_eps_train theory_m "
-             "theory_q theory_rho theory_time"): ("len(alphas)",),
-            ("sim_Delta_all sim_eps_g_all sim_eps_train_all sim_m_all sim_q_all "
-             "sim_rho_all"): ("len(alphas)", "n_draws"),
+            (f"{sim_names('')} {sim_names('', '_sem')} sim_time theory_Delta theory_V theory_eps_g "
+             "theory_eps_train theory_m theory_q theory_rho theory_time"): ("len(alphas)",),
+            sim_names("", "_all"): ("len(alphas)", "n_draws"),
         })
 
 outputs("potts.replica", tiny=TINY["replica"],
