@@ -179,8 +179,9 @@ def check(
     check_study(study)
     before = rec.load(since, scale) if since is not None else None
     progress.set_quiet(quiet or json_)
-    planned: dict[str, int] = {}
-    for c in to_check(study, scale, only):
+    to_check(study, scale, only)  # unknown --only ids: one line, before any work
+    planned: dict[str, int] = {}  # the studies' claims at this scale: a record of fewer is marked partial
+    for c in to_check(study, scale):
         planned[c.study] = planned.get(c.study, 0) + 1
     results, device, t0 = [], _device(device), time.perf_counter()
     try:
@@ -189,7 +190,7 @@ def check(
     except KeyboardInterrupt:
         if record is not None and results:
             for path in rec.write(results, record, scale, device, merge=bool(only), planned=planned,
-                                  elapsed=time.perf_counter() - t0):
+                                  elapsed=time.perf_counter() - t0, interrupted=True):
                 err_console.print(f"record (interrupted after {len(results)} claim(s)) → {path}", highlight=False)
         raise
     changes = rec.compare(before, results, device) if before is not None else []
@@ -198,7 +199,8 @@ def check(
     else:
         _print_claims(results)
     if record is not None:
-        for path in rec.write(results, record, scale, device, merge=bool(only)):
+        for path in rec.write(results, record, scale, device, merge=bool(only), planned=planned,
+                              elapsed=time.perf_counter() - t0):
             err_console.print(f"record → {path}", highlight=False)
     if before is not None:
         err_console.print(f"since {since}: " + (f"{len(changes)} claim(s) changed" if changes else "nothing changed"),

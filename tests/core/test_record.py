@@ -94,6 +94,19 @@ def test_only_updates_its_claims_and_keeps_the_others(tmp_path, flip):
     assert doc["counts"]["fail"] == 1 and doc["counts"]["pass"] == 1
 
 
+def test_a_check_of_chosen_claims_is_recorded_as_partial_not_interrupted(tmp_path, flip):
+    """``--only`` into a new record: it holds 1 of the study's 2 claims and says so; the rest completes it."""
+    claims_dir = tmp_path / "claims"
+    assert _check(tmp_path, "--only", "flip", "--record", str(claims_dir)).exit_code == 0
+    doc = json.loads((claims_dir / "quick" / "toy.json").read_text())
+    assert doc["partial"]["claims_measured"] == 1 and doc["partial"]["claims_planned"] == 2
+    assert doc["partial"]["interrupted"] is False
+    text = "<!-- claims-record:start -->\n<!-- claims-record:end -->\n"
+    assert "| 1 of 2 claims in 0 min |" in record.render_readme(text, claims_dir, tmp_path)
+    assert _check(tmp_path, "--only", "diffusion", "--record", str(claims_dir)).exit_code == 0
+    assert "partial" not in json.loads((claims_dir / "quick" / "toy.json").read_text())
+
+
 def test_compare_prefers_the_record_of_the_same_device_kind(tmp_path):
     res = claims_mod.ClaimResult("toy.a", "—", "s", "h", 1.0, "= 1", 0.1, "pass", "quick", 0.1)
     cpu = {"device": "cpu", "claims": [{**record._entry(res.to_json()), "measured": 2.0}]}

@@ -57,12 +57,12 @@ def path_for(root: Path, scale: str, study: str, device: str | None) -> Path:
 
 def write(results: list[ClaimResult], root: Path, scale: str, device: str | None,
           merge: bool = False, planned: dict[str, int] | None = None, elapsed: float | None = None,
-          hw: dict[str, Any] | None = None) -> list[Path]:
+          hw: dict[str, Any] | None = None, interrupted: bool = False) -> list[Path]:
     """One record per study in ``results`` under ``root/<scale>/``; ``merge`` keeps the record's other claims.
 
-    ``planned``: claims per study that the check set out to measure, given when it was interrupted: a record
-    with fewer says ``"partial": {"claims_measured": n, "claims_planned": m, "seconds": elapsed}`` (``elapsed``:
-    the check's wall time until it stopped). ``hw``: the machine (default :func:`hardware` of this one)."""
+    ``planned``: the study's claims at this scale: a record with fewer (an interrupted check, or ``--only``) says
+    ``"partial": {"claims_measured": n, "claims_planned": m, "seconds": elapsed, "interrupted": bool}``
+    (``elapsed``: the check's wall time until it stopped). ``hw``: the machine (default :func:`hardware`)."""
     now, commit, hw = time.strftime("%Y-%m-%dT%H:%M:%S%z"), git_revision(), hw or hardware(device)
     paths = []
     for study in sorted({r.claim.split(".", 1)[0] for r in results}):
@@ -81,7 +81,7 @@ def write(results: list[ClaimResult], root: Path, scale: str, device: str | None
                "claims": rows}
         if planned is not None and len(rows) < planned.get(study, 0):
             doc["partial"] = {"claims_measured": len(rows), "claims_planned": planned[study],
-                              "seconds": None if elapsed is None else round(elapsed, 1)}
+                              "seconds": None if elapsed is None else round(elapsed, 1), "interrupted": interrupted}
         atomic_write_json(path, doc)
         paths.append(path)
     return paths
@@ -194,12 +194,16 @@ def claims_table(records: list[dict[str, Any]], base: Path) -> str:
 
 
 def _partial(d: dict[str, Any]) -> str:
-    """'interrupted after T: n of m claims' for the record of a check that did not finish, else ''."""
+    """'interrupted after T: n of m claims' for the record of a check that did not finish, 'n of m claims in T'
+    for one that measured chosen claims (``--only``), else ''."""
     part = d.get("partial")
     if not part:
         return ""
+    n_of_m = f"{part['claims_measured']} of {part['claims_planned']} claims"
+    if not part.get("interrupted", True):  # records before the flag existed were all interrupted checks
+        return f"{n_of_m} in {_hours(d['wall_seconds'])}"
     after = f" after {_hours(part['seconds'])}" if part.get("seconds") else ""
-    return f"interrupted{after}: {part['claims_measured']} of {part['claims_planned']} claims"
+    return f"interrupted{after}: {n_of_m}"
 
 
 def gpu_table(records: list[dict[str, Any]], studies: Iterable[str]) -> str:
