@@ -118,11 +118,11 @@ def test_compare_prefers_the_record_of_the_same_device_kind(tmp_path):
 
 
 def _fake_record(root: Path, study: str, scale: str, gpu: bool, n_pass: int, wall: float,
-                 planned: int | None = None) -> None:
+                 planned: int | None = None, first: int = 0) -> None:
     hw = {"cpu": {"cpu": "Some CPU", "threads": 2, "cores": 2, "torch": "2.13.0"}}
     if gpu:
         hw["gpu"] = {"name": "NVIDIA H100 80GB HBM3"}
-    rows = [{"claim": f"{study}.c{i}", "verdict": "pass" if i < n_pass else "reported", "measured": 1.0}
+    rows = [{"claim": f"{study}.c{first + i}", "verdict": "pass" if i < n_pass else "reported", "measured": 1.0}
             for i in range(3)]
     doc = {"study": study, "scale": scale, "device": "cuda" if gpu else "cpu", "date": "2026-01-02T03:04:05",
            "commit": "abcdef0123456789", "hardware": hw, "wall_seconds": wall, "runs_reused": 0,
@@ -154,6 +154,9 @@ def test_readme_blocks_are_generated_from_the_records(tmp_path):
     out = record.render_readme(out, root, tmp_path)
     assert ("| paths | interrupted after 5 min: 3 of 9 claims (NVIDIA H100 80GB HBM3) | not measured yet | "
             "2 of 3 measured (of 9) |") in out
+    _fake_record(root, "paths", "paper", False, 1, 7200.0, planned=9, first=3)  # the CPU measured three others
+    out = record.render_readme(out, root, tmp_path)
+    assert "| 3 of 6 measured (of 9) |" in out
     assert out.count("middle") == 1
 
 

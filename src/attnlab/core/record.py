@@ -217,12 +217,23 @@ def gpu_table(records: list[dict[str, Any]], studies: Iterable[str]) -> str:
             "not measured (no GPU lent yet)"
         c = f"{_partial(cpu) or _hours(cpu['wall_seconds'])} ({cpu['hardware']['cpu']['cores']} cores)" if cpu \
             else "not measured yet"
-        best = gpu or cpu
-        n = f"{best['counts']['pass']} of {len(best['claims'])}" if best else "not measured yet"
-        if best and "partial" in best:
-            n += f" measured (of {best['partial']['claims_planned']})"
-        lines.append(f"| {study} | {g} | {c} | {n} |")
+        lines.append(f"| {study} | {g} | {c} | {_passing([d for d in (gpu, cpu) if d])} |")
     return "\n".join(lines) + "\n"
+
+
+def _passing(docs: list[dict[str, Any]]) -> str:
+    """'p of n' claims passing over the union of a study's paper-scale records (GPU and CPU; a claim measured in
+    both counts its newer verdict), with '(of m)' where together they do not cover the study's m claims."""
+    if not docs:
+        return "not measured yet"
+    latest: dict[str, dict[str, Any]] = {}
+    for d in docs:
+        for e in d["claims"]:
+            if e["claim"] not in latest or e.get("date", "") > latest[e["claim"]].get("date", ""):
+                latest[e["claim"]] = e
+    planned = max(d["partial"]["claims_planned"] if "partial" in d else len(d["claims"]) for d in docs)
+    n = f"{sum(e['verdict'] == 'pass' for e in latest.values())} of {len(latest)}"
+    return n + (f" measured (of {planned})" if len(latest) < planned else "")
 
 
 def render_readme(text: str, records_root: Path, base: Path) -> str:
