@@ -181,6 +181,7 @@ def check(
     progress.set_quiet(quiet or json_)
     to_check(study, scale, only)  # unknown --only ids: one line, before any work
     planned: dict[str, int] = {}  # the studies' claims at this scale: a record of fewer is marked partial
+    known = {c.id for c in to_check(study, scale)}
     for c in to_check(study, scale):
         planned[c.study] = planned.get(c.study, 0) + 1
     results, device, t0 = [], _device(device), time.perf_counter()
@@ -190,7 +191,7 @@ def check(
     except KeyboardInterrupt:
         if record is not None and results:
             for path in rec.write(results, record, scale, device, merge=bool(only), planned=planned,
-                                  elapsed=time.perf_counter() - t0, interrupted=True):
+                                  elapsed=time.perf_counter() - t0, interrupted=True, known=known):
                 err_console.print(f"record (interrupted after {len(results)} claim(s)) → {path}", highlight=False)
         raise
     changes = rec.compare(before, results, device) if before is not None else []
@@ -200,7 +201,7 @@ def check(
         _print_claims(results)
     if record is not None:
         for path in rec.write(results, record, scale, device, merge=bool(only), planned=planned,
-                              elapsed=time.perf_counter() - t0):
+                              elapsed=time.perf_counter() - t0, known=known):
             err_console.print(f"record → {path}", highlight=False)
     if before is not None:
         err_console.print(f"since {since}: " + (f"{len(changes)} claim(s) changed" if changes else "nothing changed"),

@@ -92,6 +92,13 @@ def test_only_updates_its_claims_and_keeps_the_others(tmp_path, flip):
     doc = json.loads((claims_dir / "quick" / "toy.json").read_text())
     assert {e["claim"]: e["verdict"] for e in doc["claims"]} == {"toy.diffusion": "pass", "toy.flip": "fail"}
     assert doc["counts"]["fail"] == 1 and doc["counts"]["pass"] == 1
+    claims_mod._CLAIMS.pop("toy.flip")  # a claim the code no longer makes leaves the record at the next write
+    try:
+        assert _check(tmp_path, "--only", "diffusion", "--record", str(claims_dir)).exit_code == 0
+    finally:
+        claims_mod.register(claims_mod.Claim("toy.flip", "—", "flips", "box", lambda ctx: 0.0, 0.0, "approx", 0.1))
+    doc = json.loads((claims_dir / "quick" / "toy.json").read_text())
+    assert [e["claim"] for e in doc["claims"]] == ["toy.diffusion"] and "partial" not in doc
 
 
 def test_a_check_of_chosen_claims_is_recorded_as_partial_not_interrupted(tmp_path, flip):

@@ -57,19 +57,23 @@ def path_for(root: Path, scale: str, study: str, device: str | None) -> Path:
 
 def write(results: list[ClaimResult], root: Path, scale: str, device: str | None,
           merge: bool = False, planned: dict[str, int] | None = None, elapsed: float | None = None,
-          hw: dict[str, Any] | None = None, interrupted: bool = False) -> list[Path]:
+          hw: dict[str, Any] | None = None, interrupted: bool = False,
+          known: set[str] | None = None) -> list[Path]:
     """One record per study in ``results`` under ``root/<scale>/``; ``merge`` keeps the record's other claims.
 
     ``planned``: the study's claims at this scale: a record with fewer (an interrupted check, or ``--only``) says
     ``"partial": {"claims_measured": n, "claims_planned": m, "seconds": elapsed, "interrupted": bool}``
-    (``elapsed``: the check's wall time until it stopped). ``hw``: the machine (default :func:`hardware`)."""
+    (``elapsed``: the check's wall time until it stopped). ``hw``: the machine (default :func:`hardware`).
+    ``known``: the claim ids registered at this scale; a merged entry of another (a claim renamed or removed since)
+    is dropped, so the record never reports a claim the code no longer makes."""
     now, commit, hw = time.strftime("%Y-%m-%dT%H:%M:%S%z"), git_revision(), hw or hardware(device)
     paths = []
     for study in sorted({r.claim.split(".", 1)[0] for r in results}):
         path = path_for(root, scale, study, device)
         entries: dict[str, dict[str, Any]] = {}
         if merge and path.exists():
-            entries = {e["claim"]: e for e in json.loads(path.read_text())["claims"]}
+            entries = {e["claim"]: e for e in json.loads(path.read_text())["claims"]
+                       if known is None or e["claim"] in known}
         for r in results:
             if r.claim.startswith(study + "."):
                 entries[r.claim] = {**_entry(r.to_json()), "date": now, "commit": commit}
