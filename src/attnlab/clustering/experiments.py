@@ -270,7 +270,7 @@ class _Transfer(TrainConfig):
 TransferConfig = _Transfer.with_defaults(
     "TransferConfig", n_seeds=256, epochs=1000, log_every=5, step_log_every=0, snapshot_every=10,
     doc=_Transfer.__doc__ + " Quick: k = 3, 384 seeds, 200 + 400 epochs (≈ 11 min on one CPU thread); paper: k = 5, "
-    "256 seeds, 1000 + 1000 epochs (≈ 40 min on one CPU thread).")
+    "256 seeds, 1000 + 1000 epochs (≈ 30 min on one CPU thread).")
 
 
 @experiment(STUDY, "transfer_circuit", TransferConfig, ref="Figs. 6, 15", figure=figures.transfer_circuit,
