@@ -205,7 +205,9 @@ def _partial(d: dict[str, Any]) -> str:
         return ""
     n_of_m = f"{part['claims_measured']} of {part['claims_planned']} claims"
     if not part.get("interrupted", True):  # records before the flag existed were all interrupted checks
-        return f"{n_of_m} in {_hours(d['wall_seconds'])}"
+        reused = d.get("runs_reused", 0)
+        return f"{n_of_m} in {_hours(d['wall_seconds'])}" + (f" ({reused} run{'s' * (reused > 1)} reused)"
+                                                            if reused else "")
     after = f" after {_hours(part['seconds'])}" if part.get("seconds") else ""
     return f"interrupted{after}: {n_of_m}"
 
