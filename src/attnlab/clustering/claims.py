@@ -164,6 +164,8 @@ claim(
         "end of the 95 % t-interval of its mean",
     measure=init_shapes_attention, expected=0.0, relation="ge",
 )
+
+
 def paired_lower(diff: np.ndarray) -> float:
     """Lower end of the 95 % t-interval of the mean of paired differences (NaN below 3 pairs)."""
     return mean_interval(diff)[1] if len(diff) >= 3 else math.nan
