@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -180,10 +181,8 @@ def check(
     before = rec.load(since, scale) if since is not None else None
     progress.set_quiet(quiet or json_)
     to_check(study, scale, only)  # unknown --only ids: one line, before any work
-    planned: dict[str, int] = {}  # the studies' claims at this scale: a record of fewer is marked partial
-    known = {c.id for c in to_check(study, scale)}
-    for c in to_check(study, scale):
-        planned[c.study] = planned.get(c.study, 0) + 1
+    every = to_check(study, scale)  # the studies' claims at this scale: a record of fewer is marked partial
+    known, planned = {c.id for c in every}, dict(Counter(c.study for c in every))
     results, device, t0 = [], _device(device), time.perf_counter()
     try:
         with sigterm_raises():  # Ctrl-C or SIGTERM: the claims measured so far still reach the record
