@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -181,16 +180,15 @@ def check(
     before = rec.load(since, scale) if since is not None else None
     progress.set_quiet(quiet or json_)
     to_check(study, scale, only)  # unknown --only ids: one line, before any work
-    every = to_check(study, scale)  # the studies' claims at this scale: a record of fewer is marked partial
-    known, planned = {c.id for c in every}, dict(Counter(c.study for c in every))
+    known = {c.id for c in to_check(study, scale)}  # the studies' claims: a record of fewer is marked partial
     results, device, t0 = [], _device(device), time.perf_counter()
     try:
         with sigterm_raises():  # Ctrl-C or SIGTERM: the claims measured so far still reach the record
             results.extend(iter_check(study, scale, _store(store, old_out), only, device=device))
     except KeyboardInterrupt:
         if record is not None and results:
-            for path in rec.write(results, record, scale, device, merge=bool(only), planned=planned,
-                                  elapsed=time.perf_counter() - t0, interrupted=True, known=known):
+            for path in rec.write(results, record, scale, device, merge=bool(only), known=known,
+                                  elapsed=time.perf_counter() - t0, interrupted=True):
                 err_console.print(f"record (interrupted after {len(results)} claim(s)) → {path}", highlight=False)
         raise
     changes = rec.compare(before, results, device) if before is not None else []
@@ -199,8 +197,8 @@ def check(
     else:
         _print_claims(results)
     if record is not None:
-        for path in rec.write(results, record, scale, device, merge=bool(only), planned=planned,
-                              elapsed=time.perf_counter() - t0, known=known):
+        for path in rec.write(results, record, scale, device, merge=bool(only), known=known,
+                              elapsed=time.perf_counter() - t0):
             err_console.print(f"record → {path}", highlight=False)
     if before is not None:
         err_console.print(f"since {since}: " + (f"{len(changes)} claim(s) changed" if changes else "nothing changed"),

@@ -56,16 +56,15 @@ def path_for(root: Path, scale: str, study: str, device: str | None) -> Path:
 
 
 def write(results: list[ClaimResult], root: Path, scale: str, device: str | None,
-          merge: bool = False, planned: dict[str, int] | None = None, elapsed: float | None = None,
-          hw: dict[str, Any] | None = None, interrupted: bool = False,
-          known: set[str] | None = None) -> list[Path]:
+          merge: bool = False, known: set[str] | None = None, elapsed: float | None = None,
+          hw: dict[str, Any] | None = None, interrupted: bool = False) -> list[Path]:
     """One record per study in ``results`` under ``root/<scale>/``; ``merge`` keeps the record's other claims.
 
-    ``planned``: the study's claims at this scale: a record with fewer (an interrupted check, or ``--only``) says
-    ``"partial": {"claims_measured": n, "claims_planned": m, "seconds": elapsed, "interrupted": bool}``
-    (``elapsed``: the check's wall time until it stopped). ``hw``: the machine (default :func:`hardware`).
-    ``known``: the claim ids registered at this scale; a merged entry of another (a claim renamed or removed since)
-    is dropped, so the record never reports a claim the code no longer makes."""
+    ``known``: the claim ids registered at this scale. A merged entry of another (a claim renamed or removed since)
+    is dropped, so the record never reports a claim the code no longer makes; a record with fewer than the study's
+    known claims (an interrupted check, or ``--only``) says ``"partial": {"claims_measured": n, "claims_planned":
+    m, "seconds": elapsed, "interrupted": bool}`` (``elapsed``: the check's wall time until it stopped). ``hw``:
+    the machine (default :func:`hardware`)."""
     now, commit, hw = time.strftime("%Y-%m-%dT%H:%M:%S%z"), git_revision(), hw or hardware(device)
     paths = []
     for study in sorted({r.claim.split(".", 1)[0] for r in results}):
@@ -83,8 +82,9 @@ def write(results: list[ClaimResult], root: Path, scale: str, device: str | None
                "runs_reused": sum(e.get("runs_reused", 0) for e in rows), "counts": counts(rows),
                "command": f"attnlab check {study} --scale {scale}" + (f" --device {device}" if device else ""),
                "claims": rows}
-        if planned is not None and len(rows) < planned.get(study, 0):
-            doc["partial"] = {"claims_measured": len(rows), "claims_planned": planned[study],
+        planned = sum(c.startswith(study + ".") for c in known or ())
+        if len(rows) < planned:
+            doc["partial"] = {"claims_measured": len(rows), "claims_planned": planned,
                               "seconds": None if elapsed is None else round(elapsed, 1), "interrupted": interrupted}
         atomic_write_json(path, doc)
         paths.append(path)
