@@ -7,6 +7,8 @@ A page puts a marker on a line of its own and the build replaces it:
 * ``<!-- attnlab:claims STUDY -->``: the study's registered claims (id, paper reference, statement) joined with the
   committed record ``results/claims/<scale>/<study>[-cuda].json``: the last quick and paper verdict, measured value
   and detail of each (:mod:`attnlab.core.record`);
+* ``<!-- attnlab:unfalsified STUDY -->``: the asserted claims (``all``: of every study) with no world where they
+  must fail, each with the sentence that says why;
 * ``<!-- attnlab:reference PACKAGE -->``: one mkdocstrings block (``::: module``) per public module found under the
   package's folder, so the API reference follows files that move.
 
@@ -42,9 +44,10 @@ ROLE = re.compile(r":(?:func|class|meth|mod|attr|data|obj|exc|const):(?=<code>)"
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
     def expand(match: re.Match) -> str:
         kind, arg = match.groups()
-        maker = {"experiments": experiments_table, "claims": claims_table, "reference": reference}.get(kind)
+        maker = {"experiments": experiments_table, "claims": claims_table, "reference": reference,
+                 "unfalsified": unfalsified_table}.get(kind)
         if maker is None:
-            log.warning("%s: unknown marker attnlab:%s (known: experiments, claims, reference)", page.file.src_path,
+            log.warning("%s: unknown marker attnlab:%s (known: experiments, claims, unfalsified, reference)", page.file.src_path,
                         kind)
             return match.group(0)
         try:
@@ -191,6 +194,18 @@ def claims_table(study: str) -> str:
             f"`results/claims/` ([how the record is kept](../claims.md)); `attnlab check {study}` measures them "
             "again.\n\n")
     return head + "\n".join(rows) + "\n"
+
+
+def unfalsified_table(study: str) -> str:
+    """The asserted claims of ``study`` (``all``: every study) with no world where they fail, and why."""
+    from attnlab.core.worlds import asserted, unfalsified
+
+    todo = unfalsified(None if study == "all" else study)
+    n = len(asserted(None if study == "all" else study))
+    rows = ["| claim | paper | why no world where it fails is built |", "|---|---|---|"]
+    rows += [f"| `{c.id}` | {_cell(c.ref)} | {_cell(c.falsify or 'not written yet')} |" for c in todo]
+    return (f"{n - len(todo)} of {n} asserted claims are measured in a world where they must fail (the tests "
+            f"expect `fail` there); the other {len(todo)}:\n\n" + "\n".join(rows) + "\n")
 
 
 # -- the API reference ----------------------------------------------------------------------------------------------

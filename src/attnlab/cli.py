@@ -178,6 +178,12 @@ def check(
 
     check_study(study)
     before = rec.load(since, scale) if since is not None else None
+    for doc in before or []:  # records of code that changed since: said before the minutes of measuring
+        if (why := rec.stale(doc)) is not None and (study is None or doc.get("study") == study):
+            err_console.print(f"stale: {escape(why)}", highlight=False, soft_wrap=True)
+    if record is not None and (rev := rec.git_revision()) and rev.endswith("-dirty"):
+        err_console.print("warning: the tree has uncommitted changes: a committed record should be measured from "
+                          "a clean tree (commit first); this one will say -dirty", highlight=False)
     progress.set_quiet(quiet or json_)
     to_check(study, scale, only)  # unknown --only ids: one line, before any work
     known = {c.id for c in to_check(study, scale)}  # the studies' claims: a record of fewer is marked partial

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.core.claims import claim
+from attnlab.core.worlds import World
 from my_study.theory import diffusion_ratio
 
 
@@ -20,4 +21,6 @@ def _diffusion(ctx) -> float:
 
 claim("toy.diffusion", "—", "a unit-variance random walk diffuses: E|x_T|² = dim·T",
       "mean over 4 seeds of |x_T|²/(dim·T)", _diffusion, expected=diffusion_ratio(drift=0.0), relation="approx",
-      tolerance=0.9)
+      tolerance=0.9,
+      # where the statement is false: a walk with drift 1 moves ballistically, E|x_T|² ≈ dim·T² ≫ dim·T
+      falsify=World("a walk with drift 1 per step: |x_T|² grows as T², not T", overrides={"toy.walk": {"drift": 1.0}}))

@@ -19,6 +19,15 @@ spike) is ``Measured(nan, "…")``: a failed verdict that says why, never an exc
 * ``le`` / ``ge``  measured ≤ expected + tolerance / measured ≥ expected − tolerance
 * ``in``  expected = (lo, hi), lo ≤ measured ≤ hi
 * ``report``  measured and shown, never asserted (for a statement of the paper that does not hold as printed)
+
+Two guards make a ``pass`` mean something (``docs/claims.md``):
+
+* ``falsify``: every asserted claim names a :class:`~attnlab.core.worlds.World` where its statement is false (a
+  perturbed theory, swapped arms, a broken model) and the tests measure the claim there and expect ``fail``; or,
+  where no such world can be built cheaply, one sentence saying why (listed in the docs).
+* ``blocks=2``: a claim whose margin is within its seed-to-seed spread is measured on two independent seed blocks
+  (master seeds :data:`BLOCK_SEEDS`); it passes only if both pass, its value is the worse block's and its detail
+  gives both.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from attnlab.core import progress
 from attnlab.core.config import SCALES, ConfigError, resolve
@@ -37,7 +46,13 @@ from attnlab.core.experiment import Result, check_study, get, load_studies
 from attnlab.core.files import atomic_write_json
 from attnlab.core.runs import RunRecord, RunStore, load_result
 
+if TYPE_CHECKING:
+    from attnlab.core.worlds import World
+
 Relation = Literal["approx", "le", "ge", "in", "report"]
+# Master seeds of a claim's independent seed blocks. Block 1 starts at 10^6 so that studies numbering their seeds
+# consecutively from the master seed (clustering's seed, seed + 1, …) draw disjoint seeds in the two blocks.
+BLOCK_SEEDS: tuple[int, ...] = (0, 1_000_000)
 
 
 @dataclass(frozen=True)
@@ -88,6 +103,8 @@ class Claim:
     relation: Relation = "approx"
     tolerance: float = 0.0
     scales: tuple[str, ...] = SCALES
+    falsify: World | str | None = None  # where the statement is false (tests expect ``fail``), or why none is built
+    blocks: int = 1  # independent seed blocks measured (``BLOCK_SEEDS``): 2 for a claim near its gate
 
     @property
     def study(self) -> str:
@@ -111,16 +128,36 @@ class Claim:
     def verdict(self, measured: float) -> str:
         if self.relation == "report":
             return "reported"
+        return "pass" if self.margin(measured) >= 0 else "fail"
+
+    def margin(self, measured: float | None) -> float:
+        """How far ``measured`` is inside the gate (negative: outside; −inf for a missing or NaN value; +inf for a
+        reported claim, which has no gate)."""
+        if self.relation == "report":
+            return math.inf
         if measured is None or (isinstance(measured, float) and math.isnan(measured)):
-            return "fail"
+            return -math.inf
         e, tol = self.expected, self.tolerance
-        ok = {
-            "approx": lambda: abs(measured - e) <= tol,
-            "le": lambda: measured <= e + tol,
-            "ge": lambda: measured >= e - tol,
-            "in": lambda: e[0] <= measured <= e[1],
+        return {
+            "approx": lambda: tol - abs(measured - e),
+            "le": lambda: e + tol - measured,
+            "ge": lambda: measured - (e - tol),
+            "in": lambda: min(measured - e[0], e[1] - measured),
         }[self.relation]()
-        return "pass" if ok else "fail"
+
+    def measure_blocks(self, make_ctx: Callable[[int], ClaimContext]) -> tuple[float, str]:
+        """``measure`` on each of the claim's seed blocks (``make_ctx(master seed)``); one block: its value and
+        detail; several: the value of the block with the smallest margin, and every block's value and detail."""
+        outs = []
+        for seed in BLOCK_SEEDS[: self.blocks]:
+            out = self.measure(make_ctx(seed))
+            outs.append((float(out.value), out.detail) if isinstance(out, Measured) else (float(out), ""))
+        if len(outs) == 1:
+            return outs[0]
+        worst = min(range(len(outs)), key=lambda i: self.margin(outs[i][0]))
+        detail = " ".join(f"[block {i}, master seed {s}: {_fmt(v)}{'; ' + d if d else ''}]"
+                          for i, (s, (v, d)) in enumerate(zip(BLOCK_SEEDS, outs, strict=False)))
+        return outs[worst][0], f"the worse of {len(outs)} independent seed blocks. {detail}"
 
 
 @dataclass
@@ -165,16 +202,19 @@ def register(claim: Claim) -> Claim:
         raise ValueError(f"claim {claim.id}: unknown relation {claim.relation!r}")
     if claim.relation == "in" and not (isinstance(claim.expected, tuple) and len(claim.expected) == 2):
         raise ValueError(f"claim {claim.id}: relation 'in' needs expected=(lo, hi)")
+    if not 1 <= claim.blocks <= len(BLOCK_SEEDS):
+        raise ValueError(f"claim {claim.id}: blocks={claim.blocks}; allowed 1 to {len(BLOCK_SEEDS)}")
     _CLAIMS[claim.id] = claim
     return claim
 
 
 def claim(id: str, ref: str, statement: str, how: str, measure: Callable[[ClaimContext], float | Measured],
           expected: float | tuple[float, float] | None = None, relation: Relation = "approx", tolerance: float = 0.0,
-          scales: tuple[str, ...] = SCALES) -> Claim:
+          scales: tuple[str, ...] = SCALES, *, falsify: World | str | None = None, blocks: int = 1) -> Claim:
     """Build and :func:`register` a :class:`Claim` (``id`` is ``study.name``): the one helper every study's
     ``claims`` module uses."""
-    return register(Claim(id, ref, statement, how, measure, expected, relation, tolerance, tuple(scales)))
+    return register(Claim(id, ref, statement, how, measure, expected, relation, tolerance, tuple(scales), falsify,
+                          blocks))
 
 
 def claims(study: str | None = None, scale: str | None = None) -> list[Claim]:
@@ -209,11 +249,15 @@ def iter_check(study: str | None, scale: str, store: RunStore, only: list[str] |
     todo = to_check(study, scale, only)
     results = []
     for claim in progress.track(todo, f"claims ({scale})"):
-        ctx = ClaimContext(scale, store, device=device)
+        ctxs: list[ClaimContext] = []
+
+        def make_ctx(seed: int) -> ClaimContext:
+            ctxs.append(ClaimContext(scale, store, seed=seed, device=device))
+            return ctxs[-1]
+
         t0 = time.perf_counter()
         try:
-            out = claim.measure(ctx)
-            measured, detail = (float(out.value), out.detail) if isinstance(out, Measured) else (float(out), "")
+            measured, detail = claim.measure_blocks(make_ctx)
             verdict = claim.verdict(measured)
         except Exception as exc:  # a claim that cannot be measured fails, with the reason shown
             measured, verdict = None, "error"
@@ -222,7 +266,7 @@ def iter_check(study: str | None, scale: str, store: RunStore, only: list[str] |
             ClaimResult(
                 claim.id, claim.ref, claim.statement, claim.how, measured, claim.expected_text(),
                 claim.tolerance, verdict, scale, time.perf_counter() - t0, detail,
-                sum(not r.reused for r in ctx.records), sum(r.reused for r in ctx.records),
+                sum(not r.reused for c in ctxs for r in c.records), sum(r.reused for c in ctxs for r in c.records),
             )
         )
         name = claim.id.split(".", 1)[0]  # written after every claim: an interrupted check keeps what it measured

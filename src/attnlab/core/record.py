@@ -11,9 +11,12 @@ drift from them.
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import json
 import math
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Iterable
@@ -42,6 +45,79 @@ def hardware(device: str | None) -> dict[str, Any]:
     return out
 
 
+def _study_sources(study: str) -> tuple[Path, list[Path]] | None:
+    """The study package's folder and the source files its experiments run (claims, views and renderers aside)."""
+    from attnlab.core.experiment import study_modules
+
+    module = study_modules().get(study)
+    if module is None:
+        return None
+    package = importlib.import_module(module)
+    if not hasattr(package, "__path__"):
+        return Path(package.__file__).parent, [Path(package.__file__)]
+    root = Path(next(iter(package.__path__)))
+    skip = ("claims", "views", "render")
+    files = sorted(f for f in root.rglob("*.py")
+                   if not any(part in skip or part.startswith(("claims", "__pycache__"))
+                              for part in f.relative_to(root).with_suffix("").parts))
+    return root, files
+
+
+def code_fingerprint(study: str) -> str | None:
+    """12 hex digits over the sources of ``study``'s experiments (its package less claims, views and renderers):
+    a record whose fingerprint differs measured code that has changed since."""
+    found = _study_sources(study)
+    if found is None:
+        return None
+    root, files = found
+    h = hashlib.sha256()
+    for f in files:
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def stale(doc: dict[str, Any]) -> str | None:
+    """Why the record ``doc`` no longer measures today's code (its study's experiments changed since), or None.
+
+    Records written before fingerprints existed are compared through git: the study's experiment files changed
+    between the record's commit and the working tree."""
+    study, now = doc.get("study", ""), code_fingerprint(doc.get("study", ""))
+    if now is None:
+        return None
+    entries = doc.get("claims", [])
+    if entries and all(e.get("code") for e in entries):
+        old = [e for e in entries if e["code"] != now]
+        return None if not old else (
+            f"{doc.get('path', study)}: {len(old)} of {len(entries)} claims measured experiment code that has "
+            f"changed since (fingerprint {old[0]['code']} → {now}, commit {str(old[0].get('commit'))[:10]}): "
+            "those verdicts are stale")
+    changed = _changed_since(study, str(doc.get("commit") or "").removesuffix("-dirty"))
+    if changed is None:
+        return f"{doc.get('path', study)}: no code fingerprint and its commit is not in this checkout: may be stale"
+    return None if not changed else (
+        f"{doc.get('path', study)}: {len(changed)} experiment file(s) changed since commit "
+        f"{str(doc.get('commit'))[:10]} ({', '.join(changed[:3])}{', …' if len(changed) > 3 else ''}): "
+        "its verdicts are stale")
+
+
+def _changed_since(study: str, commit: str) -> list[str] | None:
+    found = _study_sources(study)
+    if found is None or not commit:
+        return None
+    root, files = found
+    try:
+        out = subprocess.run(["git", "diff", "--name-only", commit, "--", str(root)], cwd=root, text=True,
+                             capture_output=True, timeout=30)
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, text=True, capture_output=True,
+                             timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0 or not top:
+        return None
+    ours = {str(f.resolve()) for f in files}
+    return [n for n in out.stdout.split() if str((Path(top) / n).resolve()) in ours]
+
+
 def default_root() -> Path | None:
     """``results/claims`` of the source checkout (the working directory's, else the package's), if there is one."""
     for base in (Path.cwd(), Path(__file__).resolve().parents[3]):
@@ -68,6 +144,7 @@ def write(results: list[ClaimResult], root: Path, scale: str, device: str | None
     now, commit, hw = time.strftime("%Y-%m-%dT%H:%M:%S%z"), git_revision(), hw or hardware(device)
     paths = []
     for study in sorted({r.claim.split(".", 1)[0] for r in results}):
+        code = code_fingerprint(study)
         path = path_for(root, scale, study, device)
         entries: dict[str, dict[str, Any]] = {}
         if merge and path.exists():
@@ -75,10 +152,10 @@ def write(results: list[ClaimResult], root: Path, scale: str, device: str | None
                        if known is None or e["claim"] in known}
         for r in results:
             if r.claim.startswith(study + "."):
-                entries[r.claim] = {**_entry(r.to_json()), "date": now, "commit": commit}
+                entries[r.claim] = {**_entry(r.to_json()), "date": now, "commit": commit, "code": code}
         rows = list(entries.values())
         doc = {"study": study, "scale": scale, "device": device or "cpu", "date": now, "commit": commit,
-               "hardware": hw, "wall_seconds": round(sum(e["seconds"] for e in rows), 1),
+               "code": code, "hardware": hw, "wall_seconds": round(sum(e["seconds"] for e in rows), 1),
                "runs_reused": sum(e.get("runs_reused", 0) for e in rows), "counts": counts(rows),
                "command": f"attnlab check {study} --scale {scale}" + (f" --device {device}" if device else ""),
                "claims": rows}
