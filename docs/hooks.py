@@ -47,8 +47,8 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
         maker = {"experiments": experiments_table, "claims": claims_table, "reference": reference,
                  "unfalsified": unfalsified_table}.get(kind)
         if maker is None:
-            log.warning("%s: unknown marker attnlab:%s (known: experiments, claims, unfalsified, reference)", page.file.src_path,
-                        kind)
+            log.warning("%s: unknown marker attnlab:%s (known: experiments, claims, unfalsified, reference)",
+                        page.file.src_path, kind)
             return match.group(0)
         try:
             return maker(arg)

@@ -251,7 +251,7 @@ def iter_check(study: str | None, scale: str, store: RunStore, only: list[str] |
     for claim in progress.track(todo, f"claims ({scale})"):
         ctxs: list[ClaimContext] = []
 
-        def make_ctx(seed: int) -> ClaimContext:
+        def make_ctx(seed: int, ctxs: list[ClaimContext] = ctxs) -> ClaimContext:
             ctxs.append(ClaimContext(scale, store, seed=seed, device=device))
             return ctxs[-1]
 

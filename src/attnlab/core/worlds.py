@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnlab.core.claims import ClaimContext, Claim, claims
+from attnlab.core.claims import Claim, ClaimContext, claims
 from attnlab.core.experiment import Result
 from attnlab.core.runs import RunStore
 
