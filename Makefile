@@ -31,7 +31,7 @@ $(STAMP): requirements.lock pyproject.toml examples/my_study/pyproject.toml
 # The demo: every study's headline figure at a small size (theory beside simulation), two runs at a time, into its
 # own store attnlab-demo/, then the report attnlab-demo.html, opened in a browser where there is a display. Measured:
 # 87-100 s of CPU for the whole `make demo` (specialization's run is the longest: 50 s), so a minute or two on 2
-# free cores (334 s wall on the 2 cores shared at load 9). The full quick reproduction is `attnlab reproduce --quick` (every headline experiment at
+# free cores (334 s wall on the 2 cores shared at load 9). The full quick reproduction is `attnlab reproduce --scale quick` (every headline experiment at
 # quick scale and every claim). tests/docs/test_demo.py checks that these overrides are valid configs.
 DEMO_STORE := attnlab-demo
 DEMO_specialization := specialization.fig1 --set n_mc=20000

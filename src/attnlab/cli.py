@@ -190,7 +190,13 @@ def check(
     results, device, t0 = [], _device(device), time.perf_counter()
     try:
         with sigterm_raises():  # Ctrl-C or SIGTERM: the claims measured so far still reach the record
-            results.extend(iter_check(study, scale, _store(store, old_out), only, device=device))
+            todo = len(to_check(study, scale, only))
+            for result in iter_check(study, scale, _store(store, old_out), only, device=device):
+                results.append(result)
+                if not (quiet or json_ or progress.enabled()):  # no bar off a terminal: one line per claim instead
+                    err_console.print(f"[{len(results)}/{todo}] {result.claim}: {result.verdict} "
+                                      f"({result.seconds:.0f} s, {time.perf_counter() - t0:.0f} s so far)",
+                                      highlight=False, soft_wrap=True)
     except KeyboardInterrupt:
         if record is not None and results:
             for path in rec.write(results, record, scale, device, merge=bool(only), known=known,
@@ -256,8 +262,9 @@ def report(
 @_guard
 def reproduce(
     studies: Annotated[list[str] | None, typer.Argument(help="studies (default: all)")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="quick scale (default)")] = False,
-    paper: Annotated[bool, typer.Option("--paper", help="the paper's sizes (long; CUDA advised)")] = False,
+    scale: ScaleOpt = "quick",
+    quick: Annotated[bool, typer.Option("--quick", hidden=True, help="deprecated spelling of --scale quick")] = False,
+    paper: Annotated[bool, typer.Option("--paper", hidden=True, help="deprecated spelling of --scale paper")] = False,
     claims_: Annotated[bool, typer.Option("--claims/--no-claims", help="also run the claims")] = True,
     device: DeviceOpt = None,
     store: StoreOpt = None,
@@ -275,7 +282,12 @@ def reproduce(
 
     if quick and paper:
         raise ConfigError("--quick and --paper are exclusive")
-    scale = "paper" if paper else "quick"
+    if quick or paper:  # the old flags, one release more: every command takes --scale
+        err_console.print(f"note: --{'paper' if paper else 'quick'} is deprecated; use --scale "
+                          f"{'paper' if paper else 'quick'}", highlight=False)
+        scale = "paper" if paper else "quick"
+    if scale not in SCALES:
+        raise ConfigError(f"scale {scale!r} is not allowed; allowed: {', '.join(SCALES)}")
     for s in studies or []:
         check_study(s)
     _device(device)
@@ -358,8 +370,16 @@ from attnlab.cli_store import store_app  # noqa: E402 (it uses this module's opt
 app.add_typer(store_app, name="store")
 
 
-def main() -> None:
-    app(prog_name="attnlab")
+def main() -> int:
+    """The ``attnlab`` script. A reader that closes the pipe early (``attnlab list | head -1``) ends it quietly with
+    exit 0, as ``cat`` would: click turns the broken pipe into exit 1, which is undone here."""
+    try:
+        app(prog_name="attnlab")
+    except SystemExit as exc:
+        if exc.code == 1 and isinstance(exc.__context__, BrokenPipeError):
+            return 0
+        raise
+    return 0
 
 
 if __name__ == "__main__":  # python -m attnlab.cli: the commands live on the imported module's app (cli_list too)

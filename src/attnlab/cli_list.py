@@ -21,12 +21,16 @@ def list_(
                                                     "parameters")] = None,
     params: Annotated[bool, typer.Option("--params", help="show every parameter: type, default, allowed values, "
                                                           "description")] = False,
+    claims_: Annotated[bool, typer.Option("--claims", help="list the claims instead: id, paper reference, scales, "
+                                                            "statement")] = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Studies, experiments (one per paper figure), their scales and parameters."""
+    """Studies, experiments (one per paper figure), their scales and parameters; or their claims (``--claims``)."""
     from attnlab.core.claims import claims
     from attnlab.core.experiment import experiments, get
 
+    if claims_:
+        return _list_claims(claims(study), json_)
     if study is not None and "." in study:
         return _list_experiment(get(study), json_)
     exps = experiments(study)
@@ -77,3 +81,18 @@ def _list_experiment(e: Any, json_: bool) -> None:
     out_console.print(table)
     out_console.print("quick/paper: the value that scale sets (blank: the default). Change any with "
                       f"`attnlab run {e.key} --set NAME=VALUE`.", highlight=False)
+
+
+def _list_claims(registered: list, json_: bool) -> None:
+    rows = [{"claim": c.id, "ref": c.ref, "scales": list(c.scales), "relation": c.relation,
+             "statement": c.statement} for c in registered]
+    if json_:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table(title=f"{len(rows)} claims")
+    for col in ("claim", "paper", "scales", "statement"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["claim"], r["ref"], ", ".join(r["scales"]),
+                      r["statement"] + (" (reported)" if r["relation"] == "report" else ""))
+    out_console.print(table)

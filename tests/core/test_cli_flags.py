@@ -5,6 +5,7 @@ and infinity, and an unreachable dask scheduler each stop with one line and exit
 from __future__ import annotations
 
 import json
+import contextlib
 import socket
 
 import pytest
@@ -67,8 +68,8 @@ def test_reproduce_takes_html_and_its_old_report_spelling(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "words"), [
-    (["check", "toy", "--only", "nope"], "unknown claim id 'nope' of toy; allowed: toy.diffusion"),
-    (["check", "potts", "--only", "nope"], "unknown claim id 'nope' of potts; allowed: potts."),
+    (["check", "toy", "--only", "nope"], "unknown claim id 'nope' of toy (none is close); `attnlab list --claims toy`"),
+    (["check", "potts", "--only", "dual_a_monotone"], "(did you mean "),
     (["check", "nosuchstudy"], "unknown study 'nosuchstudy'; allowed: specialization, clustering"),
     (["run", "toy.nope"], "unknown experiment 'toy.nope'; known: toy.walk"),
     (["sweep", "toy.nope", "--grid", "steps=1,2"], "unknown experiment 'toy.nope'; known: toy.walk"),
@@ -121,3 +122,56 @@ def test_a_port_where_no_scheduler_answers_fails_at_the_timeout_before_writing(t
     assert not (tmp_path / "s").exists()
     with pytest.raises(ConfigError, match="expected tcp://HOST:PORT"):
         reach_scheduler("not an address")
+
+
+def test_an_unknown_claim_id_prints_a_few_close_matches_not_every_id(tmp_path):
+    line = one_error_line(cli("check", "--only", "trnsfer_better_focus", "--store", str(tmp_path / "s")))
+    assert "did you mean transfer_better_focus" in line and len(line) < 400, line
+
+
+def test_list_elements_are_finite_and_in_range(tmp_path):
+    """NaN, infinity, 1e308 or a negative ratio inside a list stop before any work, naming the key."""
+    for value, words in [("[nan]", "NaN (not a number) is not accepted"), ("[inf,1]", "infinity is not accepted"),
+                         ("[1e308,1]", "less than or equal to 1000"), ("[-1,1]", "greater than 0")]:
+        res = cli("run", "potts.fig3left", "--set", f"alphas={value}", "--store", str(tmp_path / "s"))
+        assert res.exit_code == 2 and "alphas" in one_error_line(res) and words in one_error_line(res), res.output
+    assert not (tmp_path / "s" / "runs").exists()
+
+
+def test_a_closed_pipe_ends_the_command_quietly():
+    """`attnlab list | head -1`: exit 0 and nothing on stderr (click alone exits 1 on a broken pipe)."""
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "attnlab.cli", "list", "--params"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.readline()
+    p.stdout.close()
+    assert p.wait(timeout=120) == 0 and p.stderr.read() == b""
+
+
+@pytest.mark.dask
+def test_a_port_where_another_protocol_answers_is_one_line(tmp_path):
+    """An HTTP server at the scheduler address: its bytes read as dask frames once asked for an allocation of
+    exbibytes; now one line saying it is not a dask scheduler, and nothing written."""
+    import threading
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+
+        def answer():  # the reachability probe, then the identity request: each gets an HTTP answer
+            with contextlib.suppress(OSError):
+                for _ in range(4):
+                    conn, _ = server.accept()
+                    with conn:
+                        conn.settimeout(2)
+                        with contextlib.suppress(OSError):
+                            conn.recv(1024)
+                        conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n" + b"\xff" * 64)
+
+        threading.Thread(target=answer, daemon=True).start()
+        address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+        line = one_error_line(cli("sweep", "toy.walk", "--grid", "steps=2,3", "--executor", "dask", "--scheduler",
+                                  address, "--store", str(tmp_path / "s")))
+    assert "but not a dask scheduler" in line and not (tmp_path / "s").exists()

@@ -175,3 +175,18 @@ def test_gc_removes_old_stopped_runs_and_leftovers_only(store):
 def test_no_store_command_creates_a_store(tmp_path, command):
     res = cli("store", *command, "--store", str(tmp_path / "typo"))
     assert res.exit_code == 2 and "no run store at" in res.stderr and not (tmp_path / "typo").exists()
+
+
+@pytest.mark.parametrize("row", [
+    ("zz", "garbage", "done", "/nowhere", "{not json", "yesterday"),  # text where a time belongs
+    ("zy", "toy.walk", "exploded", "/nowhere", "{}", 1.0),          # a status attnlab never writes
+])
+def test_a_garbage_index_row_names_store_rebuild_and_rebuild_mends_it(store, row):
+    root, ids = store
+    sql(root, "INSERT INTO runs (id, experiment, status, run_dir, config, created) VALUES (?, ?, ?, ?, ?, ?)", *row)
+    for command in ("ls", "verify", "gc"):
+        res = cli("store", command, "--store", str(root))
+        lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+        assert res.exit_code == 2 and len(lines) == 1 and "attnlab store rebuild" in lines[0], res.output
+    assert cli("store", "rebuild", "--store", str(root)).exit_code == 0
+    assert row[0] not in ls(root) and ids["done"] in ls(root)

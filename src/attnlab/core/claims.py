@@ -32,6 +32,7 @@ Two guards make a ``pass`` mean something (``docs/claims.md``):
 
 from __future__ import annotations
 
+import difflib
 import math
 import time
 import traceback
@@ -40,7 +41,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from attnlab.core import progress
-from attnlab.core.config import SCALES, ConfigError, resolve
+from attnlab.core.config import SCALES, ConfigError, _clip, resolve
 from attnlab.core.display import html_block, text_block
 from attnlab.core.experiment import Result, check_study, get, load_studies
 from attnlab.core.files import atomic_write_json
@@ -282,7 +283,10 @@ def _check_only(study: str | None, scale: str, only: list[str], todo: list[Claim
     unknown = [o for o in only if o not in known]
     where = f" of {study}" if study else ""
     if unknown:
-        raise ConfigError(f"unknown claim id {unknown[0]!r}{where}; allowed: {', '.join(c.id for c in every)}")
+        close = difflib.get_close_matches(unknown[0], sorted(known), n=4, cutoff=0.5)
+        hint = f"did you mean {', '.join(close)}?" if close else "none is close"
+        raise ConfigError(f"unknown claim id {_clip(unknown[0])}{where} ({hint}); `attnlab list --claims"
+                          f"{' ' + study if study else ''}` lists all {len(every)}")
     if only and not todo:
         raise ConfigError(f"no claim named by --only {', '.join(only)} is measured at scale {scale!r}; claims{where} "
                           f"at {scale}: {', '.join(c.id for c in claims(study, scale)) or 'none'}")

@@ -108,6 +108,11 @@ def _allowed(f: FieldInfo) -> str:
     if typing.get_origin(f.annotation) is typing.Literal:
         return " | ".join(str(a) for a in typing.get_args(f.annotation))
     bounds = [f"{sign} {getattr(m, attr)}" for m in f.metadata for attr, sign in _BOUNDS if hasattr(m, attr)]
+    items = typing.get_args(f.annotation)  # tuple[Annotated[float, Field(gt=0)], ...]: the bounds of each element
+    if typing.get_origin(f.annotation) in (tuple, list) and items and typing.get_origin(items[0]) is typing.Annotated:
+        metas = [x for m in typing.get_args(items[0])[1:] for x in (m.metadata if isinstance(m, FieldInfo) else [m])]
+        each = [f"{sign} {getattr(m, attr)}" for m in metas for attr, sign in _BOUNDS if hasattr(m, attr)]
+        bounds += [f"each {', '.join(each)}"] if each else []
     return ", ".join(bounds)
 
 
@@ -127,12 +132,28 @@ def parse_value(text: str) -> Any:
     if s[:1] in "[{":
         _check_nesting(s)
         try:
-            return yaml.load(s, Loader=_YAML_LOADER)
+            return _numbers(yaml.load(s, Loader=_YAML_LOADER))
         except yaml.YAMLError as exc:
             detail = " ".join(str(exc).split())[:200]
             raise ConfigError(f"value {_clip(text)} looks like a list/mapping but is not valid YAML: {detail}") \
                 from None
     return s
+
+
+def _numbers(value: Any) -> Any:
+    """Inside a YAML list/mapping, a text that reads as a number is that number, as on the command line: YAML
+    leaves ``1e308`` and ``nan`` as text, which would otherwise slip past the finite and range checks."""
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    if isinstance(value, str):
+        for conv in (int, float):
+            try:
+                return conv(value.strip())
+            except ValueError:
+                pass
+    return value
 
 
 MAX_NESTED_CHARS, MAX_DEPTH = 20_000, 32
@@ -213,9 +234,12 @@ def resolve(
     if device is not None:
         values["device"] = device
     try:
-        return cls(**values)
+        config = cls(**values)
     except ValidationError as exc:
         raise ConfigError(_one_line(exc, values)) from None
+    for key in user:  # after validation too: a text such as 'nan' inside a list became a float on the way
+        _finite(key, getattr(config, key))
+    return config
 
 
 def _finite(key: str, value: Any) -> None:

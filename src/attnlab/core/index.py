@@ -224,11 +224,31 @@ class Index:
             sql, args = sql + " AND experiment=?", [*args, experiment]
         if status:
             sql, args = sql + " AND status=?", [*args, status]
-        return self._guarded(lambda con: [dict(r) for r in con.execute(sql + " ORDER BY created", args)])
+        rows = self._guarded(lambda con: [dict(r) for r in con.execute(sql + " ORDER BY created", args)])
+        for row in rows:
+            _check_row(row, self.path)
+        return rows
 
     def integrity(self) -> str:
         """SQLite's own ``PRAGMA integrity_check``: "ok" or its first complaint."""
         return self._guarded(lambda con: con.execute("PRAGMA integrity_check(1)").fetchone()[0])
+
+
+_NUMERIC = ("created", "started", "finished", "seconds", "pid", "attempts", "completions")
+
+
+def _check_row(row: dict[str, Any], path: Path) -> None:
+    """A row SQLite accepted but attnlab never writes (text where a time belongs, an unknown status): one line that
+    names the row and the cure, rather than a traceback from whichever command reads it first."""
+    from attnlab.core.config import ConfigError
+
+    bad = [c for c in _NUMERIC if row.get(c) is not None and not isinstance(row[c], int | float)]
+    if row.get("status") not in STATUSES:
+        bad.append("status")
+    if bad:
+        raise ConfigError(f"index {str(path)!r}: row {str(row.get('id'))[:40]!r} is not one attnlab wrote (bad "
+                          f"{', '.join(bad)}); `attnlab store rebuild` recreates the index from the run folders "
+                          "(the old index is kept as a backup)")
 
 
 def _damaged(exc: sqlite3.DatabaseError) -> bool:

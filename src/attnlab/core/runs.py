@@ -222,7 +222,7 @@ class RunStore:
                 text = "".join(traceback.format_exception(exc))
                 ctx.log("failed:\n" + text)
                 self.index.finish(run_id, "failed", text)
-                raise RunFailed(RunRecord(run_id, exp.key, run_dir, "failed", {}, error=_last_line(text))) from exc
+                raise RunFailed(RunRecord(run_id, exp.key, run_dir, "failed", {}, error=_failure_line(exc, text))) from exc
             resumed = {k: stream_seed(config.seed, k) for k in streams.state_dict()["torch"]}  # restored, not asked
             meta["seeds"]["streams"] = {**resumed, **used_streams(used, config.seed)}
             atomic_write_json(run_dir / "config.json", meta)
@@ -294,7 +294,8 @@ class RunStore:
         from attnlab.core.maintenance import RUN_ID, SAFE_NAME
 
         if not (SAFE_NAME.match(str(row["experiment"])) and RUN_ID.match(str(row["id"]))):
-            raise ConfigError(f"index row {str(row['id'])[:40]!r} names no run directory of this store")
+            raise ConfigError(f"index row {str(row['id'])[:40]!r} names no run directory of this store; `attnlab store "
+                              "rebuild` recreates the index from the run folders")
         return self.root / "runs" / row["experiment"] / row["id"]
 
     def check(self, row: dict[str, Any], deep: bool = True) -> Check:
@@ -330,6 +331,21 @@ def _clear(run_dir: Path) -> None:
         with contextlib.suppress(FileNotFoundError):
             (run_dir / name).unlink()
     shutil.rmtree(run_dir / "figures", ignore_errors=True)
+
+
+def _failure_line(exc: Exception, text: str) -> str:
+    """One line naming what failed: the exception's own first line (a pydantic error's message, not its closing
+    documentation link), else the traceback's last line."""
+    try:
+        from pydantic import ValidationError
+
+        if isinstance(exc, ValidationError) and exc.errors():
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err.get("loc", ())) or exc.title
+            return f"{type(exc).__name__} in {exc.title}: {where}: {err.get('msg')} (got {err.get('input')!r})"
+    except ImportError:  # pragma: no cover - pydantic is a dependency
+        pass
+    return _last_line(text)
 
 
 def _last_line(text: str) -> str:

@@ -291,8 +291,18 @@ def connect_scheduler(address: str, timeout: float | None = None) -> Any:
         from distributed import Client
     except ImportError:
         raise ConfigError("--executor dask needs the dask extra: pip install 'attnlab[dask]'") from None
+    not_dask = (f"--scheduler {address}: something answered there, but not a dask scheduler; give the address "
+                "`dask scheduler` prints (tcp://HOST:8786 by default)")
     try:
-        asyncio.run(asyncio.wait_for(_identity(address, timeout), timeout))
+        identity = asyncio.run(asyncio.wait_for(_identity(address, timeout), timeout))
+    except (OSError, TimeoutError) as exc:
+        raise ConfigError(f"--scheduler {address}: no dask scheduler answered within {timeout:g} s "
+                          f"({type(exc).__name__})") from None
+    except Exception:  # another protocol's bytes read as dask frames: absurd lengths (MemoryError), bad msgpack
+        raise ConfigError(not_dask) from None
+    if not (isinstance(identity, dict) and identity.get("type") == "Scheduler"):
+        raise ConfigError(not_dask)
+    try:
         return Client(address, timeout=timeout)
     except (OSError, TimeoutError) as exc:
         raise ConfigError(f"--scheduler {address}: no dask scheduler answered within {timeout:g} s "

@@ -131,7 +131,8 @@ class AlphaCConfig(Config, ArchFields):
     Ls: tuple[int, ...] = Field((6, 12, 24, 48, 60, 96, 200), min_length=2)
     eps_list: tuple[float, ...] = Field((1e-1, 1e-2, 1e-3), min_length=1)
     rho0: float = Field(0.05, ge=0, lt=1)
-    sim_L: int = Field(24, ge=1)
+    sim_L: int = Field(24, ge=1, le=10_000, description="depth L of the simulated networks (the architecture's "
+                                                       "bound: at most 10 000 layers)")
     sim_eps: float = Field(0.1, gt=0, lt=1)
     sim_alphas: tuple[float, ...] = Field((0.5, 0.75, 1.0, 1.25, 1.5), min_length=1)
     n_inits: int = Field(3, ge=1, le=1000)
