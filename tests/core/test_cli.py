@@ -103,7 +103,8 @@ def test_report_of_run_sweep_and_all(tmp_path):
 
 def test_reproduce_runs_headline_and_writes_report(tmp_path):
     out = tmp_path / "rep.html"
-    res = runner.invoke(app, ["reproduce", "toy", "--scale", "quick", "--store", str(tmp_path / "s"), "--html", str(out)])
+    res = runner.invoke(app, ["reproduce", "toy", "--scale", "quick", "--store", str(tmp_path / "s"), "--html",
+                              str(out)])
     assert res.exit_code == 0, res.output
     assert "toy.walk" in out.read_text() and "toy.diffusion" in out.read_text()
 

@@ -4,8 +4,8 @@ and infinity, and an unreachable dask scheduler each stop with one line and exit
 
 from __future__ import annotations
 
-import json
 import contextlib
+import json
 import socket
 
 import pytest

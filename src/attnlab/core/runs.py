@@ -222,7 +222,8 @@ class RunStore:
                 text = "".join(traceback.format_exception(exc))
                 ctx.log("failed:\n" + text)
                 self.index.finish(run_id, "failed", text)
-                raise RunFailed(RunRecord(run_id, exp.key, run_dir, "failed", {}, error=_failure_line(exc, text))) from exc
+                error = _failure_line(exc, text)
+                raise RunFailed(RunRecord(run_id, exp.key, run_dir, "failed", {}, error=error)) from exc
             resumed = {k: stream_seed(config.seed, k) for k in streams.state_dict()["torch"]}  # restored, not asked
             meta["seeds"]["streams"] = {**resumed, **used_streams(used, config.seed)}
             atomic_write_json(run_dir / "config.json", meta)
