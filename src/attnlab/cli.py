@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -17,7 +16,6 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from attnlab import STUDIES
 from attnlab.cli_flags import OldStoreOpt, StoreOpt
@@ -156,88 +154,6 @@ def sweep(
 
 @app.command()
 @_guard
-def check(
-    study: Annotated[str | None, typer.Argument(help="one study (default: all)")] = None,
-    scale: ScaleOpt = "quick",
-    only: Annotated[list[str] | None, typer.Option("--only", help="only this claim id (repeatable)")] = None,
-    device: DeviceOpt = None,
-    record: Annotated[Path | None, typer.Option("--record", help="write DIR/<scale>/<study>.json, the committed "
-                                                "record (e.g. results/claims)")] = None,
-    since: Annotated[Path | None, typer.Option("--since", help="a record file or directory: print what changed "
-                                               "verdict or value (exit 1 if a pass became a fail)")] = None,
-    store: StoreOpt = None,
-    old_out: OldStoreOpt = None,
-    json_: JsonOpt = False,
-    quiet: QuietOpt = False,
-) -> None:
-    """Measure the papers' claims and compare them with what the papers say (exit 1 if any fails)."""
-    from attnlab.core import record as rec
-    from attnlab.core.claims import failed, iter_check, to_check
-    from attnlab.core.experiment import check_study
-    from attnlab.core.runs import sigterm_raises
-
-    check_study(study)
-    before = rec.load(since, scale) if since is not None else None
-    for doc in before or []:  # records of code that changed since: said before the minutes of measuring
-        if (why := rec.stale(doc)) is not None and (study is None or doc.get("study") == study):
-            err_console.print(f"stale: {escape(why)}", highlight=False, soft_wrap=True)
-    if record is not None and (rev := rec.git_revision()) and rev.endswith("-dirty"):
-        err_console.print("warning: the tree has uncommitted changes: a committed record should be measured from "
-                          "a clean tree (commit first); this one will say -dirty", highlight=False)
-    progress.set_quiet(quiet or json_)
-    to_check(study, scale, only)  # unknown --only ids: one line, before any work
-    known = {c.id for c in to_check(study, scale)}  # the studies' claims: a record of fewer is marked partial
-    results, device, t0 = [], _device(device), time.perf_counter()
-    try:
-        with sigterm_raises():  # Ctrl-C or SIGTERM: the claims measured so far still reach the record
-            todo = len(to_check(study, scale, only))
-            for result in iter_check(study, scale, _store(store, old_out), only, device=device):
-                results.append(result)
-                if not (quiet or json_ or progress.enabled()):  # no bar off a terminal: one line per claim instead
-                    err_console.print(f"[{len(results)}/{todo}] {result.claim}: {result.verdict} "
-                                      f"({result.seconds:.0f} s, {time.perf_counter() - t0:.0f} s so far)",
-                                      highlight=False, soft_wrap=True)
-    except KeyboardInterrupt:
-        if record is not None and results:
-            for path in rec.write(results, record, scale, device, merge=bool(only), known=known,
-                                  elapsed=time.perf_counter() - t0, interrupted=True):
-                err_console.print(f"record (interrupted after {len(results)} claim(s)) → {path}", highlight=False)
-        raise
-    changes = rec.compare(before, results, device) if before is not None else []
-    if json_:
-        print(json.dumps([r.to_json() for r in results], indent=2))
-    else:
-        _print_claims(results)
-    if record is not None:
-        for path in rec.write(results, record, scale, device, merge=bool(only), known=known,
-                              elapsed=time.perf_counter() - t0):
-            err_console.print(f"record → {path}", highlight=False)
-    if before is not None:
-        err_console.print(f"since {since}: " + (f"{len(changes)} claim(s) changed" if changes else "nothing changed"),
-                          highlight=False)
-        for change in changes:
-            err_console.print(f"  {escape(change.line())}", highlight=False, soft_wrap=True)
-    if failed(results) or any(c.regression for c in changes):
-        raise typer.Exit(1)
-
-
-def _print_claims(results: list) -> None:
-    table = Table(title="claims")
-    for col in ("claim", "paper", "measured", "expected", "tolerance", "verdict"):
-        table.add_column(col, overflow="fold")
-    colours = {"pass": "green", "fail": "red", "error": "red", "reported": "yellow"}
-    for r in results:
-        measured = "—" if r.measured is None else f"{r.measured:.4g}"
-        table.add_row(r.claim, r.ref, measured, r.expected, f"{r.tolerance:.3g}",
-                      f"[{colours[r.verdict]}]{r.verdict}[/]")
-    out_console.print(table)
-    for r in results:
-        if r.detail:
-            err_console.print(f"{r.claim}: {escape(r.detail)}", highlight=False)
-
-
-@app.command()
-@_guard
 def report(
     targets: Annotated[list[Path] | None, typer.Argument(help="run or sweep directories")] = None,
     all_: Annotated[bool, typer.Option("--all", help="everything in the store")] = False,
@@ -305,7 +221,7 @@ def reproduce(
             targets.append(record.run_dir)
         if claims_:
             results = run_checks(study, scale, store, device=device)
-            _print_claims(results)
+            print_claims(results)
             bad += len(failed(results))
     path = rep.write(store, html, None, title=f"attnlab reproduce ({scale}): {', '.join(chosen)}")
     out_console.print(f"report → [bold]{path.resolve()}[/bold]")
@@ -364,7 +280,8 @@ def sandbox(
 
 if __name__ == "__main__":  # `python -m attnlab.cli`: the store commands import this module under its own name
     sys.modules.setdefault("attnlab.cli", sys.modules[__name__])
-from attnlab import cli_bench  # noqa: E402, F401 (registers `attnlab bench`; it uses this module's app and options)
+from attnlab import cli_bench, cli_check  # noqa: E402, F401 (register `bench`, `check`: they use this app and options)
+from attnlab.cli_check import print_claims  # noqa: E402
 from attnlab.cli_store import store_app  # noqa: E402 (it uses this module's options and error handling)
 
 app.add_typer(store_app, name="store")

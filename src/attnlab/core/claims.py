@@ -245,9 +245,10 @@ def to_check(study: str | None, scale: str, only: list[str] | None = None) -> li
 
 
 def iter_check(study: str | None, scale: str, store: RunStore, only: list[str] | None = None,
-               device: str | None = None) -> Iterator[ClaimResult]:
-    """:func:`check`, one result at a time: an interrupted check still has the claims it measured."""
-    todo = to_check(study, scale, only)
+               device: str | None = None, todo: list[Claim] | None = None) -> Iterator[ClaimResult]:
+    """:func:`check`, one result at a time: an interrupted check still has the claims it measured. ``todo``: these
+    claims in this order (``--budget``'s order) instead of ``study``'s and ``only``'s in registry order."""
+    todo = to_check(study, scale, only) if todo is None else todo
     results = []
     for claim in progress.track(todo, f"claims ({scale})"):
         ctxs: list[ClaimContext] = []

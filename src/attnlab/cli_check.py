@@ -1,0 +1,156 @@
+"""``attnlab check``: measure the papers' claims, compare them with a record (``--since``), write the committed
+record (``--record``); ``--plan`` says what a check would measure and for how long, ``--budget`` measures what the
+record lacks first and stops cleanly at the deadline (:mod:`attnlab.core.plan`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from attnlab.cli import (
+    DeviceOpt,
+    JsonOpt,
+    QuietOpt,
+    ScaleOpt,
+    _device,
+    _guard,
+    app,
+    err_console,
+    out_console,
+)
+from attnlab.cli_flags import OldStoreOpt, StoreOpt
+from attnlab.cli_flags import store as _store
+from attnlab.core import progress
+
+BUDGET_MARGIN = 0.05  # of the budget, kept for writing the record after the deadline stops the last claim
+
+
+@app.command()
+@_guard
+def check(
+    study: Annotated[str | None, typer.Argument(help="one study (default: all)")] = None,
+    scale: ScaleOpt = "quick",
+    only: Annotated[list[str] | None, typer.Option("--only", help="only this claim id (repeatable)")] = None,
+    device: DeviceOpt = None,
+    record: Annotated[Path | None, typer.Option("--record", help="write DIR/<scale>/<study>.json, the committed "
+                                                "record (e.g. results/claims)")] = None,
+    since: Annotated[Path | None, typer.Option("--since", help="a record file or directory: print what changed "
+                                               "verdict or value (exit 1 if a pass became a fail)")] = None,
+    budget: Annotated[str | None, typer.Option("--budget", help="stop cleanly within this time (12m, 90s, 1h30m): "
+                                               "claims the --record lacks first, then the stalest; what was "
+                                               "measured is merged into the record, unfinished runs checkpointed"
+                                               )] = None,
+    plan_: Annotated[bool, typer.Option("--plan", help="measure nothing: list the claims in the order --budget "
+                                        "takes them, each with its estimated time and its runs in the store")]
+    = False,
+    store: StoreOpt = None,
+    old_out: OldStoreOpt = None,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Measure the papers' claims and compare them with what the papers say (exit 1 if any fails)."""
+    from attnlab.core import plan as pl
+    from attnlab.core import record as rec
+    from attnlab.core.claims import failed, iter_check, to_check
+    from attnlab.core.experiment import check_study
+    from attnlab.core.runs import deadline, sigterm_raises
+
+    check_study(study)
+    seconds = pl.parse_duration(budget) if budget is not None else None
+    before = rec.load(since, scale) if since is not None else None
+    for doc in before or []:  # records of code that changed since: said before the minutes of measuring
+        if (why := rec.stale(doc)) is not None and (study is None or doc.get("study") == study):
+            err_console.print(f"stale: {escape(why)}", highlight=False, soft_wrap=True)
+    if record is not None and not plan_ and (rev := rec.git_revision()) and rev.endswith("-dirty"):
+        err_console.print("warning: the tree has uncommitted changes: a committed record should be measured from "
+                          "a clean tree (commit first); this one will say -dirty", highlight=False)
+    progress.set_quiet(quiet or json_)
+    todo = to_check(study, scale, only)  # unknown --only ids: one line, before any work
+    known = {c.id for c in to_check(study, scale)}  # the studies' claims: a record of fewer is marked partial
+    device, runs = _device(device), _store(store, old_out)
+    root = record if record is not None else rec.default_root()
+    if plan_ or seconds is not None:
+        steps = pl.plan(todo, scale, runs, root, device)
+        if plan_:
+            return _print_plan(steps, scale, device, root, json_)
+        todo = [st.claim for st in steps]
+    results, t0 = [], time.perf_counter()
+    partial = bool(only) or seconds is not None
+    try:
+        with sigterm_raises(), deadline(None if seconds is None else seconds * (1 - BUDGET_MARGIN)):
+            for result in iter_check(study, scale, runs, only, device=device, todo=todo):
+                results.append(result)
+                if not (quiet or json_ or progress.enabled()):  # no bar off a terminal: one line per claim instead
+                    err_console.print(f"[{len(results)}/{len(todo)}] {result.claim}: {result.verdict} "
+                                      f"({result.seconds:.0f} s, {time.perf_counter() - t0:.0f} s so far)",
+                                      highlight=False, soft_wrap=True)
+    except KeyboardInterrupt as exc:
+        if str(exc) != "budget":
+            if record is not None and results:
+                for path in rec.write(results, record, scale, device, merge=partial, known=known,
+                                      elapsed=time.perf_counter() - t0, interrupted=True):
+                    err_console.print(f"record (interrupted after {len(results)} claim(s)) → {path}",
+                                      highlight=False)
+            raise
+        left = len(todo) - len(results)
+        err_console.print(f"budget {budget} reached after {len(results)} claim(s); {left} left, measured first by "
+                          "the next --budget run (unfinished runs resume from their checkpoints)", highlight=False)
+    changes = rec.compare(before, results, device) if before is not None else []
+    if json_:
+        print(json.dumps([r.to_json() for r in results], indent=2))
+    else:
+        print_claims(results)
+    if record is not None and results:
+        for path in rec.write(results, record, scale, device, merge=partial, known=known,
+                              elapsed=time.perf_counter() - t0):
+            err_console.print(f"record → {path}", highlight=False)
+    if before is not None:
+        err_console.print(f"since {since}: " + (f"{len(changes)} claim(s) changed" if changes else "nothing changed"),
+                          highlight=False)
+        for change in changes:
+            err_console.print(f"  {escape(change.line())}", highlight=False, soft_wrap=True)
+    if failed(results) or any(c.regression for c in changes):
+        raise typer.Exit(1)
+
+
+def _print_plan(steps: list, scale: str, device: str | None, root: Path | None, json_: bool) -> None:
+    rows = [{"claim": st.claim.id, "last": st.source, "seconds": st.seconds, "stale": st.stale,
+             "runs": [{"experiment": e, "run_id": r, "in_store": ok} for e, r, ok in st.runs],
+             "runs_known": st.complete} for st in steps]
+    if json_:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table(title=f"plan: {len(rows)} claims at {scale} scale on {device or 'cpu'} (record: {root})")
+    for col in ("claim", "last measured", "seconds", "runs (✓ in the store)"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        runs = ", ".join(f"{x['experiment'].split('.', 1)[1]}{' ✓' if x['in_store'] else ''}" for x in r["runs"])
+        runs += "" if r["runs_known"] else " …"
+        table.add_row(r["claim"], r["last"] + (" (stale code)" if r["stale"] else ""),
+                      "?" if r["seconds"] is None else f"{r['seconds']:.0f}", runs)
+    out_console.print(table)
+    known = [r["seconds"] for r in rows if r["seconds"] is not None]
+    out_console.print(f"{len(known)} of {len(rows)} claims measured before: {sum(known) / 60:.0f} min by their "
+                      f"records; {len(rows) - len(known)} never measured (first in a --budget run). A run marked ✓ "
+                      "is reused; '…': later runs depend on a run not in the store yet.")
+
+
+def print_claims(results: list) -> None:
+    table = Table(title="claims")
+    for col in ("claim", "paper", "measured", "expected", "tolerance", "verdict"):
+        table.add_column(col, overflow="fold")
+    colours = {"pass": "green", "fail": "red", "error": "red", "reported": "yellow"}
+    for r in results:
+        measured = "—" if r.measured is None else f"{r.measured:.4g}"
+        table.add_row(r.claim, r.ref, measured, r.expected, f"{r.tolerance:.3g}",
+                      f"[{colours[r.verdict]}]{r.verdict}[/]")
+    out_console.print(table)
+    for r in results:
+        if r.detail:
+            err_console.print(f"{r.claim}: {escape(r.detail)}", highlight=False)

@@ -1,0 +1,66 @@
+"""`attnlab check --plan` and `--budget`: the claims a record lacks first, then the stalest; a budgeted check stops
+cleanly at its deadline, keeps what it measured in the record and resumes its unfinished run next time."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from attnlab.cli import app
+from attnlab.core import claims as claims_mod
+from attnlab.core.config import ConfigError
+from attnlab.core.plan import order, parse_duration
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("text,seconds", [("12m", 720), ("90s", 90), ("1h30m", 5400), ("45", 45), ("0.5h", 1800)])
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "soon", "12 minutes", "m"])
+def test_bad_durations_are_one_line(text):
+    with pytest.raises(ConfigError, match="give a duration such as 12m"):
+        parse_duration(text)
+
+
+def _c(name):
+    return claims_mod.Claim(f"toy.{name}", "—", "s", "h", lambda ctx: 0.0)
+
+
+def test_order_missing_then_stale_then_oldest():
+    todo = [_c("fresh"), _c("old"), _c("missing"), _c("stale"), _c("missing2")]
+    entries = {"toy.fresh": {"date": "2026-11-20", "code": "abc"}, "toy.old": {"date": "2026-10-01", "code": "abc"},
+               "toy.stale": {"date": "2026-11-25", "code": "old"}}
+    got = [c.id.split(".")[1] for c in order(todo, entries, {"toy": "abc"})]
+    assert got == ["missing", "missing2", "stale", "old", "fresh"]
+
+
+@pytest.fixture
+def slow():
+    """A toy claim whose run sleeps 0.2 s a step for 40 steps: 8 s, longer than the budget below."""
+    claims_mod.register(claims_mod.Claim("toy.slow", "—", "slow", "walk", lambda ctx: ctx.run(
+        "toy.walk", sleep=0.2).summary["final_norm"] * 0.0, 0.0, "approx", 0.1))
+    yield
+    claims_mod._CLAIMS.pop("toy.slow")
+
+
+def test_a_budgeted_check_measures_what_the_record_lacks_and_stops_cleanly(tmp_path, slow):
+    store, claims_dir = str(tmp_path / "s"), tmp_path / "claims"
+    res = runner.invoke(app, ["check", "toy", "--only", "diffusion", "--store", store, "--record", str(claims_dir)])
+    assert res.exit_code == 0, res.output
+    plan = runner.invoke(app, ["check", "toy", "--plan", "--json", "--store", store, "--record", str(claims_dir)])
+    rows = json.loads(plan.stdout)
+    assert [r["claim"] for r in rows] == ["toy.slow", "toy.diffusion"]  # never measured first
+    assert rows[0]["last"] == "never measured" and rows[0]["runs"][0]["in_store"] is False
+    assert all(r["in_store"] for r in rows[1]["runs"]) and rows[1]["seconds"] is not None
+    res = runner.invoke(app, ["check", "toy", "--budget", "3s", "--store", store, "--record", str(claims_dir)])
+    assert res.exit_code == 0 and "budget 3s reached after 0 claim(s); 2 left" in res.stderr, res.output
+    doc = json.loads((claims_dir / "quick" / "toy.json").read_text())
+    assert [e["claim"] for e in doc["claims"]] == ["toy.diffusion"]  # the record keeps what it had
+    # the unfinished run was checkpointed: the next slice resumes it and measures the claim
+    res = runner.invoke(app, ["check", "toy", "--budget", "60s", "--store", store, "--record", str(claims_dir)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((claims_dir / "quick" / "toy.json").read_text())
+    assert {e["claim"] for e in doc["claims"]} == {"toy.diffusion", "toy.slow"} and "partial" not in doc
