@@ -32,3 +32,22 @@ def test_a_run_that_cannot_fit_stops_before_it_starts(tmp_path):
                                    "--store", str(tmp_path / "s")])
     assert res.exit_code == 2 and not (tmp_path / "s").exists(), res.output
     assert "potts.fig3left (cpu) needs" in res.stderr and "lower L, n_real/n_draws or the largest alpha" in res.stderr
+
+
+@pytest.mark.parametrize("key, overrides", [
+    # 16 models of eq. (2) on 3000 sequences (data from short chains): model 513 MiB, measured 521 MiB
+    ("potts.fig2d", {"a_values": [0.0, 0.1, 0.3, 1.0], "seeds": 4, "epochs": 1, "burn_in": 10, "thin": 1}),
+])
+def test_fig2d_model_within_a_factor_two_of_the_measured_peak(model_vs_peak, key, overrides):
+    need, peak = model_vs_peak(key, overrides)
+    assert peak / 2 <= need <= 2 * peak, f"{key}: model {need / 2**20:.0f} MiB, measured {peak / 2**20:.0f} MiB"
+
+
+def test_every_experiment_the_sandbox_starts_has_a_model_that_grows_with_its_sizes():
+    """fig2d trains len(a_values) × seeds models at once; the replica theory holds (α, λ, node) arrays."""
+    fig2d, replica = get("potts.fig2d"), get("potts.replica")
+    small = resolve(fig2d.config, "quick", {})
+    big = resolve(fig2d.config, "quick", {"a_values": [i / 100 for i in range(100)], "seeds": 64})
+    assert fig2d.memory(big)[0] > 500 * fig2d.memory(small)[0] > 2**37  # 128 GiB and more: refused on any machine
+    assert replica.memory(resolve(replica.config, "paper", {}))[0] < 2**30  # 4000 nodes, 4 λ: 0.4 GiB
+    assert replica.memory(resolve(replica.config, "quick", {"lams": [0.1] * 1000, "n_nodes": 100_000}))[0] > 2**40

@@ -49,8 +49,8 @@ def server(stored) -> Iterator[Server]:
 
 # -- the browser ----------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def browser(tmp_path_factory):
-    """Debian's Chromium, headless, through Playwright (its own browser download does not work here)."""
+def playwright():
+    """Playwright, driving Debian's Chromium (its own browser download does not work here)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -59,11 +59,29 @@ def browser(tmp_path_factory):
         _skip_or_fail(f"the browser tests need Debian's Chromium at {CHROMIUM}: `apt-get install chromium` "
                       "(`make test` installs it when run as root)")
     with sync_playwright() as pw:
-        ctx = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True,
-            args=CHROMIUM_ARGS, viewport={"width": 1600, "height": 2000}, accept_downloads=True)
-        yield ctx
-        ctx.close()
+        yield pw
+
+
+@pytest.fixture(scope="session")
+def browser(playwright, tmp_path_factory):
+    """Headless Chromium for the functional tests. It bypasses the page's Content-Security-Policy, which forbids
+    ``eval``: Playwright's ``wait_for_function`` polls its predicate with it. ``strict_browser`` enforces it."""
+    ctx = playwright.chromium.launch_persistent_context(
+        str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True,
+        args=CHROMIUM_ARGS, viewport={"width": 1600, "height": 2000}, accept_downloads=True, bypass_csp=True)
+    yield ctx
+    ctx.close()
+
+
+@pytest.fixture(scope="session")
+def strict_browser(playwright):
+    """Headless Chromium as a user runs it: the page's Content-Security-Policy is enforced (wait with
+    ``sandbox_helpers.wait_js``, not ``wait_for_function``)."""
+    chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    ctx = chromium.new_context(viewport={"width": 1600, "height": 2000})
+    yield ctx
+    ctx.close()
+    chromium.close()
 
 
 def _skip_or_fail(reason: str) -> None:

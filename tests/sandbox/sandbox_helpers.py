@@ -129,3 +129,9 @@ def wait_status(server: Server, run_id: str, statuses: tuple[str, ...], timeout:
     except AssertionError as exc:
         raise AssertionError(f"{exc}; last: {last.get('status')} {last.get('error')}") from None
     return last
+
+
+def wait_js(page, expression: str, timeout: float = 60, arg: Any = None) -> Any:
+    """Poll ``page.evaluate(expression)`` from Python until it is truthy (``wait_for_function`` evaluates its
+    predicate with ``eval``, which the page's Content-Security-Policy forbids)."""
+    return wait_for(lambda: page.evaluate(expression, arg), timeout=timeout, interval=0.1, what=expression)

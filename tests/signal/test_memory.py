@@ -14,6 +14,10 @@ from attnlab.core.experiment import get
                      "log_every": 1, "n_eval": 64, "n_train": 1000}),  # MLM training: model 353 MiB, measured 326 MiB
     ("signal.fig1f", {"d": 64, "T": 256, "H": 4, "d_ff": 64, "rank_L": 2, "entropy_L": 1, "n_seeds": 1, "steps": 2,
                       "log_every": 1, "n_eval": 64, "n_train": 1000}),  # two arms, H T² scores: 1072 vs 740 MiB
+    ("signal.alphac", {"d": 512, "T": 128, "n_seqs": 8, "n_inits": 4, "sim_alphas": [0.5, 1.0], "sim_L": 2,
+                       "Ls": [6, 12]}),  # two α_SA at once: model 188 MiB, measured 167 MiB
+    ("signal.fig5", {"d": 512, "T": 128, "n_seqs": 8, "n_inits": 2, "L": 2, "sim_sigma_w2s": [4.0],
+                     "sigma_w2s": [4.0]}),  # the tanh theory's quadratures and one σ_w²: model 111 MiB, measured 89
 ])
 def test_model_within_a_factor_two_of_the_measured_peak(model_vs_peak, key, overrides):
     need, peak = model_vs_peak(key, overrides)
@@ -22,7 +26,7 @@ def test_model_within_a_factor_two_of_the_measured_peak(model_vs_peak, key, over
 
 def test_every_depth_figure_has_the_model():
     assert all(get(f"signal.{k}").memory is not None
-               for k in ("fig1d", "fig1e", "depth", "fig3", "fig4", "figC2", "fig1f"))
+               for k in ("fig1d", "fig1e", "depth", "fig3", "fig4", "figC2", "fig1f", "alphac", "fig5", "figC3"))
 
 
 def test_micro_batches_bring_fig1f_onto_one_gpu():

@@ -43,6 +43,7 @@ from attnlab.core.experiment import get
 from attnlab.core.runs import RunStore
 from attnlab.sandbox import forms
 from attnlab.sandbox.messages import (
+    EXPERIMENT,
     BulkRequest,
     ExportRequest,
     Json,
@@ -105,7 +106,7 @@ def add_study_routes(app: FastAPI, sb: Sandbox) -> None:
         return Json({"studies": out, "scales": list(SCALES), "max_jobs": sb.jobs.max_jobs})
 
     @app.get("/api/form")
-    def form(experiment: Annotated[str, Query(pattern=r"^[a-z0-9_]+\.[a-z0-9_]+$")],
+    def form(experiment: Annotated[str, Query(pattern=EXPERIMENT, max_length=100)],
              scale: Literal["quick", "paper"] = "quick") -> Response:
         exp, plugin = sb.startable(experiment)
         return Json({"experiment": exp.key, "scale": scale, "title": exp.title,

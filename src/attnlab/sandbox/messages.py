@@ -24,6 +24,7 @@ from attnlab.sandbox.store import NotFound
 from attnlab.sandbox.traces import to_json
 
 MAX_ERRORS = 20  # field errors listed in one answer
+EXPERIMENT = r"^[A-Za-z0-9_]+\.[A-Za-z0-9_]+$"  # study.name, as registered (signal.figC2: case matters)
 Value = str | int | float | bool | None | list[str | int | float | bool | None]
 
 
@@ -41,7 +42,7 @@ class Strict(BaseModel):
 
 
 class StartRequest(Strict):
-    experiment: str = Field(pattern=r"^[a-z0-9_]+\.[a-z0-9_]+$", max_length=100)
+    experiment: str = Field(pattern=EXPERIMENT, max_length=100)
     scale: Literal["quick", "paper"] = "quick"
     config: dict[Annotated[str, Field(max_length=64)], Value] = Field(default_factory=dict, max_length=200)
 

@@ -15,8 +15,14 @@ Every HTTP request passes :class:`Guard` (a pure ASGI middleware, so the event s
 4. **Body limit**: a declared ``Content-Length`` above ``max_body`` is refused before reading (413); a chunked body is
    counted as it streams and the answer replaced by 413 once it passes the limit.
 
-Responses also carry ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY`` (with CSP ``frame-ancestors
-'none'``: no clickjacking) and ``Referrer-Policy: same-origin`` (the token never leaves in a Referer).
+5. **Concurrency limit**, applied only after the token: at most ``max_active`` requests of token holders in flight
+   (more answer 503). A client without the token is answered 403 at once and holds no slot, so it cannot lock the
+   user out (uvicorn's own ``limit_concurrency`` counted idle connections before any check; it is not used).
+
+Responses also carry a strict ``Content-Security-Policy`` (scripts only from this server's files: no inline script,
+no ``eval``; ``frame-ancestors 'none'``: no clickjacking), ``X-Content-Type-Options: nosniff``, ``X-Frame-Options:
+DENY`` and ``Referrer-Policy: same-origin`` (the token never leaves in a Referer). The page renders whatever comes
+from the run store (labels, errors, configs) as text, never as HTML: a planted run cannot script the page.
 """
 
 from __future__ import annotations
@@ -31,9 +37,15 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 MAX_BODY = 1 << 20
+MAX_ACTIVE = 64  # requests of token holders in flight at once (event streams included); more answer 503
 SAFE_METHODS = ("GET", "HEAD")
+#: scripts only from this server's files (no inline script, no eval, no other site); Plotly sets inline styles and
+#: draws its images as data: URLs; exports are downloaded from blob: URLs
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
+       "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+       "frame-ancestors 'none'")
 _HARDENING = [(b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
-              (b"content-security-policy", b"frame-ancestors 'none'"), (b"referrer-policy", b"same-origin")]
+              (b"content-security-policy", CSP.encode()), (b"referrer-policy", b"same-origin")]
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -72,9 +84,10 @@ class Guard:
     """ASGI middleware enforcing the Host allow-list, the token, the Origin check and the body limit."""
 
     def __init__(self, app: Callable[..., Awaitable[None]], token: str, port: int, hosts: frozenset[str],
-                 allow_remote: bool = False, max_body: int = MAX_BODY) -> None:
+                 allow_remote: bool = False, max_body: int = MAX_BODY, max_active: int = MAX_ACTIVE) -> None:
         self.app, self.token, self.port, self.hosts = app, token, port, hosts
-        self.allow_remote, self.max_body = allow_remote, max_body
+        self.allow_remote, self.max_body, self.max_active = allow_remote, max_body, max_active
+        self.active = 0  # authenticated requests in flight (one event loop: no lock needed)
         self.cookie = f"attnlab-sandbox-{port}"
 
     def host_ok(self, host: str) -> bool:
@@ -98,7 +111,7 @@ class Guard:
         if scope["type"] != "http":
             if scope["type"] == "lifespan":
                 await self.app(scope, receive, send)
-            return  # no websockets here
+            return  # no websockets here (server.Protocol answers an upgrade as plain HTTP: it never gets here)
         headers: dict[str, str] = {}
         for k, v in scope.get("headers", []):
             headers.setdefault(k.decode("latin-1").lower(), v.decode("latin-1"))
@@ -112,7 +125,14 @@ class Guard:
             await self.refuse(send, path, 413, f"the request body is larger than {self.max_body} bytes"
                               if length.isdigit() else "bad Content-Length")
             return
-        await self.forward(scope, receive, send, path, via == "query")
+        if self.active >= self.max_active:
+            await self.refuse(send, path, 503, f"the sandbox is serving {self.active} requests; try again shortly")
+            return
+        self.active += 1
+        try:
+            await self.forward(scope, receive, send, path, via == "query")
+        finally:
+            self.active -= 1
 
     async def forward(self, scope: Scope, receive: Receive, send: Send, path: str, set_cookie: bool) -> None:
         """Call the app, counting the body as it streams (413 past the limit) and adding the response headers."""

@@ -61,6 +61,30 @@ def url_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
+def protocol() -> type:
+    """uvicorn's HTTP/1.1 protocol (h11), with two changes for a server that speaks no websocket:
+
+    - a connection that sends nothing is closed after uvicorn's keep-alive timeout (5 s), as an idle keep-alive
+      connection is, instead of being held for ever;
+    - an ``Upgrade`` request is answered as plain HTTP (the Guard refuses it without the token; with it, no route
+      answers 404), logged at debug level instead of two warnings per attempt.
+
+    No concurrency limit is set here: uvicorn's counts connections before any check, so idle connections of a
+    client without the token would lock the user out. ``security.Guard`` limits token holders' requests instead."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Protocol(H11Protocol):
+        def connection_made(self, transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive,
+                                                                self.timeout_keep_alive_handler)
+
+        def _unsupported_upgrade_warning(self) -> None:
+            self.logger.debug("upgrade request answered as plain HTTP (the sandbox has no websockets)")
+
+    return Protocol
+
+
 def serve(store_root: str | Path, *, host: str = "127.0.0.1", port: int = 0, max_jobs: int = 1, max_queued: int = 16,
           open_browser: bool = True, allow_remote: bool = False, log_level: str = "warning") -> None:
     """Serve the sandbox over the run store at ``store_root`` until interrupted (see ``security`` for its guard)."""
@@ -95,8 +119,8 @@ def serve(store_root: str | Path, *, host: str = "127.0.0.1", port: int = 0, max
     url = url_of(sock)
     extra = tuple(h.strip() for h in os.environ.get("ATTNLAB_SANDBOX_HOSTS", "").split(","))
     guard = Guard(app, token, sock.getsockname()[1], allowed_hosts(host, allow_remote, extra), allow_remote)
-    server = uvicorn.Server(uvicorn.Config(guard, log_level=log_level, timeout_graceful_shutdown=3, lifespan="on",
-                                           access_log=False, limit_concurrency=64))
+    server = uvicorn.Server(uvicorn.Config(guard, http=protocol(), log_level=log_level, timeout_graceful_shutdown=3,
+                                           lifespan="on", access_log=False))  # the Guard limits token holders
     app.state.server = server
     print(f"attnlab sandbox on {url}?token={token} (run store {Path(store_root).resolve()}; Ctrl-C stops it)",
           flush=True)

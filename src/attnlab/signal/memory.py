@@ -13,6 +13,7 @@ import inspect
 from attnlab.core.experiment import memory_model
 from attnlab.signal import train
 from attnlab.signal.theory import rem
+from attnlab.signal.train.simulation import OBSERVABLES
 
 F32, F64 = 4, 8
 OVERLAP_GRID = 57 * 41  # rem.OverlapTable's default (β, ρ) grid: 41 + 16 β values × 41 ρ values
@@ -50,6 +51,48 @@ def depth(config) -> tuple[int, str]:
     sim = block_slots(n, a.d, a.ff, a.H, a.T, config.n_seqs, vocab)
     mc = mc_chunk(OVERLAP_GRID, a.T, 4) if config.finite_T else 0
     return max(sim, mc), "lower T, d, n_seqs or n_inits (or finite_T=false)"
+
+
+def propagation(a, n_inits: int, n_seqs: int, n_configs: int = 1) -> int:
+    """:func:`train.simulate` over ``n_configs`` (β, α_SA) configurations at once (n_configs · n_inits slots, in
+    chunks of ``max_floats`` activations): one chunk's slots (:func:`block_slots`) and the observables every slot
+    keeps per layer and sequence (float32 while it runs, then a float64 copy and its deviation from the mean)."""
+    per_slot = n_seqs * a.T * (a.d + 2 * a.T * a.H + a.ff)
+    slots = n_configs * n_inits
+    n = min(slots, max(1, int(_default(train.simulate, "max_floats") // per_slot)))
+    observables = len(OBSERVABLES) * (a.L + 1) * slots * n_seqs * (F32 + 2 * F64)
+    return block_slots(n, a.d, a.ff, a.H, a.T, n_seqs) + observables
+
+
+SIM = "lower T, d, n_seqs or n_inits"
+
+
+@memory_model("signal.alphac")
+def alphac(config) -> tuple[int, str]:
+    """Fig. 1c: the networks of depth sim_L, every α_SA of ``sim_alphas`` in one call (the α_c(L) bisection of
+    Sec. 3.3 holds a few numbers per depth)."""
+    a = config.arch().replace(L=config.sim_L)
+    return propagation(a, config.n_inits, config.n_seqs, len(config.sim_alphas)), f"{SIM}, sim_L or sim_alphas"
+
+
+TANH_THEORY = 64 * 2**20  # Fig. 5's theory: F(ρ) on 201 points, its fixed points and σ_w,c² (measured: 50 MiB)
+
+
+@memory_model("signal.fig5")
+def fig5(config) -> tuple[int, str]:
+    """Fig. 5: one σ_w² of ``sim_sigma_w2s`` at a time, after the tanh block map's quadratures (``TANH_THEORY``,
+    whatever the sizes)."""
+    a = config.arch(activation="tanh")
+    return TANH_THEORY + propagation(a, config.n_inits, config.n_seqs), f"{SIM} or L"
+
+
+@memory_model("signal.figC3")
+def fig_c3(config) -> tuple[int, str]:
+    """Fig. C.3: every β of ``table_betas`` in one call, then the finite-T theory's Monte Carlo table (Eq. 19 at
+    finite T, 4 repetitions): the larger of the two."""
+    a = config.arch(alpha_sa=0.0, alpha_mlp=0.0)
+    sim = propagation(a, config.n_inits, config.n_seqs, len(config.table_betas))
+    return max(sim, mc_chunk(OVERLAP_GRID, a.T, 4)), f"{SIM}, L or table_betas"
 
 
 @memory_model("signal.fig3")

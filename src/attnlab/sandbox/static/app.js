@@ -8,6 +8,14 @@ import { Viewer } from "./viewer.js";
 
 const ACTIVE = ["queued", "running", "paused", "stopping"];
 
+// an element of class ``cls`` holding ``children`` (strings become text nodes: nothing is parsed as HTML)
+const node = (tag, cls, ...children) => {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  e.append(...children.map((c) => (typeof c === "string" ? c : c instanceof Node ? c : String(c ?? ""))));
+  return e;
+};
+
 class App {
   constructor() {
     this.viewers = [];
@@ -110,17 +118,21 @@ class App {
     document.getElementById("runs-count").textContent = `(${rows.length}/${this.runs.length})`;
     document.getElementById("stop-shown").disabled = !rows.some((r) => ACTIVE.includes(r.status));
     document.getElementById("delete-shown").disabled = !rows.some((r) => ["interrupted", "failed"].includes(r.status));
-    this.list.innerHTML = "";
+    this.list.replaceChildren();
     for (const r of rows) {
       const item = document.createElement("div");
       item.className = "run";
       item.dataset.run = r.id;
       item.dataset.status = r.status;
       const when = r.created ? new Date(r.created * 1000).toLocaleString() : "";
-      item.innerHTML = `<div><span class="badge" data-status="${r.status}">${r.status}</span>
-        <b>${r.experiment}</b> <code>${r.id.slice(0, 8)}</code></div>
-        <div class="note">${r.label || ""}${r.queue_position ? ` · queue #${r.queue_position}` : ""}</div>
-        <div class="note" title="${when}">${r.error ? r.error : when}</div>`;
+      // everything below comes from the run store, which others may write: text nodes only, never HTML
+      const badge = node("span", "badge", r.status);
+      badge.dataset.status = r.status;
+      const head = node("div", "", badge, " ", node("b", "", r.experiment), " ", node("code", "", r.id.slice(0, 8)));
+      const label = node("div", "note", `${r.label || ""}${r.queue_position ? ` · queue #${r.queue_position}` : ""}`);
+      const last = node("div", "note", r.error ? String(r.error) : when);
+      last.title = when;
+      item.append(head, label, last);
       const actions = document.createElement("div");
       actions.className = "actions";
       if (r.openable !== false) {

@@ -24,7 +24,7 @@ export class StartForm {
   }
 
   setExperiments(studies, scales) {
-    this.experiment.innerHTML = "";
+    this.experiment.replaceChildren();
     for (const s of studies) {
       const group = document.createElement("optgroup");
       group.label = s.study;
@@ -35,7 +35,7 @@ export class StartForm {
       }
       if (group.children.length) this.experiment.append(group);
     }
-    this.scale.innerHTML = scales.map((s) => `<option>${s}</option>`).join("");
+    this.scale.replaceChildren(...scales.map((s) => new Option(s, s)));
     return this.load();
   }
 
@@ -46,7 +46,7 @@ export class StartForm {
     const spec = await api.form(this.experiment.value, this.scale.value);
     if (this.loading !== key) return; // a later choice is loading: this answer is stale
     this.fields = spec.fields;
-    this.form.innerHTML = "";
+    this.form.replaceChildren();
     for (const f of spec.fields) {
       const row = document.createElement("div");
       row.className = "field";

@@ -145,14 +145,14 @@ export class Viewer {
     const view = meta.view;
     if (!view) {
       this.notes.textContent = meta.reason || "nothing to show yet";
-      this.grid.innerHTML = "";
+      this.grid.replaceChildren();
       this.divs = {};
       this.slider.max = 0;
       return;
     }
     this.notes.textContent = view.notes.join(" · ");
     if (fresh || JSON.stringify(view.variants) !== oldVariants) {
-      this.variantSelect.innerHTML = "";
+      this.variantSelect.replaceChildren();
       view.variants.forEach((v, i) => this.variantSelect.append(new Option(v, i, false, i === this.variant)));
       this.variantSelect.hidden = view.variants.length < 2;
     }
@@ -165,11 +165,11 @@ export class Viewer {
   buildPanels(panels, fresh) {
     const before = new Set(Object.keys(this.divs));
     const shown = fresh ? null : new Set([...before].filter((n) => !this.divs[n].parentElement.hidden));
-    this.toggles.innerHTML = "";
+    this.toggles.replaceChildren();
     this.observer.disconnect();
     this.onscreen.clear();
     this.sizes.clear();
-    this.grid.innerHTML = "";
+    this.grid.replaceChildren();
     this.divs = {};
     this.panelKinds = {};
     for (const p of panels) {
