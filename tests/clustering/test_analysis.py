@@ -123,6 +123,17 @@ def test_head_type_thresholds():
         A.head_type(met, bogus=1.0)
 
 
+def test_head_type_is_failed_exactly_below_the_accuracy_threshold():
+    """Head metric 8: 'failed' iff test accuracy < acc_min (0.9), whatever the head looks like (was the claim
+    taxonomy_failed_models, which measured this definition)."""
+    acc = np.array([0.0, 0.5, 0.8999, 0.9, 0.95, 1.0])
+    one = np.ones_like(acc)
+    types = A.head_type({"test_acc": acc, "attn_prefix_mass": one, "R_suffix": 0 * one, "R_perm": 0 * one})
+    assert types == ["failed"] * 3 + ["ideal"] * 3
+    assert A.head_type({"test_acc": [float("nan")], "attn_prefix_mass": [1.0], "R_suffix": [0.0],
+                        "R_perm": [0.0]}) == ["failed"]
+
+
 # ----------------------------------------------------------------------------------------------- correctness
 def _reference_stats(xi: np.ndarray, pre: np.ndarray, mid: np.ndarray) -> dict[str, float]:
     """Head metrics 4-6 literally, one seed, loops over groups."""

@@ -144,6 +144,37 @@ def test_claim_measures_on_tiny_runs(runs):
     assert math.isfinite(out.value) and "onsets per 1000 epochs" in out.detail
 
 
+def test_smooth_minus_sphere_on_known_rates():
+    """Four seeds, 1000 epochs: the sphere spikes 2, 3, 4, 3 times per 1000 epochs, the smoothed normaliser 0, 1, 0,
+    1: paired difference −2, −2, −4, −2 (mean −2.5, sd 1), upper end −2.5 + t(0.975, 3)/2 < 0: fewer spikes. With
+    the arms swapped (or the difference's sign flipped) the upper end is +4.09: the claim fails."""
+    from attnlab.clustering.intervals import t95
+    from attnlab.core.experiment import Result
+
+    epochs = np.array([1000.0])
+    sphere, smooth = np.array([2.0, 3.0, 4.0, 3.0]), np.array([0.0, 1.0, 0.0, 1.0])
+
+    def result(a, b):
+        return Result(None, {"variants": np.array(["baseline", "norm=smooth"]), "v0/rate": a, "v0/epochs": epochs,
+                             "v1/rate": b, "v1/epochs": epochs}, {})
+
+    out = C.smooth_minus_sphere(result(sphere, smooth))
+    assert out.value == pytest.approx(-2.5 + t95(4) * 1.0 / 2) and out.value < 0
+    assert "(12 in all)" in out.detail and "(2)" in out.detail
+    swapped = C.smooth_minus_sphere(result(smooth, sphere))
+    assert swapped.value == pytest.approx(2.5 + t95(4) / 2) and swapped.value > 0
+
+
+def test_prop4_is_reported_with_its_ratio(runs):
+    from attnlab.core.claims import claims
+
+    out = C.prop4_along_training(load_result(runs["fig9"][1].run_dir)[1])
+    assert 0 < out.value <= 1.0 and "violations" in out.detail
+    ids = {c.id: c for c in claims("clustering")}
+    assert ids["clustering.prop4_bound_along_training"].relation == "report"
+    assert "clustering.prop4_paper_bound_violations" not in ids
+
+
 @pytest.mark.parametrize(
     "name, overrides, key",
     [("remedies", {"variants": ["lr=abc"]}, "variants"), ("remedies", {"variants": ["depth=3"]}, "variants"),

@@ -121,6 +121,16 @@ def test_gd_training_keeps_the_best_validation_model():
     curve = gd.pruning_curve(net, [(0, 0), (1, 1)], {"val": val}, 2)
     assert len(drops["val"]) == 4 and len(curve["val"]) == 3 and curve["val"][0] == res.best_val
     assert net.head_mask is None  # pruning is undone after the measurements
+    assert all(0 <= a <= 1 for a in curve["val"])  # the pruned model (kept heads rescaled) runs
+
+
+def test_paired_gain_interval():
+    from attnlab.paths.oneshot.claims import _paired
+
+    a, b = np.r_[np.ones(60), np.zeros(40)], np.r_[np.ones(50), np.zeros(50)]  # a right on 10 more of 100
+    mean, lo, n = _paired(a, b)
+    assert n == 100 and np.isclose(mean, 0.1) and np.isclose(lo, 0.1 - 1.96 * np.std(a - b, ddof=1) / 10)
+    assert _paired(b, a)[1] < 0 < lo
 
 
 def test_head_scores_and_order():
@@ -134,6 +144,8 @@ def test_head_scores_and_order():
     assert np.allclose(both[0], [7 / 7, 3 / 7]) and np.isclose(max(max(s) for s in both), 1.0)
     # 'either' adds the cross pairs (0,4), (4,0) to both heads of layer 1
     assert np.allclose(either[0] * 11, [11, 7])
+    for sc in (both, either):  # normalised (Fig. 3e): in [0, 1], the largest over all layers exactly 1
+        assert max(max(s) for s in sc) == 1.0 and min(min(s) for s in sc) >= 0
     order = pruning.pruning_order(both)
     assert len(order) == (2 - 1) + (3 - 1) and (0, 0) not in order
     with pytest.raises(ValueError, match="score_mode"):

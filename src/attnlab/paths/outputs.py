@@ -147,7 +147,9 @@ def oneshot_arrays(c) -> dict:
                     " ".join(net_key(v, "acc_grid", s) for s in sets): (T, W),
                     " ".join(net_key(v, "acc_fw", s) for s in sets): (W,),
                     " ".join(net_key(v, "acc_gp_grid", s) for s in sets): (T,),
-                    " ".join(net_key(v, "acc_gp", s) for s in sets): ()})
+                    " ".join(net_key(v, "acc_gp", s) for s in sets): (),
+                    " ".join(net_key(v, "correct_fw", s) for s in sets): (W, None),  # per test episode: 1 correct
+                    " ".join(net_key(v, "correct_gp", s) for s in sets): (None,)})
         if k == 0:
             out[_each(v, "overlap_fw overlap_gp")] = ("min(n_pcs, P)",)
             if S:

@@ -2,9 +2,11 @@
 D8), measured on the runs of ``spikes.py`` (``ctx.run`` reuses them from the store).
 
 Registered at the scale where they were measured to hold (quick; the paper-scale runs take hours and were not
-run). The paper's printed gradient bound is not a valid bound (docs note 11): its claim measures how far the
-runs are from violating it. The "smooth normaliser reduces spikes" suggestion comes without counts in the paper; it
-is asserted on our own onset counts (256 seeds at quick scale).
+run). Prop. 4's bound (the printed one is not a valid bound, docs note 11; the corrected one is a theorem, tested in
+``tests/clustering/test_theory.py``) holds along training by five to eight orders of magnitude: it is reported with
+its ratio, and its rate, ||∇L|| = O(√𝓔), is what the asserted ``solved_small_gradient*`` claims measure. The "smooth
+normaliser reduces spikes" suggestion comes without counts in the paper; it is asserted on our own onset counts
+(256 seeds at both scales).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from attnlab.clustering.intervals import mean_interval
 from attnlab.clustering.keys import unit_key
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Result
+from attnlab.core.worlds import World, swap_arrays
 
 S = "clustering"
 
@@ -95,19 +98,23 @@ def prop4_paper_violation_fraction(summaries: Iterable[dict[str, Any]]) -> float
     return sum(r[0] for r in rows) / n if n else math.nan
 
 
-def prop4_paper(result: Result) -> Measured:
-    """The printed bound along training: the violation fraction, with the largest ||∇L||² / (B̂·𝓔) in the detail."""
-    frac = prop4_paper_violation_fraction([result.summary])
+def prop4_along_training(result: Result) -> Measured:
+    """Prop. 4 along training, reported: the largest ||∇L||² / (bound_corrected·𝓔) over the checked snapshots, with
+    the printed B̂'s largest ratio and violations in the detail (eq. (33); docs note 11)."""
     units = [u for u in str(result.summary["units"]).split(",") if f"{u}/prop4/grad_sq" in result.arrays]
-    ratios = [result.arrays[f"{u}/prop4/grad_sq"] / (result.arrays[f"{u}/prop4/bound_paper"]
-                                                     * result.arrays[f"{u}/prop4/tv"]) for u in units]
-    if not ratios:
+    if not units:
         return Measured(math.nan, "no run of the paper's model (sphere normaliser) to check")
-    top = max(float(np.max(r)) for r in ratios)
-    n = sum(len(r) for r in ratios)
-    return Measured(frac, f"{n} snapshots of the drawn seeds: largest ||∇L||²/(B̂·𝓔) = {top:.1e}; the printed proof "
-                          "uses ||M||op = 1 and ||zᵀ||op ≤ √d, which do not hold in general, yet the bound holds here "
-                          "with that margin.")
+    a = result.arrays
+    ratio = {b: [a[f"{u}/prop4/grad_sq"] / (a[f"{u}/prop4/{b}"] * a[f"{u}/prop4/tv"]) for u in units]
+             for b in ("bound_corrected", "bound_paper")}
+    top = {b: max(float(np.max(r)) for r in rs) for b, rs in ratio.items()}
+    n = sum(len(r) for r in ratio["bound_paper"])
+    bad = sum(int((r > 1).sum()) for r in ratio["bound_paper"])
+    return Measured(top["bound_corrected"],
+                    f"{n} snapshots of the drawn seeds: ||∇L||² is at most {top['bound_corrected']:.1e} of the "
+                    f"corrected bound·𝓔 and {top['bound_paper']:.1e} of the printed B̂·𝓔 ({bad} violations). Both "
+                    "hold by orders of magnitude: a loose bound, reported; the printed one is not valid in general "
+                    "(||M||op = 1/||ξ||, ||zᵀ||op ≤ √N; tests/clustering/test_theory.py builds a violation).")
 
 
 def smooth_minus_sphere(result: Result, variant: str = "norm=smooth") -> Measured:
@@ -122,6 +129,20 @@ def smooth_minus_sphere(result: Result, variant: str = "norm=smooth") -> Measure
                         f"onsets per 1000 epochs with the sphere ({onsets['baseline']} in all), "
                         f"{rate[variant].mean():.2g} with {variant} ({onsets[variant]}); paired difference {mean:.2g}, "
                         f"95 % interval [{lo:.2g}, {hi:.2g}].")
+
+
+def gradient_floor(floor: float = 1.0):
+    """A result function adding ``floor`` to every logged full-batch gradient norm (arrays named ``…grad_total``):
+    a gradient that does not vanish with the error, as a world where Prop. 2's rate is false."""
+    def fn(experiment: str, result: Result) -> Result:
+        for k in [k for k in result.arrays if k.endswith("grad_total")]:
+            result.arrays[k] = result.arrays[k] + floor
+        return result
+    return fn
+
+
+_EVENTS_WHY = ("the loss drop (spike) and the gradient peak are events of the same trained runs; no cheap model has "
+               "one without the other, and editing the recorded counts would only restate the verdict")
 
 
 def _d7(ctx: ClaimContext) -> float:
@@ -140,20 +161,21 @@ claim(
         "needed), the fraction with max grad norm on [t_0, t_fit + 3] ≥ 5× its median on [t_0 − 25, t_0 − 2), t_0 "
         "the first epoch with the train loss 5 % below its epoch-5 value",
     measure=lambda ctx: d5_fraction([ctx.run(f"{S}.fig9").summary]), expected=0.8, relation="ge",
-    scales=("quick",),
+    scales=("quick",), falsify=_EVENTS_WHY,
 )
 claim(
     id=f"{S}.drops_at_gradient_peaks_full_batch", ref="§4.3, Fig. 9",
     statement="in full-batch training (Fig. 9), the gradient norm during the loss drop is ≥ 5× its plateau median",
     how="fig9 full-batch run (lr 1e-2): the same fraction over its seeds",
     measure=lambda ctx: d5_fraction([ctx.run(f"{S}.fig9").summary], "full"), expected=0.8, relation="ge",
+    falsify=_EVENTS_WHY,
 )
 claim(
     id=f"{S}.spikes_with_gradient_spikes", ref="§4.4, Fig. 13",
     statement="loss spikes co-occur with gradient-norm spikes",
     how="fig13 (d = 2, lr 1e-2): fraction of loss-spike onsets (docs note 17, ≥ 10 epochs apart) whose full-batch "
         "grad norm is ≥ 2× its trailing 20-epoch median (≥ 5 onsets; else a k = 3, 300-epoch run is added)",
-    measure=_d7, expected=0.7, relation="ge", scales=("quick",),
+    measure=_d7, expected=0.7, relation="ge", scales=("quick",), falsify=_EVENTS_WHY,
 )
 claim(
     id=f"{S}.solved_small_gradient_short_runs", ref="Prop. 2, Prop. 4",
@@ -163,22 +185,22 @@ claim(
         "log 𝓔 over the epochs with 𝓔 < 1e-2, within each seed that gets there, pooled; ≥ 0.5 is Prop. 2's rate",
     measure=lambda ctx: gradient_exponent(unit_curves(ctx.run(f"{S}.fig9")) + unit_curves(ctx.run(f"{S}.fig13"))),
     expected=0.5, relation="ge", scales=("quick",),
+    falsify=World("a gradient floor: 1 added to every logged ||∇L|| (as a term that does not vanish with the error "
+                  "would), so ||∇L|| no longer falls with 𝓔",
+                  overrides={f"{S}.fig9": {"n_seeds": 8, "epochs": 60, "full_batch": False},
+                             f"{S}.fig13": {"n_seeds": 8, "epochs": 60}},
+                  result=gradient_floor(1.0)),
 )
 claim(
     id=f"{S}.prop4_bound_along_training", ref="Prop. 4, App. C.3",
-    statement="along training, ||∇_{q,V,W,U} L||² ≤ bound_corrected · 𝓔 at every logged epoch",
+    statement="along training, ||∇_{q,V,W,U} L||² ≤ B̃²·𝓔 (the corrected bound and the printed B̂ of eq. (33))",
     how="fig9: every snapshot (≤ 200) of the drawn seed of each run, float64 on the 4096-sentence probe grid; the "
-        "max of ||∇L||² / (bound_corrected·𝓔)",
-    measure=lambda ctx: prop4_max_ratio([ctx.run(f"{S}.fig9").summary]), expected=1.0, relation="le",
+        "max of ||∇L||² / (bound_corrected·𝓔), the printed B̂'s max ratio and violations in the detail. Reported: "
+        "both hold by 1e5 to 1e8, a loose bound whose rate is asserted by solved_small_gradient*",
+    measure=lambda ctx: prop4_along_training(ctx.run(f"{S}.fig9")), relation="report",
 )
-claim(
-    id=f"{S}.prop4_paper_bound_violations", ref="Prop. 4 as printed, App. C.3",
-    statement="the printed bound B̂ of Prop. 4 holds along training: ||∇_{q,V,W,U} L||² ≤ B̂·𝓔",
-    how="fig9: fraction of checked snapshots (≤ 200 of the drawn seed of each run, float64, probe grid) with "
-        "||∇L||² > B̂·𝓔 (B̂ as printed in eq. (33), \"2n\" read as 2N); the largest ratio in the detail",
-    measure=lambda ctx: prop4_paper(ctx.run(f"{S}.fig9")), expected=0.0, relation="le",
-)
-# quick: the two variants the claim compares, on enough seeds to count a few dozen onsets (≈ 4 min on one core)
+# quick: the two variants the claim compares, on enough seeds to count a few dozen onsets (≈ 4 min on one core);
+# paper: the remedies run itself, whose paper scale has 256 seeds for this claim (RemediesConfigDefault)
 SMOOTH_QUICK = {"variants": ("baseline", "norm=smooth"), "n_seeds": 256}
 claim(
     id=f"{S}.smooth_norm_reduces_spikes", ref="§4.4 (remedy), docs note 18",
@@ -188,4 +210,6 @@ claim(
         "t-interval of its mean is below 0. The paper suggests the remedy without counts: the rates are ours",
     measure=lambda ctx: smooth_minus_sphere(ctx.run(f"{S}.remedies", **(SMOOTH_QUICK if ctx.scale == "quick" else {}))),
     expected=0.0, relation="le",
+    falsify=World("the sphere's and the smoothed normaliser's onset rates swapped: the smoothed one spikes more",
+                  overrides={f"{S}.remedies": {"n_seeds": 32}}, result=swap_arrays("v0/rate", "v1/rate")),
 )

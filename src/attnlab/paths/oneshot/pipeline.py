@@ -8,7 +8,8 @@
 4. :func:`theory_grid`: the saddle point on the τ grid × width grid (warm-started along N), the
    validation-selected τ*(N) (App. H.2.1 does not say on which split; here a validation split, not the test
    set as the public code does: docs/studies/paths.md), and the accuracies at τ*(N) on every test set, plus
-   the GP limit at its own validation-selected τ.
+   the GP limit at its own validation-selected τ; also every test episode's correctness (1: sign f = y) for both,
+   for paired intervals over the same episodes (the claims on Fig. 3b's finite-width gain).
 """
 
 from __future__ import annotations
@@ -154,13 +155,14 @@ def theory_grid(pb: kernels.Problem, slices: dict, widths, taus, kern: kernels.P
     Us = np.zeros((len(taus), len(widths), pb.n, pb.n))
     fmean = np.zeros((len(taus), len(widths), len(y)))
     fvar = np.zeros_like(fmean)
+    gp_f = np.zeros((len(taus), len(y)))
     for a, tau in enumerate(taus):
         tr = units.get(f"{tag}theory_tau{tau:g}", lambda u, tau=tau:
                        theory.predict(pb, list(widths), tau, kern=kern, **solve_kw))
         Us[a], fmean[a], fvar[a] = tr["U"], tr["f_mean"], tr["f_var"]
         for k, s in slices.items():
             acc[k][a] = (np.sign(tr["f_mean"][:, s]) == y[s]).mean(-1)
-        g = theory.predict_gp(pb, tau, kern).mean.cpu().numpy()
+        g = gp_f[a] = theory.predict_gp(pb, tau, kern).mean.cpu().numpy()
         for k, s in slices.items():
             gp[k][a] = (np.sign(g[s]) == y[s]).mean()
     best = acc["val"].argmax(0)  # τ*(N) on validation; first (smallest τ) on ties
@@ -169,9 +171,11 @@ def theory_grid(pb: kernels.Problem, slices: dict, widths, taus, kern: kernels.P
     out = {"taus": np.asarray(taus, float), "widths": np.asarray(widths, float), "tau_star": np.asarray(taus)[best],
            "U_star": Us[best, cols], "f_star": fmean[best, cols], "fvar_star": fvar[best, cols],
            "tau_gp": np.asarray(taus[gp_best])}
-    for k in slices:
+    for k, s in slices.items():
         out[f"acc_grid_{k}"] = acc[k]
         out[f"acc_fw_{k}"] = acc[k][best, cols]
         out[f"acc_gp_grid_{k}"] = gp[k]
         out[f"acc_gp_{k}"] = np.asarray(gp[k][gp_best])
+        out[f"correct_fw_{k}"] = (np.sign(out["f_star"][:, s]) == y[s]).astype(np.int8)  # (widths, episodes)
+        out[f"correct_gp_{k}"] = (np.sign(gp_f[gp_best, s]) == y[s]).astype(np.int8)
     return out

@@ -1,0 +1,45 @@
+"""The Markov claims' statistics (checks B3b, B3d, B4): paired intervals over seeds and the chance-level band."""
+
+import math
+
+import numpy as np
+import pytest
+
+from attnlab.core.claims import ClaimContext
+from attnlab.core.runs import RunStore
+from attnlab.paths.keys import path_key
+from attnlab.paths.markov import claims as mc
+
+
+class _Fake(ClaimContext):
+    """Each seed's fig2c run is a given summary (and a test set of ``n`` labels)."""
+
+    runs: dict
+
+    def run(self, experiment, **overrides):
+        summary = self.runs[overrides.get("seed", 0)]
+        return type("R", (), {"summary": summary, "arrays": {"y_test": np.ones(1000)}})()
+
+
+def _ctx(tmp_path, summaries):
+    ctx = _Fake("quick", RunStore(tmp_path))
+    ctx.runs = dict(enumerate(summaries))
+    return ctx
+
+
+def test_paired_lower_is_the_t_interval_of_the_seed_differences(tmp_path):
+    d = [0.02, 0.03, 0.01, 0.02]
+    ctx = _ctx(tmp_path, [{"a": 0.9 + x, "b": 0.9} for x in d])
+    got = mc.paired_lower(ctx, "a", "b", "a − b").value
+    assert got == pytest.approx(np.mean(d) - 3.1824 * np.std(d, ddof=1) / 2, abs=1e-4)
+    assert mc.paired_lower(_ctx(tmp_path, [{"a": 0.9 + x, "b": 0.9} for x in (0.02, -0.02, 0.03, -0.01)]), "a", "b",
+                           "a − b").value < 0
+
+
+@pytest.mark.parametrize("acc, passes", [(0.5, True), (0.51, True), (0.53, False), (0.47, False)])
+def test_other_paths_band_is_binomial_over_the_pooled_test_sets(tmp_path, acc, passes):
+    # 4 seeds × 1000 test sequences: chance is 0.5 ± 2.39 · 0.5 / √4000 = 0.5 ± 0.019
+    ctx = _ctx(tmp_path, [{path_key("acc_gp", a): (acc if a == 2 else 0.5) for a in range(4)}] * 4)
+    got = mc._other_paths(ctx).value
+    assert got == pytest.approx(abs(acc - 0.5) / (mc.Z_CHANCE * 0.5 / math.sqrt(4000)))
+    assert (got <= 1) == passes
