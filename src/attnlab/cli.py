@@ -23,7 +23,6 @@ from attnlab.cli_flags import html_file as _html_file
 from attnlab.cli_flags import store as _store
 from attnlab.core import progress
 from attnlab.core.config import SCALES, ConfigError, load_yaml, parse_sets, resolve
-from attnlab.core.runs import RunFailed
 
 app = typer.Typer(
     add_completion=False,
@@ -51,14 +50,18 @@ def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
             line = " ".join(str(exc).split())  # one line, whatever the message's source
             err_console.print(f"[red]error:[/red] {escape(line)}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
-        except RunFailed as exc:
+        except KeyboardInterrupt:
+            err_console.print("interrupted: the run is marked 'interrupted'; run the same command again to resume")
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            from attnlab.core.runs import RunFailed  # here, not at the top: `--help` never imports torch
+
+            if not isinstance(exc, RunFailed):
+                raise
             log = exc.record.run_dir / "log.txt"
             err_console.print(f"[red]run failed:[/red] {escape(str(exc.record.error))}\n  see {log}", highlight=False,
                               soft_wrap=True)
             raise typer.Exit(1) from None
-        except KeyboardInterrupt:
-            err_console.print("interrupted: the run is marked 'interrupted'; run the same command again to resume")
-            raise typer.Exit(130) from None
 
     return wrapper
 

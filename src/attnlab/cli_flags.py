@@ -12,7 +12,6 @@ import typer
 from rich.console import Console
 
 from attnlab.core.config import ConfigError
-from attnlab.core.runs import RunStore, default_root
 
 StoreOpt = Annotated[Path | None, typer.Option("--store", help="run store [env ATTNLAB_HOME, ./attnlab-runs]")]
 OldStoreOpt = Annotated[Path | None, typer.Option("--out", hidden=True, help="deprecated spelling of --store")]
@@ -30,6 +29,8 @@ def store(given: Path | None, old_out: Path | None = None, existing: bool = Fals
         err_console.print("warning: --out for the run store is deprecated; use --store DIR (or ATTNLAB_HOME)",
                           highlight=False)
         given = old_out
+    from attnlab.core.runs import RunStore, default_root  # torch: imported by the commands that use a store
+
     root = given if given is not None else default_root()
     if existing and not ((root / "index.sqlite").exists() or (root / "runs").is_dir()):
         raise ConfigError(f"no run store at {str(root)!r} (no index.sqlite or runs/ in it); give --store DIR or set "

@@ -175,3 +175,13 @@ def test_a_port_where_another_protocol_answers_is_one_line(tmp_path):
         line = one_error_line(cli("sweep", "toy.walk", "--grid", "steps=2,3", "--executor", "dask", "--scheduler",
                                   address, "--store", str(tmp_path / "s")))
     assert "but not a dask scheduler" in line and not (tmp_path / "s").exists()
+
+
+def test_the_command_line_starts_without_torch():
+    """`attnlab --help` (and every command's help) imports neither torch nor pandas: under a second on 2 cores."""
+    import subprocess
+    import sys
+
+    code = "import sys, attnlab.cli; print(sorted(m for m in ('torch', 'pandas', 'numpy') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
