@@ -4,6 +4,7 @@ whole check."""
 import math
 import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -96,3 +97,15 @@ def test_finite_d_consistency_reduced_size():
     from attnlab.specialization.claims import identities as ident
 
     assert ident.finite_d_consistency(D=600, n=6000) < 0.03
+
+
+def test_welch_lower_end_is_below_the_mean_gap_and_sees_its_sign():
+    """The interval of the pruning comparison: a clear gap has its lower end above 0, the swapped arms below,
+    noise alone straddles 0, and too few values give −inf (never a pass)."""
+    from attnlab.specialization.claims.trained import welch_lower
+
+    hi, lo = np.array([0.30, 0.32, 0.31, 0.29]), np.array([0.10, 0.12, 0.11, 0.09])
+    assert 0 < welch_lower(hi, lo) < 0.2
+    assert welch_lower(lo, hi) < -0.2
+    assert welch_lower(hi, hi + 0.001) < 0
+    assert welch_lower(hi[:1], lo) == -np.inf

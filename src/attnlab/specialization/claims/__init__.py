@@ -6,6 +6,7 @@
   and hierarchical learning (Figs. 3, 4), fixed MC samples (Fig. 8);
 * :mod:`.trained` — read from runs: final errors (Fig. 5), attention maps (Fig. 6), pruning (Fig. 7), Fig. 11;
 * :mod:`.identities` — exact identities of the model and its reduction (Prop. III.1, Lemmas A.1, A.3, eq. (4)).
+* :mod:`.worlds` — for each asserted claim, a world where it is false (or why none is built; issue 26).
 """
 
 # isort: skip_file

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from attnlab.core.claims import ClaimContext, Measured, claim
+from attnlab.specialization.claims.worlds import RUN_WORLDS
 from attnlab.specialization.experiments.phases import escape_key, split_key
 from attnlab.specialization.experiments.sim_vs_theory import deviation_key
 from attnlab.specialization.experiments.trajectories import feature_time_key
@@ -39,7 +40,8 @@ for _obs, _what, _tol in (("m", "m", 0.07), ("rr", "q − m p⁻¹ mᵀ vs r r�
         id=f"specialization.sgd_matches_theory_{_obs}", ref="Prop. III.2, Figs. 1, 9",
         statement=f"SGD with τ = γt follows the gradient flow (12): {_what}",
         how=f"fig9 (3 activations): max over τ and entries of |SGD − p-corrected theory| for {_what}",
-        measure=lambda ctx, k=_obs: _fig9_max(ctx, k), expected=_tol, relation="le",
+        measure=lambda ctx, k=_obs: _fig9_max(ctx, k), expected=_tol, relation="le", blocks=2,
+        falsify=RUN_WORLDS[f"sgd_matches_theory_{_obs}"],
     )
 
 
@@ -53,6 +55,7 @@ claim(
     statement="B-softmax is invariant to b → b + c1, so Σ_h b_h stays 0 along SGD and theory",
     how="fig9: max_τ |Σ_h b_h| for B-softmax, SGD (float32) and theory", measure=_bsoftmax_bias_sum,
     expected=1e-5, relation="le",
+    falsify=RUN_WORLDS["bsoftmax_bias_invariance"],
 )
 
 
@@ -65,6 +68,7 @@ claim(
     id="specialization.fixed_mc_samples", ref="Fig. 8, App. B",
     statement="keeping the Monte-Carlo samples fixed along the flow changes the trajectory negligibly",
     how="fig8: max_τ |m^fixed_1f − m^resampled_1f|", measure=_mc_fixed, expected=0.03, relation="le",
+    falsify=RUN_WORLDS["fixed_mc_samples"],
 )
 
 
@@ -115,7 +119,7 @@ for _key, _statement, _expected, _rel in (
     claim(
         id=f"specialization.unspecialised_{_key}", ref="Prop. III.3, Fig. 1", statement=_statement,
         how="phases: theory, flip ν=(2,2), softmax, L=10, H=2, m(0) ~ N(0,1e-4), r(0) = I",
-        measure=_phase(_key), expected=_expected, relation=_rel,
+        measure=_phase(_key), expected=_expected, relation=_rel, falsify=RUN_WORLDS[f"unspecialised_{_key}"],
     )
 
 
@@ -137,13 +141,15 @@ claim(
     id="specialization.escape_time_increases_with_D", ref="Prop. III.4",
     statement="the specialisation time τ_s = Θ(log D) grows with D",
     how="escape: τ_s (|m_12 − m_22| > 0.2) strictly increasing over D ∈ {1e2..1e5}, softmax and B-softmax "
-        "(1 = both)", measure=_escape("increasing", min), expected=1.0, relation="ge",
+        "(1 = both)", measure=_escape("increasing", min), expected=1.0, relation="ge", blocks=2,
+    falsify=RUN_WORLDS["escape_time_increases_with_D"],
 )
 claim(
     id="specialization.escape_time_log_D", ref="Prop. III.4",
     statement="τ_s ≈ a + c log D: equal increments per decade of D",
     how="escape: (max − min)/mean of the increments of τ_s per decade, worst of softmax and B-softmax",
-    measure=_escape("slope_spread", max), expected=0.30, relation="le",
+    measure=_escape("slope_spread", max), expected=0.30, relation="le", blocks=2,
+    falsify=RUN_WORLDS["escape_time_log_D"],
 )
 
 
@@ -176,12 +182,14 @@ claim(
     statement="features are learnt in order of decreasing variance: f = 1 before f = 2",
     how="fig4: τ_f = first τ with ||m_{:,f}||/√H > 0.5; smallest τ_2 − τ_1 over softmax and B-softmax",
     measure=_sequential, expected=0.0, relation="ge",
+    falsify=RUN_WORLDS["sequential_learning"],
 )
 claim(
     id="specialization.bsoftmax_learns_faster", ref="Fig. 4",
     statement="B-softmax learns the first feature faster than softmax",
     how="fig4: τ_1(softmax) − τ_1(B-softmax)",
     measure=_faster, expected=0.0, relation="ge",
+    falsify=RUN_WORLDS["bsoftmax_learns_faster"],
 )
 
 
@@ -197,7 +205,8 @@ claim(
     id="specialization.hierarchical_quadrants", ref="Fig. 3",
     statement="softmax heads split evenly into all sign combinations: H = 4 ⇒ one head per quadrant ±s1 ± s2",
     how="fig3 panel 0: number of quadrants holding a head with |m_h1| > 1 and |m_h2| > 0.05",
-    measure=_quadrants, expected=4.0, relation="ge",
+    measure=_quadrants, expected=4.0, relation="ge", blocks=2,
+    falsify=RUN_WORLDS["hierarchical_quadrants"],
 )
 
 

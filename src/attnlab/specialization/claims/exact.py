@@ -10,6 +10,7 @@ import torch
 
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.specialization import theory
+from attnlab.specialization.claims.worlds import EXACT_WORLDS
 from attnlab.specialization.data.laws import DiscreteLaw, make_law
 from attnlab.specialization.experiments import analysis
 from attnlab.specialization.model.activations import bsoftmax
@@ -42,6 +43,7 @@ claim(
     statement="at m = r = 0 the softmax-1 gradients in b and v take the closed forms (A16), (A17)",
     how="autodiff of the reduced loss vs closed form at three (L, H, b̃, v); max relative error",
     measure=_lemma_a4, expected=1e-10, relation="le",
+    falsify=EXACT_WORLDS["softmax1_unspecialised_gradients"],
 )
 
 
@@ -74,6 +76,7 @@ claim(
     how="autodiff Hessian of the MC loss (Gaussian θ, ν̃=(3,1)) vs closed-form c1..c4, 3 activations × "
         "(L,H) ∈ {(5,2),(4,3),(10,2)}; max relative error of the diagonal entries",
     measure=_hessian_constants, expected=0.03, relation="le",
+    falsify=EXACT_WORLDS["hessian_constants"],
 )
 
 
@@ -102,6 +105,7 @@ claim(
     how="per-sample head-averaged attention vs Bayes posterior (16) on the same samples, four discrete laws "
         "including a non-uniform one",
     measure=_prop_iv2, expected=1e-10, relation="le",
+    falsify=EXACT_WORLDS["bsoftmax_is_bayes"],
 )
 
 
@@ -120,6 +124,7 @@ claim(
     statement="the Bayes risk decreases monotonically with the signal ν (flip and isotropic Gaussian, F=2, L=5)",
     how="fraction of consecutive ν ∈ {1,2,4,8,15} with decreasing MC Bayes risk", measure=_bayes_monotone,
     expected=1.0, relation="ge",
+    falsify=EXACT_WORLDS["bayes_risk_decreases_with_signal"],
 )
 
 
@@ -136,6 +141,7 @@ claim(
     statement="softmax-1 can switch heads off: the construction m = (B, −B), b = B^{3/2}, v = 2 reaches loss → 0",
     how="reduced loss of the construction at B = 6 (θ = ±B, L = 5, N_mc = 1e5)", measure=_prop_iv3,
     expected=0.05, relation="le",
+    falsify=EXACT_WORLDS["softmax1_construction"],
 )
 
 
@@ -156,6 +162,7 @@ claim(
     statement="softmax cannot focus on ε for both θ and −θ: its loss stays bounded away from 0",
     how="best reduced loss over a 33×33 grid of (m1, m2) ∈ [−4B, 4B]² at B = 6", measure=_softmax_bounded,
     expected=0.3, relation="ge",
+    falsify=EXACT_WORLDS["softmax_not_well_specified"],
 )
 
 
@@ -175,6 +182,7 @@ claim(
     statement="heads beyond one per support point are redundant: pruning them leaves the loss unchanged",
     how="B-softmax Bayes parameters with every support point twice (H=8): loss after 4 greedy removals minus "
         "before", measure=_redundant_pruning, expected=0.005, relation="le",
+    falsify=EXACT_WORLDS["pruning_redundant_heads"],
 )
 
 
@@ -204,4 +212,5 @@ claim(
     how="−∇Ẽ in v and b at m = 0, r = 0 (flip (2,2), L = 5, H = 2, N_mc = 4e5); min(dv/dτ, −db/dτ) > 0; "
         "the detail also gives the rates at r = I",
     measure=_softmax1_early, expected=0.0, relation="ge",
+    falsify=EXACT_WORLDS["softmax1_early_v"],
 )

@@ -12,6 +12,7 @@ import torch
 
 from attnlab.core.claims import ClaimContext, claim
 from attnlab.specialization import theory
+from attnlab.specialization.claims.worlds import IDENTITY_WORLDS
 from attnlab.specialization.data import iter_sequences, make_law, sample_spikes, symsqrt
 from attnlab.specialization.model.activations import bsoftmax, softmax, softmax1
 from attnlab.specialization.model.attention import attend, order_parameters
@@ -56,10 +57,14 @@ def loss_at_origin(ctx: ClaimContext | None = None) -> float:
     return worst
 
 
-def finite_d_consistency(ctx: ClaimContext | None = None, D: int = 2000, n: int = 20_000) -> float:
+FINITE_D_SEQUENCES = 20_000  # fresh sequences of the network's population loss (Prop. III.1 check)
+
+
+def finite_d_consistency(ctx: ClaimContext | None = None, D: int = 2000, n: int | None = None) -> float:
     """Prop. III.1: the empirical population loss (7) of a network with keys K = m_target K* + R (R ⊥ K*,
     R Rᵀ = 0.3 I) at D = 2000, over 2·10^4 fresh sequences, against the reduced loss Ẽ(m, r) (N_mc = 10^5) at
     its actual order parameters. Largest |difference| over the three activations."""
+    n = FINITE_D_SEQUENCES if n is None else n
     g = torch.Generator().manual_seed(11)
     law = make_law("flip", 2, nu1=2.0, nu2=2.0)
     K_star = sample_spikes(2, D, generator=g, dtype=F64)
@@ -144,4 +149,4 @@ for _id, _ref, _statement, _fn, _tol in (
 ):
     claim(id=f"specialization.{_id}", ref=_ref, statement=_statement,
           how=(_fn.__doc__ or "").split("\n\n")[0].replace("\n", " ").strip(), measure=_fn,
-          expected=_tol, relation="le")
+          expected=_tol, relation="le", falsify=IDENTITY_WORLDS[_id])
