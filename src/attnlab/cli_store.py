@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -22,7 +23,8 @@ from attnlab.cli_flags import StoreOpt
 from attnlab.cli_flags import store as _store
 from attnlab.core.config import ConfigError
 
-store_app = typer.Typer(no_args_is_help=True, help="List, verify, rebuild, remove and garbage-collect stored runs.")
+store_app = typer.Typer(no_args_is_help=True,
+                        help="List, verify, rebuild, remove, garbage-collect, pack and unpack stored runs.")
 
 StudyOpt = Annotated[str | None, typer.Option("--study", help="only runs of this study")]
 ExpOpt = Annotated[str | None, typer.Option("--experiment", help="only runs of STUDY.EXPERIMENT")]
@@ -208,3 +210,43 @@ def _ids(st: Any, ids: list[str] | None) -> list[str] | None:
             raise ConfigError(f"run id {i[:40]!r} {why} (see `attnlab store ls`)")
         out.append(hits[0])
     return out
+
+
+@store_app.command("pack")
+@_guard
+def pack_(
+    archive: Annotated[Path, typer.Argument(help="the .tar.gz to write")],
+    ids: Annotated[list[str] | None, typer.Option("--id", help="a run id or prefix (repeatable)")] = None,
+    study: StudyOpt = None, experiment: ExpOpt = None, status: StatusOpt = None,
+    all_: Annotated[bool, typer.Option("--all", help="every run the filters select, finished ones too (default: "
+                                       "the unfinished runs, with their checkpoints)")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Write runs into one .tar.gz to carry to another machine (`store unpack` there): by default the unfinished
+    runs, so that a check stopped by a slice's deadline resumes where it stopped."""
+    from attnlab.core.carry import pack
+    from attnlab.core.maintenance import select
+
+    st = _store(store, existing=True)
+    sel = _selection(study, experiment, status, None, None)
+    rows = [r for r, _ in select(st, sel, ids or None)
+            if all_ or ids or status or r["status"] in ("interrupted", "running")]
+    if not rows:
+        raise ConfigError("no run selected: nothing unfinished in the store (--all packs finished runs too)")
+    info = pack(st, rows, archive)
+    out_console.print(f"packed {len(info['runs'])} run(s) into {archive} ({_size(info['bytes'])}); "
+                      f"`attnlab store unpack {archive.name}` adds them to another store", highlight=False)
+
+
+@store_app.command("unpack")
+@_guard
+def unpack_(archive: Annotated[Path, typer.Argument(help="a .tar.gz written by `attnlab store pack`")],
+            store: StoreOpt = None) -> None:
+    """Add the runs of a `store pack` archive to this store: a run it has finished is kept, an unfinished one is
+    replaced by a carried run that progressed further; an archive member outside runs/EXP/ID/ is refused."""
+    from attnlab.core.carry import unpack
+
+    if not archive.is_file():
+        raise ConfigError(f"{str(archive)!r} does not exist (an archive written by `attnlab store pack`)")
+    for run_id, what in unpack(_store(store), archive):
+        out_console.print(f"{run_id}: {what}", highlight=False)

@@ -151,6 +151,11 @@ class Index:
             con.executemany(sql, [tuple(_cell(r.get(c)) for c in COLUMNS) for r in rows])
             con.execute("COMMIT")
 
+    def put(self, row: dict[str, Any]) -> None:
+        """Insert or replace one row (a run unpacked from another machine: its directory says what it is)."""
+        sql = f"INSERT OR REPLACE INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+        self._write(sql, tuple(_cell(row.get(c)) for c in COLUMNS))
+
     # -- access --------------------------------------------------------------------------------------
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
