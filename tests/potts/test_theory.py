@@ -117,3 +117,13 @@ def test_invalid_nu_and_sizes():
     with pytest.raises(ValueError, match="site"):
         gaussian.make_problems(10, 3.0, 1, generator=g, site=10)
     assert math.isclose(g_nu(3.0), 0.381966, abs_tol=1e-6)
+
+
+def test_eps_g_is_noise_plus_a_quadratic_form():
+    """Eq. (8): ε_g − Δ = (A − θ)ᵀS(A − θ)/L ≥ 0 for every A, = 0 at the teacher (no claim: a definition)."""
+    g = torch.Generator().manual_seed(3)
+    prob = gaussian.make_problems(20, 3.0, 2, generator=g)
+    A = torch.randn(50, *prob.theta.shape, generator=g, dtype=F64) * torch.logspace(-3, 1, 50, dtype=F64)[:, None, None]
+    excess = gaussian.errors(prob, A)["eps_g"] - prob.Delta
+    assert (excess >= -1e-12).all()
+    assert (gaussian.errors(prob, prob.theta)["eps_g"] - prob.Delta).abs().max() < 1e-10

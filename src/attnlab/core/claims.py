@@ -218,6 +218,16 @@ def claim(id: str, ref: str, statement: str, how: str, measure: Callable[[ClaimC
                           blocks))
 
 
+def attach(claim_id: str, falsify: World | str) -> Claim:
+    """Name the world where the registered claim ``claim_id`` is false, for a study that keeps its worlds in a
+    module of their own (``signal/worlds.py``) rather than beside each ``claim(...)``."""
+    from dataclasses import replace
+
+    if claim_id not in _CLAIMS:
+        raise ValueError(f"no registered claim {claim_id!r} to attach a world to")
+    return register(replace(_CLAIMS[claim_id], falsify=falsify))
+
+
 def claims(study: str | None = None, scale: str | None = None) -> list[Claim]:
     load_studies()
     check_study(study)
