@@ -114,47 +114,40 @@ def unfalsified(study: str | None = None) -> list[Claim]:
 
 def scale_summary(*keys: str, by: float) -> ResultFn:
     """Multiply summary values ``keys`` by ``by`` (a perturbed theory or simulation)."""
-
-    def fn(experiment: str, result: Result) -> Result:
-        for k in keys:
-            if k in result.summary:
-                result.summary[k] = result.summary[k] * by
-        return result
-
-    return fn
+    return _scale("summary", keys, by)
 
 
 def scale_arrays(*names: str, by: float) -> ResultFn:
     """Multiply arrays ``names`` by ``by`` (a perturbed theory curve or measured curve)."""
-
-    def fn(experiment: str, result: Result) -> Result:
-        for k in names:
-            if k in result.arrays:
-                result.arrays[k] = result.arrays[k] * by
-        return result
-
-    return fn
+    return _scale("arrays", names, by)
 
 
 def swap_summary(a: str, b: str) -> ResultFn:
     """Exchange summary values ``a`` and ``b`` (the two arms of a comparison swapped)."""
+    return _swap("summary", a, b)
 
+
+def swap_arrays(a: str, b: str) -> ResultFn:
+    """Exchange arrays ``a`` and ``b`` (the two arms of a comparison swapped)."""
+    return _swap("arrays", a, b)
+
+
+def _scale(where: str, keys: tuple[str, ...], by: float) -> ResultFn:
     def fn(experiment: str, result: Result) -> Result:
-        s = result.summary
-        if a in s and b in s:
-            s[a], s[b] = s[b], s[a]
+        values = getattr(result, where)
+        for k in keys:
+            if k in values:
+                values[k] = values[k] * by
         return result
 
     return fn
 
 
-def swap_arrays(a: str, b: str) -> ResultFn:
-    """Exchange arrays ``a`` and ``b`` (the two arms of a comparison swapped)."""
-
+def _swap(where: str, a: str, b: str) -> ResultFn:
     def fn(experiment: str, result: Result) -> Result:
-        r = result.arrays
-        if a in r and b in r:
-            r[a], r[b] = r[b], r[a]
+        values = getattr(result, where)
+        if a in values and b in values:
+            values[a], values[b] = values[b], values[a]
         return result
 
     return fn
