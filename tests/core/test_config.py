@@ -120,3 +120,24 @@ def test_with_defaults_keeps_constraints():
         resolve(D, "quick", {"H": 0})
     with pytest.raises(TypeError):
         C.with_defaults("E", nope=1)
+
+
+def test_a_field_added_later_keeps_the_stored_run_ids_while_at_its_default():
+    """``added(default)``: a parameter introduced after runs were stored leaves their run ids unchanged (stored runs,
+    committed records and sweeps stay valid) until a run sets another value."""
+    from typing import Literal
+
+    from attnlab.core.config import Config, added
+
+    class Before(Config):
+        n: int = 3
+
+    class After(Config):
+        n: int = 3
+        stream: Literal["v1", "v2"] = added("v1", description="token stream version")
+        widths: tuple[int, ...] = added((1, 2))
+
+    assert After().hash("x.y") == Before().hash("x.y")
+    assert After(stream="v2").hash("x.y") != Before().hash("x.y")
+    assert After(widths=(1, 3)).hash("x.y") != Before().hash("x.y")
+    assert After(n=4).hash("x.y") == Before(n=4).hash("x.y")

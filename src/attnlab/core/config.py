@@ -25,6 +25,23 @@ from pydantic.fields import FieldInfo
 SCALES: tuple[str, ...] = ("quick", "paper")
 
 
+ADDED = "attnlab_added"
+
+
+def added(default: Any, **kwargs: Any) -> Any:
+    """``Field(default, ...)`` for a parameter added to an experiment after runs of it were stored: while it holds
+    ``default`` (which must reproduce the old behaviour) it stays out of the run id, so stored runs, claims records
+    and sweeps keep their ids; any other value makes a new run."""
+    extra = {**kwargs.pop("json_schema_extra", {}), ADDED: True}
+    return Field(default, json_schema_extra=extra, **kwargs)
+
+
+def _json(value: Any) -> Any:
+    """A default as ``model_dump(mode="json")`` writes it (tuples as lists)."""
+    return json.loads(json.dumps(value, default=str)) if not isinstance(value, BaseModel) else value.model_dump(
+        mode="json")
+
+
 class ConfigError(ValueError):
     """A config could not be built; the message is one line meant for the user."""
 
@@ -51,8 +68,13 @@ class Config(BaseModel):
         return v
 
     def hash(self, experiment: str) -> str:
-        """Run id: 16 hex digits of the SHA-256 of the experiment name and resolved config."""
-        payload = json.dumps({"experiment": experiment, "config": self.model_dump(mode="json")}, sort_keys=True)
+        """Run id: 16 hex digits of the SHA-256 of the experiment name and resolved config. A field declared with
+        :func:`added` is left out while it holds its default, so runs stored before it existed keep their ids."""
+        values = self.model_dump(mode="json")
+        for name, f in type(self).model_fields.items():
+            if (f.json_schema_extra or {}).get(ADDED) and values.get(name) == _json(f.default):
+                values.pop(name)
+        payload = json.dumps({"experiment": experiment, "config": values}, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
     @classmethod
