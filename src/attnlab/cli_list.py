@@ -11,7 +11,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from attnlab.cli import JsonOpt, _guard, app, out_console
-from attnlab.core.config import SCALES
 
 
 @app.command("list")
@@ -26,66 +25,70 @@ def list_(
     json_: JsonOpt = False,
 ) -> None:
     """Studies, experiments (one per paper figure), their scales and parameters; or their claims (``--claims``)."""
-    from attnlab.core.claims import claims
-    from attnlab.core.experiment import experiments, get
+    from attnlab.core.catalog import load
 
+    cat = load()  # from the on-disk cache: no study (and no torch) imported once it is built
+    if study is not None and "." not in study and study not in cat["studies"]:
+        from attnlab.core.experiment import check_study
+
+        check_study(study)  # one line naming the allowed studies
     if claims_:
-        return _list_claims(claims(study), json_)
+        return _list_claims([c for c in cat["claims"] if study is None or c["study"] == study], json_)
     if study is not None and "." in study:
-        return _list_experiment(get(study), json_)
-    exps = experiments(study)
+        found = [e for e in cat["experiments"] if e["experiment"] == study]
+        if not found:
+            from attnlab.core.experiment import get
+
+            get(study)  # one line naming the study's experiments
+        return _list_experiment(found[0], json_)
+    exps = [e for e in cat["experiments"] if study is None or e["study"] == study]
     if json_:
-        print(json.dumps([_experiment_json(e) for e in exps], indent=2, default=str))
+        print(json.dumps([{k: v for k, v in e.items() if k not in ("study", "doc")} for e in exps], indent=2))
         return
     table = Table(title="attnlab experiments", show_lines=params)
     for col in ("experiment", "paper", "title", "quick scale", "paper scale"):
         table.add_column(col, overflow="fold")
     for e in exps:
-        title = e.title + (" [headline]" if e.headline else "")
+        title = e["title"] + (" [headline]" if e["headline"] else "")
         if params:
             title += "\n" + "\n".join(
                 f"  {p['name']}: {p['type']} = {p['default']}" + (f" ({p['allowed']})" if p["allowed"] else "")
-                + (f" — {p['description']}" if p["description"] else "") for p in e.config.parameters())
-        table.add_row(e.key, e.ref, title, _scale_text(e, "quick"), _scale_text(e, "paper") or "paper defaults")
+                + (f" — {p['description']}" if p["description"] else "") for p in e["parameters"])
+        table.add_row(e["experiment"], e["ref"], title, _scale_text(e, "quick"),
+                      _scale_text(e, "paper") or "paper defaults")
     out_console.print(table)
-    out_console.print(f"{len(claims(study))} claims registered; see `attnlab check`. "
+    n = sum(study is None or c["study"] == study for c in cat["claims"])
+    out_console.print(f"{n} claims registered (`attnlab list --claims`); see `attnlab check`. "
                       "`attnlab list STUDY.EXPERIMENT` shows one experiment's parameters.")
 
 
-def _scale_text(e: Any, scale: str) -> str:
-    return ", ".join(f"{k}={v}" for k, v in e.config.scales.get(scale, {}).items())
+def _scale_text(e: dict[str, Any], scale: str) -> str:
+    return ", ".join(f"{k}={v}" for k, v in e["scales"].get(scale, {}).items())
 
 
-def _experiment_json(e: Any) -> dict[str, Any]:
-    return {"experiment": e.key, "ref": e.ref, "title": e.title, "headline": e.headline,
-            "scales": {s: e.config.scales.get(s, {}) for s in SCALES}, "parameters": e.config.parameters()}
-
-
-def _list_experiment(e: Any, json_: bool) -> None:
+def _list_experiment(e: dict[str, Any], json_: bool) -> None:
     """One experiment: its paper reference and doc, then each parameter with both scales' values."""
     if json_:
-        print(json.dumps(_experiment_json(e), indent=2, default=str))
+        print(json.dumps({k: v for k, v in e.items() if k not in ("study", "doc")}, indent=2))
         return
-    out_console.print(f"[bold]{e.key}[/bold] — {escape(e.title)} ({escape(e.ref)})" + (" [headline]" if e.headline
-                                                                                       else ""), highlight=False)
-    doc = " ".join((e.config.__doc__ or "").split())
-    if doc:
-        out_console.print(escape(doc), highlight=False)
+    out_console.print(f"[bold]{e['experiment']}[/bold] — {escape(e['title'])} ({escape(e['ref'])})"
+                      + (" [headline]" if e["headline"] else ""), highlight=False)
+    if e["doc"]:
+        out_console.print(escape(e["doc"]), highlight=False)
     table = Table(show_lines=False)
     for col in ("parameter", "type", "default", "quick", "paper", "allowed", "description"):
         table.add_column(col, overflow="fold")
-    for p in e.config.parameters():
+    for p in e["parameters"]:
         quick, paper = (p[f"scale_{s}"] for s in ("quick", "paper"))
         table.add_row(p["name"], p["type"], str(p["default"]), "" if quick == p["default"] else str(quick),
                       "" if paper == p["default"] else str(paper), p["allowed"], p["description"])
     out_console.print(table)
     out_console.print("quick/paper: the value that scale sets (blank: the default). Change any with "
-                      f"`attnlab run {e.key} --set NAME=VALUE`.", highlight=False)
+                      f"`attnlab run {e['experiment']} --set NAME=VALUE`.", highlight=False)
 
 
-def _list_claims(registered: list, json_: bool) -> None:
-    rows = [{"claim": c.id, "ref": c.ref, "scales": list(c.scales), "relation": c.relation,
-             "statement": c.statement} for c in registered]
+def _list_claims(rows: list[dict[str, Any]], json_: bool) -> None:
+    rows = [{k: v for k, v in r.items() if k != "study"} for r in rows]
     if json_:
         print(json.dumps(rows, indent=2))
         return

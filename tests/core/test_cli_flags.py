@@ -185,3 +185,27 @@ def test_the_command_line_starts_without_torch():
     code = "import sys, attnlab.cli; print(sorted(m for m in ('torch', 'pandas', 'numpy') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_list_reads_its_catalogue_without_importing_the_studies(tmp_path):
+    """`attnlab list` builds the catalogue once per source state, then answers from it without torch; an edited
+    source file makes a new catalogue."""
+    import os
+    import subprocess
+    import sys
+
+    from attnlab.core import catalog
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    code = ("import atexit, sys; atexit.register(lambda: print('torch' in sys.modules)); "
+            "from attnlab.cli import main; sys.argv = ['attnlab', 'list', 'toy']; main()")
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    assert "toy.walk" in second.stdout and second.stdout.strip().endswith("False"), second.stdout
+    assert first.stdout.strip().endswith("True")  # the first one built it from the studies
+    assert len(list((tmp_path / "attnlab").glob("catalog-*.json"))) == 1
+    before = catalog.key()
+    src = catalog._roots()[-1] / "__init__.py"  # the last root: the toy plugin's package
+    os.utime(src, ns=(src.stat().st_atime_ns, src.stat().st_mtime_ns + 1))
+    assert catalog.key() != before
