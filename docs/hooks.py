@@ -120,6 +120,19 @@ def _cell(text: Any) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
+SCRIPT = re.compile(r"([\^_])\{([^{}]*)\}")
+
+
+def _prose(text: Any) -> str:
+    """A table cell for a claim's statement: its plain-text maths (``σ^{2(L+1)}``, ``Σ_{ℓ≠ε}``) with the braced
+    scripts as HTML super- and subscripts, which the reader sees typeset rather than as TeX."""
+    def script(m: re.Match) -> str:
+        tag = "sup" if m.group(1) == "^" else "sub"
+        return f"<{tag}>{m.group(2)}</{tag}>"
+
+    return SCRIPT.sub(script, _cell(text))
+
+
 def _overrides(values: dict[str, Any]) -> str:
     return ", ".join(f"`{k}={_value(v)}`" for k, v in values.items())
 
@@ -186,7 +199,7 @@ def claims_table(study: str) -> str:
     rows = ["| claim | paper | statement | last quick verdict | last paper verdict |", "|---|---|---|---|---|"]
     for c in registered:
         cells = [_verdict(records[s][0].get(c.id), s in c.scales) for s in SCALES]
-        rows.append(f"| `{c.id}` | {_cell(c.ref)} | {_cell(c.statement)} | {_cell(cells[0])} | {_cell(cells[1])} |")
+        rows.append(f"| `{c.id}` | {_cell(c.ref)} | {_prose(c.statement)} | {_cell(cells[0])} | {_cell(cells[1])} |")
     read = [line for s in SCALES for line in records[s][1]]
     source = (("the verdicts from " + "; ".join(read)) if read
               else "no committed record of this study yet (`make check` writes one)")
@@ -203,7 +216,7 @@ def unfalsified_table(study: str) -> str:
     todo = unfalsified(None if study == "all" else study)
     n = len(asserted(None if study == "all" else study))
     rows = ["| claim | paper | why no world where it fails is built |", "|---|---|---|"]
-    rows += [f"| `{c.id}` | {_cell(c.ref)} | {_cell(c.falsify or 'not written yet')} |" for c in todo]
+    rows += [f"| `{c.id}` | {_cell(c.ref)} | {_prose(c.falsify or 'not written yet')} |" for c in todo]
     return (f"{n - len(todo)} of {n} asserted claims are measured in a world where they must fail (the tests "
             f"expect `fail` there); the other {len(todo)}:\n\n" + "\n".join(rows) + "\n")
 
