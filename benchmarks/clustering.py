@@ -12,8 +12,10 @@ Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/clustering.json`` 
    400). attnlab trains ``preset="pal"`` for 100 seeds (0-99) in one vectorised run, with its default record
    (mini-batch loss and 9 gradient norms every step; full-batch losses, accuracies, gradient norms, head
    monitors and a parameter snapshot every epoch) and with a record like pal's (per-epoch losses, accuracies
-   and gradient norms only). Target: 100 attnlab seeds in at most the time of pal's 5 (ratio ≥ 1). Wall and CPU
-   seconds are both reported: on a shared machine CPU time is the fairer clock. Agreement: ``preset="pal"``
+   and gradient norms only), in ``--rounds`` alternated rounds (``bench.against_public``, default 3: pal, attnlab,
+   attnlab with pal's record, pal, …), each round's wall and CPU seconds kept, the ratio per round, its median
+   and range. Target: 100 attnlab seeds in at most the time of pal's 5 (ratio ≥ 1). Wall and CPU seconds are
+   both reported: on a shared machine CPU time is the fairer clock. Agreement: ``preset="pal"``
    uses pal's random streams, so seeds 0-4 are the same runs: initial weights, data and batch order equal bit
    for bit; the per-epoch train losses and final test accuracies are compared.
 2. ``success`` — the runs' outcome against pal's: the fraction of seeds whose final test accuracy reaches 0.98
@@ -78,7 +80,8 @@ for seed in args["seeds"]:
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     load = lambda name: pickle.load(open(pal_train.SAVE_DIR / f"seed{seed}" / name, "rb")).tolist()
     rows.append({"seed": seed, "wall_s": wall, "cpu_s": cpu, "test_acc": load("test_accs.pkl"),
-                 "train_loss": load("losses.pkl")})
+                 "train_loss": load("losses.pkl"), "threads": torch.get_num_threads(), "torch": torch.__version__,
+                 "python": sys.version.split()[0]})
 print("PAL-RESULT " + json.dumps(rows))
 """
 PAL_GRID = {"vocab_size": 2, "seq_length": 12, "sparsity_index": 5, "nb_data": 2048, "batch_size": 32, "lr": 3e-3,
@@ -103,6 +106,11 @@ def _timed_train(cfg: TrainConfig):
     return time.perf_counter() - t0, time.process_time() - c0, hist
 
 
+def _commit(repo: str) -> str:
+    res = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True)
+    return res.stdout.strip() or "unknown (not a git checkout)"
+
+
 def vs_pal() -> dict:
     pal_root = os.environ.get("ATTNLAB_PAL")
     if not pal_root or not (Path(pal_root) / "projects" / "visualization" / "train.py").exists():
@@ -110,44 +118,56 @@ def vs_pal() -> dict:
                            "interpreter with its dependencies) to time the public code"}
     run_pal([0], 1)                                                   # warm-up of both sides
     train(TrainConfig(preset="pal", n_seeds=100, epochs=1))
-    load0 = os.getloadavg()[0]
-    pal = run_pal(list(range(5)), EPOCHS)
     full = TrainConfig(preset="pal", n_seeds=100, epochs=EPOCHS)      # the study's default record
     lean = full.model_copy(update={"step_log_every": 0, "head_metrics": False, "snapshot_every": 0})
-    w_full, c_full, hist = _timed_train(full)
-    w_lean, c_lean, _ = _timed_train(lean)
-    pal_wall, pal_cpu = sum(r["wall_s"] for r in pal), sum(r["cpu_s"] for r in pal)
     steps = EPOCHS * full.steps_per_epoch
-    ours_acc = hist.epoch_metrics["test_acc"][-1]
-    pal_acc = np.array([r["test_acc"][-1] for r in pal])
-    dloss = np.array([np.abs(np.array(r["train_loss"]) - hist.epoch_metrics["train_loss"][1:, r["seed"]]).max()
-                      for r in pal], dtype=float)
-    ours_acc = ours_acc.astype(float)
-    return {
-        "workload": f"pal's grid configuration (d=2, h=32, 3 token rows, batch 32, Adam 3e-3), {EPOCHS} epochs "
-                    f"= {steps} Adam steps per seed; pal: 5 seeds one after another with its own script and record; "
-                    f"attnlab: preset='pal', 100 seeds in one run; {THREADS} torch thread(s) each",
-        "load_avg_before_after": [load0, os.getloadavg()[0]],
-        "pal_5_seeds_wall_s": pal_wall, "pal_5_seeds_cpu_s": pal_cpu,
-        "pal_ms_per_seed_step_wall": pal_wall / (5 * steps) * 1e3,
-        "pal_ms_per_seed_step_cpu": pal_cpu / (5 * steps) * 1e3,
-        "ours_100_seeds_default_record_wall_s": w_full, "ours_100_seeds_default_record_cpu_s": c_full,
-        "ours_100_seeds_pal_like_record_wall_s": w_lean, "ours_100_seeds_pal_like_record_cpu_s": c_lean,
-        "ratio_pal5_over_ours100_default_record_wall": pal_wall / w_full,
-        "ratio_pal5_over_ours100_default_record_cpu": pal_cpu / c_full,
-        "ratio_pal5_over_ours100_pal_like_record_wall": pal_wall / w_lean,
-        "ratio_pal5_over_ours100_pal_like_record_cpu": pal_cpu / c_lean,
-        "per_seed_speedup_cpu_default_record": (pal_cpu / 5) / (c_full / 100),
-        "agreement_seeds": [r["seed"] for r in pal],
-        "agreement_final_test_acc_pal": pal_acc.tolist(), "agreement_final_test_acc_ours": ours_acc[:5].tolist(),
-        "agreement_same_final_test_acc": int((pal_acc == ours_acc[:5]).sum()),
-        "agreement_max_abs_train_loss_diff_per_seed": dloss.tolist(),
-        "agreement_first_epoch_train_loss_diff": [float(abs(r["train_loss"][0] - hist.epoch_metrics["train_loss"][1,
-                                                                                                          r["seed"]]))
-                                                  for r in pal],
-        "success_ge_0.98_pal_5": int((pal_acc >= 0.98).sum()),
-        "success_ge_0.98_ours_100": int((ours_acc >= 0.98).sum()),
-    }
+    last: dict = {}
+
+    def public() -> dict:
+        pal = last["pal"] = run_pal(list(range(5)), EPOCHS)
+        return {"wall_s": sum(r["wall_s"] for r in pal), "cpu_s": sum(r["cpu_s"] for r in pal),
+                "iterations": 5 * steps, "threads": pal[0]["threads"],
+                "versions": {"python": pal[0]["python"], "torch": pal[0]["torch"]}}
+
+    def ours(cfg: TrainConfig = full) -> dict:
+        wall, cpu, hist = _timed_train(cfg)
+        if cfg is full:  # the agreement reads the default record's run
+            last["hist"] = hist
+        return {"wall_s": wall, "cpu_s": cpu, "iterations": 100 * steps, "threads": torch.get_num_threads()}
+
+    def agreement(_pub: dict, _ours: dict) -> str:
+        pal, hist = last["pal"], last["hist"]
+        ours_acc = hist.epoch_metrics["test_acc"][-1].astype(float)
+        pal_acc = np.array([r["test_acc"][-1] for r in pal])
+        first = [float(abs(r["train_loss"][0] - hist.epoch_metrics["train_loss"][1, r["seed"]])) for r in pal]
+        last["details"] = {
+            "agreement_seeds": [r["seed"] for r in pal],
+            "agreement_final_test_acc_pal": pal_acc.tolist(), "agreement_final_test_acc_ours": ours_acc[:5].tolist(),
+            "agreement_same_final_test_acc": int((pal_acc == ours_acc[:5]).sum()),
+            "agreement_max_abs_train_loss_diff_per_seed": [
+                float(np.abs(np.array(r["train_loss"]) - hist.epoch_metrics["train_loss"][1:, r["seed"]]).max())
+                for r in pal],
+            "agreement_first_epoch_train_loss_diff": first,
+            "success_ge_0.98_pal_5": int((pal_acc >= 0.98).sum()),
+            "success_ge_0.98_ours_100": int((ours_acc >= 0.98).sum())}
+        d = last["details"]
+        return (f"seeds 0-4 start from the same weights, data and batches; first-epoch train loss within "
+                f"{max(first):.0e}; final test accuracy equal for {d['agreement_same_final_test_acc']} of 5; "
+                f"success (test accuracy ≥ 0.98) {d['success_ge_0.98_pal_5']}/5 (pal) vs "
+                f"{d['success_ge_0.98_ours_100']}/100 (attnlab)")
+
+    row = bench.against_public(
+        "grid", f"pal's grid configuration (d=2, h=32, 3 token rows, batch 32, Adam 3e-3), {EPOCHS} epochs = {steps} "
+                f"Adam steps a seed; pal: 5 seeds one after another, attnlab: 100 seeds in one run; {THREADS} torch "
+                f"thread(s) each",
+        public, ours, variants={"attnlab with a record like pal's": lambda: ours(lean)}, agreement=agreement,
+        public_code={"repo": "facebookresearch/pal", "commit": _commit(pal_root),
+                     "runs": "projects/visualization/train.py (run_from_config), unmodified, seeds 0-4 one after "
+                             "another, with its per-epoch record; iterations = seeds × Adam steps"},
+        attnlab="preset='pal', 100 seeds in one vectorised run with the default record (every step's loss and 9 "
+                "gradient norms; every epoch's full-batch metrics, head monitors and a snapshot); iterations = "
+                "seeds × Adam steps")
+    return {**row, "details": last["details"]}
 
 
 def success_stats(pal_acc: np.ndarray, ours_acc: np.ndarray, threshold: float = 0.98) -> dict:

@@ -20,9 +20,10 @@ Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/paths.json`` (defa
    repository's root) and ``$ATTNLAB_PATHS_ANCHOR_PYTHON`` (an interpreter with its requirements: torch, einops,
    numpy, jax, numpyro, arviz); the part is skipped, saying so, when they are absent. Cases: P = 100 and P = 400
    at N = 10, τ = 0.01 (the paper's setting, the public code's last-token readout), and P = 100 with per-layer
-   widths (10, 20, 15) and variances (1.2, 0.8, 1.5, 0.9). Per case, on the public code's own tokens and heads:
-   attnlab's tokens → U (path features, kernel blocks, L-BFGS to max|∂S/∂U| ≤ 1e-8, the public code stopping
-   at 1e-5), best of 3, against the public code's script time (whole, and less its data generation); the
+   widths (10, 20, 15) and variances (1.2, 0.8, 1.5, 0.9). Per case, in ``--rounds`` alternated rounds
+   (``bench.against_public``, default 3): the public code's script (wall and CPU time, Adam steps), then, on the
+   tokens and heads it drew, attnlab's tokens → U (path features, kernel blocks, L-BFGS to max|∂S/∂U| ≤ 1e-8,
+   the public code stopping at 1e-5); the ratio per round, its median and range; the
    machine's limit is the float64 GEMM the features cannot avoid (the layer-1 random head, P·T × D × D), timed
    in the same run. Agreement: features, the action at the public code's U, U, test accuracy and predictor,
    the Hessian's eigenvalues. It also states U1[0,0] of attnlab's paper preset (readout t* = 1) on its own
@@ -35,6 +36,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -158,23 +160,27 @@ def run_anchor(repo: str, python: str, P: int, widths, variances, tau: float = 0
     return dict(np.load(out))
 
 
+def tokens_to_U(z: dict):
+    """attnlab from the public code's tokens and heads to U: path features, kernel blocks, L-BFGS to 1e-8."""
+    F = torch.float64
+    X, y = torch.as_tensor(z["X_train"], dtype=F), torch.as_tensor(z["y_train"], dtype=F)
+    heads = [torch.as_tensor(z["heads1"], dtype=F), torch.as_tensor(z["heads2"], dtype=F)]
+    widths, var, tau = tuple(z["widths"].tolist()), tuple(z["variances"].tolist()), float(z["tau"])
+    Xi = model.path_features(X, heads, -1)
+    kern = kernels.PathKernels(Xi, var[0])
+    return Xi, kern, theory.solve(theory.Action(kern, y, tau, widths, (2, 2), variances=var), tol=1e-8)
+
+
 def against_anchor(z: dict) -> dict:
-    """attnlab on the public code's tokens and heads: time from tokens to U, and agreement."""
+    """How attnlab's result on the public code's tokens and heads agrees with the public code's, and the
+    features' time against the machine's limit (timing of tokens → U: :func:`anchor_case`)."""
     F = torch.float64
     X, y = torch.as_tensor(z["X_train"], dtype=F), torch.as_tensor(z["y_train"], dtype=F)
     Xt, yt = torch.as_tensor(z["X_test"], dtype=F), torch.as_tensor(z["y_test"], dtype=F)
     heads = [torch.as_tensor(z["heads1"], dtype=F), torch.as_tensor(z["heads2"], dtype=F)]
     widths, var, tau, Hs = tuple(z["widths"].tolist()), tuple(z["variances"].tolist()), float(z["tau"]), (2, 2)
-
-    def tokens_to_U():
-        Xi = model.path_features(X, heads, -1)
-        kern = kernels.PathKernels(Xi, var[0])
-        return Xi, kern, theory.solve(theory.Action(kern, y, tau, widths, Hs, variances=var), tol=1e-8)
-
-    tokens_to_U()
-    t_ours = min(bench.timed(tokens_to_U)[0] for _ in range(3))
     t_feat = min(bench.timed(lambda: model.path_features(X, heads, -1))[0] for _ in range(3))
-    Xi, kern, sp = tokens_to_U()
+    Xi, kern, sp = tokens_to_U(z)
     act = theory.Action(kern, y, tau, widths, Hs, variances=var)
     U_anchor = [torch.as_tensor(z["U1"]), torch.as_tensor(z["U2"]), torch.tensor([[float(z["u"])]], dtype=F)]
     at_anchor = act.at(U_anchor)
@@ -183,12 +189,7 @@ def against_anchor(z: dict) -> dict:
     P, T, D = X.shape
     a, b = torch.randn(P * T, D, dtype=F), torch.randn(D, D, dtype=F)
     t_gemm = min(bench.timed(lambda: a @ b, repeat=5)[0] for _ in range(3))
-    anchor_s, anchor_data_s = float(z["seconds"]), float(z["data_seconds"])
-    return {"workload": f"Markov task, public code's tokens and heads, P={P}, widths {list(widths)}, σ² {list(var)}, "
-                        f"τ={tau}, last-token readout, tokens → U (ours to max|∂S/∂U| ≤ 1e-8)",
-            "anchor_s": anchor_s, "anchor_adam_steps": int(z["adam_steps"]), "anchor_data_s": anchor_data_s,
-            "ours_s": t_ours, "ours_features_s": t_feat, "ours_solver_evaluations": sp.n_eval,
-            "ratio": anchor_s / t_ours, "ratio_tokens_to_U": (anchor_s - anchor_data_s) / t_ours,
+    return {"anchor_data_s": float(z["data_seconds"]), "ours_features_s": t_feat,
             "features_gemm_limit_s": t_gemm, "features_over_limit": t_feat / t_gemm,
             "agree_features_max_abs": float((Xi - torch.as_tensor(z["features"])).abs().max()),
             "agree_action_at_anchor_U": abs(float(at_anchor.S) - float(z["S"])),
@@ -202,6 +203,48 @@ def against_anchor(z: dict) -> dict:
             "hessian_min_eig": float(eig.min())}
 
 
+def _commit(repo: str) -> str:
+    res = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True)
+    return res.stdout.strip() or "unknown (not a git checkout)"
+
+
+def anchor_case(repo: str, python: str, P: int, widths, var) -> dict:
+    """One case in alternated rounds (bench.against_public): the public code's script, then attnlab's tokens → U
+    on the tokens and heads that round's public run drew (warmed up once, untimed, before the first round)."""
+    last: dict = {}
+
+    def public() -> dict:
+        z = last["z"] = run_anchor(repo, python, P, widths, var)
+        return {"wall_s": float(z["seconds"]), "cpu_s": float(z["cpu_seconds"]), "iterations": int(z["adam_steps"]),
+                "threads": int(z["threads"]), "versions": {"python": str(z["python_version"]),
+                                                          "torch": str(z["torch_version"])}}
+
+    def ours() -> dict:
+        if not last.get("warm"):
+            last["warm"] = tokens_to_U(last["z"])
+        t0, c0 = time.perf_counter(), time.process_time()
+        _, _, sp = tokens_to_U(last["z"])
+        return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "iterations": sp.n_eval,
+                "threads": torch.get_num_threads()}
+
+    def agreement(_pub: dict, _ours: dict) -> str:
+        last["details"] = a = against_anchor(last["z"])
+        return (f"features {a['agree_features_max_abs']:.0e}, action at its U {a['agree_action_at_anchor_U']:.0e}, "
+                f"U {a['agree_U_rel']:.0e} relative, test accuracy {a['accuracy_anchor']:.3f} (public) / "
+                f"{a['accuracy_ours']:.3f}, Hessian eigenvalues {a['agree_hessian_eigs_rel']:.0e} relative")
+
+    default = len(set(widths)) == 1 and set(var) == {1.0}
+    row = bench.against_public(
+        f"P={P}" + ("" if default else " widths variances"),
+        f"Markov task of Fig. 2c, the public code's tokens and heads, P={P}, widths {list(widths)}, σ² {list(var)}, "
+        f"τ=0.01, last-token readout", public, ours, agreement=agreement,
+        public_code={"repo": "tiberilor/attention-paths-interplay", "commit": _commit(repo),
+                     "runs": "its 4-path Markov script, unmodified (data, heads, Adam lr 0.1 to max|∂S/∂U| < 1e-5); "
+                             "iterations = Adam steps"},
+        attnlab="path features, kernel blocks, L-BFGS to max|∂S/∂U| ≤ 1e-8; iterations = action evaluations")
+    return {**row, "details": last["details"]}
+
+
 def anchor() -> dict:
     repo, python = os.environ.get("ATTNLAB_PATHS_ANCHOR"), os.environ.get("ATTNLAB_PATHS_ANCHOR_PYTHON")
     if not repo or not Path(repo, "hidden_markov_chain_classification").is_dir() or not python:
@@ -209,9 +252,9 @@ def anchor() -> dict:
                            "ATTNLAB_PATHS_ANCHOR_PYTHON (a Python with its requirements) to run the public code"}
     out = {}
     for P, widths, var in ANCHOR_CASES:
-        key = f"P{P}" + ("" if len(set(widths)) == 1 and set(var) == {1.0} else "_widths_variances")
-        out[key] = against_anchor(run_anchor(repo, python, P, widths, var))
-        print(key, out[key], file=sys.stderr, flush=True)
+        row = anchor_case(repo, python, P, widths, var)
+        out[row["name"]] = row
+        print(row["name"], row["ratio_wall"], row["agreement"], file=sys.stderr, flush=True)
     pb = markov(100)
     pb_last = data.markov_problem(data.MarkovTask(), "all", 100, 10, data=torch.Generator().manual_seed(0),
                                   test=torch.Generator().manual_seed(1000), heads=torch.Generator().manual_seed(1),

@@ -12,7 +12,7 @@ strengths 1, T = 30, N0 = 200, lr 0.1, gradient tolerance 1e-5, 50 000 epochs at
 widths, τ and the variances set here. Only the environment is adapted: torchvision (imported by the library for
 its image datasets, unused here) is replaced by an empty module when it cannot be imported, and
 ``torch.cuda.max_memory_allocated`` (called at the end of the script) returns 0 on a CPU-only torch. The script's
-wall time is measured around ``runpy`` (the library imported before, so jax's import is not counted); its
+wall and CPU times are measured around ``runpy`` (the library imported before, so jax's import is not counted); its
 training-data preparation is timed again on its own so that the benchmark can also quote tokens → U.
 Afterwards the library's own methods give the test predictions (P_TEST sequences from its test seed) and the
 Hessian of its action at the solution (its ``compute_loss_action_for_hessian`` under torch's autograd Hessian).
@@ -72,10 +72,10 @@ flags = f"""--force_cpu --p_a_plus 0.7 --p_a_minus 0.7 --p_b_plus 0.3 --p_b_minu
 torch.cuda.max_memory_allocated = lambda *a, **k: 0
 sys.argv = ["TRAIN.py", *flags]
 log = io.StringIO()
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 with contextlib.redirect_stdout(log):
     runpy.run_path(glob.glob(os.path.join(here, "TRAIN_*.py"))[0], run_name="__main__")
-seconds = time.perf_counter() - t0
+seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
 steps = [int(line.split()[-1]) for line in log.getvalue().splitlines() if "terminating training at step" in line]
 res = torch.load(glob.glob(tmp + "*RESULTS*.pkl")[0], weights_only=False)
 model, info = res["model"], res["dataset_info"]
@@ -99,6 +99,7 @@ np.savez(out, X_train=Xtr.transpose(1, 2).numpy(), y_train=ytr.numpy(), X_test=X
          U1=Us[-1], U2=Us[0], u=float(model.current_scalar_order_parameter),
          features=(xi.detach() * np.sqrt(D * n / variances[0])).transpose(1, 2).numpy(), S=float(energy + entropy),
          test_mean=mean.numpy(), test_var=var.numpy(), accuracy=float((torch.sign(mean) == yte).double().mean()),
-         hessian_eigs=torch.linalg.eigvalsh(H).numpy(), seconds=seconds, data_seconds=data_seconds,
+         hessian_eigs=torch.linalg.eigvalsh(H).numpy(), seconds=seconds, cpu_seconds=cpu_seconds,
+         data_seconds=data_seconds, threads=torch.get_num_threads(), python_version=sys.version.split()[0],
          adam_steps=steps[0] if steps else -1, P=P, widths=np.asarray(widths, float), tau=tau,
          variances=np.asarray(variances), torch_version=torch.__version__)

@@ -121,7 +121,14 @@ def run(
 @_guard
 def sweep(
     experiment: Annotated[str, typer.Argument(help="STUDY.EXPERIMENT")],
-    grid: Annotated[list[str], typer.Option("--grid", help="KEY=V1,V2,... (repeatable; cartesian product)")],
+    grid: Annotated[list[str] | None, typer.Option("--grid", help="KEY=V1,V2,... (repeatable; cartesian product)")]
+    = None,
+    configs: Annotated[Path | None, typer.Option("--configs", help="FILE.jsonl: one JSON object of overrides a "
+                                                 "line, each a point (crossed with --grid, if given)")] = None,
+    num_tasks: Annotated[int | None, typer.Option("--num-tasks", help="split the points among N tasks (an array "
+                                                  "job); with --task-id")] = None,
+    task_id: Annotated[int | None, typer.Option("--task-id", help="run task I (0..N-1): every N-th point from the "
+                                                "I-th, e.g. --task-id $SLURM_ARRAY_TASK_ID")] = None,
     scale: ScaleOpt = "quick",
     set_: SetOpt = None,
     seed: Annotated[int | None, typer.Option("--seed")] = None,
@@ -135,16 +142,19 @@ def sweep(
     quiet: QuietOpt = False,
 ) -> None:
     """Expand a grid into runs, execute them, aggregate one Parquet table and the sweep figure."""
-    from attnlab.core.sweep import parse_grid, run_sweep
+    from attnlab.core.sweep import parse_configs, parse_grid, run_sweep
 
     progress.set_quiet(quiet or json_)
     result = run_sweep(
-        experiment, parse_grid(grid), store=_store(store, old_out), scale=scale, base=parse_sets(set_ or []), seed=seed,
-        device=_device(device) if executor != "dask" or not scheduler else device, executor=executor,
-        scheduler=scheduler, workers=workers,
+        experiment, parse_grid(grid or []), store=_store(store, old_out), scale=scale, base=parse_sets(set_ or []),
+        seed=seed, device=_device(device) if executor != "dask" or not scheduler else device, executor=executor,
+        scheduler=scheduler, workers=workers, configs=parse_configs(configs) if configs else None,
+        num_tasks=num_tasks, task_id=task_id,
     )
     if json_:
         print(json.dumps(result.to_json()))
+    elif result.table.empty:
+        out_console.print(f"task {task_id} of {num_tasks}: no point to run (fewer points than tasks)")
     else:
         out_console.print(result.table.drop(columns=["error"]).to_string(index=False))
         out_console.print(f"{len(result.table)} runs ({result.ran} ran, {result.reused} reused, {result.failed} failed)"

@@ -1,5 +1,6 @@
 """``attnlab bench``: run the benchmark scripts of ``benchmarks/`` (a source checkout), all parts or the named
-ones, on a device; ``--record`` writes the committed record ``results/benchmarks/<study>-<device>.json``."""
+ones, on a device; ``--record`` writes the committed record ``results/benchmarks/<study>-<device>.json`` and
+regenerates the README's and docs/benchmarks.md's tables of the comparisons with the papers' public code."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ def bench(
                                          "(committed: device, date, commit, versions, rows)")] = False,
     part: Annotated[list[str] | None, typer.Option("--part", help="only this part of the script (repeatable; "
                                                    "default: all; an unknown name lists them)")] = None,
+    rounds: Annotated[int, typer.Option("--rounds", help="alternated rounds of each comparison with a paper's "
+                                        "public code (at least 3 to be published)")] = 3,
 ) -> None:
     """Run the benchmark scripts of benchmarks/ (from a source checkout); each writes JSON.
 
@@ -42,7 +45,10 @@ def bench(
         if not script.exists():
             raise ConfigError(f"no benchmark for {s!r} in {root} (have: "
                               f"{', '.join(p.stem for p in root.glob('*.py')) or 'none'})")
+    if rounds < 1:
+        raise ConfigError(f"--rounds {rounds}: must be ≥ 1")
     os.environ["ATTNLAB_BENCH_OUT"] = str(out)
+    os.environ["ATTNLAB_BENCH_ROUNDS"] = str(rounds)
     argv = sys.argv
     try:
         for s in chosen:
@@ -55,6 +61,9 @@ def bench(
                 path = bench_mod.record(s, result, os.environ["ATTNLAB_BENCH_DEVICE"], root.parent / "results" /
                                         "benchmarks")
                 out_console.print(f"record → {path}")
+                pages = [p for p in (root.parent / "README.md", root.parent / "docs" / "benchmarks.md") if p.exists()]
+                for page in bench_mod.update_pages(pages, path.parent):
+                    out_console.print(f"updated {page} (its tables of the records)")
     finally:
         sys.argv = argv
 

@@ -92,3 +92,67 @@ def test_the_default_sweep_figure_puts_the_parameter_on_x_and_aggregates_seeds()
     only_seeds = sweep_figure(pd.DataFrame([r for r in rows if r["H"] == 1]), ["seed"])
     assert only_seeds.axes[0].get_xlabel() == "" and "mean ± sd (3 seeds)" in [
         t.get_text() for t in only_seeds.axes[0].get_legend().get_texts()]
+
+
+def test_shard_takes_every_nth_point_in_a_stable_order():
+    from attnlab.core.sweep import shard
+
+    points = list(range(7))
+    assert shard(points, None, None) == points
+    assert [shard(points, 3, i) for i in range(3)] == [[0, 3, 6], [1, 4], [2, 5]]
+    assert shard(points, 9, 8) == []
+    for n, i, msg in ((2, 2, r"--task-id 2: must be in 0..1 for --num-tasks 2"), (0, 0, "--num-tasks 0: must be ≥ 1"),
+                      (2, -1, "--task-id -1"), (None, 0, "go together"), (2, None, "go together")):
+        with pytest.raises(ConfigError, match=msg):
+            shard(points, n, i)
+
+
+def test_array_tasks_run_the_grid_between_them_and_a_last_sweep_reuses_all(tmp_path):
+    """Two tasks of an array (as SLURM would start them) run disjoint halves of the grid in one store; the same
+    sweep without --task-id afterwards runs nothing and writes the whole table."""
+    from typer.testing import CliRunner
+
+    from attnlab.cli import app
+
+    store, grid = tmp_path / "s", {"steps": [3, 4, 5], "seed": [0, 1]}
+    halves = [run_sweep("toy.walk", grid, store=RunStore(store), workers=1, num_tasks=2, task_id=i) for i in (0, 1)]
+    assert [h.ran for h in halves] == [3, 3] and halves[0].sweep_id != halves[1].sweep_id
+    ids = [set(h.table["run_id"]) for h in halves]
+    assert not ids[0] & ids[1]
+    assert list(halves[1].table[["steps", "seed"]].itertuples(index=False, name=None)) == [(3, 1), (4, 1), (5, 1)]
+    whole = run_sweep("toy.walk", grid, store=RunStore(store), workers=1)
+    assert (whole.ran, whole.reused, len(whole.table)) == (0, 6, 6) and set(whole.table["run_id"]) == ids[0] | ids[1]
+    res = CliRunner().invoke(app, ["sweep", "toy.walk", "--grid", "steps=3,4", "--num-tasks", "3", "--task-id", "2",
+                                   "--store", str(store), "-q"])
+    assert res.exit_code == 0 and "no point to run" in res.output, res.output
+    for args, msg in ((["--num-tasks", "2", "--task-id", "2"], "--task-id 2: must be in 0..1 for --num-tasks 2"),
+                      (["--task-id", "0"], "--task-id and --num-tasks go together")):
+        res = CliRunner().invoke(app, ["sweep", "toy.walk", "--grid", "steps=3", "--store", str(tmp_path / "n"), *args])
+        assert res.exit_code == 2 and msg in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.output
+        assert not (tmp_path / "n").exists()
+
+
+def test_configs_file_gives_one_point_a_line_crossed_with_the_grid(tmp_path):
+    from typer.testing import CliRunner
+
+    from attnlab.cli import app
+    from attnlab.core.sweep import parse_configs
+
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text('{"steps": 3}\n\n{"steps": 5, "fail_at": -1}\n')
+    res = run_sweep("toy.walk", {"seed": [0, 1]}, store=RunStore(tmp_path / "s"), workers=1,
+                    configs=parse_configs(batch))
+    assert res.ran == 4 and res.failed == 0
+    assert list(res.table[["steps", "seed"]].itertuples(index=False, name=None)) == [(3, 0), (3, 1), (5, 0), (5, 1)]
+    store = tmp_path / "bad"
+    for text, msg in (('{"steps": 3}\n[1, 2]\n', "batch.jsonl line 2: expected a JSON object of overrides"),
+                      ('{"steps": 3}\n{"steps": 3,\n', "batch.jsonl line 2: not JSON"),
+                      ('{"steps": 3}\n\n{"nope": 1}\n', "batch.jsonl line 3: "),
+                      ('{"steps": 0}\n', "batch.jsonl line 1: "),
+                      ('{"seed": 2}\n', "batch.jsonl line 1: seed given both here and by --grid"),
+                      ("\n", "no configuration in it")):
+        batch.write_text(text)
+        res = CliRunner().invoke(app, ["sweep", "toy.walk", "--configs", str(batch), "--grid", "seed=0,1",
+                                       "--store", str(store)])
+        assert res.exit_code == 2 and msg in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.output
+        assert not store.exists()

@@ -19,6 +19,12 @@ sees its GPU as ``cuda:0``, so a dask sweep takes ``--device cuda``, not ``cuda:
 Before any work, every point's memory model (``experiment(..., memory=)``) is checked against this machine's
 device (not for a remote ``--scheduler``, whose workers check their own when a task starts).
 
+Batches and arrays: ``configs`` (``--configs FILE.jsonl``, :func:`parse_configs`) lists points one JSON object of
+overrides a line, each line crossed with the grid (if any); ``num_tasks``/``task_id`` (``--num-tasks N --task-id I``,
+:func:`shard`) run only every N-th point from the I-th, in the grid's stable order, so that a SLURM array of N jobs
+(``--array=0-N-1``, ``--task-id $SLURM_ARRAY_TASK_ID``) runs the whole grid, every job validating all of it first.
+The same command without ``--task-id`` afterwards reuses every run and writes the whole table.
+
 Every task is keyed by its run id: the run store makes a run idempotent (a finished run is reused,
 an interrupted one resumes from its checkpoint, concurrent attempts serialise on the run's lock), so
 a task that dask re-schedules after a worker died completes exactly once. A failing task is recorded
@@ -29,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import itertools
 import json
 import logging
 import os
@@ -47,46 +52,13 @@ import pandas as pd
 import torch
 
 from attnlab.core import progress
-from attnlab.core.config import Config, ConfigError, parse_value, resolve
+from attnlab.core.config import Config, ConfigError, resolve
 from attnlab.core.device import resolve_device
 from attnlab.core.experiment import Experiment, get, load_studies
 from attnlab.core.files import atomic_write, atomic_write_json
 from attnlab.core.memory import check_model
+from attnlab.core.points import expand, parse_configs, parse_grid, shard  # noqa: F401 (re-exported)
 from attnlab.core.runs import RunFailed, RunStore
-
-
-def parse_grid(specs: Iterable[str]) -> dict[str, list[Any]]:
-    """``["H=1,2,4", "law=flip,onehot"]`` → ``{"H": [1, 2, 4], "law": ["flip", "onehot"]}``."""
-    grid: dict[str, list[Any]] = {}
-    for spec in specs:
-        key, sep, values = spec.partition("=")
-        key = key.strip()
-        if not sep or not key or not values.strip():
-            raise ConfigError(f"--grid {spec!r}: expected KEY=V1,V2,..., e.g. --grid H=1,2,4")
-        if key in grid:
-            raise ConfigError(f"--grid {spec!r}: key {key!r} given twice")
-        grid[key] = [parse_value(v) for v in _split_top(values)]
-    return grid
-
-
-def _split_top(text: str) -> list[str]:
-    """Split on commas that are not inside brackets (so ``x=[1,2],[3,4]`` gives two lists)."""
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        depth += ch in "[{"
-        depth -= ch in "]}"
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return [*parts, cur]
-
-
-def expand(grid: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
-    """Cartesian product in grid order (last key varies fastest)."""
-    keys = list(grid)
-    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(grid[k] for k in keys))]
 
 
 @dataclass(frozen=True)
@@ -149,13 +121,24 @@ class SweepResult:
 
 def plan(
     exp: Experiment, grid: Mapping[str, list[Any]], scale: str, base: Mapping[str, Any], seed: int | None,
-    device: str | None,
+    device: str | None, configs: list[dict[str, Any]] | None = None,
 ) -> list[tuple[dict[str, Any], Config]]:
-    """Resolve and validate every point of the grid before any work starts."""
-    if not grid:
-        raise ConfigError("a sweep needs at least one --grid KEY=V1,V2,...")
-    points = expand(grid)
-    return [(point, resolve(exp.config, scale, {**base, **point}, seed=seed, device=device)) for point in points]
+    """Resolve and validate every point (each line of ``configs`` × the grid) before any work starts."""
+    if not grid and not configs:
+        raise ConfigError("a sweep needs at least one --grid KEY=V1,V2,... or --configs FILE.jsonl")
+    points = expand(grid) if grid else [{}]
+    out = []
+    for line in configs or [{}]:
+        where, overrides = line.get("__where__"), {k: v for k, v in line.items() if k != "__where__"}
+        both = sorted(set(overrides) & set(grid))
+        try:
+            if both:
+                raise ConfigError(f"{', '.join(both)} given both here and by --grid")
+            out += [({**overrides, **point}, resolve(exp.config, scale, {**base, **overrides, **point}, seed=seed,
+                                                     device=device)) for point in points]
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}" if where else str(exc)) from None
+    return out
 
 
 def run_sweep(
@@ -170,7 +153,11 @@ def run_sweep(
     executor: str = "local",
     scheduler: str | None = None,
     workers: int | None = None,
+    configs: list[dict[str, Any]] | None = None,
+    num_tasks: int | None = None,
+    task_id: int | None = None,
 ) -> SweepResult:
+    """Run the points of ``grid`` (× the lines of ``configs``), or task ``task_id`` of ``num_tasks`` of them."""
     exp = get(experiment)
     if executor not in ("local", "dask"):
         raise ConfigError(f"executor {executor!r} is not allowed; allowed: local, dask")
@@ -178,7 +165,8 @@ def run_sweep(
         raise ConfigError("--scheduler only applies to --executor dask")
     if workers is not None and workers < 1:
         raise ConfigError(f"workers = {workers}: must be ≥ 1")
-    points = plan(exp, grid, scale, base or {}, seed, device)
+    all_points = plan(exp, grid, scale, base or {}, seed, device, configs)
+    points = shard(all_points, num_tasks, task_id)
     if executor == "dask" and any(re.match(r"cuda:[1-9]", cfg.device) for _, cfg in points):
         raise ConfigError("--executor dask places each task on a GPU worker that sees its GPU as cuda:0: "
                           "give --device cuda, not cuda:N")
@@ -193,6 +181,9 @@ def run_sweep(
     atomic_write_json(
         sweep_dir / "sweep.json",
         {"experiment": exp.key, "scale": scale, "grid": dict(grid), "base": dict(base or {}),
+         "configs": [{k: v for k, v in c.items() if k != "__where__"} for c in configs or []],
+         "task": None if num_tasks is None else {"task_id": task_id, "num_tasks": num_tasks,
+                                                 "points_in_all_tasks": len(all_points)},
          "runs": [t.run_id for t in tasks]},
     )
 
@@ -213,19 +204,19 @@ def run_sweep(
 
     table = _table(points, tasks, outcomes)
     atomic_write(sweep_dir / "table.parquet", lambda p: table.to_parquet(p, index=False))
-    _figure(exp, table, list(grid), sweep_dir)
+    _figure(exp, table, list(dict.fromkeys(k for point, _ in points for k in point)), sweep_dir)
     reused = sum(1 for o in outcomes.values() if o.get("reused"))
     failed = sum(1 for o in outcomes.values() if o["status"] != "done")
     return SweepResult(sweep_id, sweep_dir, table, len(unique), reused, failed)
 
 
 def _table(points: list[tuple[dict[str, Any], Config]], tasks: list[Task], outcomes: dict[str, dict]) -> pd.DataFrame:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for (point, _), task in zip(points, tasks, strict=True):
         out = outcomes[task.run_id]
         rows.append({**{k: _cell(v) for k, v in point.items()}, "run_id": task.run_id, "status": out["status"],
                      "error": out["error"], **out["summary"]})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["run_id", "status", "error"])
 
 
 def _cell(v: Any) -> Any:
