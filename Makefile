@@ -65,6 +65,7 @@ check check-paper: $(STAMP)
 
 readme: $(STAMP)
 	$(BIN)/python -m attnlab.core.record README.md
+	$(BIN)/python -m attnlab.core.bench README.md docs/benchmarks.md
 
 # The docs site (docs/, mkdocs.yml) into site/: warnings are errors (a broken link or reference fails the build);
 # it runs examples/gallery/*.py and fills the study pages' generated tables (docs/hooks.py).
