@@ -65,8 +65,13 @@ def check(
     seconds = pl.parse_duration(budget) if budget is not None else None
     before = rec.load(since, scale) if since is not None else None
     for doc in before or []:  # records of code that changed since: said before the minutes of measuring
-        if (why := rec.stale(doc)) is not None and (study is None or doc.get("study") == study):
+        if study is not None and doc.get("study") != study:
+            continue
+        if (why := rec.stale(doc)) is not None:
             err_console.print(f"stale: {escape(why)}", highlight=False, soft_wrap=True)
+        if n := rec.redefined(doc):
+            err_console.print(f"stale: {doc['path']}: {n} claim(s) measured a definition changed since (another "
+                              "gate or measure, or a claim removed)", highlight=False, soft_wrap=True)
     if record is not None and not plan_ and (rev := rec.git_revision()) and rev.endswith("-dirty"):
         err_console.print("warning: the tree has uncommitted changes: a committed record should be measured from "
                           "a clean tree (commit first); this one will say -dirty", highlight=False)

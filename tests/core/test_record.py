@@ -153,8 +153,8 @@ def test_readme_blocks_are_generated_from_the_records(tmp_path):
     _fake_record(root, "signal", "paper", True, 3, 600.0)
     out = record.render_readme(empty, root, tmp_path)
     assert record.render_readme(out, root, tmp_path) == out  # idempotent
-    assert ("| potts | quick | CPU, 2 threads | 2 | 0 | 1 | 0 | 6 min | 2026-01-02, abcdef0123 | "
-            "[potts.json](results/claims/quick/potts.json) |") in out
+    assert ("| potts | quick | CPU, 2 threads | 2 | 0 | 1 | 0 | 6 min | 2026-01-02, abcdef0123 (claim definitions "
+            "not kept: `check --since` compares) | [potts.json](results/claims/quick/potts.json) |") in out
     assert "| potts | not measured (no GPU lent yet) | 2.0 h (2 cores) | 1 of 3 |" in out
     assert "| signal | 10 min (NVIDIA H100 80GB HBM3) | not measured yet | 3 of 3 |" in out
     _fake_record(root, "paths", "paper", True, 2, 300.0, planned=9)
@@ -180,3 +180,19 @@ def test_report_shows_the_committed_record(tmp_path):
     _fake_record(root, "paths", "quick", False, 2, 60.0)
     html = report.build(RunStore(tmp_path / "store"), None, records=root)
     assert "Committed claims record" in html and "paths.c0" in html and "2 pass, 0 fail, 1 reported" in html
+
+
+def test_a_record_says_which_verdicts_measured_a_definition_changed_since(tmp_path, flip):
+    """Each entry keeps its claim's definition fingerprint: a gate changed since (or a claim removed) is counted in
+    the README's table and named by `check --since`, so a verdict of an old definition is never passed off."""
+    claims_dir = tmp_path / "claims"
+    assert _check(tmp_path, "--record", str(claims_dir)).exit_code == 0
+    doc = json.loads((claims_dir / "quick" / "toy.json").read_text()) | {"path": str(claims_dir / "quick" / "x")}
+    assert record.redefined(doc) == 0 and all(e["definition"] for e in doc["claims"])
+    claims_mod.register(claims_mod.Claim("toy.flip", "—", "flips", "box", lambda ctx: 0.0, 0.0, "approx", 0.5))
+    assert record.redefined(doc) == 1
+    assert "(1 measured a definition changed since)" in record.claims_table([doc], tmp_path)
+    res = _check(tmp_path, "--only", "diffusion", "--since", str(claims_dir))
+    assert "1 claim(s) measured a definition changed since" in res.stderr, res.output
+    old = doc | {"claims": [{k: v for k, v in e.items() if k != "definition"} for e in doc["claims"]]}
+    assert record.redefined(old) is None and "definitions not kept" in record.claims_table([old], tmp_path)

@@ -111,6 +111,19 @@ class Claim:
     def study(self) -> str:
         return self.id.split(".", 1)[0]
 
+    def fingerprint(self) -> str:
+        """12 hex digits over what the claim asserts and how it measures it (gate, seed blocks, the source of its
+        measure): a record entry with another fingerprint measured another definition of the claim."""
+        import hashlib
+        import inspect
+
+        try:
+            source = inspect.getsource(self.measure)
+        except (OSError, TypeError):
+            source = getattr(self.measure, "__qualname__", "")
+        text = repr((self.id, self.how, self.expected, self.relation, self.tolerance, self.blocks)) + source
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
     def expected_text(self) -> str:
         e = self.expected
         match self.relation:

@@ -100,6 +100,23 @@ def stale(doc: dict[str, Any]) -> str | None:
         "its verdicts are stale")
 
 
+def _definitions() -> dict[str, str]:
+    """Claim id → :meth:`Claim.fingerprint` of every registered claim."""
+    from attnlab.core.claims import claims
+
+    return {c.id: c.fingerprint() for c in claims()}
+
+
+def redefined(doc: dict[str, Any], definitions: dict[str, str] | None = None) -> int | None:
+    """How many of the record's entries measured a definition of their claim that the code no longer makes (another
+    gate or measure, or a claim since removed); None for a record written before definitions were kept."""
+    entries = doc.get("claims", [])
+    if not entries or not all(e.get("definition") for e in entries):
+        return None
+    now = _definitions() if definitions is None else definitions
+    return sum(now.get(e["claim"]) != e["definition"] for e in entries)
+
+
 def _changed_since(study: str, commit: str) -> list[str] | None:
     found = _study_sources(study)
     if found is None or not commit:
@@ -142,6 +159,7 @@ def write(results: list[ClaimResult], root: Path, scale: str, device: str | None
     m, "seconds": elapsed, "interrupted": bool}`` (``elapsed``: the check's wall time until it stopped). ``hw``:
     the machine (default :func:`hardware`)."""
     now, commit, hw = time.strftime("%Y-%m-%dT%H:%M:%S%z"), git_revision(), hw or hardware(device)
+    definitions = _definitions()
     paths = []
     for study in sorted({r.claim.split(".", 1)[0] for r in results}):
         code = code_fingerprint(study)
@@ -152,7 +170,8 @@ def write(results: list[ClaimResult], root: Path, scale: str, device: str | None
                        if known is None or e["claim"] in known}
         for r in results:
             if r.claim.startswith(study + "."):
-                entries[r.claim] = {**_entry(r.to_json()), "date": now, "commit": commit, "code": code}
+                entries[r.claim] = {**_entry(r.to_json()), "date": now, "commit": commit, "code": code,
+                                    "definition": definitions.get(r.claim)}
         rows = list(entries.values())
         doc = {"study": study, "scale": scale, "device": device or "cpu", "date": now, "commit": commit,
                "code": code, "hardware": hw, "wall_seconds": round(sum(e["seconds"] for e in rows), 1),
@@ -264,13 +283,17 @@ def claims_table(records: list[dict[str, Any]], base: Path) -> str:
                 "`results/claims/paper/`.\n")
     lines = ["| study | scale | device | pass | fail | reported | error | wall time | measured | record |",
              "|---|---|---|---|---|---|---|---|---|---|"]
+    definitions = _definitions()
     for d in sorted(records, key=lambda d: (d["scale"] != "quick", d["study"], d.get("device", "cpu"))):
+        n = redefined(d, definitions)
+        stale = (" (claim definitions not kept: `check --since` compares)" if n is None else
+                 f" ({n} measured a definition changed since)" if n else "")
         c, hw = d["counts"], d["hardware"]
         where = hw["gpu"]["name"] if "gpu" in hw else f"CPU, {_threads(hw['cpu']['threads'])}"
         reused = f" ({d['runs_reused']} runs reused)" if d.get("runs_reused") else ""
         lines.append(f"| {d['study']} | {d['scale']} | {where} | {c['pass']} | {c['fail']} | {c['reported']} | "
                      f"{c['error']} | {_partial(d) or _hours(d['wall_seconds']) + reused} | {d['date'][:10]}, "
-                     f"{(d['commit'] or 'unknown')[:10]} | [{Path(d['path']).name}]({_rel(d['path'], base)}) |")
+                     f"{(d['commit'] or 'unknown')[:10]}{stale} | [{Path(d['path']).name}]({_rel(d['path'], base)}) |")
     return "\n".join(lines) + "\n"
 
 
