@@ -293,7 +293,7 @@ def sandbox(
 
 if __name__ == "__main__":  # `python -m attnlab.cli`: the store commands import this module under its own name
     sys.modules.setdefault("attnlab.cli", sys.modules[__name__])
-from attnlab import cli_bench, cli_check  # noqa: E402, F401 (register `bench`, `check`: they use this app and options)
+from attnlab import cli_bench, cli_check, cli_map  # noqa: E402, F401 (register `bench`, `check`, `map`: they use this app)
 from attnlab.cli_check import print_claims  # noqa: E402
 from attnlab.cli_store import store_app  # noqa: E402 (it uses this module's options and error handling)
 
