@@ -333,4 +333,5 @@ claim("signal.spectrum_standard_scaling", "App. C.1, Fig. C.1", "standard init: 
       lambda ctx: _s(ctx, "figC1", "slope_standard"), -0.5, "approx", 0.1)
 
 
+import attnlab.signal.claims_mapping  # noqa: E402, F401  (the claims measured through attnlab map)
 from attnlab.signal import claims_training, worlds  # noqa: E402, F401  (the training claims; every claim's world)
