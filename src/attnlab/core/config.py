@@ -126,16 +126,28 @@ _BOUNDS = (("gt", ">"), ("ge", "≥"), ("lt", "<"), ("le", "≤"))
 
 
 def _allowed(f: FieldInfo) -> str:
-    """What a field accepts, in words: ``a | b`` for a ``Literal``, ``> 0, ≤ 10`` for bounds, else ``""``."""
-    if typing.get_origin(f.annotation) is typing.Literal:
-        return " | ".join(str(a) for a in typing.get_args(f.annotation))
+    """What a field accepts, in words: ``a | b`` for a ``Literal``, ``true | false`` for a flag, ``> 0, ≤ 10`` for
+    bounds, ``each …`` for the elements of a tuple, ``or null`` where None is allowed, else ``""``."""
+    ann, nullable = f.annotation, False
+    args = typing.get_args(ann)
+    if type(None) in args and len(args) == 2:  # X | None
+        ann, nullable = next(a for a in args if a is not type(None)), True
+    tail = " or null" if nullable else ""
+    if typing.get_origin(ann) is typing.Literal:
+        return " | ".join(str(a) for a in typing.get_args(ann)) + tail
+    if ann is bool:
+        return "true | false" + tail
     bounds = [f"{sign} {getattr(m, attr)}" for m in f.metadata for attr, sign in _BOUNDS if hasattr(m, attr)]
-    items = typing.get_args(f.annotation)  # tuple[Annotated[float, Field(gt=0)], ...]: the bounds of each element
-    if typing.get_origin(f.annotation) in (tuple, list) and items and typing.get_origin(items[0]) is typing.Annotated:
-        metas = [x for m in typing.get_args(items[0])[1:] for x in (m.metadata if isinstance(m, FieldInfo) else [m])]
-        each = [f"{sign} {getattr(m, attr)}" for m in metas for attr, sign in _BOUNDS if hasattr(m, attr)]
-        bounds += [f"each {', '.join(each)}"] if each else []
-    return ", ".join(bounds)
+    items = typing.get_args(ann)  # tuple[Annotated[float, Field(gt=0)], ...]: the bounds of each element
+    if typing.get_origin(ann) in (tuple, list) and items:
+        item = items[0]
+        if typing.get_origin(item) is typing.Annotated:
+            metas = [x for m in typing.get_args(item)[1:] for x in (m.metadata if isinstance(m, FieldInfo) else [m])]
+            each = [f"{sign} {getattr(m, attr)}" for m in metas for attr, sign in _BOUNDS if hasattr(m, attr)]
+            bounds += [f"each {', '.join(each)}"] if each else []
+        elif typing.get_origin(item) is typing.Literal:
+            bounds.append("each " + " | ".join(str(a) for a in typing.get_args(item)))
+    return ", ".join(bounds) + (tail if bounds else "")
 
 
 def parse_value(text: str) -> Any:
