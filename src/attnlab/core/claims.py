@@ -115,14 +115,9 @@ class Claim:
         """12 hex digits over what the claim asserts and how it measures it (gate, seed blocks, the source of its
         measure): a record entry with another fingerprint measured another definition of the claim."""
         import hashlib
-        import inspect
 
-        try:
-            source = inspect.getsource(self.measure)
-        except (OSError, TypeError):
-            source = getattr(self.measure, "__qualname__", "")
-        text = repr((self.id, self.how, self.expected, self.relation, self.tolerance, self.blocks)) + source
-        return hashlib.sha256(text.encode()).hexdigest()[:12]
+        text = repr((self.id, self.how, self.expected, self.relation, self.tolerance, self.blocks))
+        return hashlib.sha256((text + _measure_source(self.measure)).encode()).hexdigest()[:12]
 
     def expected_text(self) -> str:
         e = self.expected
@@ -318,6 +313,36 @@ def _check_only(study: str | None, scale: str, only: list[str], todo: list[Claim
 
 def failed(results: list[ClaimResult]) -> list[ClaimResult]:
     return [r for r in results if r.verdict in ("fail", "error")]
+
+
+def _measure_source(fn: Callable[..., Any]) -> str:
+    """The text of a measure: a function's source, a lambda's own expression (not the statement around it, so that
+    a world named beside it does not count), with its defaults and closure values where they are plain data."""
+    import inspect
+
+    plain = (str, int, float, bool, type(None))
+
+    def data(values: Any) -> str:
+        flat = [v for v in values if isinstance(v, plain) or (isinstance(v, tuple | dict) and all(
+            isinstance(x, plain) for x in (v.values() if isinstance(v, dict) else v)))]
+        return repr(flat)
+
+    try:
+        lines, _ = inspect.findsource(fn)
+        code = fn.__code__
+    except (OSError, TypeError, AttributeError):
+        return getattr(fn, "__qualname__", "")
+    if fn.__name__ == "<lambda>":
+        pos = [p for p in code.co_positions() if None not in p]
+        first, last = min(p[0] for p in pos), max(p[1] for p in pos)
+        text = lines[first - 1:last]
+        text[-1] = text[-1][:max(p[3] for p in pos if p[1] == last)]
+        text[0] = text[0][min(p[2] for p in pos if p[0] == first):]
+        body = "".join(text)
+    else:
+        body = inspect.getsource(fn)
+    cells = [c.cell_contents for c in fn.__closure__ or ()]
+    return body + data(fn.__defaults__ or ()) + data(cells)
 
 
 def _fmt(x: Any) -> str:

@@ -180,11 +180,18 @@ _FROZEN = World("a theory without the finite-width renormalisation (α = 0 in th
 
 _SAMPLED = {"widths": (10, 50), "sample_widths": (10, 50), "chains": 2, "burn_in": 200, "samples": 100, "thin": 1,
             "P_test": 200, "gp_layouts": (), "gp_test_sets": 0, "hessian": False}
-_WIDE_SAMPLER = World("a Gibbs sampler that draws the posterior of a network 100 times wider than the theory's N: "
-                      "its U stays near the GP value while the theory's is renormalised",
-                      {"paths.fig2c": _SAMPLED, "paths.generic": {"burn_in": 200, "samples": 100, "thin": 1}},
-                      patch={"attnlab.paths.train:GibbsSampler": lambda G: lambda pb, N, *a, **k: G(pb, 100 * N, *a,
-                                                                                                      **k)})
+# the patched sampler's runs get sizes of their own (P_test 150, 60 samples), so that no other world reuses them
+_WIDE_SAMPLER = World("a Gibbs sampler that draws the posterior of a network 10 times wider than the theory's N: "
+                      "its U stays nearer the GP value while the theory's is renormalised",
+                      {"paths.fig2c": {**_SAMPLED, "P_test": 150, "samples": 60},
+                       "paths.generic": {"burn_in": 200, "samples": 60, "thin": 1}},
+                      patch={"attnlab.paths.train:GibbsSampler": lambda G: lambda pb, N, *a, **k: G(pb, 10 * N, *a,
+                                                                                                     **k)})
+_HOT_SAMPLER = World("a Gibbs sampler at a temperature 10^4 times the theory's: it draws nearly the prior, whose mean "
+                     "predictor ignores the training labels",
+                     {"paths.generic": {"burn_in": 200, "samples": 50, "thin": 1}},
+                     patch={"attnlab.paths.train:GibbsSampler": lambda G: lambda pb, N, tau, *a, **k: G(
+                         pb, N, tau * 1e4, *a, **k)})
 _UNMIXED = World("chains stopped after 3 sweeps from their independent prior draws, no warm-up: they have not mixed",
                  {"paths.fig2c": {**_SAMPLED, "burn_in": 0, "samples": 3}})
 
@@ -357,4 +364,4 @@ claim("paths.generic_sampler_predictor", "check C (Eq. 29 on random heads)",
       "on random heads the sampled mean predictor matches the theory",
       "generic: Pearson(f̄_samples, ⟨f⟩_theory) at N = 10",
       lambda ctx: ctx.run("paths.generic").summary[width_key("pearson", 10)], 0.95, "ge",
-      falsify=_WIDE_SAMPLER)
+      falsify=_HOT_SAMPLER)
