@@ -119,8 +119,8 @@ def git_revision() -> str | None:
         rev = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
         if rev.returncode != 0:
             return None
-        dirty = subprocess.run(
-            ["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(  # the code's state: the committed records and benchmarks under results/ do not count
+            ["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"],
             capture_output=True,
             text=True,
             timeout=5,
