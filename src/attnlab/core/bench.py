@@ -32,6 +32,8 @@ from typing import Any
 
 import torch
 
+from attnlab.core.files import replace_block
+
 _ASKED: list[str] = []  # devices the running script asked for through device()
 
 
@@ -279,14 +281,8 @@ def public_table(records_dir: Path, full: bool, link: str = "") -> str:
 def render_pages(text: str, records_dir: Path, link: str = "") -> str:
     """``text`` with each ``<!-- bench-public[-full]:start -->…:end -->`` block regenerated from the records."""
     for name, kind in MARKERS.items():
-        start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-        if start not in text or end not in text:
-            continue
-        head, rest = text.split(start, 1)
-        _, tail = rest.split(end, 1)
-        body = public_table(records_dir, kind == "full", link)
-        text = (f"{head}{start}\n<!-- generated from results/benchmarks by `python -m attnlab.core.bench README.md "
-                f"docs/benchmarks.md`; do not edit -->\n{body}{end}{tail}")
+        text = replace_block(text, name, public_table(records_dir, kind == "full", link),
+                             "results/benchmarks by `python -m attnlab.core.bench README.md docs/benchmarks.md`")
     return text
 
 

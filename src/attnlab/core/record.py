@@ -28,7 +28,7 @@ import torch
 
 from attnlab.core.claims import ClaimResult
 from attnlab.core.device import details, resolve_device
-from attnlab.core.files import atomic_write_json, atomic_write_text
+from attnlab.core.files import atomic_write_json, atomic_write_text, replace_block
 from attnlab.core.runs import git_revision
 
 VERDICTS = ("pass", "fail", "reported", "error")
@@ -349,13 +349,7 @@ def render_readme(text: str, records_root: Path, base: Path) -> str:
     records = load(records_root) if Path(records_root).is_dir() else []
     blocks = {"claims-record": claims_table(records, base), "gpu-table": gpu_table(records, STUDIES)}
     for name, body in blocks.items():
-        start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-        if start not in text or end not in text:
-            continue
-        head, rest = text.split(start, 1)
-        _, tail = rest.split(end, 1)
-        text = (f"{head}{start}\n<!-- generated from results/claims by `python -m attnlab.core.record README.md`; "
-                f"do not edit -->\n{body}{end}{tail}")
+        text = replace_block(text, name, body, "results/claims by `python -m attnlab.core.record README.md`")
     return text
 
 
