@@ -160,7 +160,10 @@ class Claim:
         outs = []
         for seed in BLOCK_SEEDS[: self.blocks]:
             out = self.measure(make_ctx(seed))
-            outs.append((float(out.value), out.detail) if isinstance(out, Measured) else (float(out), ""))
+            if isinstance(out, Measured):
+                outs.append((math.nan if out.value is None else float(out.value), out.detail))
+            else:  # a bare number; None (nothing measured) is NaN, a failed verdict
+                outs.append((math.nan if out is None else float(out), ""))
         if len(outs) == 1:
             return outs[0]
         worst = min(range(len(outs)), key=lambda i: self.margin(outs[i][0]))

@@ -192,8 +192,8 @@ _HOT_SAMPLER = World("a Gibbs sampler at a temperature 10^4 times the theory's: 
                      {"paths.generic": {"burn_in": 200, "samples": 50, "thin": 1}},
                      patch={"attnlab.paths.train:GibbsSampler": lambda G: lambda pb, N, tau, *a, **k: G(
                          pb, N, tau * 1e4, *a, **k)})
-_UNMIXED = World("chains stopped after 3 sweeps from their independent prior draws, no warm-up: they have not mixed",
-                 {"paths.fig2c": {**_SAMPLED, "burn_in": 0, "samples": 3}})
+_UNMIXED = World("chains stopped after 8 sweeps from their independent prior draws, no warm-up: they have not mixed",
+                 {"paths.fig2c": {**_SAMPLED, "burn_in": 0, "samples": 8}})
 
 
 def _informative_paths(experiment: str, result: Result) -> Result:
