@@ -33,6 +33,8 @@ Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/clustering.json`` 
    captured epoch, and how many seeds of the default run fit in the device's free memory (``memory.py``).
 6. ``fig14`` — Fig. 14 at paper scale: CPU time per epoch of 250 seeds at p = 3 and p = 10, extrapolated to the
    17 bars × 250 runs × (1000 or 2000) epochs of the figure.
+7. ``resume`` — a run resumed from its quarter-way state against the same run uninterrupted (CPU seconds of the
+   last three quarters, target ratio ≤ 1), and the CPU seconds per epoch by quarter of the long run.
 """
 
 from __future__ import annotations
@@ -377,6 +379,40 @@ def fig14() -> dict:
     return out
 
 
+def resume() -> dict:
+    """A resumed run against the same run uninterrupted, and the time per epoch over a long run. One
+    ``BENCH_RESUME_EPOCHS``-epoch run (default 2000; 16 seeds, the default record) takes a checkpoint's copy of its
+    state every 100 epochs, as the store does every 30 s, and keeps the one at a quarter of the run; the same
+    configuration then resumes from that state and runs the last three quarters. Reported: CPU seconds per epoch
+    by quarter of the uninterrupted run (constant if nothing grows with the run's length) and the resumed part's
+    CPU seconds against the uninterrupted run's over the same epochs (target: ratio ≤ 1)."""
+    epochs = int(os.environ.get("BENCH_RESUME_EPOCHS", "2000"))
+    cfg = TrainConfig(k=5, n_seeds=16, epochs=epochs)
+    quarter, marks, saved = epochs // 4, [], {}
+
+    def on_epoch(done: int, state_fn) -> None:
+        if done % 100 == 0 or done == quarter:
+            state = state_fn()
+            if done == quarter:
+                saved["state"] = state
+        marks.append(time.process_time())
+
+    start = time.process_time()
+    full = train(cfg, on_epoch=on_epoch)
+    per_epoch = np.diff([start, *marks])
+    resumed_marks: list[float] = []
+    start = time.process_time()
+    again = train(cfg, state=saved["state"], on_epoch=lambda done, state_fn: resumed_marks.append(time.process_time()))
+    resumed = float(resumed_marks[-1] - start)
+    uninterrupted = float(per_epoch[quarter:].sum())
+    same = bool(np.array_equal(full.epoch_metrics["test_acc"], again.epoch_metrics["test_acc"]))
+    return {"epochs": epochs, "seeds": 16, "cpu_s_per_epoch_by_quarter": [float(q.mean()) for q in
+                                                                         np.array_split(per_epoch, 4)],
+            "uninterrupted_last_three_quarters_cpu_s": uninterrupted, "resumed_last_three_quarters_cpu_s": resumed,
+            "ratio_resumed_over_uninterrupted": resumed / uninterrupted, "resumed_equals_uninterrupted": same,
+            "load_1min": os.getloadavg()[0]}
+
+
 if __name__ == "__main__":
     bench.main("clustering", {"vs_pal": vs_pal, "success": success, "in_house": in_house, "profile": profile,
-                              "gpu_step": gpu_step, "fig14": fig14}, threads=THREADS)
+                              "gpu_step": gpu_step, "fig14": fig14, "resume": resume}, threads=THREADS)
