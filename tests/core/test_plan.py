@@ -35,6 +35,9 @@ def test_order_missing_then_stale_then_oldest():
                "toy.stale": {"date": "2026-11-25", "code": "old"}}
     got = [c.id.split(".")[1] for c in order(todo, entries, {"toy": "abc"})]
     assert got == ["missing", "missing2", "stale", "old", "fresh"]
+    # a claim the other device kind's record holds comes after those no record holds
+    got = [c.id.split(".")[1] for c in order(todo, entries, {"toy": "abc"}, {"toy.missing": {}})]
+    assert got == ["missing2", "missing", "stale", "old", "fresh"]
 
 
 @pytest.fixture

@@ -39,18 +39,20 @@ def entries(root: Path | None, scale: str, study: str, device: str | None) -> tu
     return out[0], out[1]
 
 
-def order(todo: list[Claim], same: dict[str, dict], fingerprints: dict[str, str | None]) -> list[Claim]:
-    """Claims missing from the record first (in registry order), then those measured on code that changed since,
-    then the rest, the longest ago first."""
+def order(todo: list[Claim], same: dict[str, dict], fingerprints: dict[str, str | None],
+          other: dict[str, dict] | None = None) -> list[Claim]:
+    """Claims missing from the record first (in registry order; those the other device kind's record lacks too
+    before those it holds), then those measured on code that changed since, then the rest, the longest ago first."""
+    other = other or {}
 
     def key(item: tuple[int, Claim]) -> tuple[int, str, int]:
         i, c = item
         e = same.get(c.id)
         if e is None:
-            return (0, "", i)
+            return (1 if c.id in other else 0, "", i)
         now = fingerprints.get(c.study)
         stale = now is not None and e.get("code") not in (None, now)
-        return (1 if stale else 2, str(e.get("date", "")), i)
+        return (2 if stale else 3, str(e.get("date", "")), i)
 
     return [c for _, c in sorted(enumerate(todo), key=key)]
 
@@ -101,8 +103,9 @@ def plan(todo: list[Claim], scale: str, store: RunStore, root: Path | None, devi
     for c in todo:
         by_study.setdefault(c.study, entries(root, scale, c.study, device))
     same_all = {k: v for s, _ in by_study.values() for k, v in s.items()}
+    other_all = {k: v for _, o in by_study.values() for k, v in o.items()}
     now = {s: code_fingerprint(s) for s in by_study}
-    for c in order(todo, same_all, now):
+    for c in order(todo, same_all, now, other_all):
         same, other = by_study[c.study]
         e = same.get(c.id) or other.get(c.id)
         where = "" if c.id in same else " (other device kind)"
