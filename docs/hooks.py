@@ -117,7 +117,9 @@ def _study(study: str, table: dict[str, list]) -> list:
 
 
 def _cell(text: Any) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Text as one Markdown table cell: one line, pipes and brackets escaped (a detail's "[block 0 …] [block 1 …]"
+    would otherwise read as reference links)."""
+    return " ".join(str(text).split()).replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
 
 
 SCRIPT = re.compile(r"([\^_])\{([^{}]*)\}")

@@ -167,7 +167,7 @@ class Claim:
         if len(outs) == 1:
             return outs[0]
         worst = min(range(len(outs)), key=lambda i: self.margin(outs[i][0]))
-        detail = " ".join(f"[block {i}, master seed {s}: {_fmt(v)}{'; ' + d if d else ''}]"
+        detail = " ".join(f"Block {i} (master seed {s}): {_fmt(v)}{'; ' + d if d else ''}."
                           for i, (s, (v, d)) in enumerate(zip(BLOCK_SEEDS, outs, strict=False)))
         return outs[worst][0], f"the worse of {len(outs)} independent seed blocks. {detail}"
 
