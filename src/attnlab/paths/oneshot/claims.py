@@ -92,15 +92,17 @@ claim("paths.episode_query_matches_one", "Sec. 4.2 (check D1)",
 
 def _run(ctx: ClaimContext, exp: str) -> tuple[SimpleNamespace, Result]:
     """(the run's own config, its result): a world's overrides (fewer episodes) show in the config."""
-    res = ctx.run(f"paths.{exp}")
-    if not ctx.records:  # a context that keeps no run records (a test's): the scale's own config
-        return SimpleNamespace(**resolve(get(f"paths.{exp}").config, ctx.scale).model_dump()), res
-    return SimpleNamespace(**json.loads((ctx.records[-1].run_dir / "config.json").read_text())["config"]), res
+    res = ctx.run(f"paths.{exp}")  # a context that keeps no run records (a test's): the scale's own config
+    cfg = json.loads((ctx.records[-1].run_dir / "config.json").read_text())["config"] if ctx.records else \
+        resolve(get(f"paths.{exp}").config, ctx.scale).model_dump()
+    return SimpleNamespace(**cfg), res
 
 
 def _where(cfg, scale: str, exp: str) -> str:
     test = f"pruning on {cfg.P_prune} episodes per set" if exp in ("fig3ef", "fig7") else f"P* = {cfg.P_test}"
-    return (f"{scale} scale: {cfg.dataset} ID, {'/'.join(cfg.ood)} OOD, {cfg.image_size}×{cfg.image_size}, "
+    why = " (MNIST and generated letters stand in for Omniglot and FashionMNIST: no package ships them offline)" \
+        if cfg.dataset != "omniglot" and "letters" in cfg.ood else ""
+    return (f"{scale} scale: {cfg.dataset} ID, {'/'.join(cfg.ood)} OOD{why}, {cfg.image_size}×{cfg.image_size}, "
             f"N_gd = {cfg.N_gd}, {cfg.gd_steps} Adam steps, P = {cfg.P}, {test}")
 
 

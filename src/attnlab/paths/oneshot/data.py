@@ -23,6 +23,11 @@ Images become float tensors in [0, 1] (as ToTensor), resized with Pillow to ``si
 ``channels``. The synthetic glyphs (tests and smoke runs only) draw each class from a template — ``strokes``:
 three thick random line segments, Omniglot-like; ``blocks``: a coarse random binary grid, a different family used
 as the out-of-distribution set — and each instance shifts the template by up to ±1 pixel and flips 5% of pixels.
+
+``letters`` stands in for the paper's FashionMNIST / MNIST out-of-distribution sets, which no installed package
+ships: printed Latin letters (``LETTERS``: 42 classes, none a digit or a digit's look-alike) rendered with
+Pillow from the DejaVu fonts inside matplotlib's wheel, each instance in a random one of 12 faces at a random
+size, rotation, shift and stroke width — a class and domain shift from handwritten digits, made by the project.
 """
 
 from __future__ import annotations
@@ -267,3 +272,65 @@ def synthetic_glyphs(n_classes: int, per_class: int = 20, size: int = 16, channe
     img = torch.where(flips, 1.0 - img, img)
     labels = torch.arange(n_classes).repeat_interleave(per_class)
     return ImageSet(img[:, None].expand(-1, channels, -1, -1).contiguous(), labels, name or f"glyphs-{family}")
+
+
+# -- rendered letters (an out-of-distribution set of another domain) ----------------------------------
+
+# 24 capitals and 18 small letters: O, o (like 0), I, l (like 1) left out, and the small letters that are their
+# capital at a smaller size (c o s v w x z: indistinguishable once the size is random)
+LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ" + "abdefghijkmnpqrtuy"
+LETTER_FACES = tuple(f"DejaVu{family}{style}.ttf" for family in ("Sans", "Serif", "SansMono")
+                     for style in ("", "-Bold", "-Oblique", "-BoldOblique"))
+_RENDER = 64  # letters are drawn on a 64×64 canvas, then resized to size×size (Pillow, bilinear)
+
+
+def _face_path(face: str) -> str:
+    """A DejaVu face inside matplotlib's own data (the Serif faces name their slant Italic, not Oblique)."""
+    import matplotlib
+
+    if face.startswith("DejaVuSerif"):
+        face = face.replace("Oblique", "Italic")
+    path = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / face
+    if not path.is_file():
+        raise FileNotFoundError(f"font {face} is not in matplotlib's data ({path.parent})")
+    return str(path)
+
+
+def rendered_letters(per_class: int = 40, size: int = 32, channels: int = 3, letters: str = LETTERS,
+                     generator: torch.Generator | None = None, name: str = "letters") -> ImageSet:
+    """``per_class`` images of each of ``letters`` (label k: the k-th letter), white on black as the digit sets.
+
+    Each instance: one of the 12 ``LETTER_FACES`` at random, cap height 0.40-0.65 of the canvas, stroke width 0-2
+    pixels (of 64), rotation ±15°, shift up to ±8% of the canvas in each direction; all drawn from ``generator``.
+    """
+    from PIL import Image, ImageDraw, ImageFont
+
+    if len(set(letters)) != len(letters) or len(letters) < 2:
+        raise ValueError(f"letters {letters!r}: at least two, none repeated")
+    g = generator or torch.Generator().manual_seed(0)
+    M = len(letters) * per_class
+    face = torch.randint(len(LETTER_FACES), (M,), generator=g).tolist()
+    height = (0.40 + 0.25 * torch.rand(M, generator=g, dtype=torch.float64)).tolist()
+    stroke = torch.randint(3, (M,), generator=g).tolist()
+    angle = (30 * torch.rand(M, generator=g, dtype=torch.float64) - 15).tolist()
+    shift = (0.16 * torch.rand(M, 2, generator=g, dtype=torch.float64) - 0.08).tolist()
+    paths = {f: _face_path(f) for f in LETTER_FACES}
+    fonts: dict[tuple[int, int], ImageFont.FreeTypeFont] = {}
+    arrays, labels = [], []
+    for i in range(M):
+        k = i // per_class
+        px = max(8, round(height[i] * _RENDER / 0.73))  # a DejaVu capital is about 0.73 em high
+        if (face[i], px) not in fonts:
+            fonts[face[i], px] = ImageFont.truetype(paths[LETTER_FACES[face[i]]], px)
+        font = fonts[face[i], px]
+        img = Image.new("L", (2 * _RENDER, 2 * _RENDER), 0)
+        draw = ImageDraw.Draw(img)
+        x0, y0, x1, y1 = draw.textbbox((0, 0), letters[k], font=font, stroke_width=stroke[i])
+        cx = _RENDER * (1 + shift[i][0]) - (x0 + x1) / 2
+        cy = _RENDER * (1 + shift[i][1]) - (y0 + y1) / 2
+        draw.text((cx, cy), letters[k], fill=255, font=font, stroke_width=stroke[i], stroke_fill=255)
+        img = img.rotate(angle[i], resample=Image.Resampling.BILINEAR, center=(_RENDER, _RENDER))
+        h = _RENDER // 2
+        arrays.append(np.asarray(img.crop((h, h, h + _RENDER, h + _RENDER)), dtype=np.uint8))
+        labels.append(k)
+    return _to_set(arrays, labels, size, channels, name)

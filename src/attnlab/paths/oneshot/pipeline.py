@@ -40,7 +40,8 @@ class OneShotData:
 
 def load_images(name: str, config: OneShotConfig, ctx: RunContext, ood: bool = False) -> data.ImageSet:
     """One image set: bundled (digits, mnist_5k), read from data_root (omniglot; mnist and fashion_mnist: their
-    training files in distribution, their test files out of it) or generated (glyphs, glyphs_blocks)."""
+    training files in distribution, their test files out of it) or generated (glyphs, glyphs_blocks; letters: 40
+    rendered instances of each of the 42 ``data.LETTERS``, from the run's ``ood_letters`` stream)."""
     S, C = config.image_size, config.channels
     if name in data.BUNDLED:
         return data.load_bundled(name, S, C)
@@ -48,6 +49,8 @@ def load_images(name: str, config: OneShotConfig, ctx: RunContext, ood: bool = F
         return data.load_omniglot(config.data_root, S, C)
     if name in ("mnist", "fashion_mnist"):
         return data.load_idx_dataset(config.data_root, name, "t10k" if ood else "train", S, C)
+    if name == "letters":
+        return data.rendered_letters(40, S, C, generator=ctx.generator("ood_letters", "cpu"))
     if name == "glyphs":
         return data.synthetic_glyphs(config.glyph_classes, 20, S, C, "strokes", generator=ctx.generator("data", "cpu"))
     n_cls = max(10, min(100, config.glyph_classes // 10))
