@@ -67,3 +67,17 @@ def test_a_budgeted_check_measures_what_the_record_lacks_and_stops_cleanly(tmp_p
     assert res.exit_code == 0, res.output
     doc = json.loads((claims_dir / "quick" / "toy.json").read_text())
     assert {e["claim"] for e in doc["claims"]} == {"toy.diffusion", "toy.slow"} and "partial" not in doc
+
+
+def test_a_plan_stops_a_claim_that_computes_by_itself(tmp_path):
+    """A claim measured without a stored run (a direct computation) is stopped after a couple of seconds: the plan
+    measures nothing."""
+    import time
+
+    from attnlab.core.plan import PROBE_SECONDS, plan
+    from attnlab.core.runs import RunStore
+
+    slow = claims_mod.Claim("toy.direct", "—", "s", "h", lambda ctx: time.sleep(30) or 0.0)
+    t0 = time.perf_counter()
+    (step,) = plan([slow], "quick", RunStore(tmp_path), None, None)
+    assert time.perf_counter() - t0 < PROBE_SECONDS + 5 and not step.complete and step.runs == []
