@@ -21,7 +21,9 @@ def test_every_paper_figure_has_an_experiment():
     assert {"fig1ab", "fig1c", "fig1d", "fig1e", "fig1f", "fig3", "fig4", "fig5", "figB1", "figC1", "figC2",
             "figC3"} <= names  # Fig. 2 is the block diagram; figB1 draws Figs. B.1 and B.2
     assert {e.name for e in experiments("signal") if e.headline} == {"fig1c", "fig1d"}
-    assert set(CASES) == names
+    # the map's two experiments (attnlab map on real families; no figure of their own) are run small by
+    # tests/signal/test_mapping_claims.py and tests/core/test_outputs.py
+    assert set(CASES) == names - {"map_families", "map_fix_training"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
