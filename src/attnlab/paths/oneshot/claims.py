@@ -1,12 +1,10 @@
-"""Claims on the one-shot pipeline (checks D1-D4) and the paper's one-shot statements (Sec. 4.2, App. H).
-
-They run on real images: by default MNIST in distribution (unseen digits 7-9 as the test classes) and
-scikit-learn's 8×8 digits out of distribution, both shipped inside their wheels (``OneShotConfig`` says how the
-split follows the paper's Omniglot one); Omniglot / FashionMNIST / MNIST files with ``data_root``. The paper's
-qualitative words become gates: "marginal" ID loss ≤ 0.03 (its Fig. 3e: the two lowest-score heads alone cost
-0.02 and 0.008 of 0.838), "improves" ≥ 0, "comparable" ≥ −0.01, sign agreement ≥ 0.8 (5.5% by chance),
-Spearman ≥ 0.64 (one-sided 5% for 8 heads). Every measure returns ``Measured(value, detail)`` with the data and
-scale; a run that does not contain the event (a missing variant or width, a NaN) gives Measured(nan, why).
+"""Claims on the one-shot pipeline (checks D1-D4) and the paper's one-shot statements (Sec. 4.2, App. H), on real
+images: MNIST in distribution (unseen digits 7-9 as test classes), scikit-learn's 8×8 digits (quick) or generated
+letters (paper) out of distribution (``OneShotConfig`` says what stands in for Omniglot and FashionMNIST). The
+paper's words become gates: "better" is a paired 95 % interval over the same test episodes above 0, "marginal" an
+ID loss whose upper 95 % bound is ≤ 0.03 (its Fig. 3e: 0.02 and 0.008 of 0.838), sign agreement ≥ 0.8, Spearman
+≥ 0.64 (one-sided 5 % for 8 heads). A run without the event (a missing variant or width, a NaN) gives
+Measured(nan, why).
 """
 
 from __future__ import annotations
@@ -178,8 +176,7 @@ claim("paths.oneshot_U_converges_to_gp", "Fig. 3b (check D3)", "with transplante
       "fig3: max |U*(N=10⁴, τ*) − I| (check D3's 0.3 gate, one decade wider than its N = 1000)",
       _on("fig3", lambda s, o: s[_v("U_dev_from_gp", N=10000)]), 0.3, "le", falsify=_U_OFF)
 def _paired(a: np.ndarray, b: np.ndarray) -> tuple[float, float, int]:
-    """Mean of the per-episode difference a − b of two arms' correctness on the same episodes, its lower 95 %
-    bound (normal, mean − 1.96 SE) and the number of episodes."""
+    """Mean of two arms' per-episode correctness difference a − b, its lower 95 % bound (mean − 1.96 SE), n."""
     d = np.asarray(a, float) - np.asarray(b, float)
     return float(d.mean()), float(d.mean() - 1.96 * d.std(ddof=1) / math.sqrt(len(d))), len(d)
 
@@ -300,8 +297,7 @@ claim("paths.oneshot_sampling_U", "Fig. 3c, Sec. 4.2.1", "the sampled U at N = 1
 # error, which the paired one (the same episodes, positively correlated) never exceeds: a conservative 95 % bound.
 
 
-def _se2(a: float, b: float, n: int) -> float:
-    """1.96 × the unpaired standard error of the difference of two accuracies a, b on n episodes each."""
+def _se2(a: float, b: float, n: int) -> float:  # 1.96 × the unpaired standard error of a − b, n episodes each
     return 1.96 * math.sqrt((a * (1 - a) + b * (1 - b)) / n)
 
 
