@@ -44,7 +44,7 @@ def server(stored) -> Iterator[Server]:
     srv = start_server(stored.root)
     yield srv
     code = stop_server(srv)
-    assert code == 0, srv.proc.stderr.read()[-2000:]
+    assert code == 0, srv.output()[-2000:]
 
 
 # -- the browser ----------------------------------------------------------------------------------------

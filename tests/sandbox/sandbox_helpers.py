@@ -8,11 +8,12 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,13 @@ class Server:
     token: str
     proc: subprocess.Popen
     root: Path
+    printed: dict[str, list[str]] = field(default_factory=lambda: {"stdout": [], "stderr": []}, repr=False)
+    readers: list[threading.Thread] = field(default_factory=list, repr=False)
+
+    def output(self, stream: str = "stderr") -> str:
+        """What the server has printed on ``stream`` so far (both pipes are read all along by threads: a pipe
+        that nobody reads fills up and blocks the server on its next write)."""
+        return "".join(self.printed[stream])
 
     def page_url(self, query: str = "") -> str:
         """The page's address with the token, as printed, plus ``query`` (e.g. "?run=ID")."""
@@ -90,18 +98,30 @@ def start_server(root: Path, *args: str, timeout: float = 120, env: dict[str, st
     printed = line[line.index("http://"):].split()[0]
     url, _, token = printed.partition("?token=")
     server = Server(url, token, proc, root)
+    server.printed["stdout"].append(line)
+    for name in ("stdout", "stderr"):
+        server.readers.append(threading.Thread(target=_drain, args=(getattr(proc, name), server.printed[name]),
+                                               daemon=True))
+        server.readers[-1].start()
     wait_for(lambda: server.call("GET", "api/studies", timeout=10)[0] == 200, timeout=timeout, what="first answer")
     return server
 
 
+def _drain(pipe, into: list[str]) -> None:
+    for text in iter(pipe.readline, ""):
+        into.append(text)
+
+
 def stop_server(server: Server, timeout: float = 60) -> int:
-    """Ctrl-C, as at a terminal; returns the exit code."""
+    """Ctrl-C, as at a terminal; returns the exit code once the server has exited and its output is all read."""
     server.proc.send_signal(signal.SIGINT)
     try:
         server.proc.wait(timeout)
     except subprocess.TimeoutExpired:
         server.proc.kill()
         server.proc.wait()
+    for reader in server.readers:
+        reader.join(5)
     return server.proc.returncode
 
 

@@ -236,5 +236,5 @@ def test_a_websocket_upgrade_is_answered_as_http_and_logs_no_warning(tmp_path):
         wait_for(lambda: server.call("GET", "api/studies")[0] == 200, what="an answer after the upgrades")
     finally:
         assert stop_server(server) == 0
-    log = server.proc.stderr.read()
+    log = server.output()
     assert "WARNING" not in log.upper() and "upgrade" not in log.lower(), log[-2000:]

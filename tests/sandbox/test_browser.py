@@ -283,9 +283,21 @@ def test_stop_all_shown_and_delete_stopped_shown_from_the_page(page, server):
     page.fill("#runs-filter", "steps=777")
     page.wait_for_function("document.querySelectorAll('#runs .run').length === 2 && "
                            "!document.getElementById('stop-shown').disabled")
+    alerts: list[str] = []
+    def alerted(dialog) -> None:  # a failed stop says so in an alert
+        alerts.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", alerted)
     page.click("#stop-shown")
-    page.wait_for_function("[...document.querySelectorAll('#runs .run')].every(r => r.dataset.status === "
-                           "'interrupted') && !document.getElementById('delete-shown').disabled", timeout=120_000)
+    try:
+        page.wait_for_function("[...document.querySelectorAll('#runs .run')].every(r => r.dataset.status === "
+                               "'interrupted') && !document.getElementById('delete-shown').disabled", timeout=120_000)
+    except Exception as exc:  # say what the page and the server saw
+        shown = page.evaluate("[...document.querySelectorAll('#runs .run')].map(r => r.dataset.status)")
+        raise AssertionError(f"page: {shown}; server: {[server.get(f'api/runs/{i}') for i in ids]}; alerts: "
+                             f"{alerts}; server's stderr: {server.output()[-1500:]}") from exc
+    page.remove_listener("dialog", alerted)
     assert all(server.run_status(i) == "interrupted" for i in ids)
     assert page.locator("#runs .run button.delete").count() == 2
     page.once("dialog", lambda dialog: dialog.accept())

@@ -43,7 +43,7 @@ def target(tmp_path_factory):
     srv = start_server(store.root)
     srv.ids = ids
     yield srv
-    assert stop_server(srv) == 0, srv.proc.stderr.read()[-2000:]
+    assert stop_server(srv) == 0, srv.output()[-2000:]
 
 
 json_values = st.recursive(

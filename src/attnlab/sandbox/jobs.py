@@ -4,7 +4,9 @@ Each job runs ``python -m attnlab.cli run EXPERIMENT --config FILE --out STORE``
 (so its run id is the one the page computed), exactly as a user would at a terminal: the run store records it,
 it checkpoints, and ``attnlab report`` shows it. Controls are signals:
 
-* stop: SIGTERM → the run marks itself "interrupted" and keeps its checkpoint; starting it again resumes it;
+* stop: SIGTERM → the run marks itself "interrupted" and keeps its checkpoint; starting it again resumes it. A job
+  still alive ``STOP_GRACE`` seconds later (the signal came while Python could not raise it, or was swallowed) gets
+  SIGKILL: its checkpoint stays and the run store reports it "interrupted", so stop always stops;
 * pause / continue: SIGSTOP / SIGCONT (a paused job keeps its slot);
 * server shutdown: every job gets SIGTERM (resumable), queued jobs are dropped.
 
@@ -34,6 +36,7 @@ from attnlab.core.experiment import Experiment
 from attnlab.core.runs import RunStore
 
 ACTIVE = ("queued", "running", "paused", "stopping")
+STOP_GRACE = 20.0  # seconds a stopped job has to exit on its own before SIGKILL
 
 
 class QueueFull(RuntimeError):
@@ -150,8 +153,16 @@ class JobManager:
                 if job.status == "paused":
                     self._signal(job, signal.SIGCONT)
                 job.status = "stopping"
+                timer = threading.Timer(STOP_GRACE, self._kill_if_alive, args=(job,))
+                timer.daemon = True
+                timer.start()
         self._changed()
         return job
+
+    def _kill_if_alive(self, job: Job) -> None:
+        with self._lock:
+            if job.status == "stopping":
+                self._signal(job, signal.SIGKILL)
 
     def pause(self, run_id: str) -> Job:
         with self._lock:
