@@ -87,9 +87,18 @@ def check(
         todo = [st.claim for st in steps]
     results, t0 = [], time.perf_counter()
     partial = bool(only) or seconds is not None
+
+    def write_record(interrupted: bool = False) -> None:
+        if record is None or not results:
+            return
+        for path in rec.write(results, record, scale, device, merge=partial, known=known,
+                              elapsed=time.perf_counter() - t0, interrupted=interrupted, budget=budget):
+            what = f" (interrupted after {len(results)} claim(s))" if interrupted else ""
+            err_console.print(f"record{what} → {path}", highlight=False)
+
     try:
         with sigterm_raises(), deadline(None if seconds is None else seconds * (1 - BUDGET_MARGIN)):
-            for result in iter_check(study, scale, runs, only, device=device, todo=todo):
+            for result in iter_check(todo, scale, runs, device=device):
                 results.append(result)
                 if not (quiet or json_ or progress.enabled()):  # no bar off a terminal: one line per claim instead
                     err_console.print(f"[{len(results)}/{len(todo)}] {result.claim}: {result.verdict} "
@@ -97,11 +106,7 @@ def check(
                                       highlight=False, soft_wrap=True)
     except KeyboardInterrupt as exc:
         if str(exc) != "budget":
-            if record is not None and results:
-                for path in rec.write(results, record, scale, device, merge=partial, known=known,
-                                      elapsed=time.perf_counter() - t0, interrupted=True):
-                    err_console.print(f"record (interrupted after {len(results)} claim(s)) → {path}",
-                                      highlight=False)
+            write_record(interrupted=True)
             raise
         left = len(todo) - len(results)
         err_console.print(f"budget {budget} reached after {len(results)} claim(s); {left} left, measured first by "
@@ -111,10 +116,7 @@ def check(
         print(json.dumps([r.to_json() for r in results], indent=2))
     else:
         print_claims(results)
-    if record is not None and results:
-        for path in rec.write(results, record, scale, device, merge=partial, known=known,
-                              elapsed=time.perf_counter() - t0):
-            err_console.print(f"record → {path}", highlight=False)
+    write_record()
     if before is not None:
         err_console.print(f"since {since}: " + (f"{len(changes)} claim(s) changed" if changes else "nothing changed"),
                           highlight=False)

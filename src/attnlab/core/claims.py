@@ -253,7 +253,7 @@ def check(study: str | None, scale: str, store: RunStore, only: list[str] | None
 
     Results are also written, after every claim, to ``<store>/claims/<study>-<scale>.json`` for the report.
     """
-    return list(iter_check(study, scale, store, only, device))
+    return list(iter_check(to_check(study, scale, only), scale, store, device))
 
 
 def to_check(study: str | None, scale: str, only: list[str] | None = None) -> list[Claim]:
@@ -265,11 +265,9 @@ def to_check(study: str | None, scale: str, only: list[str] | None = None) -> li
     return todo
 
 
-def iter_check(study: str | None, scale: str, store: RunStore, only: list[str] | None = None,
-               device: str | None = None, todo: list[Claim] | None = None) -> Iterator[ClaimResult]:
-    """:func:`check`, one result at a time: an interrupted check still has the claims it measured. ``todo``: these
-    claims in this order (``--budget``'s order) instead of ``study``'s and ``only``'s in registry order."""
-    todo = to_check(study, scale, only) if todo is None else todo
+def iter_check(todo: list[Claim], scale: str, store: RunStore, device: str | None = None) -> Iterator[ClaimResult]:
+    """Measure the claims ``todo`` (:func:`to_check`, or ``--budget``'s order) one at a time: an interrupted check
+    still has the claims it measured."""
     results = []
     for claim in progress.track(todo, f"claims ({scale})"):
         ctxs: list[ClaimContext] = []

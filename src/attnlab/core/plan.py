@@ -21,6 +21,7 @@ from typing import Any
 from attnlab.core.claims import Claim, ClaimContext
 from attnlab.core.config import resolve
 from attnlab.core.experiment import Result, get
+from attnlab.core.fingerprint import code_fingerprint, stale
 from attnlab.core.runs import Interrupted, RunStore, deadline
 
 PROBE_SECONDS = 2.0  # the longest a plan lets one claim's measure run on stored results
@@ -52,9 +53,7 @@ def order(todo: list[Claim], same: dict[str, dict], fingerprints: dict[str, str 
         e = same.get(c.id)
         if e is None:
             return (1 if c.id in other else 0, "", i)
-        now = fingerprints.get(c.study)
-        stale = now is not None and e.get("code") not in (None, now)
-        return (2 if stale else 3, str(e.get("date", "")), i)
+        return (2 if stale(e, fingerprints.get(c.study)) else 3, str(e.get("date", "")), i)
 
     return [c for _, c in sorted(enumerate(todo), key=key)]
 
@@ -98,8 +97,6 @@ class Step:
 
 def plan(todo: list[Claim], scale: str, store: RunStore, root: Path | None, device: str | None) -> list[Step]:
     """The check's claims in :func:`order`, each with its estimate and its runs in ``store``."""
-    from attnlab.core.record import code_fingerprint
-
     steps = []
     by_study: dict[str, tuple[dict, dict]] = {}
     for c in todo:
@@ -123,8 +120,7 @@ def plan(todo: list[Claim], scale: str, store: RunStore, root: Path | None, devi
             complete = False
         except Exception:  # a claim whose measure fails on stored runs: the plan still lists what it saw
             pass
-        stale = bool(e and e.get("code") and now[c.study] and e["code"] != now[c.study])
-        steps.append(Step(c, e, seconds, source, ctx.seen, complete, stale))
+        steps.append(Step(c, e, seconds, source, ctx.seen, complete, bool(e) and stale(e, now[c.study])))
     return steps
 
 

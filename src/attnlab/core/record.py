@@ -11,12 +11,9 @@ drift from them.
 
 from __future__ import annotations
 
-import hashlib
-import importlib
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterable
@@ -26,9 +23,11 @@ from typing import Any
 
 import torch
 
+from attnlab.core import fingerprint
 from attnlab.core.claims import ClaimResult
 from attnlab.core.device import details, resolve_device
 from attnlab.core.files import atomic_write_json, atomic_write_text, replace_block
+from attnlab.core.fingerprint import code_fingerprint
 from attnlab.core.runs import git_revision
 
 VERDICTS = ("pass", "fail", "reported", "error")
@@ -45,59 +44,26 @@ def hardware(device: str | None) -> dict[str, Any]:
     return out
 
 
-def _study_sources(study: str) -> tuple[Path, list[Path]] | None:
-    """The study package's folder and the source files its experiments run (claims, views and renderers aside)."""
-    from attnlab.core.experiment import study_modules
-
-    module = study_modules().get(study)
-    if module is None:
-        return None
-    package = importlib.import_module(module)
-    if not hasattr(package, "__path__"):
-        return Path(package.__file__).parent, [Path(package.__file__)]
-    root = Path(next(iter(package.__path__)))
-    skip = ("claims", "views", "render")
-    files = sorted(f for f in root.rglob("*.py")
-                   if not any(part in skip or part.startswith(("claims", "__pycache__"))
-                              for part in f.relative_to(root).with_suffix("").parts))
-    return root, files
-
-
-def code_fingerprint(study: str) -> str | None:
-    """12 hex digits over the sources of ``study``'s experiments (its package less claims, views and renderers):
-    a record whose fingerprint differs measured code that has changed since."""
-    found = _study_sources(study)
-    if found is None:
-        return None
-    root, files = found
-    h = hashlib.sha256()
-    for f in files:
-        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
-    return h.hexdigest()[:12]
-
-
 def stale(doc: dict[str, Any]) -> str | None:
     """Why the record ``doc`` no longer measures today's code (its study's experiments changed since), or None.
 
-    Records written before fingerprints existed are compared through git: the study's experiment files changed
-    between the record's commit and the working tree."""
-    study, now = doc.get("study", ""), code_fingerprint(doc.get("study", ""))
+    Each entry keeps the fingerprint of the code it measured (:mod:`attnlab.core.fingerprint`); an entry without
+    one (its commit was not in the checkout that last wrote the record) may be stale and is said so."""
+    study = doc.get("study", "")
+    now = code_fingerprint(study)
     if now is None:
         return None
     entries = doc.get("claims", [])
-    if entries and all(e.get("code") for e in entries):
-        old = [e for e in entries if e["code"] != now]
-        return None if not old else (
-            f"{doc.get('path', study)}: {len(old)} of {len(entries)} claims measured experiment code that has "
-            f"changed since (fingerprint {old[0]['code']} → {now}, commit {str(old[0].get('commit'))[:10]}): "
-            "those verdicts are stale")
-    changed = _changed_since(study, str(doc.get("commit") or "").removesuffix("-dirty"))
-    if changed is None:
-        return f"{doc.get('path', study)}: no code fingerprint and its commit is not in this checkout: may be stale"
-    return None if not changed else (
-        f"{doc.get('path', study)}: {len(changed)} experiment file(s) changed since commit "
-        f"{str(doc.get('commit'))[:10]} ({', '.join(changed[:3])}{', …' if len(changed) > 3 else ''}): "
-        "its verdicts are stale")
+    old = [e for e in entries if fingerprint.stale(e, now)]
+    if old:
+        return (f"{doc.get('path', study)}: {len(old)} of {len(entries)} claims measured experiment code that has "
+                f"changed since (fingerprint {old[0]['code']} → {now}, commit {str(old[0].get('commit'))[:10]}): "
+                "those verdicts are stale")
+    unknown = [e for e in entries if not e.get("code")]
+    if unknown:
+        return (f"{doc.get('path', study)}: {len(unknown)} of {len(entries)} claims keep no code fingerprint (their "
+                f"commit {str(unknown[0].get('commit'))[:10]} was not known when it was written): may be stale")
+    return None
 
 
 def _definitions() -> dict[str, str]:
@@ -117,24 +83,6 @@ def redefined(doc: dict[str, Any], definitions: dict[str, str] | None = None) ->
     return sum(now.get(e["claim"]) != e["definition"] for e in entries)
 
 
-def _changed_since(study: str, commit: str) -> list[str] | None:
-    found = _study_sources(study)
-    if found is None or not commit:
-        return None
-    root, files = found
-    try:
-        out = subprocess.run(["git", "diff", "--name-only", commit, "--", str(root)], cwd=root, text=True,
-                             capture_output=True, timeout=30)
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, text=True, capture_output=True,
-                             timeout=30).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0 or not top:
-        return None
-    ours = {str(f.resolve()) for f in files}
-    return [n for n in out.stdout.split() if str((Path(top) / n).resolve()) in ours]
-
-
 def default_root() -> Path | None:
     """``results/claims`` of the source checkout (the working directory's, else the package's), if there is one."""
     for base in (Path.cwd(), Path(__file__).resolve().parents[3]):
@@ -150,14 +98,14 @@ def path_for(root: Path, scale: str, study: str, device: str | None) -> Path:
 
 def write(results: list[ClaimResult], root: Path, scale: str, device: str | None,
           merge: bool = False, known: set[str] | None = None, elapsed: float | None = None,
-          hw: dict[str, Any] | None = None, interrupted: bool = False) -> list[Path]:
+          hw: dict[str, Any] | None = None, interrupted: bool = False, budget: str | None = None) -> list[Path]:
     """One record per study in ``results`` under ``root/<scale>/``; ``merge`` keeps the record's other claims.
 
     ``known``: the claim ids registered at this scale. A merged entry of another (a claim renamed or removed since)
     is dropped, so the record never reports a claim the code no longer makes; a record with fewer than the study's
     known claims (an interrupted check, or ``--only``) says ``"partial": {"claims_measured": n, "claims_planned":
-    m, "seconds": elapsed, "interrupted": bool}`` (``elapsed``: the check's wall time until it stopped). ``hw``:
-    the machine (default :func:`hardware`)."""
+    m, "seconds": elapsed, "interrupted": bool, "budget": budget}`` (``elapsed``: the check's wall time until it
+    stopped; ``budget``: the ``--budget`` it ran under). ``hw``: the machine (default :func:`hardware`)."""
     now, commit, hw = time.strftime("%Y-%m-%dT%H:%M:%S%z"), git_revision(), hw or hardware(device)
     definitions = _definitions()
     paths = []
@@ -182,6 +130,8 @@ def write(results: list[ClaimResult], root: Path, scale: str, device: str | None
         if len(rows) < planned:
             doc["partial"] = {"claims_measured": len(rows), "claims_planned": planned,
                               "seconds": None if elapsed is None else round(elapsed, 1), "interrupted": interrupted}
+            if budget is not None:
+                doc["partial"]["budget"] = budget
         atomic_write_json(path, doc)
         paths.append(path)
     return paths
@@ -304,6 +254,8 @@ def _partial(d: dict[str, Any]) -> str:
     if not part:
         return ""
     n_of_m = f"{part['claims_measured']} of {part['claims_planned']} claims"
+    if part.get("budget"):  # a budgeted slice: its own wall time, not the sum of the claims' seconds
+        return f"{n_of_m}; last slice {_hours(part['seconds'] or 0)} (--budget {part['budget']})"
     if not part.get("interrupted", True):  # records before the flag existed were all interrupted checks
         reused = d.get("runs_reused", 0)
         return f"{n_of_m} in {_hours(d['wall_seconds'])}" + (f" ({reused} run{'s' * (reused > 1)} reused)"

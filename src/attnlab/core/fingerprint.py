@@ -1,0 +1,115 @@
+"""Which code a claims record measured: a fingerprint of a study's experiment sources, by behaviour.
+
+A record entry keeps the fingerprint of the code it measured; :func:`stale` tells whether today's code is another.
+The fingerprint covers the study's package less what cannot change a measured value (its claims, views,
+renderers, memory and cost models), and reads each file as Python syntax with its docstrings and the
+``description=`` of its fields left out: documenting a parameter or rewording a docstring keeps every record
+current, while any change to what runs (a statement, a default, a bound, a comment-free reformat aside) makes the
+entries measured before it stale.
+
+It can be computed for the working tree or for any commit of the checkout (read through git), so that a record
+whose entries were written before fingerprints existed, or under another fingerprint, is compared the same way.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+#: modules (and packages) of a study that cannot change a measured value
+NOT_MEASURED = ("claims", "views", "render", "memory", "costs")
+
+
+def _measured(relative: Path) -> bool:
+    return not any(part in NOT_MEASURED or part.startswith(("claims", "__pycache__"))
+                   for part in relative.with_suffix("").parts)
+
+
+def study_root(study: str) -> Path | None:
+    """The folder of ``study``'s package (or of its one registering module); None for an unknown study."""
+    from attnlab.core.experiment import study_modules
+
+    module = study_modules().get(study)
+    if module is None:
+        return None
+    package = importlib.import_module(module)
+    return Path(next(iter(package.__path__))) if hasattr(package, "__path__") else Path(package.__file__).parent
+
+
+def study_files(study: str) -> tuple[Path, list[Path]] | None:
+    """The study's folder and the source files its experiments run (:data:`NOT_MEASURED` aside)."""
+    root = study_root(study)
+    if root is None:
+        return None
+    return root, sorted(f for f in root.rglob("*.py") if _measured(f.relative_to(root)))
+
+
+def normalised(source: str) -> bytes:
+    """``source`` as its syntax tree without docstrings or ``description=`` keywords (comments and layout are not
+    in the tree): what the fingerprint hashes. A file that does not parse is hashed as it is."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source.encode()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+        if isinstance(node, ast.Call):
+            node.keywords = [k for k in node.keywords if k.arg != "description"]
+    return ast.dump(tree, include_attributes=False).encode()
+
+
+def _digest(files: Iterable[tuple[str, str]]) -> str:
+    h = hashlib.sha256()
+    for name, source in sorted(files):
+        h.update(name.encode() + b"\0" + normalised(source) + b"\0")
+    return h.hexdigest()[:12]
+
+
+def code_fingerprint(study: str, commit: str | None = None) -> str | None:
+    """12 hex digits over ``study``'s experiment code in the working tree, or at ``commit`` of its git checkout
+    (None: an unknown study, or a commit this checkout does not have)."""
+    root = study_root(study)
+    if root is None:
+        return None
+    if commit is None:
+        _, files = study_files(study)
+        return _digest((str(f.relative_to(root)), f.read_text()) for f in files)
+    return _at_commit(root, commit.removesuffix("-dirty"))
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def _at_commit(root: Path, commit: str) -> str | None:
+    prefix = _git(root, "rev-parse", "--show-prefix")
+    names = _git(root, "ls-tree", "-r", "--name-only", "--full-name", commit, "--", ".") if prefix is not None else None
+    if not names:
+        return None
+    files = []
+    for name in names.split():
+        relative = Path(name).relative_to(prefix.strip()) if prefix.strip() else Path(name)
+        if name.endswith(".py") and _measured(relative):
+            source = _git(root, "show", f"{commit}:{name}")
+            if source is None:
+                return None
+            files.append((str(relative), source))
+    return _digest(files)
+
+
+def stale(entry: dict[str, Any], now: str | None) -> bool:
+    """Whether a record entry measured experiment code other than ``now`` (today's fingerprint of its study)."""
+    return now is not None and entry.get("code") not in (None, now)

@@ -1,0 +1,48 @@
+"""The code fingerprint a record entry keeps: blind to documentation, not to behaviour; the same read from the
+working tree or from a commit, so records written under another fingerprint are compared the same way."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from attnlab.core.fingerprint import code_fingerprint, normalised, stale
+
+BASE = '''"""A module."""
+from pydantic import Field
+
+
+class C:
+    """A config."""
+
+    n: int = Field(3, ge=1, description="the size")
+
+
+def f(x):
+    """Doubles."""
+    return 2 * x  # a comment
+'''
+
+
+def test_documentation_does_not_count_behaviour_does():
+    documented = (BASE.replace('"the size"', '"the number of heads, N in Eq. (3)"').replace("Doubles.", "Twice x.")
+                  .replace("# a comment", "# another").replace('"""A config."""\n', ""))
+    assert normalised(documented) == normalised(BASE)
+    for change in (("ge=1", "ge=2"), ("Field(3", "Field(4"), ("2 * x", "3 * x"), ("return 2 * x", "return x * 2")):
+        assert normalised(BASE.replace(*change)) != normalised(BASE), change
+
+
+def test_stale_compares_an_entry_with_today():
+    assert stale({"code": "a"}, "b") and not stale({"code": "a"}, "a")
+    assert not stale({}, "a") and not stale({"code": "a"}, None)
+
+
+def test_the_working_tree_and_its_commit_give_one_fingerprint():
+    root = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "examples/my_study"], capture_output=True, text=True,
+                           cwd=root or None)
+    if not root or dirty.returncode or dirty.stdout.strip():
+        pytest.skip("needs a git checkout whose example study is committed as it is")
+    assert code_fingerprint("toy") == code_fingerprint("toy", "HEAD") is not None
+    assert code_fingerprint("toy", "0" * 40) is None  # a commit the checkout does not have
