@@ -2,10 +2,11 @@
 
 A record entry keeps the fingerprint of the code it measured; :func:`stale` tells whether today's code is another.
 The fingerprint covers the study's package less what cannot change a measured value (its claims, views,
-renderers, memory and cost models), and reads each file as Python syntax with its docstrings and the
-``description=`` of its fields left out: documenting a parameter or rewording a docstring keeps every record
-current, while any change to what runs (a statement, a default, a bound, a comment-free reformat aside) makes the
-entries measured before it stale.
+renderers, memory and cost models), and reads each file as Python syntax without its docstrings and without the
+keywords of its config fields that only document them or refuse input (:data:`FIELD_DOCS`: a description, a
+bound): documenting a parameter, bounding it or rewording a docstring keeps every record current, while any change
+to what runs (a statement, a default, a type; comments and layout aside) makes the entries measured before it
+stale.
 
 It can be computed for the working tree or for any commit of the checkout (read through git), so that a record
 whose entries were written before fingerprints existed, or under another fingerprint, is compared the same way.
@@ -23,6 +24,8 @@ from typing import Any
 
 #: modules (and packages) of a study that cannot change a measured value
 NOT_MEASURED = ("claims", "views", "render", "memory", "costs")
+#: keywords of a config field (``Field(...)``) that document it or refuse input, never change a valid run's value
+FIELD_DOCS = ("description", "title", "examples", "ge", "gt", "le", "lt", "multiple_of", "min_length", "max_length")
 
 
 def _measured(relative: Path) -> bool:
@@ -50,8 +53,9 @@ def study_files(study: str) -> tuple[Path, list[Path]] | None:
 
 
 def normalised(source: str) -> bytes:
-    """``source`` as its syntax tree without docstrings or ``description=`` keywords (comments and layout are not
-    in the tree): what the fingerprint hashes. A file that does not parse is hashed as it is."""
+    """``source`` as its syntax tree without docstrings, ``description=`` keywords, or a ``Field``'s
+    :data:`FIELD_DOCS` (comments and layout are not in the tree): what the fingerprint hashes. A file that does not
+    parse is hashed as it is."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -63,7 +67,9 @@ def normalised(source: str) -> bytes:
                 and isinstance(body[0].value.value, str)):
             node.body = body[1:] or [ast.Pass()]
         if isinstance(node, ast.Call):
-            node.keywords = [k for k in node.keywords if k.arg != "description"]
+            field = isinstance(node.func, ast.Name) and node.func.id == "Field" or (
+                isinstance(node.func, ast.Attribute) and node.func.attr == "Field")
+            node.keywords = [k for k in node.keywords if k.arg not in (FIELD_DOCS if field else ("description",))]
     return ast.dump(tree, include_attributes=False).encode()
 
 
