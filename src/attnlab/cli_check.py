@@ -127,25 +127,37 @@ def check(
 
 
 def _print_plan(steps: list, scale: str, device: str | None, root: Path | None, json_: bool) -> None:
-    rows = [{"claim": st.claim.id, "last": st.source, "seconds": st.seconds, "stale": st.stale,
-             "runs": [{"experiment": e, "run_id": r, "in_store": ok} for e, r, ok in st.runs],
-             "runs_known": st.complete} for st in steps]
+    rows = [{"claim": st.claim.id, "last": st.source, "seconds": st.seconds, "estimate": st.estimate,
+             "expected": st.expected, "stale": st.stale, "runs_known": st.complete,
+             "runs": [{"experiment": r.experiment, "run_id": r.run_id, "in_store": r.stored, "estimate": r.seconds}
+                      for r in st.runs]} for st in steps]
     if json_:
         print(json.dumps(rows, indent=2))
         return
     table = Table(title=f"plan: {len(rows)} claims at {scale} scale on {device or 'cpu'} (record: {root})")
-    for col in ("claim", "last measured", "seconds", "runs (✓ in the store)"):
+    for col in ("claim", "last measured", "record s", "model s", "runs (✓ in the store, else estimated s)"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        runs = ", ".join(f"{x['experiment'].split('.', 1)[1]}{' ✓' if x['in_store'] else ''}" for x in r["runs"])
+        runs = ", ".join(f"{x['experiment'].split('.', 1)[1]}" + (" ✓" if x["in_store"] else
+                         f" {x['estimate']:.0f}" if x["estimate"] is not None else " ?") for x in r["runs"])
         runs += "" if r["runs_known"] else " …"
-        table.add_row(r["claim"], r["last"] + (" (stale code)" if r["stale"] else ""),
-                      "?" if r["seconds"] is None else f"{r['seconds']:.0f}", runs)
+        table.add_row(r["claim"], r["last"] + (" (stale code)" if r["stale"] else ""), _secs(r["seconds"]),
+                      _secs(r["estimate"]) + ("" if r["runs_known"] else "+"), runs)
     out_console.print(table)
-    known = [r["seconds"] for r in rows if r["seconds"] is not None]
-    out_console.print(f"{len(known)} of {len(rows)} claims measured before: {sum(known) / 60:.0f} min by their "
-                      f"records; {len(rows) - len(known)} never measured (first in a --budget run). A run marked ✓ "
-                      "is reused; '…': later runs depend on a run not in the store yet.")
+    known = [r["expected"] for r in rows if r["expected"] is not None]
+    modelled = sum(r["estimate"] is not None and r["runs_known"] for r in rows)
+    out_console.print(f"about {_hours(sum(known))} for {len(known)} of {len(rows)} claims ({modelled} by the time "
+                      f"models of their missing runs, {len(known) - modelled} by their last record); "
+                      f"{len(rows) - len(known)} without an estimate. A run marked ✓ is reused; '…' and '+': later "
+                      "runs depend on a run not made yet.")
+
+
+def _secs(s: float | None) -> str:
+    return "?" if s is None else f"{s:.0f}"
+
+
+def _hours(s: float) -> str:
+    return f"{s / 60:.0f} min" if s < 5400 else f"{s / 3600:.1f} h"
 
 
 def print_claims(results: list) -> None:

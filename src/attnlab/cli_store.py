@@ -250,3 +250,45 @@ def unpack_(archive: Annotated[Path, typer.Argument(help="a .tar.gz written by `
         raise ConfigError(f"{str(archive)!r} does not exist (an archive written by `attnlab store pack`)")
     for run_id, what in unpack(_store(store), archive):
         out_console.print(f"{run_id}: {what}", highlight=False)
+
+
+@store_app.command("calibrate")
+@_guard
+def calibrate_(
+    store: StoreOpt = None,
+    held_out: Annotated[list[Path] | None, typer.Option("--held-out", help="a store whose runs (another scale) are "
+                                                        "estimated, not fitted: how far the formulas extrapolate "
+                                                        "(repeatable)")] = None,
+    kind: Annotated[str, typer.Option("--kind", help="cpu (one thread) or cuda")] = "cpu",
+    out: Annotated[Path | None, typer.Option("--out", help="write OUT/<kind>.json (e.g. results/timing)")] = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Fit each experiment's time model (its work formula, core.costs) to the seconds of the store's finished runs;
+    `check --plan` reads the rates from results/timing/<kind>.json."""
+    from attnlab.core import costs
+    from attnlab.core.experiment import load_studies
+    from attnlab.core.record import hardware
+    from attnlab.core.runs import RunStore
+
+    if kind not in costs.KINDS:
+        raise ConfigError(f"--kind {kind!r}: allowed: {', '.join(costs.KINDS)}")
+    load_studies()
+    st = _store(store, existing=True)
+    held = [r for p in held_out or [] for r in costs.measured_runs(RunStore(p), kind)]
+    rates = costs.calibrate(costs.measured_runs(st, kind), held)
+    if not rates:
+        raise ConfigError(f"no finished {kind} run of an experiment with a time model in {st.root}")
+    if out is not None:
+        costs.save(rates, Path(out) / f"{kind}.json", hardware("cuda" if kind == "cuda" else None))
+    if json_:
+        print(json.dumps({k: vars(r) for k, r in rates.items()}, indent=2))
+        return
+    table = Table(title=f"time models on {kind}, fitted on {st.root}")
+    for col in ("experiment", "runs", "s per unit", "factor", "held out: estimate / measured s"):
+        table.add_column(col, overflow="fold")
+    for r in rates.values():
+        table.add_row(r.experiment, str(r.runs), f"{r.seconds_per_unit:.3g}", f"{r.factor:.2f}",
+                      ", ".join(f"{h['estimate']:.0f}/{h['seconds']:.0f}" for h in r.held_out))
+    out_console.print(table)
+    if out is not None:
+        err_console.print(f"rates → {Path(out) / f'{kind}.json'}", highlight=False)

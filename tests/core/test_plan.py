@@ -81,3 +81,30 @@ def test_a_plan_stops_a_claim_that_computes_by_itself(tmp_path):
     t0 = time.perf_counter()
     (step,) = plan([slow], "quick", RunStore(tmp_path), None, None)
     assert time.perf_counter() - t0 < PROBE_SECONDS + 5 and not step.complete and step.runs == []
+
+
+def test_time_models_fitted_on_short_runs_estimate_a_longer_one(tmp_path, monkeypatch):
+    """`store calibrate` fits the walk's formula (steps × (dim + overhead + sleep)) on two short runs; the rate
+    estimates a run four times longer within core.costs.FACTOR, and `check --plan` adds a claim's missing runs up
+    with it."""
+    from attnlab.core import costs
+
+    fit, held, timing = tmp_path / "fit", tmp_path / "held", tmp_path / "timing"
+    for store, steps, seeds in ((fit, 10, (0, 1)), (held, 40, (0,))):
+        for seed in seeds:
+            res = runner.invoke(app, ["run", "toy.walk", "--set", f"steps={steps}", "--set", "sleep=0.05",
+                                      "--seed", str(seed), "--store", str(store), "--quiet"])
+            assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["store", "calibrate", "--store", str(fit), "--held-out", str(held), "--out", str(timing),
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    rate = json.loads(res.stdout)["toy.walk"]
+    assert rate["runs"] == 2 and len(rate["held_out"]) == 1
+    (h,) = rate["held_out"]
+    assert 1 / costs.FACTOR < h["estimate"] / h["seconds"] < costs.FACTOR, h
+    monkeypatch.setenv("ATTNLAB_TIMING", str(timing))
+    plan = runner.invoke(app, ["check", "toy", "--plan", "--json", "--store", str(tmp_path / "empty")])
+    (row,) = json.loads(plan.stdout)
+    assert row["runs_known"] and len(row["runs"]) == 4 and not any(r["in_store"] for r in row["runs"])
+    walk = costs.load("cpu", timing)["toy.walk"]
+    assert row["estimate"] == pytest.approx(4 * walk.estimate(40 * (3 + 50)))  # four quick walks, no sleep

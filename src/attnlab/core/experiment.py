@@ -102,6 +102,7 @@ class Experiment:
     headline: bool = False
     memory: Callable[[Any], int | tuple[int, str]] | None = None
     resources: Callable[[Any], dict[str, float]] | None = None
+    cost: Callable[[Any], float] | None = None  # work as a formula in the config's sizes (core.costs)
     outputs: Outputs | None = None  # declared summary keys and arrays (``<study>/outputs.py``, core.outputs)
 
     @property
@@ -199,9 +200,9 @@ def import_plugin(module: str, source: str) -> Any:
 
 
 def load_studies(studies: list[str] | tuple[str, ...] | None = None) -> None:
-    """Import each study so that it registers its experiments, claims and memory models: the module of its entry
-    point (group ``attnlab.studies``) and, when that is a package, its ``experiments``, ``claims``, ``memory`` and
-    ``outputs`` rooms. A third-party study registers itself the same way (``examples/my_study``); the modules named
+    """Import each study so that it registers its experiments, claims, memory and time models: the module of its
+    entry point (group ``attnlab.studies``) and, when that is a package, its ``experiments``, ``claims``, ``memory``,
+    ``costs`` and ``outputs`` rooms. A third-party study registers itself the same way (``examples/my_study``); the modules named
     in the deprecated ``$ATTNLAB_PLUGINS`` (comma-separated) are still imported for one release.
     """
     for module in deprecated_env("ATTNLAB_PLUGINS", "register the study under the entry-point group "
@@ -214,7 +215,7 @@ def load_studies(studies: list[str] | tuple[str, ...] | None = None) -> None:
         package = import_plugin(known[study], f"the {STUDY_GROUP} entry point {study!r}")
         if not hasattr(package, "__path__"):
             continue
-        for room in ("experiments", "claims", "memory", "outputs"):
+        for room in ("experiments", "claims", "memory", "costs", "outputs"):
             module = f"{package.__name__}.{room}"
             try:
                 importlib.import_module(module)

@@ -5,19 +5,24 @@ each claim's time from the committed records; the runs each claim has in the sto
 stops cleanly at the deadline (:func:`attnlab.core.runs.deadline`), so that a paper-scale check advances slice by
 slice, on whatever machine is at hand, and its record adds the slices up.
 
-A claim's time is estimated from the records (its last measured seconds, on this device kind if measured there,
-else on the other kind, said so), plus nothing for the runs already in the store: a record's seconds count only
-the runs that claim computed, so a claim that reused runs measured elsewhere is estimated low and the plan says
-which runs it lacks. A claim never measured has no estimate (shown as such, and ordered first).
+A claim's time is estimated twice. By the time models (:mod:`attnlab.core.costs`): each run the claim asks for that
+the store lacks, at the formula of its sizes times the experiment's calibrated rate on this device kind. By the
+records: its last measured seconds, on this device kind if measured there, else on the other kind (said so); a
+record's seconds count only the runs that claim computed, so a claim that reused runs measured elsewhere is
+estimated low there. A claim never measured is ordered first.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from attnlab.core import costs
 from attnlab.core.claims import Claim, ClaimContext
 from attnlab.core.config import resolve
 from attnlab.core.experiment import Result, get
@@ -58,15 +63,47 @@ def order(todo: list[Claim], same: dict[str, dict], fingerprints: dict[str, str 
     return [c for _, c in sorted(enumerate(todo), key=key)]
 
 
-class _NotStored(Exception):
-    """A probe reached a run that is not in the store: what follows it depends on its result."""
+class _Unknown(dict):
+    """The summary of a run not made yet: every key is there, and NaN."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __missing__(self, key: str) -> Any:
+        return math.nan
+
+
+class _UnknownArrays(_Unknown):
+    """The arrays of a run not made yet: every name is there, a 1×1 NaN array."""
+
+    def __missing__(self, key: str) -> Any:
+        return np.full((1, 1), np.nan)
+
+
+def _stand_in() -> Result:
+    r = Result()
+    r.summary, r.arrays = _Unknown(), _UnknownArrays()  # set after construction, which copies into plain dicts
+    return r
+
+
+@dataclass
+class Planned:
+    """One run a claim asks for: whether the store has it, and what it would cost to make (:mod:`.costs`)."""
+
+    experiment: str
+    run_id: str
+    stored: bool
+    seconds: float | None = None  # the time model's estimate on the plan's device kind (None: no model)
 
 
 class ProbeContext(ClaimContext):
-    """A claim context that runs nothing: each run the claim asks for is looked up in the store and noted; the
-    first one missing stops the probe (the runs after it depend on its result)."""
+    """A claim context that runs nothing: each run the claim asks for is looked up in the store and noted with its
+    time model's estimate; a run not in the store stands in as NaN values (the runs a claim asks for rarely depend
+    on another run's values; where they do, the measure stops on the NaN and the plan says its runs are not all
+    known)."""
 
-    seen: list[tuple[str, str, bool]]
+    seen: list[Planned]
+    rates: dict[str, costs.Rate]
 
     def run(self, experiment: str, **overrides: Any) -> Result:
         from attnlab.core.runs import load_result
@@ -75,29 +112,42 @@ class ProbeContext(ClaimContext):
         device = overrides.pop("device", self.device)
         config = resolve(exp.config, self.scale, overrides, seed=overrides.pop("seed", self.seed), device=device)
         found = self.store.lookup(exp, config)
-        self.seen.append((experiment, config.hash(exp.key), found is not None))
+        seconds = None if found is not None else costs.estimate(exp, config, costs.kind_of(device), self.rates)
+        self.seen.append(Planned(experiment, config.hash(exp.key), found is not None, seconds))
         if found is None:
-            raise _NotStored(experiment)
+            return _stand_in()
         return load_result(found.run_dir)[1]
 
 
 @dataclass
 class Step:
-    """One claim of a plan: its last record entry, its estimated seconds and its runs as far as the store shows."""
+    """One claim of a plan: its last record entry and seconds there, its runs, and the time model's estimate."""
 
     claim: Claim
     entry: dict[str, Any] | None
-    seconds: float | None
+    seconds: float | None  # the claim's seconds in its last record entry
     source: str
-    runs: list[tuple[str, str, bool]] = field(default_factory=list)
-    complete: bool = True  # False: the probe stopped at a missing run; later runs are not known yet
-
+    runs: list[Planned] = field(default_factory=list)
+    complete: bool = True  # False: the probe stopped before the claim's last run; later runs are not known
     stale: bool = False  # its record entry measured experiment code that has changed since
+
+    @property
+    def estimate(self) -> float | None:
+        """Seconds the claim's runs not in the store will take by their time models (None: one has no model)."""
+        todo = [r for r in self.runs if not r.stored]
+        return None if any(r.seconds is None for r in todo) else sum(r.seconds for r in todo)
+
+    @property
+    def expected(self) -> float | None:
+        """The plan's best figure for this claim: the time models' when every missing run has one, else the
+        record's seconds."""
+        return self.estimate if self.estimate is not None and self.complete else self.seconds
 
 
 def plan(todo: list[Claim], scale: str, store: RunStore, root: Path | None, device: str | None) -> list[Step]:
     """The check's claims in :func:`order`, each with its estimate and its runs in ``store``."""
     steps = []
+    rates = costs.load(costs.kind_of(device))
     by_study: dict[str, tuple[dict, dict]] = {}
     for c in todo:
         by_study.setdefault(c.study, entries(root, scale, c.study, device))
@@ -110,17 +160,22 @@ def plan(todo: list[Claim], scale: str, store: RunStore, root: Path | None, devi
         where = "" if c.id in same else " (other device kind)"
         seconds = None if e is None else float(e.get("seconds") or 0.0)
         source = "never measured" if e is None else f"{e.get('date', '?')[:10]}{where}"
-        ctx = ProbeContext(scale, store, device=device)
-        ctx.seen = []
+        seen: list[Planned] = []
+
+        def probe(seed: int, seen: list[Planned] = seen) -> ProbeContext:
+            ctx = ProbeContext(scale, store, seed=seed, device=device)
+            ctx.seen, ctx.rates = seen, rates
+            return ctx
+
         complete = True
         try:  # a claim that computes by itself (no run) is stopped after PROBE_SECONDS: the plan measures nothing
             with deadline(PROBE_SECONDS):
-                c.measure(ctx)
-        except (_NotStored, Interrupted):
+                c.measure_blocks(probe)
+        except Interrupted:
             complete = False
-        except Exception:  # a claim whose measure fails on stored runs: the plan still lists what it saw
-            pass
-        steps.append(Step(c, e, seconds, source, ctx.seen, complete, bool(e) and stale(e, now[c.study])))
+        except Exception:  # stopped on a stand-in's NaN, or on stored runs: the plan lists what it saw
+            complete = all(r.stored for r in seen)
+        steps.append(Step(c, e, seconds, source, seen, complete, bool(e) and stale(e, now[c.study])))
     return steps
 
 
