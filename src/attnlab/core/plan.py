@@ -94,6 +94,7 @@ class Planned:
     run_id: str
     stored: bool
     seconds: float | None = None  # the time model's estimate on the plan's device kind (None: no model)
+    work: float | None = None  # its work by its experiment's formula (None: no formula)
 
 
 class ProbeContext(ClaimContext):
@@ -113,7 +114,8 @@ class ProbeContext(ClaimContext):
         config = resolve(exp.config, self.scale, overrides, seed=overrides.pop("seed", self.seed), device=device)
         found = self.store.lookup(exp, config)
         seconds = None if found is not None else costs.estimate(exp, config, costs.kind_of(device), self.rates)
-        self.seen.append(Planned(experiment, config.hash(exp.key), found is not None, seconds))
+        self.seen.append(Planned(experiment, config.hash(exp.key), found is not None, seconds,
+                                 costs.work_of(exp, config)))
         if found is None:
             return _stand_in()
         return load_result(found.run_dir)[1]
@@ -193,3 +195,30 @@ def parse_duration(text: str) -> float:
         raise ConfigError(f"--budget {text!r}: give a duration such as 12m, 90s, 1h or 1h30m")
     h, m, s = (float(g or 0) for g in parts.groups())
     return h * 3600 + m * 60 + s
+
+
+def gpu_speedup(doc: dict[str, Any], cpu: dict[str, costs.Rate]) -> tuple[float, int] | None:
+    """(speedup, runs) of a GPU record over the CPU time models: the CPU estimate of every run its claims ask for
+    (each once, as the GPU machine's empty store made it once) over the claims' GPU seconds; None if a run has no
+    CPU estimate. A study-wide figure: the CUDA rates of ``store calibrate --kind cuda`` are the CPU rates over it."""
+    from attnlab.core.claims import claims as registered
+    from attnlab.core.runs import RunStore
+
+    by_id = {c.id: c for c in registered()}
+    todo = [by_id[e["claim"]] for e in doc["claims"] if e["claim"] in by_id]
+    if not todo:
+        return None
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as empty:
+        steps = plan(todo, doc["scale"], RunStore(empty), None, "cuda")
+    runs = {(r.experiment, r.run_id): r for st in steps for r in st.runs}
+    cpu_seconds = 0.0
+    for r in runs.values():
+        exp = get(r.experiment)
+        rate = cpu.get(exp.key)
+        if rate is None or r.work is None:
+            return None
+        cpu_seconds += rate.estimate(r.work)
+    gpu_seconds = sum(float(e.get("seconds") or 0) for e in doc["claims"] if e["claim"] in by_id)
+    return (cpu_seconds / gpu_seconds, len(runs)) if gpu_seconds > 0 else None

@@ -145,12 +145,16 @@ _EVENTS_WHY = ("the loss drop (spike) and the gradient peak are events of the sa
                "one without the other, and editing the recorded counts would only restate the verdict")
 
 
-def _d7(ctx: ClaimContext) -> float:
+def _d7(ctx: ClaimContext) -> Measured:
     summaries = [ctx.run(f"{S}.fig13").summary]
     if d7_counts(summaries)[1] < 5:  # check D7's fallback: d = 2, k = 3, lr = 1e-2, 300 epochs, 8 seeds
         summaries.append(ctx.run(f"{S}.fig13", k=3, lr=1e-2, epochs=300, n_seeds=8).summary)
     ok, n = d7_counts(summaries)
-    return ok / n if n >= 5 else math.nan
+    runs = f"over {len(summaries)} fig13 run(s)"
+    if n < 5:
+        return Measured(math.nan, f"{n} loss-spike onset(s) {runs}: fewer than the 5 the fraction needs (nothing "
+                                  "measured, a failed verdict)")
+    return Measured(ok / n, f"{ok} of {n} loss-spike onsets {runs} have the grad norm ≥ 2× its trailing median")
 
 
 claim(
