@@ -14,12 +14,11 @@ from typing import Annotated
 import typer
 
 from attnlab import STUDIES
-from attnlab.cli import DeviceOpt, _device, _guard, app, out_console
+from attnlab.cli_common import DeviceOpt, checked_device, guard, out_console
 from attnlab.core.config import ConfigError
 
 
-@app.command()
-@_guard
+@guard
 def bench(
     study: Annotated[str | None, typer.Argument(help="one study (default: all)")] = None,
     out: Annotated[Path, typer.Option("--out", help="directory for the JSON results")] = Path("benchmarks/results"),
@@ -38,7 +37,7 @@ def bench(
     from attnlab.core import bench as bench_mod
 
     root = _bench_dir()
-    os.environ["ATTNLAB_BENCH_DEVICE"] = _device(device) or "cpu"
+    os.environ["ATTNLAB_BENCH_DEVICE"] = checked_device(device) or "cpu"
     chosen = [study] if study else list(STUDIES)
     for s in chosen:
         script = root / f"{s}.py"

@@ -13,15 +13,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from attnlab.cli import (
+from attnlab.cli_common import (
     DeviceOpt,
     JsonOpt,
     QuietOpt,
     ScaleOpt,
-    _device,
-    _guard,
-    app,
+    checked_device,
     err_console,
+    guard,
     out_console,
 )
 from attnlab.cli_flags import OldStoreOpt, StoreOpt
@@ -31,8 +30,7 @@ from attnlab.core import progress
 BUDGET_MARGIN = 0.05  # of the budget, kept for writing the record after the deadline stops the last claim
 
 
-@app.command()
-@_guard
+@guard
 def check(
     study: Annotated[str | None, typer.Argument(help="one study (default: all)")] = None,
     scale: ScaleOpt = "quick",
@@ -78,7 +76,7 @@ def check(
     progress.set_quiet(quiet or json_)
     todo = to_check(study, scale, only)  # unknown --only ids: one line, before any work
     known = {c.id for c in to_check(study, scale)}  # the studies' claims: a record of fewer is marked partial
-    device, runs = _device(device), _store(store, old_out)
+    device, runs = checked_device(device), _store(store, old_out)
     root = record if record is not None else rec.default_root()
     if plan_ or seconds is not None:
         steps = pl.plan(todo, scale, runs, root, device)

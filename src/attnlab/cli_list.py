@@ -10,11 +10,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from attnlab.cli import JsonOpt, _guard, app, out_console
+from attnlab.cli_common import JsonOpt, guard, out_console
 
 
-@app.command("list")
-@_guard
+@guard
 def list_(
     study: Annotated[str | None, typer.Argument(help="only this study, or STUDY.EXPERIMENT for one experiment's "
                                                     "parameters")] = None,

@@ -8,12 +8,11 @@ from typing import Annotated
 
 import typer
 
-from attnlab.cli import _guard, app, out_console
+from attnlab.cli_common import guard, out_console
 from attnlab.core.config import ConfigError
 
 
-@app.command(name="map")
-@_guard
+@guard
 def map_(
     model: Annotated[str | None, typer.Argument(help="a transformers config.json or save_pretrained folder "
                                                 "(nothing is downloaded); or use --arch with sizes")] = None,

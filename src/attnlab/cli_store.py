@@ -18,7 +18,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from attnlab.cli import JsonOpt, _guard, err_console, out_console
+from attnlab.cli_common import JsonOpt, err_console, guard, out_console
 from attnlab.cli_flags import StoreOpt
 from attnlab.cli_flags import store as _store
 from attnlab.core.config import ConfigError
@@ -67,7 +67,7 @@ def _state(row: dict[str, Any], check: Any) -> str:
 
 
 @store_app.command("ls")
-@_guard
+@guard
 def ls(
     ids: IdsArg = None, study: StudyOpt = None, experiment: ExpOpt = None, status: StatusOpt = None,
     older_than: OlderOpt = None, newer_than: NewerOpt = None, store: StoreOpt = None, json_: JsonOpt = False,
@@ -95,7 +95,7 @@ def ls(
 
 
 @store_app.command()
-@_guard
+@guard
 def verify(ids: IdsArg = None, store: StoreOpt = None, json_: JsonOpt = False) -> None:
     """Re-hash every file of every finished run against its manifest and check the index (exit 1 if corrupt)."""
     from attnlab.core.maintenance import Selection, scan_runs, select
@@ -129,7 +129,7 @@ def verify(ids: IdsArg = None, store: StoreOpt = None, json_: JsonOpt = False) -
 
 
 @store_app.command()
-@_guard
+@guard
 def rebuild(store: StoreOpt = None) -> None:
     """Rebuild the index from the run directories (the old index is kept beside it as index.sqlite.bak-TIME)."""
     st = _store(store, existing=True)
@@ -139,7 +139,7 @@ def rebuild(store: StoreOpt = None) -> None:
 
 
 @store_app.command()
-@_guard
+@guard
 def rm(
     ids: IdsArg = None, study: StudyOpt = None, experiment: ExpOpt = None, status: StatusOpt = None,
     older_than: OlderOpt = None, newer_than: NewerOpt = None, store: StoreOpt = None,
@@ -173,7 +173,7 @@ def rm(
 
 
 @store_app.command()
-@_guard
+@guard
 def gc(
     older_than: Annotated[str, typer.Option("--older-than", help="age of interrupted/failed runs to remove")] = "7d",
     store: StoreOpt = None,
@@ -213,7 +213,7 @@ def _ids(st: Any, ids: list[str] | None) -> list[str] | None:
 
 
 @store_app.command("pack")
-@_guard
+@guard
 def pack_(
     archive: Annotated[Path, typer.Argument(help="the .tar.gz to write")],
     ids: Annotated[list[str] | None, typer.Option("--id", help="a run id or prefix (repeatable)")] = None,
@@ -239,7 +239,7 @@ def pack_(
 
 
 @store_app.command("unpack")
-@_guard
+@guard
 def unpack_(archive: Annotated[Path, typer.Argument(help="a .tar.gz written by `attnlab store pack`")],
             store: StoreOpt = None) -> None:
     """Add the runs of a `store pack` archive to this store: a run it has finished is kept, an unfinished one is
@@ -253,7 +253,7 @@ def unpack_(archive: Annotated[Path, typer.Argument(help="a .tar.gz written by `
 
 
 @store_app.command("calibrate")
-@_guard
+@guard
 def calibrate_(
     store: StoreOpt = None,
     held_out: Annotated[list[Path] | None, typer.Option("--held-out", help="a store whose runs (another scale) are "

@@ -1,5 +1,7 @@
 """`attnlab render`: a stored run's sandbox as frames / GIF, and its errors (nothing written on bad input)."""
 
+import json
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -19,6 +21,7 @@ def run_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("run")
     hist = train(TrainConfig(n_seeds=2, epochs=4, n_train=256, batch_size=64, step_log_every=0))
     np.savez(d / "arrays.npz", **hist.to_arrays("mini/"), **hist.to_arrays("full/"))
+    (d / "config.json").write_text(json.dumps({"experiment": "clustering.train"}))  # as every stored run has
     return d
 
 

@@ -202,8 +202,8 @@ def import_plugin(module: str, source: str) -> Any:
 def load_studies(studies: list[str] | tuple[str, ...] | None = None) -> None:
     """Import each study so that it registers its experiments, claims, memory and time models: the module of its
     entry point (group ``attnlab.studies``) and, when that is a package, its ``experiments``, ``claims``, ``memory``,
-    ``costs`` and ``outputs`` rooms. A third-party study registers itself the same way (``examples/my_study``); the modules named
-    in the deprecated ``$ATTNLAB_PLUGINS`` (comma-separated) are still imported for one release.
+    ``costs`` and ``outputs`` rooms. A third-party study registers itself the same way (``examples/my_study``); the
+    modules named in the deprecated ``$ATTNLAB_PLUGINS`` (comma-separated) are still imported for one release.
     """
     for module in deprecated_env("ATTNLAB_PLUGINS", "register the study under the entry-point group "
                                  f"'{STUDY_GROUP}' instead (see examples/my_study)"):

@@ -67,7 +67,7 @@ def normalised(source: str) -> bytes:
                 and isinstance(body[0].value.value, str)):
             node.body = body[1:] or [ast.Pass()]
         if isinstance(node, ast.Call):
-            field = isinstance(node.func, ast.Name) and node.func.id == "Field" or (
+            field = (isinstance(node.func, ast.Name) and node.func.id == "Field") or (
                 isinstance(node.func, ast.Attribute) and node.func.attr == "Field")
             node.keywords = [k for k in node.keywords if k.arg not in (FIELD_DOCS if field else ("description",))]
     return ast.dump(tree, include_attributes=False).encode()

@@ -112,6 +112,11 @@ class StudyPlugin:
     #: a run still training opens "as-is", with a "note" of its last snapshot, or "refuse"s (no live snapshots)
     when_live: Literal["as-is", "note", "refuse"] = "as-is"
 
+    def render_run(self, run_dir: Path, out: Path, **options: Any) -> Path:
+        """Draw a stored run offline (``attnlab render RUN_DIR``): frames, a GIF or an MP4 of its snapshots; a study
+        with an offline renderer overrides this (``options``: the command's ``--panels``, ``--epochs``, …)."""
+        raise ConfigError(f"the {self.study} study has no offline renderer for `attnlab render`")
+
     @property
     def experiments(self) -> tuple[str, ...]:
         """The experiments (``study.name``) whose runs this plug-in opens."""

@@ -111,5 +111,11 @@ class ClusteringPlugin(StudyPlugin):
     def live_note(self, view: View) -> str:
         return f"live: training, last snapshot at epoch {view.times[-1]:g}"
 
+    def render_run(self, run_dir: Path, out: Path, **options: Any) -> Path:
+        """The visual sandbox of paper 4 §4.1 drawn offline (:func:`attnlab.clustering.render.render_run`)."""
+        from attnlab.clustering.render import render_run
+
+        return render_run(run_dir, out, **options)
+
 
 PLUGIN = register(ClusteringPlugin())
