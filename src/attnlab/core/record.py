@@ -264,34 +264,44 @@ def _partial(d: dict[str, Any]) -> str:
     return f"interrupted{after}: {n_of_m}"
 
 
-def gpu_table(records: list[dict[str, Any]], studies: Iterable[str]) -> str:
-    """Markdown: per study the paper-scale check time on a GPU and on the CPU, and the claims passing there."""
-    paper = {(d["study"], "gpu" in d["hardware"]): d for d in records if d["scale"] == "paper"}
-    lines = ["| study | paper-scale check on one GPU | on the CPU | claims passing at paper scale |",
-             "|---|---|---|---|"]
+def gpu_table(records: list[dict[str, Any]], studies: Iterable[str], planned: dict[str, int] | None = None) -> str:
+    """Markdown: per study, the paper-scale claims measured (of the registry's ``planned``) over the union of its
+    paper-scale records (GPU and CPU; a claim measured in both counts its newer entry), their verdicts, how many
+    measured code that has changed since, and the GPU and CPU time the records spent."""
+    lines = ["| study | paper-scale claims measured | pass | fail | reported | measured on changed code | GPU time | CPU time |",
+             "|---|---|---|---|---|---|---|---|"]
     for study in studies:
-        gpu, cpu = paper.get((study, True)), paper.get((study, False))
-        g = f"{_partial(gpu) or _hours(gpu['wall_seconds'])} ({gpu['hardware']['gpu']['name']})" if gpu else \
-            "not measured (no GPU lent yet)"
-        c = f"{_partial(cpu) or _hours(cpu['wall_seconds'])} ({cpu['hardware']['cpu']['cores']} cores)" if cpu \
-            else "not measured yet"
-        lines.append(f"| {study} | {g} | {c} | {_passing([d for d in (gpu, cpu) if d])} |")
+        docs = [d for d in records if d["scale"] == "paper" and d["study"] == study]
+        latest: dict[str, dict[str, Any]] = {}
+        spent = {True: 0.0, False: 0.0}
+        for d in docs:
+            gpu = "gpu" in d["hardware"]
+            for e in d["claims"]:
+                spent[gpu] += float(e.get("seconds") or 0.0)
+                if e["claim"] not in latest or e.get("date", "") > latest[e["claim"]].get("date", ""):
+                    latest[e["claim"]] = e
+        of = (planned or {}).get(study) or max([d.get("partial", {}).get("claims_planned", len(d["claims"]))
+                                                for d in docs] or [0])
+        v = counts(latest.values())
+        now = code_fingerprint(study)
+        stale = sum(fingerprint.stale(e, now) for e in latest.values())
+        gpus = sorted({d["hardware"]["gpu"]["name"] for d in docs if "gpu" in d["hardware"]})
+        g = f"{_hours(spent[True])} ({', '.join(gpus)})" if gpus else "—"
+        c = _hours(spent[False]) if any("gpu" not in d["hardware"] for d in docs) else "—"
+        lines.append(f"| {study} | {len(latest)} of {of} | {v['pass']} | {v['fail'] + v['error']} | {v['reported']} | "
+                     f"{stale} | {g} | {c} |")
     return "\n".join(lines) + "\n"
 
 
-def _passing(docs: list[dict[str, Any]]) -> str:
-    """'p of n' claims passing over the union of a study's paper-scale records (GPU and CPU; a claim measured in
-    both counts its newer verdict), with '(of m)' where together they do not cover the study's m claims."""
-    if not docs:
-        return "not measured yet"
-    latest: dict[str, dict[str, Any]] = {}
-    for d in docs:
-        for e in d["claims"]:
-            if e["claim"] not in latest or e.get("date", "") > latest[e["claim"]].get("date", ""):
-                latest[e["claim"]] = e
-    planned = max(d["partial"]["claims_planned"] if "partial" in d else len(d["claims"]) for d in docs)
-    n = f"{sum(e['verdict'] == 'pass' for e in latest.values())} of {len(latest)}"
-    return n + (f" measured (of {planned})" if len(latest) < planned else "")
+def _planned(scale: str) -> dict[str, int]:
+    """Claims the registry holds at ``scale``, per study."""
+    from attnlab.core.claims import claims
+
+    out: dict[str, int] = {}
+    for c in claims():
+        if scale in c.scales:
+            out[c.study] = out.get(c.study, 0) + 1
+    return out
 
 
 def render_readme(text: str, records_root: Path, base: Path) -> str:
@@ -299,7 +309,7 @@ def render_readme(text: str, records_root: Path, base: Path) -> str:
     from attnlab import STUDIES
 
     records = load(records_root) if Path(records_root).is_dir() else []
-    blocks = {"claims-record": claims_table(records, base), "gpu-table": gpu_table(records, STUDIES)}
+    blocks = {"claims-record": claims_table(records, base), "gpu-table": gpu_table(records, STUDIES, _planned("paper"))}
     for name, body in blocks.items():
         text = replace_block(text, name, body, "results/claims by `python -m attnlab.core.record README.md`")
     return text
