@@ -81,7 +81,9 @@ def work_of(exp: Any, config: Any) -> float | None:
 
 def measured_runs(store: Any, kind: str) -> Iterable[tuple[Any, Any, float]]:
     """(experiment, config, seconds) of every finished run in ``store`` on device kind ``kind`` whose experiment
-    has a time model."""
+    has a time model. On the CPU a run's seconds are its process's CPU time where its manifest kept it (a busy
+    machine stretches wall time, not CPU time), else the index's wall time; a run resumed from a checkpoint timed
+    only its last part and is left out."""
     from attnlab.core.experiment import get
 
     for row in store.index.rows(status="done"):
@@ -90,15 +92,19 @@ def measured_runs(store: Any, kind: str) -> Iterable[tuple[Any, Any, float]]:
         try:
             exp = get(row["experiment"])
             meta = json.loads((Path(row["run_dir"]) / "config.json").read_text())
+            manifest = json.loads((Path(row["run_dir"]) / "manifest.json").read_text())
         except Exception:  # another study's run, a run without its files: not ours to time
             continue
         if getattr(exp, "cost", None) is None or kind_of(str(meta.get("device", "cpu"))) != kind:
             continue
+        if manifest.get("resumed"):
+            continue
+        seconds = manifest.get("cpu_seconds") if kind == "cpu" and manifest.get("cpu_seconds") else row["seconds"]
         try:
             config = resolve_from(exp.config, json.loads(row["config"]))
         except Exception:  # stored under a config class that has changed since
             continue
-        yield exp, config, float(row["seconds"])
+        yield exp, config, float(seconds)
 
 
 def calibrate(fit: Iterable[tuple[Any, Any, float]], held: Iterable[tuple[Any, Any, float]] = ()) -> dict[str, Rate]:

@@ -54,10 +54,10 @@ def study_files(study: str) -> tuple[Path, list[Path]] | None:
 
 def normalised(source: str) -> bytes:
     """``source`` as its syntax tree without docstrings, ``description=`` keywords, or a ``Field``'s
-    :data:`FIELD_DOCS` (comments and layout are not in the tree): what the fingerprint hashes. A file that does not
-    parse is hashed as it is."""
+    :data:`FIELD_DOCS` (a ``Field(x)`` left with nothing else is ``x``; comments and layout are not in the tree):
+    what the fingerprint hashes. A file that does not parse is hashed as it is."""
     try:
-        tree = ast.parse(source)
+        tree = _BareFields().visit(ast.parse(source))
     except SyntaxError:
         return source.encode()
     for node in ast.walk(tree):
@@ -67,10 +67,25 @@ def normalised(source: str) -> bytes:
                 and isinstance(body[0].value.value, str)):
             node.body = body[1:] or [ast.Pass()]
         if isinstance(node, ast.Call):
-            field = (isinstance(node.func, ast.Name) and node.func.id == "Field") or (
-                isinstance(node.func, ast.Attribute) and node.func.attr == "Field")
-            node.keywords = [k for k in node.keywords if k.arg not in (FIELD_DOCS if field else ("description",))]
+            node.keywords = [k for k in node.keywords if k.arg not in (FIELD_DOCS if _is_field(node) else
+                                                                       ("description",))]
     return ast.dump(tree, include_attributes=False).encode()
+
+
+def _is_field(node: ast.Call) -> bool:
+    return (isinstance(node.func, ast.Name) and node.func.id == "Field") or (
+        isinstance(node.func, ast.Attribute) and node.func.attr == "Field")
+
+
+class _BareFields(ast.NodeTransformer):
+    """``Field(x, <only FIELD_DOCS keywords>)`` → ``x``: a default given its description is the same default."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if (_is_field(node) and len(node.args) == 1 and not isinstance(node.args[0], ast.Starred)
+                and all(k.arg in FIELD_DOCS for k in node.keywords)):
+            return node.args[0]
+        return node
 
 
 def _digest(files: Iterable[tuple[str, str]]) -> str:

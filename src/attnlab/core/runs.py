@@ -201,7 +201,7 @@ class RunStore:
     def _execute(
         self, exp: Experiment, config: Config, run_id: str, run_dir: Path, device: torch.device
     ) -> RunRecord:
-        started = time.time()
+        started, cpu_started = time.time(), time.process_time()
         streams = Streams(config.seed, device)
         meta = self._meta(exp, config, run_id, device)
         atomic_write_json(run_dir / "config.json", meta)
@@ -231,7 +231,9 @@ class RunStore:
         for name in (ctx.checkpoint_path.name, LIVE_FILE):
             with contextlib.suppress(FileNotFoundError):
                 (run_dir / name).unlink()
-        manifest = seal(run_dir, run_id=run_id, experiment=exp.key, started=started, seconds=time.time() - started)
+        manifest = seal(run_dir, run_id=run_id, experiment=exp.key, started=started, seconds=time.time() - started,
+                        cpu_seconds=time.process_time() - cpu_started,  # this process's CPU time: robust to load
+                        resumed=getattr(ctx, "resumed_from", None) is not None)
         self.index.finish(run_id, "done", manifest=manifest)
         return RunRecord(run_id, exp.key, run_dir, "done", result.summary)
 
