@@ -8,7 +8,8 @@ from typer.testing import CliRunner
 
 from attnlab.cli import app
 from attnlab.core import claims as claims_mod
-from attnlab.core.config import ConfigError
+from attnlab.core.config import ConfigError, resolve
+from attnlab.core.experiment import get
 from attnlab.core.plan import order, parse_duration
 
 runner = CliRunner()
@@ -84,16 +85,16 @@ def test_a_plan_stops_a_claim_that_computes_by_itself(tmp_path):
 
 
 def test_time_models_fitted_on_short_runs_estimate_a_longer_one(tmp_path, monkeypatch):
-    """`store calibrate` fits the walk's formula (steps × (dim + overhead + sleep)) on two short runs; the rate
-    estimates a run four times longer within core.costs.FACTOR, and `check --plan` adds a claim's missing runs up
-    with it."""
+    """`store calibrate` fits the walk's formula (a fixed cost per run plus steps × (dim + bookkeeping)) on two
+    1000-step walks; the rate estimates a 20 000-step walk within core.costs.FACTOR of its CPU time (a formula
+    without the fixed cost would be 20× off), and `check --plan` adds a claim's missing runs up with it."""
     from attnlab.core import costs
 
     fit, held, timing = tmp_path / "fit", tmp_path / "held", tmp_path / "timing"
-    for store, steps, seeds in ((fit, 10, (0, 1)), (held, 40, (0,))):
+    for store, steps, seeds in ((fit, 1000, (0, 1)), (held, 20_000, (0,))):
         for seed in seeds:
-            res = runner.invoke(app, ["run", "toy.walk", "--set", f"steps={steps}", "--set", "sleep=0.05",
-                                      "--seed", str(seed), "--store", str(store), "--quiet"])
+            res = runner.invoke(app, ["run", "toy.walk", "--set", f"steps={steps}", "--seed", str(seed), "--store",
+                                      str(store), "--quiet"])
             assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["store", "calibrate", "--store", str(fit), "--held-out", str(held), "--out", str(timing),
                               "--json"])
@@ -107,4 +108,5 @@ def test_time_models_fitted_on_short_runs_estimate_a_longer_one(tmp_path, monkey
     (row,) = json.loads(plan.stdout)
     assert row["runs_known"] and len(row["runs"]) == 4 and not any(r["in_store"] for r in row["runs"])
     walk = costs.load("cpu", timing)["toy.walk"]
-    assert row["estimate"] == pytest.approx(4 * walk.estimate(40 * (3 + 50)))  # four quick walks, no sleep
+    assert row["estimate"] == pytest.approx(4 * walk.estimate(get("toy.walk").cost(resolve(get("toy.walk").config,
+                                                                                           "quick", {}))))

@@ -1,15 +1,17 @@
-"""The time model of the walk (:mod:`attnlab.core.costs`): its work is steps × (dim + the step's fixed cost) plus
-the sleep it is told to take, in units of one coordinate update; ``attnlab store calibrate`` turns units into
-seconds from the store's finished runs, and ``attnlab check --plan`` adds up a claim's missing runs with it."""
+"""The time model of the walk (:mod:`attnlab.core.costs`): its work, in microseconds of one CPU thread, is a fixed
+cost per run (saving its table, arrays and figure) plus, per step, one coordinate update per dimension and the
+step's own bookkeeping (a checkpoint offer, a progress tick). Sleeping costs no CPU time, so ``sleep`` is no work.
+``attnlab store calibrate`` turns units into seconds from the store's finished runs, and ``attnlab check --plan``
+adds up a claim's missing runs with it."""
 
 from __future__ import annotations
 
 from attnlab.core.costs import cost_model
 
-STEP_OVERHEAD = 50  # a step's fixed cost (a checkpoint, a progress tick) in coordinate updates
-SLEEP_UNITS = 1e6  # one second of sleep, in coordinate updates (about 1 µs each, calibrated)
+RUN = 300_000  # a run's fixed cost: writing metrics.parquet, arrays.npz, the figure and the manifest
+STEP = 7  # a step's bookkeeping, in coordinate updates
 
 
 @cost_model("toy.walk")
 def walk(config) -> float:
-    return config.steps * (config.dim + STEP_OVERHEAD + SLEEP_UNITS * config.sleep)
+    return RUN + config.steps * (config.dim + STEP)
