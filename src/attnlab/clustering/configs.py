@@ -64,15 +64,16 @@ class TrainConfig(Config):
     # optimisation (paper App. A)
     lr: float = Field(3e-3, gt=0, le=10, description="Adam learning rate of E, P, q, V")
     mlp_lr_factor: float = Field(1.0, gt=0, le=100, description="γ_mlp: the MLP (W, U) learns at lr·γ_mlp")
-    beta1: float = Field(0.9, ge=0, lt=1)
-    beta2: float = Field(0.999, ge=0, lt=1)
-    adam_eps: float = Field(1e-8, gt=0, le=1)
-    weight_decay: float = Field(0.0, ge=0, le=10)
+    beta1: float = Field(0.9, ge=0, lt=1, description="Adam β1, first-moment decay (paper App. A)")
+    beta2: float = Field(0.999, ge=0, lt=1, description="Adam β2, second-moment decay (paper App. A)")
+    adam_eps: float = Field(1e-8, gt=0, le=1, description="Adam ε added to the root of the second moment")
+    weight_decay: float = Field(0.0, ge=0, le=10, description="L2 weight decay added to the gradient "
+                                "(as torch.optim.Adam), 0: off (§4.4 remedy)")
     batch_size: int = Field(32, ge=1, le=10_000_000, description="mini-batch size (n_train = full batch)")
     epochs: int = Field(1000, ge=0, le=1_000_000, description="passes over the training set")
     grad_clip: float | None = Field(None, gt=0, description="per-seed max gradient norm (off by default)")
     n_seeds: int = Field(1, ge=1, le=100_000, description="seeds trained together, vectorised")
-    dtype: Literal["float32", "float64"] = Field("float32")
+    dtype: Literal["float32", "float64"] = Field("float32", description="floating-point precision of training")
     cuda_graph: bool = Field(True, description="on CUDA, replay each epoch's Adam steps as one captured graph (the "
                                                "same kernels and numbers; one replay, not ~120 launches a step)")
     # recording

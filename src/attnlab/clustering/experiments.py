@@ -56,11 +56,11 @@ class IdealHeadConfig(Config):
     """Fig. 1: the explicit clustering head of paper §3, Fig. 1 (no training); C3 cluster counts and the C4 scaling.
     Quick = paper (≈ 5 s on one core)."""
 
-    p: int = Field(2, ge=2, le=97)
-    N: int = Field(12, ge=1, le=64)
-    k: int = Field(5, ge=1, le=64)
-    d: int = Field(2, ge=1, le=64)
-    h: int = Field(8, ge=1, le=1024)
+    p: int = Field(2, ge=2, le=97, description="modulus p = vocabulary size (paper §2)")
+    N: int = Field(12, ge=1, le=64, description="sequence length N (paper §2)")
+    k: int = Field(5, ge=1, le=64, description="number of informative positions k (paper §2)")
+    d: int = Field(2, ge=1, le=64, description="embedding dimension d of the constructed head (§3.2)")
+    h: int = Field(8, ge=1, le=1024, description="MLP width h of the constructed head (§3.2)")
     a: float = Field(1.0, gt=0, description="token scale")
     b: float = Field(1.0, gt=0, description="informative-position scale")
     R: float = Field(10.0, gt=0, description="spurious-position scale")
@@ -69,7 +69,8 @@ class IdealHeadConfig(Config):
     mu: float = Field(10.0, gt=0, description="assembler scale μ")
     scale_factors: tuple[float, ...] = Field((0.1, 0.2, 0.3, 0.5, 1.0), description="c of (λ, μ) = (10c, 10c), C4")
     check_configs: tuple[tuple[int, int, int, int, int], ...] = Field(C3_CONFIGS, description="(p,N,k,d,h), C3")
-    n_sample: int = Field(20_000, ge=100, description="sentences drawn when p^N > 2^16 (else all of them)")
+    n_sample: int = Field(20_000, ge=100, le=10_000_000,
+                          description="sentences drawn when p^N > 2^16 (else all of them)")
 
     scales = {"quick": {}, "paper": {}}
 

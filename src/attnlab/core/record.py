@@ -268,8 +268,8 @@ def gpu_table(records: list[dict[str, Any]], studies: Iterable[str], planned: di
     """Markdown: per study, the paper-scale claims measured (of the registry's ``planned``) over the union of its
     paper-scale records (GPU and CPU; a claim measured in both counts its newer entry), their verdicts, how many
     measured code that has changed since, and the GPU and CPU time the records spent."""
-    lines = ["| study | paper-scale claims measured | pass | fail | reported | measured on changed code | GPU time | CPU time |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| study | paper-scale claims measured | pass | fail | reported | measured on changed code | GPU time "
+             "| CPU time |", "|---|---|---|---|---|---|---|---|"]
     for study in studies:
         docs = [d for d in records if d["scale"] == "paper" and d["study"] == study]
         latest: dict[str, dict[str, Any]] = {}

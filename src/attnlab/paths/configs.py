@@ -52,7 +52,7 @@ class Sampling(TheoryNumerics):
     sample_widths: tuple[int, ...] = Field((10, 50), description="widths N that are also sampled ([] = none)")
     chains: int = Field(10, ge=1, le=64, description="independent chains (paper: 10)")
     burn_in: int = Field(1000, ge=0, description="sweeps discarded per chain")
-    samples: int = Field(100, ge=2, description="kept samples per chain")
+    samples: int = Field(100, ge=2, le=1_000_000, description="kept samples per chain")
     thin: int = Field(10, ge=1, description="sweeps between kept samples")
 
     @field_validator("sample_widths")
@@ -75,8 +75,9 @@ class HeadSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     kind: Literal["same_token", "different_token", "uniform", "random"]
     shift: int = -1
-    beta: float | None = Field(None, gt=0)
-    perturbation: float | None = Field(None, ge=0)
+    beta: float | None = Field(None, gt=0, description="softmax hardness β of this head (None: the config's β)")
+    perturbation: float | None = Field(None, ge=0, description="strength of a Gaussian head added on top; for a "
+                                       "random head its strength (None: the config's random_strength)")
 
 
 def _head_specs(v):
@@ -160,16 +161,18 @@ class MarkovConfig(Sampling, Config):
     gp_test_sets: int = Field(20, ge=0, description="fresh test sets of P* sequences on which the good path's GP "
                               "accuracy is also measured: its expected accuracy for the run's training set (0: off)")
     T: int = Field(30, ge=2, le=1000, description="tokens per chain (bos not counted)")
-    N0: int = Field(200, ge=2, description="feature width (even: v± live on the two halves)")
-    P: int = Field(100, ge=1, description="training sequences")
-    P_test: int = Field(1000, ge=1, description="test sequences")
+    N0: int = Field(200, ge=2, le=20_000, description="feature width N0 (even: v± live on the two halves; "
+                    "D = N0 + T + 1, a head is a D×D matrix)")
+    P: int = Field(100, ge=1, le=50_000, description="training sequences P (the kernels are P×P)")
+    P_test: int = Field(1000, ge=1, le=1_000_000, description="test sequences P*")
     tau: float = Field(0.01, gt=0, description="Gibbs temperature τ")
     sigma_par: float = Field(1.0, ge=0, description="σ∥: noise in span{v+, v−}")
     sigma_perp: float = Field(1.0, ge=0, description="σ⊥: noise out of that plane")
     beta: float = Field(10.0, gt=0, description="softmax hardness β of every head")
     random_strength: float = Field(1.0, gt=0, description="scale of the random heads (check C: 0.3)")
     readout: int | Literal["mean"] = Field(1, description="token t* (1: first after bos; -1: last) or mean")
-    widths: tuple[float, ...] = Field((10, 20, 50, 100, 200, 500, 1000, 10_000), min_length=1)
+    widths: tuple[float, ...] = Field((10, 20, 50, 100, 200, 500, 1000, 10_000), min_length=1,
+                                      description="network widths N of the theory (Fig. 2c's x axis)")
     alignment_width: float = Field(10.0, gt=0, description="N of the finite-width kernel in Figs. 2d, 5b")
     n_pcs: int = Field(30, ge=1, description="kernel PCs shown (Fig. 2d)")
 
@@ -198,9 +201,9 @@ class Variant(BaseModel):
     """One network of the one-shot study: L layers of Hs heads and query-key dimension G (None: the config's G)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    L: int = Field(2, ge=1, le=6)
-    Hs: tuple[int, ...] = Field((4, 4), min_length=1)
-    G: int | None = Field(None, ge=1)
+    L: int = Field(2, ge=1, le=6, description="attention layers L")
+    Hs: tuple[int, ...] = Field((4, 4), min_length=1, description="heads per layer (H_1, ..., H_L)")
+    G: int | None = Field(None, ge=1, le=65_536, description="query-key dimension G (None: the config's G)")
 
     @model_validator(mode="after")
     def _heads_match_layers(self):
@@ -243,23 +246,24 @@ class OneShotConfig(Sampling, Config):
                                          "classes (default: on for the 10-class sets, off for Omniglot as the paper)")
     standardize: bool = Field(True, description="each image set to zero mean, unit std (the public code's Normalize)")
     data_root: str | None = Field(None, description="directory holding Omniglot / MNIST / FashionMNIST")
-    glyph_classes: int = Field(1623, ge=20, description="classes of the synthetic glyph set")
-    image_size: int = Field(32, ge=4, description="images are resized to S×S")
+    glyph_classes: int = Field(1623, ge=20, le=100_000, description="classes of the synthetic glyph set")
+    image_size: int = Field(32, ge=4, le=1024, description="images are resized to S×S pixels")
     channels: int = Field(3, ge=1, le=4, description="grey replicated to this many channels")
     patch: int = Field(8, ge=1, description="patch size; p = (S/patch)² tokens per image, T = 3p")
     variants: tuple[Variant, ...] = Field((Variant(),), min_length=1, description="networks: [{L, Hs, G}]")
-    N_gd: int = Field(512, ge=2, description="width of the gradient-descent model")
-    G: int = Field(128, ge=1, description="query-key dimension (when a variant leaves G unset)")
+    N_gd: int = Field(512, ge=2, le=65_536, description="width N of the gradient-descent model")
+    G: int = Field(128, ge=1, le=65_536, description="query-key dimension G (when a variant leaves G unset)")
     gd_steps: int = Field(41_250, ge=1, description="Adam steps (528k episodes × 10 epochs / 128)")
-    gd_batch: int = Field(128, ge=1)
-    gd_lr: float = Field(3e-4, gt=0)
+    gd_batch: int = Field(128, ge=1, le=65_536, description="episodes per Adam step of the GD model (App. H.1: 128)")
+    gd_lr: float = Field(3e-4, gt=0, description="Adam learning rate of the GD model (App. H.1: 3e-4)")
     eval_every: int = Field(1000, ge=1, description="validation check (best model kept)")
-    P: int = Field(600, ge=1, description="training episodes of the Bayesian network")
-    P_val: int = Field(1000, ge=1, description="validation episodes (τ selection, GD model selection)")
-    P_test: int = Field(1000, ge=1, description="test episodes per test set")
-    P_prune: int = Field(10_000, ge=1, description="test episodes per set for the GD model's pruning drops and "
-                         "curve (an accuracy's standard error ≈ 0.005, where P* = 1000 gives ≈ 0.015)")
-    widths: tuple[float, ...] = Field(PAPER_WIDTHS, min_length=1)
+    P: int = Field(600, ge=1, le=50_000, description="training episodes P of the Bayesian network (kernels P×P)")
+    P_val: int = Field(1000, ge=1, le=1_000_000, description="validation episodes (τ selection, GD model selection)")
+    P_test: int = Field(1000, ge=1, le=1_000_000, description="test episodes P* per test set")
+    P_prune: int = Field(10_000, ge=1, le=1_000_000, description="test episodes per set for the GD model's pruning "
+                         "drops and curve (an accuracy's standard error ≈ 0.005, where P* = 1000 gives ≈ 0.015)")
+    widths: tuple[float, ...] = Field(PAPER_WIDTHS, min_length=1, description="network widths N of the theory "
+                                      "(App. H.2.1: 10 … 10⁴)")
     taus: tuple[float, ...] = Field(PAPER_TAUS, min_length=1, description="τ grid; best τ per N on validation")
     score_width: float = Field(10.0, gt=0, description="N of the U used for head scores and Fig. 3c-d")
     score_mode: Literal["both", "either"] = Field("both", description="head score: paper text / public code")

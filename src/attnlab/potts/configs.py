@@ -36,8 +36,9 @@ class PottsDataConfig(Config):
     U: Matrix | None = Field(None, description="custom symmetric C×C colour similarity (else Gaussian)")
     structure_seed: int = Field(1, ge=0, description="numpy seed of the planted J and U (`cpu_fig2`: 1)")
     n_chains: int = Field(30, ge=1, le=100_000, description="independent Gibbs chains per set")
-    burn_in: int = Field(2000, ge=0, description="sweeps before the first saved configuration")
-    thin: int = Field(200, ge=1, description="sweeps between saved configurations (paper: 10000, one chain)")
+    burn_in: int = Field(2000, ge=0, le=10_000_000, description="sweeps before the first saved configuration")
+    thin: int = Field(200, ge=1, le=10_000_000,
+                      description="sweeps between saved configurations (paper: 10000, one chain)")
     M_train: int = Field(3000, ge=1, le=1_000_000, description="training sequences M")
     M_test: int = Field(1020, ge=2, le=1_000_000, description="test sequences")
     train_seed: int = Field(1, ge=0, description="sampler seed of the training set")
@@ -72,8 +73,8 @@ class Training(Config):
 
     optimizer: Literal["adam", "sgd"] = Field("adam", description="adam (spec default) or sgd (the paper's)")
     lr: float = Field(0.05, gt=0, le=100, description="initial learning rate of the factored layer")
-    epochs: int = Field(100, ge=1, le=100_000)
-    batch: int = Field(100, ge=1, description="sequences per step (each gives its L masked predictions)")
+    epochs: int = Field(100, ge=1, le=100_000, description="training epochs (passes over the M_train sequences)")
+    batch: int = Field(100, ge=1, le=1_000_000, description="sequences per step (each gives its L masked predictions)")
     schedule: Literal["cosine", "constant"] = "cosine"
     attn: Literal["softmax", "softmax_nosink", "linear"] = Field("softmax", description="eq. (4) variant")
     seeds: int = Field(1, ge=1, le=64, description="independent factored models trained in one computation")
@@ -85,23 +86,29 @@ class Training(Config):
 class Fig2Config(PottsDataConfig, Training):
     """Fig. 2a-c: factored attention vs vanilla transformers with 1 and 3 layers on the same Potts data."""
 
-    models: tuple[Model, ...] = Field(("factored", "vanilla1", "vanilla3"), min_length=1)
+    models: tuple[Model, ...] = Field(("factored", "vanilla1", "vanilla3"), min_length=1,
+                                      description="architectures trained: factored attention (eq. (4)), the vanilla "
+                                                  "transformer with 1 or 3 layers")
     vanilla_lr: float = Field(1e-3, gt=0, le=10, description="Adam lr of the vanilla transformers (docs note 3)")
-    vanilla_epochs: int = Field(60, ge=1, le=100_000)
+    vanilla_epochs: int = Field(60, ge=1, le=100_000, description="training epochs of the vanilla transformers")
     vanilla_mask: Literal["random", "all"] = Field("random", description="one random masked site per sequence, "
                                                                            "or all L copies (exact MLM)")
     head: Literal["uva", "linear"] = Field("uva", description="vanilla output head (App. 'Numerical details')")
     d: int = Field(20, ge=2, le=512, description="embedding dimension of the vanilla transformer")
-    eval_every: int = Field(1, ge=1, description="epochs between evaluations of the vanilla models")
-    n_eval: int | None = Field(None, ge=2, description="test sequences of the per-epoch vanilla evaluation (None: all)")
+    eval_every: int = Field(1, ge=1, le=100_000, description="epochs between evaluations of the vanilla models")
+    n_eval: int | None = Field(None, ge=2, le=1_000_000,
+                               description="test sequences of the per-epoch vanilla evaluation (None: all)")
     scales = {"quick": {"vanilla_epochs": 40, "eval_every": 2, "n_eval": 300}, "paper": {"seeds": 3}}
 
 
 class Fig2dConfig(PottsDataConfig, Training):
     """Fig. 2d: test loss vs the position/embedding mixing a of eq. (2), several seeds per a, one computation."""
 
-    a_values: tuple[float, ...] = Field((0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0), min_length=2)
-    seeds: int = Field(3, ge=1, le=64)
+    a_values: tuple[float, ...] = Field((0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0), min_length=2,
+                                        description="mixings a >= 0 of positions and embeddings in eq. (2) "
+                                                    "(a = 0: factored attention)")
+    seeds: int = Field(3, ge=1, le=64,
+                       description="independent models (initialisations) per a, trained in one computation")
     scales = {"quick": {"a_values": (0.0, 0.1, 0.3, 1.0), "epochs": 30}, "paper": {}}
 
     @field_validator("a_values")
@@ -123,13 +130,14 @@ class PLFit(Config):
     """Full-batch factored pseudo-likelihood (L-BFGS to convergence) over sample sizes and realisations; mixed into
     the experiment configs beside :class:`PottsDataConfig` (whose ``M_train`` bounds the sizes)."""
 
-    Ms: tuple[int, ...] = Field((1, 2, 3, 5, 10, 15, 20, 30, 40, 60, 80, 120, 200, 400), min_length=1)
+    Ms: tuple[int, ...] = Field((1, 2, 3, 5, 10, 15, 20, 30, 40, 60, 80, 120, 200, 400), min_length=1,
+                                description="sample sizes M (training sequences per fit, α = M/L), in 1..M_train")
     lams: tuple[float, ...] = Field((1e-4, 1e-2), min_length=1, description="l2 strengths λ")
     reg_form: Literal["sum", "mean"] = Field("sum", description="λ/(2M)||θ||² ('sum', eq. (7)) or λ/2||θ||²")
     n_real: int = Field(30, ge=1, le=1000, description="realisations: random training subsets and inits")
     attn: Literal["softmax", "softmax_nosink", "linear"] = "softmax"
     max_iter: int = Field(20_000, ge=10, le=1_000_000, description="L-BFGS iteration cap per fit")
-    gtol: float = Field(1e-6, gt=0, description="L-BFGS stop: max |gradient| < gtol")
+    gtol: float = Field(1e-6, gt=0, le=1, description="L-BFGS stop: max |gradient| < gtol")
     warm_start: bool = Field(True, description="start the fit at M from the same realisation's fit at the "
                                                "previous M of the (ascending) grid; else from a fresh init")
 
@@ -178,8 +186,9 @@ class EquivalenceConfig(PottsDataConfig, Training):
     """MLM = pseudo-likelihood (Eqs. (4)-(6)): exact identities at the true couplings, and factored attention trained
     by Adam vs the factored PLM solved by L-BFGS on the same data."""
 
-    lam: float = Field(1e-2, ge=0, description="λ of the L-BFGS PLM (reg 'sum': λ/(2M)||θ||², 3e-6 per sample)")
-    max_iter: int = Field(1000, ge=10, le=100_000)
+    lam: float = Field(1e-2, ge=0, le=1000,
+                       description="λ of the L-BFGS PLM (reg 'sum': λ/(2M)||θ||², 3e-6 per sample)")
+    max_iter: int = Field(1000, ge=10, le=100_000, description="L-BFGS iteration cap of the PLM fit")
 
 
 class GibbsConfig(PottsDataConfig):
@@ -189,10 +198,10 @@ class GibbsConfig(PottsDataConfig):
 
     betas: tuple[float, ...] = Field((0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0, 2.5, 3.0),
                                      min_length=2, description="β grid (fine where one chain crosses d_H = 0.3)")
-    pilot_samples: int = Field(300, ge=2, description="saved configurations per β in the scan")
+    pilot_samples: int = Field(300, ge=2, le=100_000, description="saved configurations per β in the scan")
     pilot_thin: int = Field(20, ge=1, description="sweeps between pilot samples of the single-chain scan")
     target: float = Field(0.3, gt=0, lt=1, description="target mean Hamming distance (paper: 0.3)")
-    chain_samples: int = Field(4000, ge=2, description="saved configurations of the paper-faithful chain")
+    chain_samples: int = Field(4000, ge=2, le=1_000_000, description="saved configurations of the paper-faithful chain")
     chain_thin: int = Field(10_000, ge=1, description="sweeps between them (paper: 10000)")
     chain_count: int = Field(8, ge=1, le=1000, description="independent paper-faithful chains at the tuned β (one "
                                                            "computation; the first is the one shown)")

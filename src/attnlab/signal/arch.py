@@ -35,7 +35,7 @@ class Architecture(BaseModel):
     H: int = Field(1, ge=1, le=1024, description="attention heads (must divide d)")
     d_ff: int | None = Field(None, ge=1, le=1_000_000, description="MLP hidden width (default d, as the authors)")
     T: int = Field(64, ge=2, le=1_000_000, description="sequence length = number of keys attended")
-    T_init: int | None = Field(None, ge=2, description="length the Q/K scale is set for (default T)")
+    T_init: int | None = Field(None, ge=2, le=1_000_000, description="length the Q/K scale is set for (default T)")
     L: int = Field(12, ge=1, le=10_000, description="depth (transformer blocks)")
     beta: float = Field(0.1, gt=0, le=1e4, description="Q/K scale: Var(s) = β² log T_init (Eq. 11)")
     beta_convention: Convention = Field("per_head_score", description="per_head_score (theory) | authors_dk")

@@ -56,22 +56,23 @@ class CorpusMixin(BaseModel):
 class TrainabilityConfig(Config, ArchFields):
     """Fig. 1c: theory diagram on a fine (β, α_SA) grid, α_c(L) curves, and a coarse simulated diagram."""
 
-    n_beta: int = Field(200, ge=2, le=4000)
-    n_alpha: int = Field(200, ge=2, le=4000)
-    beta_min: float = Field(0.01, gt=0)
-    beta_max: float = Field(5.0, gt=0)
-    alpha_max: float = Field(10.0, gt=0)
+    n_beta: int = Field(200, ge=2, le=4000, description="β points of the theory diagram (geometric grid)")
+    n_alpha: int = Field(200, ge=2, le=4000, description="α_SA points of the theory diagram (linear grid from 0)")
+    beta_min: float = Field(0.01, gt=0, le=1e4, description="smallest β of the theory diagram")
+    beta_max: float = Field(5.0, gt=0, le=1e4, description="largest β of the theory diagram")
+    alpha_max: float = Field(10.0, gt=0, le=1e6, description="largest α_SA of the theory diagram")
     rho0: float = Field(0.0, ge=0, lt=1, description="input cosine (0: orthogonal tokens, as the paper)")
     eps: float = Field(1e-2, gt=0, lt=1, description="rank collapse: ρ_L ≥ 1 − ε (not given in the paper)")
-    eps_list: tuple[float, ...] = Field((1e-1, 1e-2, 1e-3), min_length=1)
+    eps_list: tuple[float, ...] = Field((1e-1, 1e-2, 1e-3), min_length=1,
+                                        description="ε values of the α_c(L) curves (rank collapse: ρ_L ≥ 1 − ε)")
     Ls: tuple[int, ...] = Field((6, 12, 24, 48, 60, 96, 200), min_length=2, description="depths of the α_c curves")
     finite_T: bool = Field(False, description="finite-T (Monte Carlo) q_sa, p_sa instead of Eq. 13")
     sim_betas: tuple[float, ...] = Field((0.1, 0.5, 1.0, 2.0, 3.0), description="simulated grid (may be empty)")
-    sim_alphas: tuple[float, ...] = Field((0.25, 0.5, 1.0, 2.0, 4.0))
-    sim_d: int = Field(256, ge=2)
-    sim_T: int = Field(128, ge=2)
-    n_inits: int = Field(5, ge=1, le=1000)
-    n_seqs: int = Field(2, ge=1, le=1000)
+    sim_alphas: tuple[float, ...] = Field((0.25, 0.5, 1.0, 2.0, 4.0), description="simulated grid: α_SA values")
+    sim_d: int = Field(256, ge=2, le=65536, description="width d of the simulated networks")
+    sim_T: int = Field(128, ge=2, le=1_000_000, description="sequence length T of the simulated networks")
+    n_inits: int = Field(5, ge=1, le=1000, description="random networks per simulated grid point")
+    n_seqs: int = Field(2, ge=1, le=1000, description="input sequences per network")
     tau_entropy: float = Field(0.3, ge=0, le=1, description="simulated red: first-layer S/log T below this")
     tau_ipr: float = Field(0.3, ge=0, le=1, description="… or first-layer IPR above this")
     scales = {"quick": {"sim_d": 64, "sim_T": 64, "n_inits": 2, "n_seqs": 2}, "paper": {}}
@@ -80,15 +81,17 @@ class TrainabilityConfig(Config, ArchFields):
 class DepthConfig(Config, ArchFields, CorpusMixin):
     """Figs. 1d/e: mean cosine over depth, simulation (inits × sequences) against Eq. 19 from the measured ρ_0."""
 
-    inputs: Literal["corpus", "synthetic"] = Field("corpus")
+    inputs: Literal["corpus", "synthetic"] = Field("corpus", description="corpus windows through random embeddings | "
+                                                          "synthetic tokens of input cosine rho0")
     rho0: float = Field(0.05, ge=0, lt=1, description="input cosine of synthetic inputs")
-    hf_std: float | None = Field(None, gt=0, description="off-the-shelf Q/K std, e.g. HF 0.02 (sets β by App. B.1)")
+    hf_std: float | None = Field(None, gt=0, le=10,
+                                 description="off-the-shelf Q/K std, e.g. HF 0.02 (sets β by App. B.1)")
     betas: tuple[float, ...] | None = Field(None, description="configurations: β values (default: beta)")
     alphas: tuple[float, ...] = Field((1.0,), min_length=1, description="configurations: α_SA values")
     pairs: tuple[tuple[float, float], ...] | None = Field(None, description="explicit (β, α_SA) configurations "
                                                           "(instead of betas × alphas)")
-    n_inits: int = Field(10, ge=1, le=10_000)
-    n_seqs: int = Field(10, ge=1, le=10_000)
+    n_inits: int = Field(10, ge=1, le=10_000, description="random networks per configuration")
+    n_seqs: int = Field(10, ge=1, le=10_000, description="input sequences per network")
     finite_T: bool = Field(True, description="also the finite-T theory (MC table)")
     scales = {"quick": {"d": 128, "H": 2, "T": 64, "n_inits": 4, "n_seqs": 4}, "paper": {}}
 
@@ -96,9 +99,11 @@ class DepthConfig(Config, ArchFields, CorpusMixin):
 class SALayerConfig(Config, ArchFields):
     """Fig. 3: output cosine of one SA head over (β, input ρ): Eq. 14, finite-T MC and simulation."""
 
-    betas: tuple[float, ...] = Field((0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0), min_length=2)
-    rhos: tuple[float, ...] = Field((0.0, 0.05, 0.2, 0.25, 0.5, 0.75, 0.9), min_length=2)
-    n_inits: int = Field(3, ge=1, le=1000)
+    betas: tuple[float, ...] = Field((0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0), min_length=2,
+                                     description="β grid (per-head score scale, Eq. 11)")
+    rhos: tuple[float, ...] = Field((0.0, 0.05, 0.2, 0.25, 0.5, 0.75, 0.9), min_length=2,
+                                    description="input cosines ρ_in of the grid")
+    n_inits: int = Field(3, ge=1, le=1000, description="random heads (and input sequences) per grid point")
     n_rep: int = Field(4, ge=1, le=1000, description="MC draws per grid point")
     ipr_level: float = Field(0.3, gt=0, lt=1, description="β*(ρ): where the measured IPR crosses this")
     scales = {"quick": {"T": 256, "d": 256}, "paper": {}}
@@ -112,9 +117,10 @@ class UniversalityConfig(Config, ArchFields):
     combos: tuple[tuple[int, int, int], ...] = Field(
         ((256, 1, 256), (512, 1, 256), (512, 4, 256), (512, 1, 64), (512, 1, 512)), min_length=2,
         description="(d, H, T) triples; the first T is the one the (d, H) comparison uses")
-    betas: tuple[float, ...] = Field((*(1.0 + 0.1 * i for i in range(11)), 2.5, 3.0, 3.5), min_length=3)
-    n_inits: int = Field(4, ge=1, le=1000)
-    ipr_level: float = Field(0.3, gt=0, lt=1)
+    betas: tuple[float, ...] = Field((*(1.0 + 0.1 * i for i in range(11)), 2.5, 3.0, 3.5), min_length=3,
+                                     description="β values scanned (per-head score scale, Eq. 11)")
+    n_inits: int = Field(4, ge=1, le=1000, description="random layers per (β, d, H, T)")
+    ipr_level: float = Field(0.3, gt=0, lt=1, description="β*: where the measured IPR crosses this level")
     scales = {"quick": {"n_inits": 2}, "paper": {"n_inits": 8}}
 
     @model_validator(mode="after")
@@ -128,69 +134,76 @@ class UniversalityConfig(Config, ArchFields):
 class AlphaCConfig(Config, ArchFields):
     """α_c(L) by bisection for several ε, and the simulated check that α > α_c keeps ρ_L < 1 − ε (Sec. 3.3)."""
 
-    Ls: tuple[int, ...] = Field((6, 12, 24, 48, 60, 96, 200), min_length=2)
-    eps_list: tuple[float, ...] = Field((1e-1, 1e-2, 1e-3), min_length=1)
-    rho0: float = Field(0.05, ge=0, lt=1)
+    Ls: tuple[int, ...] = Field((6, 12, 24, 48, 60, 96, 200), min_length=2, description="depths L of α_c(L)")
+    eps_list: tuple[float, ...] = Field((1e-1, 1e-2, 1e-3), min_length=1,
+                                        description="ε values (rank collapse: ρ_L ≥ 1 − ε)")
+    rho0: float = Field(0.05, ge=0, lt=1, description="input cosine ρ_0")
     sim_L: int = Field(24, ge=1, le=10_000, description="depth L of the simulated networks (the architecture's "
                                                        "bound: at most 10 000 layers)")
-    sim_eps: float = Field(0.1, gt=0, lt=1)
-    sim_alphas: tuple[float, ...] = Field((0.5, 0.75, 1.0, 1.25, 1.5), min_length=1)
-    n_inits: int = Field(3, ge=1, le=1000)
-    n_seqs: int = Field(2, ge=1, le=1000)
+    sim_eps: float = Field(0.1, gt=0, lt=1, description="ε of the simulated check")
+    sim_alphas: tuple[float, ...] = Field((0.5, 0.75, 1.0, 1.25, 1.5), min_length=1,
+                                          description="α_SA values of the simulated networks")
+    n_inits: int = Field(3, ge=1, le=1000, description="random networks per α_SA")
+    n_seqs: int = Field(2, ge=1, le=1000, description="input sequences per network")
     scales = {"quick": {"d": 128, "T": 64}, "paper": {"d": 256, "T": 128, "n_inits": 5}}
 
 
 class TanhConfig(Config, ArchFields):
     """Fig. 5: the tanh block map F(ρ) for several σ_w² and ρ_l over depth (theory lines, simulation dots)."""
 
-    sigma_w2s: tuple[float, ...] = Field((1.0, 4.0, 8.0, 16.0, 32.0), min_length=1)
-    sim_sigma_w2s: tuple[float, ...] = Field((4.0, 16.0, 32.0))
-    rho0: float = Field(0.1, ge=0, lt=1)
-    n_inits: int = Field(25, ge=1, le=10_000)
-    n_seqs: int = Field(10, ge=1, le=10_000)
+    sigma_w2s: tuple[float, ...] = Field((1.0, 4.0, 8.0, 16.0, 32.0), min_length=1,
+                                         description="σ_w² values of the theory lines (block map F(ρ), ρ_l)")
+    sim_sigma_w2s: tuple[float, ...] = Field((4.0, 16.0, 32.0), description="σ_w² values simulated (may be empty)")
+    rho0: float = Field(0.1, ge=0, lt=1, description="input cosine ρ_0")
+    n_inits: int = Field(25, ge=1, le=10_000, description="random networks per simulated σ_w²")
+    n_seqs: int = Field(10, ge=1, le=10_000, description="input sequences per network")
     scales = {"quick": {"L": 100, "d": 256, "T": 64, "n_inits": 3, "n_seqs": 2}, "paper": {}}
 
 
 class REMConfig(Config, ArchFields):
     """Figs. B.1/B.2: q_sa, S/log T, q^SA and p^SA against β: Eq. 13 / B.18 and finite-T simulations."""
 
-    betas: tuple[float, ...] = Field(tuple(0.25 * i for i in range(1, 25)), min_length=2)
-    rhos: tuple[float, ...] = Field((0.0, 0.25, 0.5), min_length=1)
-    Ts: tuple[int, ...] = Field((256, 1024, 4096), min_length=1)
-    n_rows: int = Field(128, ge=1)
-    n_rep: int = Field(16, ge=1)
-    mc_T: int = Field(256, ge=2, description="T of the full-matrix MC (p_sa, cosines)")
+    betas: tuple[float, ...] = Field(tuple(0.25 * i for i in range(1, 25)), min_length=2,
+                                     description="β values (score std β √(log T), Eq. 10)")
+    rhos: tuple[float, ...] = Field((0.0, 0.25, 0.5), min_length=1, description="input cosines ρ")
+    Ts: tuple[int, ...] = Field((256, 1024, 4096), min_length=1, description="sequence lengths T of the row statistics")
+    n_rows: int = Field(128, ge=1, le=100_000, description="attention rows per draw (rows share the key field)")
+    n_rep: int = Field(16, ge=1, le=100_000, description="draws of the score field per (β, ρ, T)")
+    mc_T: int = Field(256, ge=2, le=8192, description="T of the full-matrix MC (p_sa, cosines)")
     scales = {"quick": {"n_rep": 8, "n_rows": 64}, "paper": {"n_rep": 64}}
 
 
 class SpectrumConfig(Config, ArchFields):
     """Fig. C.1: eigenvalues of attention matrices, standard (σ_s fixed) vs rescaled (σ_s² = β² log T) init."""
 
-    sigma_std: float = Field(1.0, gt=0, description="score std of the standard init, independent of T")
-    betas: tuple[float, ...] = Field((0.5, 2.0), min_length=1)
-    T_show: int = Field(1024, ge=4)
-    Ts: tuple[int, ...] = Field((64, 128, 256, 512, 1024), min_length=2)
-    n_rep: int = Field(4, ge=1)
+    sigma_std: float = Field(1.0, gt=0, le=10, description="score std of the standard init, independent of T")
+    betas: tuple[float, ...] = Field((0.5, 2.0), min_length=1, description="β of the rescaled inits, σ_s² = β² log T")
+    T_show: int = Field(1024, ge=4, le=16384, description="T of the plotted spectra (one T × T matrix each)")
+    Ts: tuple[int, ...] = Field((64, 128, 256, 512, 1024), min_length=2, description="T values of |λ_2| and the "
+                                "bulk radius")
+    n_rep: int = Field(4, ge=1, le=10_000, description="matrices per T")
     scales = {"quick": {"n_rep": 2}, "paper": {"n_rep": 8, "Ts": (64, 128, 256, 512, 1024, 2048)}}
 
 
 class NoSkipConfig(Config, ArchFields):
     """Fig. C.3: a block without skip connections (α_SA = α_MLP = 0)."""
 
-    betas: tuple[float, ...] = Field(tuple(0.1 * i for i in range(1, 101)), min_length=2)
-    rhos: tuple[float, ...] = Field(tuple(0.01 * i for i in range(0, 100)), min_length=2)
-    rho0: float = Field(0.01, ge=0, lt=1)
-    table_betas: tuple[float, ...] = Field((1.5, 3.0, 10.0))
-    n_inits: int = Field(3, ge=1)
-    n_seqs: int = Field(2, ge=1)
+    betas: tuple[float, ...] = Field(tuple(0.1 * i for i in range(1, 101)), min_length=2,
+                                     description="β grid of the theory maps")
+    rhos: tuple[float, ...] = Field(tuple(0.01 * i for i in range(0, 100)), min_length=2,
+                                    description="input cosines ρ_in of the one-block map")
+    rho0: float = Field(0.01, ge=0, lt=1, description="input cosine ρ_0 of the depth iteration")
+    table_betas: tuple[float, ...] = Field((1.5, 3.0, 10.0), description="β values simulated (and tabulated)")
+    n_inits: int = Field(3, ge=1, le=10_000, description="random networks per simulated β")
+    n_seqs: int = Field(2, ge=1, le=10_000, description="input sequences per network")
     scales = {"quick": {"d": 128, "T": 64}, "paper": {"d": 256, "T": 256}}
 
 
 class AttentionMapsConfig(Config, ArchFields, CorpusMixin):
     """Fig. 1a/b: attention of a 1-layer, 1-head model at initialisation on one story, low vs high β."""
 
-    betas: tuple[float, ...] = Field((0.5, 3.0), min_length=1)
-    n_tokens: int = Field(24, ge=2, le=512)
+    betas: tuple[float, ...] = Field((0.5, 3.0), min_length=1, description="β of the maps shown (low, high)")
+    n_tokens: int = Field(24, ge=2, le=512, description="tokens of the story shown (T)")
     scales = {"quick": {"d": 256, "n_stories": 500}, "paper": {"d": 768}}
 
 
@@ -199,20 +212,20 @@ class MLMTraining(BaseModel):
 
     model_config = _MIXIN
 
-    n_seeds: int = Field(1, ge=1, le=100)
-    steps: int = Field(1000, ge=1, le=10_000_000)
-    lr: float = Field(5e-4, gt=0, le=1)
-    batch: int = Field(64, ge=1, le=100_000)
+    n_seeds: int = Field(1, ge=1, le=100, description="seeds (initialisation and data) per β × α_SA")
+    steps: int = Field(1000, ge=1, le=10_000_000, description="optimiser steps")
+    lr: float = Field(5e-4, gt=0, le=1, description="peak AdamW learning rate (linear warmup and decay)")
+    batch: int = Field(64, ge=1, le=100_000, description="sequences per step (App. A: 64)")
     micro_batch: int | None = Field(None, ge=1, le=100_000, description="accumulate each step's gradient over "
                                     "micro-batches of this size (less memory, the same step; None: one pass)")
-    warmup_ratio: float = Field(0.05, ge=0, lt=1)
-    weight_decay: float = Field(0.01, ge=0)
-    max_grad_norm: float = Field(1.0, gt=0)
-    mask_prob: float = Field(0.15, gt=0, lt=1)
-    log_every: int = Field(25, ge=1)
-    n_eval: int = Field(256, ge=8)
-    repeat_vocab: int = Field(64, ge=8, description="vocabulary of the repeat task")
-    n_train: int = Field(20000, ge=16, description="sequences of the repeat task")
+    warmup_ratio: float = Field(0.05, ge=0, lt=1, description="fraction of the steps in linear warmup")
+    weight_decay: float = Field(0.01, ge=0, le=10, description="AdamW weight decay")
+    max_grad_norm: float = Field(1.0, gt=0, le=1e6, description="gradient-norm clipping threshold")
+    mask_prob: float = Field(0.15, gt=0, lt=1, description="MLM masking probability p")
+    log_every: int = Field(25, ge=1, le=10_000_000, description="steps between logged evaluations (and checkpoints)")
+    n_eval: int = Field(256, ge=8, le=100_000, description="held-out sequences of each evaluation")
+    repeat_vocab: int = Field(64, ge=8, le=100_000, description="vocabulary of the repeat task")
+    n_train: int = Field(20000, ge=16, le=10_000_000, description="sequences of the repeat task")
 
     def optim(self) -> Optim:
         return Optim(self.steps, self.lr, self.batch, self.warmup_ratio, self.weight_decay, self.max_grad_norm,
@@ -222,17 +235,17 @@ class MLMTraining(BaseModel):
 class MLMConfig(Config, ArchFields, CorpusMixin, MLMTraining):
     """Figs. 4, C.2: MLM training from several initialisations (one slot per β × α × seed)."""
 
-    betas: tuple[float, ...] = Field((0.5, 3.0, 5.0), min_length=1)
-    alphas: tuple[float, ...] = Field((1.0,), min_length=1)
+    betas: tuple[float, ...] = Field((0.5, 3.0, 5.0), min_length=1, description="β of the trained initialisations")
+    alphas: tuple[float, ...] = Field((1.0,), min_length=1, description="α_SA of the trained initialisations")
 
 
 class DeepMLMConfig(Config, ArchFields, CorpusMixin, MLMTraining):
     """Fig. 1f: a rank-collapse arm (deep, low β, α_SA below / above α_c(L)) and an entropy-collapse arm
     (shallower, β above / below β_c), each trained as one batched run."""
 
-    rank_L: int = Field(60, ge=1, le=1000)
-    rank_beta: float = Field(0.1, gt=0)
+    rank_L: int = Field(60, ge=1, le=1000, description="depth L of the rank-collapse arm")
+    rank_beta: float = Field(0.1, gt=0, le=1e4, description="β of the rank-collapse arm (below β_c)")
     rank_alphas: tuple[float, ...] = Field((1.0, 4.0), min_length=1, description="α_SA < α_c(L) and > α_c(L)")
-    entropy_L: int = Field(12, ge=1, le=1000)
-    entropy_betas: tuple[float, ...] = Field((3.0, 0.5), min_length=1)
-    entropy_alpha: float = Field(1.0, ge=0)
+    entropy_L: int = Field(12, ge=1, le=1000, description="depth L of the entropy-collapse arm")
+    entropy_betas: tuple[float, ...] = Field((3.0, 0.5), min_length=1, description="β above / below β_c")
+    entropy_alpha: float = Field(1.0, ge=0, le=1e6, description="α_SA of the entropy-collapse arm")

@@ -77,7 +77,7 @@ class SimVsTheoryConfig(Config, LawFields):
     D: int = Field(10_000, ge=8, le=200_000, description="token dimension of the simulation")
     batch: int | None = Field(None, ge=1, description="N_b sequences per SGD step (None: N_b = D)")
     gamma: float = Field(0.02, gt=0, le=10, description="SGD learning rate γ; τ = γ t")
-    tau_max: float = Field(30.0, gt=0, le=1e5)
+    tau_max: float = Field(30.0, gt=0, le=1e5, description="horizon τ_max of the SGD and of the flow (τ = γ t)")
     record_every: float = Field(0.5, gt=0, description="Δτ between recorded points")
     p_correction: bool = Field(True, description="finite-D p-corrected theory (docs: Notes on the paper)")
     symmetrize: bool = Field(False, description="the SGD's own init breaks the symmetries")
@@ -90,19 +90,19 @@ class Panel(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     activation: Activation = "softmax"
-    H: int = Field(2, ge=1, le=256)
-    nu1: float = Field(2.0, gt=0)
-    nu2: float = Field(2.0, gt=0)
-    nu: float = Field(2.0, gt=0)
-    seed: int = Field(0, ge=0)
+    H: int = Field(2, ge=1, le=256, description="heads H")
+    nu1: float = Field(2.0, gt=0, description="ν1 of the panel's law (flip F=2, gaussian)")
+    nu2: float = Field(2.0, gt=0, description="ν2 of the panel's law (flip F=2, gaussian)")
+    nu: float = Field(2.0, gt=0, description="ν of the panel's law (one-hot, isotropic)")
+    seed: int = Field(0, ge=0, description="offset of the panel's init and Monte-Carlo streams")
 
 
 class TrajectoriesConfig(Config, LawFields):
     """Theory trajectories m_h(τ) in feature space, one panel per (activation, H, ν, seed)."""
 
     panels: tuple[Panel, ...] = Field(min_length=1, description="list of {activation, H, nu1, nu2, nu, seed}")
-    tau_max: float = Field(200.0, gt=0, le=1e5)
-    record_every: float = Field(0.5, gt=0)
+    tau_max: float = Field(200.0, gt=0, le=1e5, description="horizon τ_max of the flow (12)")
+    record_every: float = Field(0.5, gt=0, description="Δτ between recorded points")
 
     @model_validator(mode="after")
     def _panel_laws_are_valid(self):
@@ -114,20 +114,21 @@ class TrajectoriesConfig(Config, LawFields):
 class FinalErrorConfig(Config, LawFields):
     """Final error E^∞ after training (theory to convergence) vs H and vs ν (Fig. 5), 3 activations + Bayes."""
 
-    activations: tuple[Activation, ...] = Field(ACTIVATIONS, min_length=1)
-    laws: tuple[LawName, ...] = Field(("flip", "gaussian_iso"), min_length=1)
+    activations: tuple[Activation, ...] = Field(ACTIVATIONS, min_length=1, description="activations σ compared")
+    laws: tuple[LawName, ...] = Field(("flip", "gaussian_iso"), min_length=1,
+                                      description="θ laws (flip / one-hot spike, isotropic Gaussian)")
     Hs: tuple[int, ...] = Field((1, 2, 3, 4, 5, 6, 7, 8), min_length=1, description="left panel: H grid")
-    F_H: int = Field(4, ge=1, description="left panel: F")
+    F_H: int = Field(4, ge=1, le=64, description="left panel: F")
     nu_H: float = Field(10.0, gt=0, description="left panel: ν")
     nus: tuple[float, ...] = Field((1, 2, 4, 6, 8, 10, 15, 20), description="right panel: ν grid (may be empty)")
-    F_nu: int = Field(2, ge=1, description="right panel: F")
-    H_nu: int = Field(4, ge=1, description="right panel: H")
+    F_nu: int = Field(2, ge=1, le=64, description="right panel: F")
+    H_nu: int = Field(4, ge=1, le=256, description="right panel: H")
     seeds: int = Field(5, ge=1, le=100, description="theory inits per point (mean ± std)")
-    tau_max: float = Field(1000.0, gt=0, le=1e6)
-    eval_mc: int = Field(100_000, ge=1000, description="fresh MC samples for the final loss")
-    bayes_mc: int = Field(400_000, ge=1000, description="samples of the Bayes risk")
-    L: int = Field(5, ge=2, le=1000)
-    dt: float = Field(0.1, gt=0, le=1)
+    tau_max: float = Field(1000.0, gt=0, le=1e6, description="training horizon τ_max of the flow (12)")
+    eval_mc: int = Field(100_000, ge=1000, le=10_000_000, description="fresh MC samples for the final loss")
+    bayes_mc: int = Field(400_000, ge=1000, le=100_000_000, description="samples of the Bayes risk")
+    L: int = Field(5, ge=2, le=1000, description="tokens per sequence")
+    dt: float = Field(0.1, gt=0, le=1, description="initial adaptive step (Euler step δ with solver=euler)")
     solver: Literal["euler", "adaptive"] = "adaptive"
     scales = {
         # 4 H × 3 ν × 3 inits (the claims read H = 4, 8) with fewer MC samples and a shorter horizon: the paper's
@@ -149,15 +150,16 @@ class FinalErrorConfig(Config, LawFields):
 class PruningConfig(Config, LawFields):
     """Greedy head pruning after training (Fig. 7)."""
 
-    activations: tuple[Activation, ...] = Field(ACTIVATIONS, min_length=1)
-    laws: tuple[LawName, ...] = Field(("flip", "gaussian_iso"), min_length=1)
-    H: int = Field(8, ge=2, le=64)
-    F: int = Field(4, ge=1, le=64)
-    nu: float = Field(10.0, gt=0)
-    seeds: int = Field(5, ge=1, le=100)
-    tau_max: float = Field(1000.0, gt=0)
-    eval_mc: int = Field(100_000, ge=1000)
-    dt: float = Field(0.1, gt=0, le=1)
+    activations: tuple[Activation, ...] = Field(ACTIVATIONS, min_length=1, description="activations σ compared")
+    laws: tuple[LawName, ...] = Field(("flip", "gaussian_iso"), min_length=1,
+                                      description="θ laws (flip / one-hot spike, isotropic Gaussian)")
+    H: int = Field(8, ge=2, le=64, description="heads H trained, then pruned one by one")
+    F: int = Field(4, ge=1, le=64, description="number of hidden spikes")
+    nu: float = Field(10.0, gt=0, description="signal ν of the laws")
+    seeds: int = Field(5, ge=1, le=100, description="theory inits per (law, activation)")
+    tau_max: float = Field(1000.0, gt=0, le=1e6, description="training horizon τ_max of the flow (12)")
+    eval_mc: int = Field(100_000, ge=1000, le=10_000_000, description="fresh MC samples of each loss while pruning")
+    dt: float = Field(0.1, gt=0, le=1, description="initial adaptive step (Euler step δ with solver=euler)")
     solver: Literal["euler", "adaptive"] = "adaptive"
     # quick keeps the paper's 5 inits: the claim that specialised heads cost more to prune is a Welch interval over
     # inits, which 2 inits could not resolve (measured: lower end −0.077 for softmax-1 on the one-hot law)
@@ -173,15 +175,15 @@ class PruningConfig(Config, LawFields):
 class AttentionMapsConfig(Config, LawFields):
     """Attention maps of trained models (Fig. 6): H×L maps for a few sequences, per activation."""
 
-    activations: tuple[Activation, ...] = Field(ACTIVATIONS, min_length=1)
+    activations: tuple[Activation, ...] = Field(ACTIVATIONS, min_length=1, description="activations σ compared")
     law: LawName = "gaussian_iso"
-    F: int = Field(3, ge=1, le=64)
-    nu: float = Field(9.0, gt=0)
-    H: int = Field(4, ge=1)
-    sequences: int = Field(5, ge=1, le=100)
-    tau_max: float = Field(1000.0, gt=0)
-    eval_mc: int = Field(100_000, ge=1000, description="samples for the off-target attention mass")
-    dt: float = Field(0.1, gt=0, le=1)
+    F: int = Field(3, ge=1, le=64, description="number of hidden spikes")
+    nu: float = Field(9.0, gt=0, description="signal ν of the law")
+    H: int = Field(4, ge=1, le=256, description="heads H")
+    sequences: int = Field(5, ge=1, le=100, description="sequences whose H×L attention maps are drawn")
+    tau_max: float = Field(1000.0, gt=0, le=1e6, description="training horizon τ_max of the flow (12)")
+    eval_mc: int = Field(100_000, ge=1000, le=10_000_000, description="samples for the off-target attention mass")
+    dt: float = Field(0.1, gt=0, le=1, description="initial adaptive step (Euler step δ with solver=euler)")
     solver: Literal["euler", "adaptive"] = "adaptive"
     scales = {"quick": {"n_mc": 10_000, "eval_mc": 20_000, "tau_max": 400.0}, "paper": {}}
 
@@ -190,10 +192,10 @@ class McResamplingConfig(Config, LawFields):
     """Fixed vs resampled Monte-Carlo samples along the flow (Fig. 8)."""
 
     activation: Activation = "softmax"
-    H: int = Field(2, ge=1)
-    L: int = Field(8, ge=2, le=1000)
-    tau_max: float = Field(40.0, gt=0)
-    record_every: float = Field(0.2, gt=0)
+    H: int = Field(2, ge=1, le=256, description="heads H")
+    L: int = Field(8, ge=2, le=1000, description="tokens per sequence")
+    tau_max: float = Field(40.0, gt=0, le=1e5, description="horizon τ_max of the two Euler flows")
+    record_every: float = Field(0.2, gt=0, description="Δτ between recorded points")
     scales = {"quick": {"n_mc": 20_000, "tau_max": 10.0}, "paper": {}}
 
 
@@ -201,12 +203,12 @@ class CosineGridConfig(Config, LawFields):
     """Final cosine similarity of two heads over a (ν1, ν2) grid (Fig. 11)."""
 
     activation: Activation = "softmax"
-    H: int = Field(2, ge=2)
-    L: int = Field(4, ge=2, le=1000)
-    nu1s: tuple[float, ...] = Field((0.5, 1, 2, 4, 8), min_length=1)
-    nu2s: tuple[float, ...] = Field((0.5, 1, 2, 4, 8), min_length=1)
-    tau_max: float = Field(1000.0, gt=0)
-    dt: float = Field(0.1, gt=0, le=1)
+    H: int = Field(2, ge=2, le=256, description="heads H (the first two are compared)")
+    L: int = Field(4, ge=2, le=1000, description="tokens per sequence")
+    nu1s: tuple[float, ...] = Field((0.5, 1, 2, 4, 8), min_length=1, description="grid of ν1 (constant direction)")
+    nu2s: tuple[float, ...] = Field((0.5, 1, 2, 4, 8), min_length=1, description="grid of ν2 (flipping direction)")
+    tau_max: float = Field(1000.0, gt=0, le=1e6, description="training horizon τ_max of the flow (12)")
+    dt: float = Field(0.1, gt=0, le=1, description="initial adaptive step (Euler step δ with solver=euler)")
     solver: Literal["euler", "adaptive"] = "adaptive"
     scales = {"quick": {"nu1s": (0.5, 2, 8), "nu2s": (0.5, 2, 8), "n_mc": 10_000, "tau_max": 400.0}, "paper": {}}
 
@@ -215,23 +217,25 @@ class PhasesConfig(Config, LawFields):
     """Unspecialised phase (Prop. III.3): flip spike and isotropic Gaussian, theory from the paper's init."""
 
     activation: Activation = "softmax"
-    H: int = Field(2, ge=1)
-    L: int = Field(10, ge=2)
-    tau_max: float = Field(5.0, gt=0)
-    record_every: float = Field(0.1, gt=0)
+    H: int = Field(2, ge=1, le=256, description="heads H")
+    L: int = Field(10, ge=2, le=1000, description="tokens per sequence")
+    tau_max: float = Field(5.0, gt=0, le=1e5, description="horizon τ_max of the two flows")
+    record_every: float = Field(0.1, gt=0, description="Δτ between recorded points")
     scales = {"quick": {"n_mc": 20_000}, "paper": {}}
 
 
 class EscapeConfig(Config, LawFields):
     """Escape time from the saddle vs D (Prop. III.4)."""
 
-    activations: tuple[Activation, ...] = Field(("softmax", "bsoftmax"), min_length=1)
-    H: int = Field(2, ge=2)
-    L: int = Field(10, ge=2)
-    Ds: tuple[float, ...] = Field((1e2, 1e3, 1e4, 1e5), min_length=2)
+    activations: tuple[Activation, ...] = Field(("softmax", "bsoftmax"), min_length=1,
+                                                description="activations σ compared")
+    H: int = Field(2, ge=2, le=256, description="heads H")
+    L: int = Field(10, ge=2, le=1000, description="tokens per sequence")
+    Ds: tuple[float, ...] = Field((1e2, 1e3, 1e4, 1e5), min_length=2,
+                                  description="dimensions D of the O(D^-1/2) inits, one flow each")
     threshold: float = Field(0.2, gt=0, description="τ_s: first τ with |m_12 − m_22| above this")
-    tau_max: float = Field(300.0, gt=0)
-    record_every: float = Field(0.25, gt=0)
+    tau_max: float = Field(300.0, gt=0, le=1e5, description="horizon τ_max of the flows")
+    record_every: float = Field(0.25, gt=0, description="Δτ between recorded points")
     solver: Literal["euler", "adaptive"] = "adaptive"
     scales = {"quick": {"n_mc": 10_000, "tau_max": 100.0, "record_every": 0.5}, "paper": {}}
 
@@ -240,13 +244,13 @@ class SplitTimeConfig(Config, LawFields):
     """τ^s of Fig. 1 (flip ν = (2, 2), softmax, L = 10, H = 2) at D = 10^4 over ``seeds`` random inits."""
 
     activation: Activation = "softmax"
-    H: int = Field(2, ge=2)
-    L: int = Field(10, ge=2)
+    H: int = Field(2, ge=2, le=256, description="heads H")
+    L: int = Field(10, ge=2, le=1000, description="tokens per sequence")
     D: int = Field(10_000, ge=8, le=10**9, description="dimension of the random inits (only m(0), q(0), p)")
-    seeds: int = Field(32, ge=1, le=1000)
+    seeds: int = Field(32, ge=1, le=1000, description="random inits, batched through the flow")
     thresholds: tuple[float, ...] = Field((0.05, 0.2, 0.5), min_length=1,
                                           description="τ^s(a): first τ with |m_12 − m_22| > a")
-    tau_max: float = Field(150.0, gt=0)
-    record_every: float = Field(0.5, gt=0)
+    tau_max: float = Field(150.0, gt=0, le=1e5, description="horizon τ_max of the flow")
+    record_every: float = Field(0.5, gt=0, description="Δτ between recorded points")
     solver: Literal["euler", "adaptive"] = "adaptive"
     scales = {"quick": {"seeds": 6, "n_mc": 20_000, "tau_max": 100.0}, "paper": {}}

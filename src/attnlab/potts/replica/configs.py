@@ -48,19 +48,21 @@ class Fig3LeftConfig(GaussianConfig):
 class FiniteSizeConfig(GaussianConfig):
     """One fixed problem (one Ω) against its own finite-L theory, many training draws per α (check 17)."""
 
-    L: int = Field(200, ge=4, le=5000)
-    lam: float = Field(1e-2, gt=0)
+    L: int = Field(200, ge=4, le=5000, description="sequence length of the fixed problem")
+    lam: float = Field(1e-2, gt=0, le=1000, description="ridge strength λ of eq. (7)")
     alphas: tuple[Ratio, ...] = Field((0.5, 0.9, 1.0, 1.5, 2.0, 4.0), min_length=1,
                                       description="sample ratios α = M/L of the training draws")
-    n_draws: int = Field(40, ge=2, le=10_000)
+    n_draws: int = Field(40, ge=2, le=10_000, description="training sets drawn per α for the one fixed problem")
 
 
 class ReplicaConfig(GaussianConfig):
     """The L → ∞ theory alone: ε_g(α) over λ and ν, the peak vs λ, large-α slope, solver agreement."""
 
-    lams: tuple[float, ...] = Field((1e-4, 1e-3, 1e-2, 1e-1), min_length=1)
-    nus: tuple[float, ...] = Field((2.5, 3.0, 5.0), min_length=1)
-    alpha_max: float = Field(8.0, gt=1)
+    lams: tuple[float, ...] = Field((1e-4, 1e-3, 1e-2, 1e-1), min_length=1,
+                                    description="ridge strengths λ of the theory curves")
+    nus: tuple[float, ...] = Field((2.5, 3.0, 5.0), min_length=1,
+                                   description="ν of the precision Ω/√L + νI, each > 2")
+    alpha_max: float = Field(8.0, gt=1, le=1000, description="largest sample ratio α = M/L of the curves")
     alpha_step: float = Field(0.005, gt=0, le=0.1, description="grid step of the peak search (check 16)")
     n_nodes: int = Field(4000, ge=100, le=100_000, description="Gauss-Chebyshev nodes of the semicircle")
     scales = {"quick": {"n_nodes": 500}, "paper": {}}

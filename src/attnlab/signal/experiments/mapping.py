@@ -62,7 +62,8 @@ def build(family: str, L: int, d: int, H: int, init_std: float, positions: int, 
 class MapFamiliesConfig(Config):
     """Families × depths at the standard HF initialisation: the map's prediction of ρ_ℓ against its measurement."""
 
-    families: tuple[Family, ...] = Field(("bert", "roberta", "electra", "distilbert"), min_length=1)
+    families: tuple[Family, ...] = Field(("bert", "roberta", "electra", "distilbert"), min_length=1,
+                                         description="model families built")
     depths: tuple[int, ...] = Field((12, 24, 48), min_length=1, description="depths L")
     d: int = Field(1024, ge=2, le=8192, description="width (BERT-large's)")
     H: int = Field(16, ge=1, le=256, description="heads")
@@ -120,17 +121,17 @@ outputs("signal.map_families", tiny={"families": ["bert", "distilbert"], "depths
 class MapFixTrainingConfig(Config):
     """A collapsing model and its ``--apply`` fix, trained side by side on the repeat-MLM task."""
 
-    family: Family = "bert"
-    L: int = Field(48, ge=1, le=1000)
-    d: int = Field(1024, ge=2, le=8192)
-    H: int = Field(16, ge=1, le=256)
+    family: Family = Field("bert", description="model family built")
+    L: int = Field(48, ge=1, le=1000, description="depth L (encoder layers)")
+    d: int = Field(1024, ge=2, le=8192, description="width d")
+    H: int = Field(16, ge=1, le=256, description="heads")
     init_std: float = Field(0.02, gt=0, le=10, description="initializer_range of the original model")
     positions: int = Field(512, ge=2, le=100_000, description="max_position_embeddings (T_init)")
     T: int = Field(64, ge=4, le=4096, description="sequence length (even: the repeat task)")
     vocab: int = Field(64, ge=8, le=100_000, description="repeat-task vocabulary (5 special tokens included)")
-    steps: int = Field(2000, ge=1, le=1_000_000)
-    lr: float = Field(1e-4, gt=0, le=1)
-    batch: int = Field(32, ge=1, le=4096)
+    steps: int = Field(2000, ge=1, le=1_000_000, description="AdamW steps per arm")
+    lr: float = Field(1e-4, gt=0, le=1, description="AdamW learning rate (constant)")
+    batch: int = Field(32, ge=1, le=4096, description="sequences per step")
     n_eval: int = Field(256, ge=1, le=100_000, description="held-out sequences")
     n_seeds: int = Field(3, ge=2, le=100, description="paired seeds (init, head, data)")
     n_log: int = Field(10, ge=1, le=1000, description="held-out evaluations over training")
