@@ -56,7 +56,8 @@ class Config(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
     seed: int = Field(0, ge=0, description="base seed; named streams derive from it (core.rng)")
-    device: str = Field("cpu", description="torch device the run computes on: cpu, cuda or cuda:N")
+    device: str = Field("cpu", description="torch device the run computes on: cpu, cuda or cuda:N",
+                        json_schema_extra={"allowed": "cpu | cuda | cuda:N"})
 
     scales: ClassVar[dict[str, dict[str, Any]]] = {"quick": {}, "paper": {}}
 
@@ -126,8 +127,12 @@ _BOUNDS = (("gt", ">"), ("ge", "≥"), ("lt", "<"), ("le", "≤"))
 
 
 def _allowed(f: FieldInfo) -> str:
-    """What a field accepts, in words: ``a | b`` for a ``Literal``, ``true | false`` for a flag, ``> 0, ≤ 10`` for
-    bounds, ``each …`` for the elements of a tuple, ``or null`` where None is allowed, else ``""``."""
+    """What a field accepts, in words: ``json_schema_extra={"allowed": …}`` where its code validates it, ``a | b``
+    for a ``Literal``, ``true | false`` for a flag, ``> 0, ≤ 10`` for bounds, ``each …`` for the elements of a
+    tuple, ``or null`` where None is allowed, else ``""``."""
+    extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
+    if extra.get("allowed"):  # a field its code validates (a registry's names, a path): said in words
+        return str(extra["allowed"])
     ann, nullable = f.annotation, False
     args = typing.get_args(ann)
     if type(None) in args and len(args) == 2:  # X | None

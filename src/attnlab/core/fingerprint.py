@@ -25,7 +25,8 @@ from typing import Any
 #: modules (and packages) of a study that cannot change a measured value
 NOT_MEASURED = ("claims", "views", "render", "memory", "costs")
 #: keywords of a config field (``Field(...)``) that document it or refuse input, never change a valid run's value
-FIELD_DOCS = ("description", "title", "examples", "ge", "gt", "le", "lt", "multiple_of", "min_length", "max_length")
+FIELD_DOCS = ("description", "title", "examples", "json_schema_extra", "ge", "gt", "le", "lt", "multiple_of",
+              "min_length", "max_length", "pattern")
 
 
 def _measured(relative: Path) -> bool:
@@ -54,8 +55,9 @@ def study_files(study: str) -> tuple[Path, list[Path]] | None:
 
 def normalised(source: str) -> bytes:
     """``source`` as its syntax tree without docstrings, ``description=`` keywords, or a ``Field``'s
-    :data:`FIELD_DOCS` (a ``Field(x)`` left with nothing else is ``x``; comments and layout are not in the tree):
-    what the fingerprint hashes. A file that does not parse is hashed as it is."""
+    :data:`FIELD_DOCS` (a ``Field(x)`` left with nothing else is ``x``, an ``Annotated[T, Field(bounds)]`` is
+    ``T``; comments and layout are not in the tree): what the fingerprint hashes. A file that does not parse is
+    hashed as it is."""
     try:
         tree = _BareFields().visit(ast.parse(source))
     except SyntaxError:
@@ -77,14 +79,26 @@ def _is_field(node: ast.Call) -> bool:
         isinstance(node.func, ast.Attribute) and node.func.attr == "Field")
 
 
+def _docs_only(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and _is_field(node) and all(k.arg in FIELD_DOCS for k in node.keywords)
+
+
 class _BareFields(ast.NodeTransformer):
-    """``Field(x, <only FIELD_DOCS keywords>)`` → ``x``: a default given its description is the same default."""
+    """``Field(x, <only FIELD_DOCS keywords>)`` → ``x``: a default given its description is the same default; and
+    ``Annotated[T, Field(<only FIELD_DOCS>)]`` → ``T``: an element type given its bounds is the same type."""
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
-        if (_is_field(node) and len(node.args) == 1 and not isinstance(node.args[0], ast.Starred)
-                and all(k.arg in FIELD_DOCS for k in node.keywords)):
+        if _docs_only(node) and len(node.args) == 1 and not isinstance(node.args[0], ast.Starred):
             return node.args[0]
+        return node
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        name = node.value.id if isinstance(node.value, ast.Name) else getattr(node.value, "attr", "")
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else []
+        if name == "Annotated" and len(parts) >= 2 and all(_docs_only(m) and not m.args for m in parts[1:]):
+            return parts[0]
         return node
 
 
