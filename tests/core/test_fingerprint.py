@@ -29,7 +29,8 @@ def test_documentation_and_input_bounds_do_not_count_behaviour_does():
     documented = (BASE.replace('"the size"', '"the number of heads, N in Eq. (3)"').replace("Doubles.", "Twice x.")
                   .replace("# a comment", "# another").replace('"""A config."""\n', "").replace("ge=1", "ge=1, le=64"))
     assert normalised("x: str = 'cosine'\n") == normalised("x: str = Field('cosine', description='the schedule')\n")
-    assert normalised("x: tuple[float, ...] = (1.0,)\n") == normalised(
+    assert normalised("from typing import Any\nx: tuple[float, ...] = (1.0,)\n") == normalised(
+        "from typing import Annotated, Any\nfrom pydantic import Field\n"
         "x: tuple[Annotated[float, Field(gt=0, le=10)], ...] = Field((1.0,), description='rates')\n")
     assert normalised("x: tuple[float, ...] = (1.0,)\n") != normalised(
         "x: tuple[Annotated[float, Field(alias='y')], ...] = (1.0,)\n")

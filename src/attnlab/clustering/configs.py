@@ -40,7 +40,9 @@ class TrainConfig(Config):
     p: int = Field(2, ge=2, le=97, description="modulus = vocabulary size")
     N: int = Field(12, ge=1, le=256, description="sequence length")
     k: int = Field(5, ge=1, le=256, description="number of informative positions")
-    informative: tuple[int, ...] | None = Field(None, description="informative positions (default the first k)")
+    informative: tuple[int, ...] | None = Field(
+        None, description="the informative positions I (paper §2), 0-based (null: the first k)",
+        json_schema_extra={"allowed": "k distinct positions, each in 0 .. N−1, or null"})
     n_train: int = Field(2048, ge=1, le=10_000_000, description="training points, drawn with replacement")
     test_mode: TestMode = Field("iid", description="iid fresh draws | complement of the train set | full space")
     n_test: int = Field(2048, ge=1, le=10_000_000, description="test points (iid) / cap on unseen sentences")
@@ -55,7 +57,8 @@ class TrainConfig(Config):
     rms_eps: Literal["inside", "outside"] = Field("inside", description="rmsnorm's eps inside the root "
                                                   "(x/sqrt(mean x² + eps), torch) or outside (x/(rms + eps), pal)")
     q_init: Literal["normal", "uniform", "zeros"] = Field("normal", description="initial query law")
-    activation: str = Field("gelu", description=f"MLP non-linearity: {' | '.join(MLP_ACTIVATIONS)}")
+    activation: str = Field("gelu", description="MLP non-linearity σ (GeLU in the paper)",
+                            json_schema_extra={"allowed": " | ".join(MLP_ACTIVATIONS)})
     mlp_dropout: float = Field(0.0, ge=0, lt=1, description="dropout on the MLP's output in training (pal's place)")
     mlp_init: Literal["independent", "nested"] = Field("independent", description="MLP init: one stream per tensor, "
                                                        "or one row per neuron so neuron i does not depend on h (pal)")

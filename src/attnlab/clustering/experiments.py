@@ -67,8 +67,13 @@ class IdealHeadConfig(Config):
     beta: float = Field(20.0, gt=0, description="query scale")
     lam: float = Field(10.0, gt=0, description="receptor scale λ")
     mu: float = Field(10.0, gt=0, description="assembler scale μ")
-    scale_factors: tuple[float, ...] = Field((0.1, 0.2, 0.3, 0.5, 1.0), description="c of (λ, μ) = (10c, 10c), C4")
-    check_configs: tuple[tuple[int, int, int, int, int], ...] = Field(C3_CONFIGS, description="(p,N,k,d,h), C3")
+    scale_factors: tuple[float, ...] = Field(
+        (0.1, 0.2, 0.3, 0.5, 1.0), description="factors c: one head with (λ, μ) = (10c, 10c) each (Prop. 1 caveat, C4)",
+        json_schema_extra={"allowed": "any finite numbers (c > 0 keeps the construction's signs)"})
+    check_configs: tuple[tuple[int, int, int, int, int], ...] = Field(
+        C3_CONFIGS, description="(p, N, k, d, h) of further constructions whose clusters are counted (C3)",
+        json_schema_extra={"allowed": "(p, N, k, d, h) tuples with p ≥ 2, 1 ≤ k ≤ N, p^k ≤ 2^20, h ≥ k(p−1)+1 and "
+                                      "d ≥ p+1 (or p = d = 2)"})
     n_sample: int = Field(20_000, ge=100, le=10_000_000,
                           description="sentences drawn when p^N > 2^16 (else all of them)")
 

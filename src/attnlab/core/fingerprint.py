@@ -93,6 +93,13 @@ class _BareFields(ast.NodeTransformer):
             return node.args[0]
         return node
 
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST | None:
+        """The names the two forms above need (``typing.Annotated``, ``pydantic.Field``) are not imported either."""
+        if node.module in ("typing", "pydantic"):
+            node.names = [a for a in node.names if a.name not in ("Annotated", "Field")]
+            return node if node.names else None
+        return node
+
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
         self.generic_visit(node)
         name = node.value.id if isinstance(node.value, ast.Name) else getattr(node.value, "attr", "")

@@ -32,8 +32,12 @@ class PottsDataConfig(Config):
     J_kind: Literal["er", "contact", "block"] = Field("er", description="planted J (docs note 2), unless J is given")
     p: float = Field(0.2, ge=0, le=1, description="edge probability of the ER J")
     beta: float = Field(1.0, ge=0, le=50, description="inverse temperature β >= 0 of eq. (1)")
-    J: Matrix | None = Field(None, description="custom symmetric L×L couplings with zero diagonal (else planted)")
-    U: Matrix | None = Field(None, description="custom symmetric C×C colour similarity (else Gaussian)")
+    J: Matrix | None = Field(None, description="custom symmetric L×L couplings with zero diagonal (else planted)",
+                             json_schema_extra={"allowed": "an L×L matrix (L rows of L finite numbers), symmetric, "
+                                                           "with a zero diagonal; or null (the planted J)"})
+    U: Matrix | None = Field(None, description="custom symmetric C×C colour similarity (else Gaussian)",
+                             json_schema_extra={"allowed": "a C×C matrix (C rows of C finite numbers), symmetric; "
+                                                           "or null (the Gaussian U)"})
     structure_seed: int = Field(1, ge=0, description="numpy seed of the planted J and U (`cpu_fig2`: 1)")
     n_chains: int = Field(30, ge=1, le=100_000, description="independent Gibbs chains per set")
     burn_in: int = Field(2000, ge=0, le=10_000_000, description="sweeps before the first saved configuration")
@@ -75,7 +79,8 @@ class Training(Config):
     lr: float = Field(0.05, gt=0, le=100, description="initial learning rate of the factored layer")
     epochs: int = Field(100, ge=1, le=100_000, description="training epochs (passes over the M_train sequences)")
     batch: int = Field(100, ge=1, le=1_000_000, description="sequences per step (each gives its L masked predictions)")
-    schedule: Literal["cosine", "constant"] = "cosine"
+    schedule: Literal["cosine", "constant"] = Field("cosine", description="learning-rate schedule over the epochs: "
+                                                                           "cosine decay to 0, or constant")
     attn: Literal["softmax", "softmax_nosink", "linear"] = Field("softmax", description="eq. (4) variant")
     seeds: int = Field(1, ge=1, le=64, description="independent factored models trained in one computation")
 
@@ -106,7 +111,8 @@ class Fig2dConfig(PottsDataConfig, Training):
 
     a_values: tuple[float, ...] = Field((0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0), min_length=2,
                                         description="mixings a >= 0 of positions and embeddings in eq. (2) "
-                                                    "(a = 0: factored attention)")
+                                                    "(a = 0: factored attention)",
+                                        json_schema_extra={"allowed": "two or more numbers, each ≥ 0"})
     seeds: int = Field(3, ge=1, le=64,
                        description="independent models (initialisations) per a, trained in one computation")
     scales = {"quick": {"a_values": (0.0, 0.1, 0.3, 1.0), "epochs": 30}, "paper": {}}
@@ -131,11 +137,14 @@ class PLFit(Config):
     the experiment configs beside :class:`PottsDataConfig` (whose ``M_train`` bounds the sizes)."""
 
     Ms: tuple[int, ...] = Field((1, 2, 3, 5, 10, 15, 20, 30, 40, 60, 80, 120, 200, 400), min_length=1,
-                                description="sample sizes M (training sequences per fit, α = M/L), in 1..M_train")
-    lams: tuple[float, ...] = Field((1e-4, 1e-2), min_length=1, description="l2 strengths λ")
+                                description="sample sizes M (training sequences per fit, α = M/L), in 1..M_train",
+                                json_schema_extra={"allowed": "one or more integers, each in 1..M_train; strictly "
+                                                              "ascending when warm_start is true"})
+    lams: tuple[float, ...] = Field((1e-4, 1e-2), min_length=1, description="l2 strengths λ of the PLM fit",
+                                    json_schema_extra={"allowed": "one or more numbers, each ≥ 0"})
     reg_form: Literal["sum", "mean"] = Field("sum", description="λ/(2M)||θ||² ('sum', eq. (7)) or λ/2||θ||²")
     n_real: int = Field(30, ge=1, le=1000, description="realisations: random training subsets and inits")
-    attn: Literal["softmax", "softmax_nosink", "linear"] = "softmax"
+    attn: Literal["softmax", "softmax_nosink", "linear"] = Field("softmax", description="eq. (4) variant")
     max_iter: int = Field(20_000, ge=10, le=1_000_000, description="L-BFGS iteration cap per fit")
     gtol: float = Field(1e-6, gt=0, le=1, description="L-BFGS stop: max |gradient| < gtol")
     warm_start: bool = Field(True, description="start the fit at M from the same realisation's fit at the "
@@ -197,7 +206,8 @@ class GibbsConfig(PottsDataConfig):
     to the paper's target, and a paper-faithful single chain at the tuned β."""
 
     betas: tuple[float, ...] = Field((0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0, 2.5, 3.0),
-                                     min_length=2, description="β grid (fine where one chain crosses d_H = 0.3)")
+                                     min_length=2, description="β grid (fine where one chain crosses d_H = 0.3)",
+                                     json_schema_extra={"allowed": "two or more numbers, each ≥ 0"})
     pilot_samples: int = Field(300, ge=2, le=100_000, description="saved configurations per β in the scan")
     pilot_thin: int = Field(20, ge=1, description="sweeps between pilot samples of the single-chain scan")
     target: float = Field(0.3, gt=0, lt=1, description="target mean Hamming distance (paper: 0.3)")

@@ -23,7 +23,9 @@ class DynamicsConfig(TrainConfig):
     """Figs 9/17: one mini-batch run (``batch_size``) and, with ``full_batch``, one full-batch run (batch =
     n_train) per embedding dimension in ``dims``; full-batch gradient norms are logged every ``log_every`` epochs."""
 
-    dims: tuple[int, ...] | None = Field(None, description="embedding dimensions, one pair of runs each (None: d)")
+    dims: tuple[int, ...] | None = Field(None, description="embedding dimensions d, one pair of runs each (None: d)",
+                                         json_schema_extra={"allowed": "at least one dimension, each 1 to 4096 "
+                                                                       "(as d), or null"})
     full_batch: bool = Field(True, description="also train a full-batch run (batch = n_train)")
     full_batch_lr: float | None = Field(None, gt=0, le=10, description="lr of the full-batch run (None: lr)")
     full_batch_epochs: int | None = Field(None, ge=1, description="epochs of the full-batch run (None: epochs)")
@@ -43,7 +45,9 @@ class DynamicsConfig(TrainConfig):
 class SpikeConfig(TrainConfig):
     """Figs 11–13, 18: mini-batch runs with loss-spike detection (docs note 17)."""
 
-    dims: tuple[int, ...] | None = Field(None, description="embedding dimensions, one run each (None: d)")
+    dims: tuple[int, ...] | None = Field(None, description="embedding dimensions d, one run each (None: d)",
+                                         json_schema_extra={"allowed": "at least one dimension, each 1 to 4096 "
+                                                                       "(as d), or null"})
     spike_rank: int = Field(0, ge=0, description="Figs 11/12: which onset to dissect, by loss jump (0 = largest)")
 
     @model_validator(mode="after")
@@ -78,7 +82,9 @@ class RemediesConfig(TrainConfig):
 
     variants: tuple[str, ...] = Field(
         ("baseline", "norm=smooth", "norm=rmsnorm", "grad_clip=1.0", "h=32", "weight_decay=1e-3", "lr=3e-3",
-         "lr=3e-2"), description="changes of the base config, one run each")
+         "lr=3e-2"), description="changes of the base config (§4.4 remedies), one run each",
+        json_schema_extra={"allowed": "distinct entries, each baseline or key=value[,key=value] with key in "
+                                      + " | ".join(VARIANT_KEYS) + " and a value that key accepts"})
 
     @model_validator(mode="after")
     def _variants(self):

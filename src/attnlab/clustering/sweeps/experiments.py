@@ -74,7 +74,10 @@ class SparsityConfig(TrainConfig):
     """Figs 7/19 (App. A.1, A.4): n_seeds models per d trained for ``epochs``, then the activation sparsity
     sparsity_ε = P(|σ(Wξ̄)| < ε) over the probe sentences (paper App. A.1) against the final test accuracy."""
 
-    ds: tuple[int, ...] | None = Field(None, description="embedding dimensions, h = 4d each (None: just d)")
+    ds: tuple[int, ...] | None = Field(None, description="embedding dimensions d, one run of n_seeds models each, "
+                                       "h = 4d unless h is given (None: just d)",
+                                       json_schema_extra={"allowed": "distinct dimensions, at least one, each 1 to "
+                                                                     "4096 (as d), or null"})
 
     @model_validator(mode="after")
     def _check_ds(self):
@@ -152,8 +155,10 @@ class TransferSweepConfig(TrainConfig):
     (new token rows N(0,1), fresh Adam, new data; docs note 15). Finetuned and scratch runs of a seed share
     their p' data and batch order, so a bar pair differs only by the initialisation."""
 
-    ps: tuple[int, ...] = Field(tuple(range(2, 11)), description="moduli trained from scratch")
-    ft_ps: tuple[int, ...] = Field(tuple(range(3, 11)), description="moduli finetuned from the p model")
+    ps: tuple[int, ...] = Field(tuple(range(2, 11)), description="moduli p' trained from scratch (Fig. 14a)",
+                                json_schema_extra={"allowed": "distinct moduli, each 2 to 97 (as p)"})
+    ft_ps: tuple[int, ...] = Field(tuple(range(3, 11)), description="moduli p' finetuned from the p model (Fig. 14b)",
+                                   json_schema_extra={"allowed": "distinct moduli, each > p and ≤ 97"})
     pretrain_epochs: int | None = Field(None, ge=0, description="epochs of the p phase (None: epochs)")
 
     @model_validator(mode="after")
@@ -247,10 +252,17 @@ class AblationConfig(TrainConfig):
     streams, so seed ``seed`` has the same E, P, q, V, data and batch order in every setting: (a) = that seed,
     (b) = mean ± s.e. over the seeds."""
 
-    batch_sizes: tuple[int, ...] = Field((8, 16, 32, 64, 128, 256, 512, 1024, 2048), description="batch sizes")
-    hs: tuple[int, ...] = Field((2, 4, 8, 16, 32, 64), description="MLP widths h")
-    lrs: tuple[float, ...] = Field((1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), description="learning rates")
-    mlp_lr_factors: tuple[float, ...] = Field((0.01, 0.03, 0.1, 0.3, 1.0), description="MLP lr factors γ")
+    batch_sizes: tuple[int, ...] = Field((8, 16, 32, 64, 128, 256, 512, 1024, 2048),
+                                         description="mini-batch sizes swept (Fig. 16, batch-size axis)",
+                                         json_schema_extra={"allowed": "each 1 to n_train"})
+    hs: tuple[int, ...] = Field((2, 4, 8, 16, 32, 64), description="MLP widths h swept (Fig. 16, width axis)",
+                                json_schema_extra={"allowed": "each 1 to 65536 (as h)"})
+    lrs: tuple[float, ...] = Field((1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1),
+                                   description="Adam learning rates swept (Fig. 16, learning-rate axis)",
+                                   json_schema_extra={"allowed": "each > 0 and ≤ 10 (as lr)"})
+    mlp_lr_factors: tuple[float, ...] = Field((0.01, 0.03, 0.1, 0.3, 1.0),
+                                              description="MLP learning-rate factors γ_mlp swept (Fig. 16)",
+                                              json_schema_extra={"allowed": "each > 0 and ≤ 100 (as mlp_lr_factor)"})
 
     @model_validator(mode="after")
     def _check_grid(self):

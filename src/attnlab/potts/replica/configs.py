@@ -58,10 +58,10 @@ class FiniteSizeConfig(GaussianConfig):
 class ReplicaConfig(GaussianConfig):
     """The L → ∞ theory alone: ε_g(α) over λ and ν, the peak vs λ, large-α slope, solver agreement."""
 
-    lams: tuple[float, ...] = Field((1e-4, 1e-3, 1e-2, 1e-1), min_length=1,
-                                    description="ridge strengths λ of the theory curves")
-    nus: tuple[float, ...] = Field((2.5, 3.0, 5.0), min_length=1,
-                                   description="ν of the precision Ω/√L + νI, each > 2")
+    lams: tuple[Annotated[float, Field(ge=0, le=1000)], ...] = Field(
+        (1e-4, 1e-3, 1e-2, 1e-1), min_length=1, description="ridge strengths λ of the theory curves")
+    nus: tuple[Annotated[float, Field(gt=2, le=1e6)], ...] = Field(
+        (2.5, 3.0, 5.0), min_length=1, description="ν of the precision Ω/√L + νI, each > 2")
     alpha_max: float = Field(8.0, gt=1, le=1000, description="largest sample ratio α = M/L of the curves")
     alpha_step: float = Field(0.005, gt=0, le=0.1, description="grid step of the peak search (check 16)")
     n_nodes: int = Field(4000, ge=100, le=100_000, description="Gauss-Chebyshev nodes of the semicircle")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -64,7 +64,7 @@ class MapFamiliesConfig(Config):
 
     families: tuple[Family, ...] = Field(("bert", "roberta", "electra", "distilbert"), min_length=1,
                                          description="model families built")
-    depths: tuple[int, ...] = Field((12, 24, 48), min_length=1, description="depths L")
+    depths: tuple[Annotated[int, Field(ge=1, le=1000)], ...] = Field((12, 24, 48), min_length=1, description="depths L")
     d: int = Field(1024, ge=2, le=8192, description="width (BERT-large's)")
     H: int = Field(16, ge=1, le=256, description="heads")
     init_std: float = Field(0.02, gt=0, le=1, description="initializer_range (HF: 0.02)")
