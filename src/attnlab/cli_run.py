@@ -56,8 +56,8 @@ def run(
 
     progress.set_quiet(quiet or json_)
     exp = get(experiment)
-    config = resolve(exp.config, scale, _overrides(set_, config_file), seed=seed, device=checked_device(device))
-    resolve_device(config.device)
+    config = resolve(exp.config, scale, _overrides(set_, config_file), seed=seed, device=device)
+    resolve_device(config.device)  # the --device given or the config file's: CUDA there, the index in range
     record = _store(store, old_out).run(exp, config, force=force)
     if json_:
         print(json.dumps(record.to_json(), default=str))

@@ -46,6 +46,10 @@ class ConfigError(ValueError):
     """A config could not be built; the message is one line meant for the user."""
 
 
+DEVICE_PATTERN = re.compile(r"^(cpu|cuda(:\d+)?)$")  # the one spelling of a device name (core.device resolves it)
+DEVICE_ALLOWED = "cpu, cuda, cuda:N"
+
+
 class Config(BaseModel):
     """Base of every experiment config: frozen, strict about unknown keys, hashable.
 
@@ -57,15 +61,15 @@ class Config(BaseModel):
 
     seed: int = Field(0, ge=0, description="base seed; named streams derive from it (core.rng)")
     device: str = Field("cpu", description="torch device the run computes on: cpu, cuda or cuda:N",
-                        json_schema_extra={"allowed": "cpu | cuda | cuda:N"})
+                        json_schema_extra={"allowed": DEVICE_ALLOWED.replace(", ", " | ")})
 
     scales: ClassVar[dict[str, dict[str, Any]]] = {"quick": {}, "paper": {}}
 
     @field_validator("device")
     @classmethod
     def _device_name(cls, v: str) -> str:
-        if not re.match(r"^(cpu|cuda(:\d+)?)$", v):
-            raise ValueError("allowed: cpu, cuda, cuda:N")
+        if not DEVICE_PATTERN.match(v):
+            raise ValueError(f"allowed: {DEVICE_ALLOWED}")
         return v
 
     def hash(self, experiment: str) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import shutil
 import subprocess
 from functools import cache
@@ -17,16 +16,13 @@ from typing import Any
 
 import torch
 
-from attnlab.core.config import ConfigError
-
-DEVICE_PATTERN = re.compile(r"^(cpu|cuda(:\d+)?)$")
-ALLOWED = "cpu, cuda, cuda:N"
+from attnlab.core.config import DEVICE_ALLOWED, DEVICE_PATTERN, ConfigError
 
 
 def check_name(name: str) -> str:
     """The device name if it is spelled ``cpu``, ``cuda`` or ``cuda:N``; else a one-line :class:`ConfigError`."""
     if not isinstance(name, str) or not DEVICE_PATTERN.match(name):
-        raise ConfigError(f"key 'device' = {name!r}: allowed: {ALLOWED}")
+        raise ConfigError(f"key 'device' = {name!r}: allowed: {DEVICE_ALLOWED}")
     return name
 
 
