@@ -23,6 +23,10 @@ benchmarks/results):
    t_randn / t_step.
 6. ``fused_tiles`` (CUDA with Triton): the fused step with heads as broadcast sums or padded dots and tile widths
    64-256, the Euler flow's step at N_mc = 10^5, and Fig. 1's paper-scale time estimated from both.
+7. ``philox_step``: one SGD step on the ``philox`` stream (on CUDA: D = N_b = 10^4, L = 10, H = 2, softmax; on
+   the CPU a tiny D = N_b = 64 that only checks the part runs): the fused one-kernel step (where Triton runs) and
+   the torch step on the same stream, against ``torch.randn`` of the step's N_b·L·D floats on the same device;
+   ``fraction_of_randn`` = t_randn / t_step.
 3. The whole Fig. 5 sweep at quick scale (3 activations × 2 laws × 8 H × 5 seeds + the ν panel), timed.
 """
 
@@ -199,6 +203,46 @@ def fused_tiles(steps: int = 20) -> dict:
             "fig1_paper_estimate_s": 6000 * (min(rows.values()) + flow_step)}
 
 
+def philox_step(steps: int = 5) -> dict:
+    from attnlab.specialization.data import philox, sample_spikes
+    from attnlab.specialization.train import fused_philox
+    from attnlab.specialization.train.sgd import _chunk_sums_gram
+
+    dev = bench.device()
+    D, L, H = (10_000, 10, 2) if dev.type == "cuda" else (64, 10, 2)
+    n, floats = D, D * L * D
+    law = make_law("flip", 2, nu1=2.0, nu2=2.0)
+    stream = philox.PhiloxStream(law, [0], n, L, D, device=dev)
+    K_star = sample_spikes(2, D, generator=torch.Generator().manual_seed(0), device=dev)[None]
+    K, b, v = torch.randn(1, H, D, device=dev) / D**0.5, torch.zeros(1, H, device=dev), torch.ones(1, device=dev)
+    eps, theta = stream.labels(0)
+    buf = torch.empty(floats, device=dev)
+    g = torch.Generator(device=dev).manual_seed(0)
+    t_randn = min(bench.timed(lambda: torch.randn(floats, generator=g, out=buf))[0] for _ in range(3))
+
+    def torch_step(t=[0]):  # noqa: B006  (a new step every call)
+        t[0] += 1
+        X = stream.tokens(buf.view(1, n, L, D), t[0], 0, eps, theta, K_star)
+        return _chunk_sums_gram(X, eps, K, b, v, "softmax")
+
+    paths = {"torch_step": torch_step}
+    if fused_philox.available(dev):
+        paths["fused_kernel"] = lambda: fused_philox.step_sums(stream.philox_keys, 1, n, eps, theta, K_star, K, b,
+                                                               v, "softmax", L)
+    rows = {}
+    for name, fn in paths.items():
+        try:
+            fn()  # warm-up: Triton's compilation, the allocator
+            t = min(bench.timed(fn)[0] for _ in range(steps))
+        except Exception as exc:  # one path failing leaves the others measured
+            rows[name] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
+            continue
+        rows[name] = {"s_per_step": t, "fraction_of_randn": t_randn / t}
+    return {"workload": f"one SGD step on the philox stream, D = N_b = {D}, L = {L}, H = {H}, softmax, float32 "
+                        f"({floats:.3g} floats), device {dev}, {THREADS} thread(s); best of {steps}",
+            "randn_s_same_floats": t_randn, "paths": rows}
+
+
 def _stream_row(D: int, L: int) -> dict:
     from attnlab.specialization.data import SGDStream, iter_sequences, sample_spikes
 
@@ -235,4 +279,4 @@ def stream() -> dict:
 if __name__ == "__main__":
     bench.main("specialization", {"theory": theory_point, "simulation": simulation, "fig5": fig5_quick,
                                   "stream": stream, "paper_step": paper_step,
-                                  "fused_tiles": fused_tiles}, THREADS)
+                                  "fused_tiles": fused_tiles, "philox_step": philox_step}, THREADS)

@@ -86,6 +86,8 @@ def group_size(method: str, device: torch.device | str, L: int, D: int) -> int:
     """Sequences per group (the unit a token's bits depend on; a chunk on group bounds makes no group twice)."""
     if method == "mt19937":
         return max(1, GROUP_FLOATS // (L * D))
+    if method == "philox":  # a pure function of each token's counter (:mod:`.philox`): no groups
+        return 1
     return max(1, tile_words(torch.device(device)) // words(L, D))
 
 

@@ -73,6 +73,7 @@ def sim_vs_theory(config: SimVsTheoryConfig, ctx: RunContext) -> Result:
                 law, H=config.H, L=config.L, D=config.D, activation=act, tau_max=config.tau_max,
                 gamma=config.gamma, eta=config.eta, batch=config.batch, seeds=[ctx.seed("sgd") % 2**31],
                 device=ctx.device, record_taus=taus, progress=lambda t, T: bar.update(t),
+                noise_method=None if config.noise_method == "auto" else config.noise_method,
                 state=u.resume, on_step=lambda t, state_fn: u.save(state_fn), checkpoint_every=SAVE_EVERY,
             ).trajectory
         th = theory.predict(

@@ -25,9 +25,9 @@ import numpy as np
 import torch
 
 from attnlab.core.trajectory import Trajectory
-from attnlab.specialization.data import SGDStream, ThetaLaw, noise, sample_spikes
+from attnlab.specialization.data import SGDStream, ThetaLaw, noise, philox, sample_spikes
 from attnlab.specialization.model import attend, get_activation, init_keys, order_parameters
-from attnlab.specialization.train import fused
+from attnlab.specialization.train import fused, fused_philox
 from attnlab.specialization.train.budget import sgd_chunk
 
 Tensor = torch.Tensor
@@ -214,9 +214,11 @@ def simulate_sgd(
     estimate of the population loss (7) (at t = T one more batch is drawn for it).
     ``chunk``: sequences per seed per chunk (default :func:`attnlab.specialization.train.budget.sgd_chunk`: what fits);
     the data do not depend on it. ``noise_method``: the noise's generator (:mod:`~attnlab.specialization.data.noise`;
-    default: mt19937 groups on the CPU, splitmix64 words on a GPU). ``fused_step``: make the tokens inside
-    the step's Triton kernels (:mod:`~attnlab.specialization.train.fused`; default: where Triton and CUDA are, for
-    splitmix64 in float32), else chunks of ``chunk`` sequences in torch.
+    default: mt19937 groups on the CPU, splitmix64 words on a GPU; ``"philox"``: Triton's ``tl.randn4x`` at each
+    token's counter, :mod:`~attnlab.specialization.data.philox`). ``fused_step``: make the tokens inside the step's
+    Triton kernels (:mod:`~attnlab.specialization.train.fused` for splitmix64,
+    :mod:`~attnlab.specialization.train.fused_philox` for philox; default: where Triton and CUDA are, in float32),
+    else chunks of ``chunk`` sequences in torch (the fallback without Triton).
     ``state``: resume from a state given by ``on_step`` or ``SGDResult.state`` (bit-identical results).
     ``on_step(step, state_fn)`` is called after every ``checkpoint_every``-th update; ``progress(done, T)``
     after every update.
@@ -230,13 +232,16 @@ def simulate_sgd(
     F, S, N_b = law.F, len(seeds), D if batch is None else int(batch)
     T = round(tau_max / gamma)
     device = torch.device(device)
-    data = SGDStream(law, seeds, N_b, L, D, device, dtype, noise_method)
+    stream = philox.PhiloxStream if noise_method == "philox" else SGDStream
+    data = stream(law, seeds, N_b, L, D, device, dtype, noise_method)
     chunk = (sgd_chunk(S, N_b, L, D, H, F, dtype, device, method=data.method) if chunk is None
              else max(1, min(int(chunk), N_b)))
     rec = record_steps(tau_max, gamma, record_taus, record_every)
     fp = _fingerprint(STREAM, data.method, law, H, L, D, activation, gamma, eta, N_b, list(seeds), str(dtype),
                       orthonormal_spikes)
-    if (T + 1) * N_b * data.W >= 2**63:
+    if data.method == "philox":
+        philox.check_counters(T + 1, N_b, L, D)
+    elif (T + 1) * N_b * data.W >= 2**63:
         raise ValueError(f"simulate_sgd: (T+1)·N_b·⌈L·D/2⌉ = {(T + 1) * N_b * data.W:.3g} exceeds the 2^63 counters")
 
     if state is None:
@@ -266,10 +271,12 @@ def simulate_sgd(
             out[f"rec_{name}"] = torch.stack(rows) if rows else torch.empty(0)
         return out
 
+    fusable = {"splitmix64": fused.available(device, D), "philox": fused_philox.available(device)}
     if fused_step is None:
-        fused_step = data.method == "splitmix64" and dtype == torch.float32 and fused.available(device, D)
-    if fused_step and not (data.method == "splitmix64" and fused.available(device, D)):
-        raise ValueError("simulate_sgd: fused_step needs Triton (CUDA), D even and noise_method='splitmix64'")
+        fused_step = fusable.get(data.method, False) and dtype == torch.float32
+    if fused_step and not fusable.get(data.method, False):
+        raise ValueError("simulate_sgd: fused_step needs Triton (CUDA) and noise_method='philox', or D even and "
+                         "noise_method='splitmix64'")
     chunk = N_b if fused_step else chunk  # the fused kernels hold no tokens: one chunk per step
     X_buf = None if fused_step else torch.empty(S, chunk, L, D, device=device, dtype=dtype)
     t, final_state = start, (state if state is not None and start > T else None)
@@ -282,7 +289,9 @@ def simulate_sgd(
         eps, theta = data.labels(t)
         sums = None
         for lo in range(0, N_b, chunk):
-            if fused_step:
+            if fused_step and data.method == "philox":
+                part = fused_philox.step_sums(data.philox_keys, t, N_b, eps, theta, K_star, K, b, v, activation, L)
+            elif fused_step:
                 part = fused.chunk_sums(noise.step_keys(data.keys, t, N_b, data.W), lo, N_b, eps[:, lo : lo + chunk],
                                         theta[:, lo : lo + chunk], K_star, K, b, v, activation, L)
             else:
