@@ -142,12 +142,27 @@ def _print_plan(steps: list, scale: str, device: str | None, root: Path | None, 
         table.add_row(r["claim"], r["last"] + (" (stale code)" if r["stale"] else ""), _secs(r["seconds"]),
                       _secs(r["estimate"]) + ("" if r["runs_known"] else "+"), runs)
     out_console.print(table)
-    known = [r["expected"] for r in rows if r["expected"] is not None]
-    modelled = sum(r["estimate"] is not None and r["runs_known"] for r in rows)
-    out_console.print(f"about {_hours(sum(known))} for {len(known)} of {len(rows)} claims ({modelled} by the time "
-                      f"models of their missing runs, {len(known) - modelled} by their last record); "
-                      f"{len(rows) - len(known)} without an estimate. A run marked ✓ is reused; '…' and '+': later "
-                      "runs depend on a run not made yet.")
+    total, modelled, by_record, unique = plan_total(steps)
+    out_console.print(f"about {_hours(total)} for {modelled + by_record} of {len(rows)} claims ({modelled} by the "
+                      f"time models of their {unique} missing runs, each counted once, {by_record} by their last "
+                      f"record); {len(rows) - modelled - by_record} without an estimate. A run marked ✓ is reused; "
+                      "'…' and '+': later runs depend on a run not made yet.")
+
+
+def plan_total(steps: list) -> tuple[float, int, int, int]:
+    """(seconds, claims estimated by the time models, claims estimated by their record, distinct runs): a run that
+    several claims ask for is made once, so it is counted once."""
+    runs: dict[str, float] = {}
+    modelled = by_record = 0
+    seconds = 0.0
+    for st in steps:
+        if st.estimate is not None and st.complete:
+            modelled += 1
+            runs.update({r.run_id: r.seconds for r in st.runs if not r.stored})
+        elif st.seconds is not None:
+            by_record += 1
+            seconds += st.seconds
+    return seconds + sum(runs.values()), modelled, by_record, len(runs)
 
 
 def _secs(s: float | None) -> str:
