@@ -94,12 +94,12 @@ def test_transfer_mechanics():
     assert int(data.x_train.max()) == 2
     assert torch.equal(data.y_train, data.x_train[..., :5].sum(-1) % 3)
     assert len(h.epochs) == 6 and np.isfinite(h.epoch_metrics["train_loss"]).all()
-    with pytest.raises(ConfigError, match="key 'p' = 2"):
-        transfer(before, pre.spec, TrainConfig(p=2, epochs=1, **SMALL))
+    with pytest.raises(ConfigError, match="key 'p' = 2"):              # a smaller modulus (p' = p is allowed)
+        transfer(h.final(torch.float32), h.spec, TrainConfig(p=2, epochs=1, **SMALL))
 
 
 BAD = [({"k": 13}, "k"), ({"p": 1}, "p"), ({"d": 0}, "d"), ({"informative": [0, 1, 2, 3, 12]}, "informative"),
-       ({"batch_size": 4096}, "batch_size"), ({"p_new": 2}, "p_new")]
+       ({"batch_size": 4096}, "batch_size"), ({"p": 3, "p_new": 2}, "p_new")]
 
 
 @pytest.mark.parametrize("overrides, key", BAD)

@@ -8,9 +8,9 @@ width 32 with biases and the nested per-neuron initialisation, a 3-row token tab
 batch 32, and pal's random streams (seed s = pal's ``--seed s``, ``streams.py``); explicitly given keys still win
 over the preset. pal's other knobs map as: ``mlp_lr_discount`` δ → ``mlp_lr_factor`` = 1/δ, ``ffn_dim`` → ``h``,
 ``ffn_bias`` → ``mlp_bias``, ``ffn_dropout`` → ``mlp_dropout``, ``activation`` (any torch.nn.functional name of
-``MLP_ACTIVATIONS``), ``nb_emb`` → ``n_emb`` (its ``run`` command leaves 2 rows, its ``grid`` sets 3). One
-difference is kept on purpose: pal never leaves training mode, so with dropout its per-epoch metrics are measured
-with dropout on; attnlab evaluates without it.
+``MLP_ACTIVATIONS``), ``nb_emb`` → ``n_emb`` (its ``run`` command leaves 2 rows, its ``grid`` sets 3). pal never
+leaves training mode, so with dropout its per-epoch metrics are measured with dropout on: ``eval_dropout="on"``
+does the same (default "off": attnlab evaluates without it).
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import torch
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from attnlab.clustering.activations import canonical
 from attnlab.clustering.data import Task, TestMode
 from attnlab.clustering.model import MLP_ACTIVATIONS, ModelSpec, Norm
-from attnlab.core.config import Config
+from attnlab.core.config import Config, added
 
 PRESETS: dict[str, dict[str, Any]] = {
     "paper": {},
@@ -57,9 +58,11 @@ class TrainConfig(Config):
     rms_eps: Literal["inside", "outside"] = Field("inside", description="rmsnorm's eps inside the root "
                                                   "(x/sqrt(mean x² + eps), torch) or outside (x/(rms + eps), pal)")
     q_init: Literal["normal", "uniform", "zeros"] = Field("normal", description="initial query law")
-    activation: str = Field("gelu", description="MLP non-linearity σ (GeLU in the paper)",
-                            json_schema_extra={"allowed": " | ".join(MLP_ACTIVATIONS)})
+    activation: str = Field("gelu", description="MLP non-linearity σ (GeLU in the paper): any element-wise "
+                            "torch.nn activation by name", json_schema_extra={"allowed": " | ".join(MLP_ACTIVATIONS)})
     mlp_dropout: float = Field(0.0, ge=0, lt=1, description="dropout on the MLP's output in training (pal's place)")
+    eval_dropout: Literal["off", "on"] = added("off", description="per-epoch metrics measured with the dropout "
+                                               "on (pal's record: it never leaves training mode) or off")
     mlp_init: Literal["independent", "nested"] = Field("independent", description="MLP init: one stream per tensor, "
                                                        "or one row per neuron so neuron i does not depend on h (pal)")
     streams: Literal["attnlab", "pal"] = Field("attnlab", description="random streams: attnlab's named per-seed "
@@ -93,6 +96,11 @@ class TrainConfig(Config):
         if isinstance(data, dict) and data.get("preset", "paper") in PRESETS:
             data = {**PRESETS[data.get("preset", "paper")], **data}
         return data
+
+    @field_validator("activation", mode="before")
+    @classmethod
+    def _activation_name(cls, name: Any) -> Any:
+        return canonical(name) if isinstance(name, str) else name    # GELU, LeakyReLU → gelu, leaky_relu
 
     @model_validator(mode="after")
     def _consistent(self):

@@ -260,7 +260,8 @@ class _Transfer(TrainConfig):
     """Figs. 6, 15 (App. A.2): train on p for ``epochs``, add token rows for p_new (N(0,1)), fresh Adam and a new
     p_new training set, finetune for ``epochs_new``; attention and circuit before/after the finetuning."""
 
-    p_new: int = Field(3, ge=3, le=97, description="modulus of the finetuning task (> p)")
+    p_new: int = Field(3, ge=2, le=97, description="modulus of the finetuning task (≥ p; = p: the same task "
+                       "continued on a new training set with a fresh Adam, as pal's finetune.py allows)")
     epochs_new: int = Field(1000, ge=1, le=1_000_000, description="finetuning epochs")
     # Seeds: Fig. 6's better focus is a gain of ≈ 0.02 in attention mass against a seed-to-seed spread of ≈ 0.1;
     # 384 (quick) and 256 (paper) seeds resolve it (docs/studies/clustering.md, claims).
@@ -268,8 +269,8 @@ class _Transfer(TrainConfig):
 
     @model_validator(mode="after")
     def _larger(self):
-        if self.p_new <= self.p:
-            raise ValueError(f"key 'p_new' = {self.p_new}: transfer needs a larger modulus than p = {self.p}")
+        if self.p_new < self.p:
+            raise ValueError(f"key 'p_new' = {self.p_new}: transfer needs a modulus ≥ p = {self.p}")
         return self
 
 

@@ -30,15 +30,13 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
+from attnlab.clustering.activations import MLP_ACTIVATIONS, activation, canonical  # noqa: F401 (re-exported)
 from attnlab.core.config import ConfigError
 from attnlab.core.rng import stream_seed
 
 Norm = Literal["sphere", "rmsnorm", "smooth", "smooth_inf"]
 Params = dict[str, torch.Tensor]
 ACTIVATIONS = ("e", "z", "scores", "attn", "pooled", "xi", "xi_n", "pre", "hidden", "mlp_out", "psi", "logits")
-MLP_ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "leaky_relu", "relu6", "elu", "selu", "celu", "silu", "mish",
-                   "softplus", "tanh", "sigmoid", "hardtanh", "hardswish", "hardsigmoid", "softsign", "tanhshrink",
-                   "logsigmoid", "identity")
 GROUPS = ("E", "P", "q", "V", "W", "U")  # the paper's parameter groups (per-layer gradient norms, §4.3)
 MLP_PARAMS = ("W", "U", "bW", "bU")
 PARAM_ORDER = ("E", "P", "q", "V", "W", "U", "bW", "bU", "g_attn", "g_mlp")
@@ -64,8 +62,7 @@ class ModelSpec:
     mlp_init: Literal["independent", "nested"] = "independent"
 
     def __post_init__(self) -> None:
-        if self.activation not in MLP_ACTIVATIONS:
-            raise ConfigError(f"key 'activation' = {self.activation!r}: allowed: {', '.join(MLP_ACTIVATIONS)}")
+        object.__setattr__(self, "activation", canonical(self.activation))  # any torch.nn name (activations.py)
         if not 0 <= self.mlp_dropout < 1:
             raise ConfigError(f"key 'mlp_dropout' = {self.mlp_dropout}: must be in [0, 1)")
         if self.d < 1:
@@ -118,18 +115,6 @@ def smooth_scale(r: torch.Tensor, kind: str = "smooth") -> torch.Tensor:
         g = lambda t: torch.where(t > 0, torch.exp(-1 / t.clamp_min(1e-30)), torch.zeros_like(t))  # noqa: E731
         s_over_r = g(rc) / (g(rc) + g(1 - rc)) / rc.clamp_min(1e-30)
     return torch.where(inside, s_over_r, 1 / r.clamp_min(1e-12))
-
-
-def activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The MLP's σ by name: torch.nn.functional's function of that name (the public code looks it up the same
-    way), ``gelu`` the exact erf form (the paper's), ``gelu_tanh`` its tanh approximation, ``identity`` none."""
-    if name not in MLP_ACTIVATIONS:
-        raise ConfigError(f"key 'activation' = {name!r}: allowed: {', '.join(MLP_ACTIVATIONS)}")
-    if name == "gelu_tanh":
-        return lambda x: F.gelu(x, approximate="tanh")
-    if name == "identity":
-        return lambda x: x
-    return getattr(F, name)
 
 
 # ----------------------------------------------------------------------------------------------- init
@@ -195,10 +180,10 @@ def draw(shape: tuple[int, ...], law: str, scale: float, seed: int) -> torch.Ten
 
 def grow_vocab(params: Params, spec: ModelSpec, p_new: int,
                seeds: list[int] | tuple[int, ...]) -> tuple[Params, ModelSpec]:
-    """Transfer p → p' (App. A.2): append p'−n_emb fresh N(0,1) token rows from each seed's init stream; all
-    other tensors are carried over unchanged (same storage values)."""
-    if p_new <= spec.p:
-        raise ConfigError(f"key 'p_new' = {p_new}: transfer needs p' > p = {spec.p}")
+    """Transfer p → p' ≥ p (App. A.2): append p'−n_emb fresh N(0,1) token rows from each seed's init stream (none
+    if the table has p' rows already); all other tensors are carried over unchanged (same storage values)."""
+    if p_new < spec.p:
+        raise ConfigError(f"key 'p_new' = {p_new}: transfer needs p' ≥ p = {spec.p}")
     new_spec = spec.with_vocab(p_new)
     extra = new_spec.n_emb - spec.n_emb
     out = dict(params)

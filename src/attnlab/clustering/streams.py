@@ -11,10 +11,16 @@ output layer's nn.Linear, which the script overwrites; every epoch then takes tw
 generator (DataLoader's shuffle), the second seeding a fresh generator whose permutation of the training set is
 the epoch's batch order. The data are numpy ``default_rng(s)``: the training set's integers first, the test
 set's next. So ``preset="pal", seed=s`` starts from pal's weights, data and batch order for seed s, bit for bit
-in float32, and with ``mlp_dropout = 0`` (pal's dropout draws from the same generator) follows its run up to the
-rounding of batched kernels (measured: the same first-epoch losses to 6e-8; over 400 epochs 19 of 19 seeds reach
-the same success verdict). Unseen-sentence samples and dropout masks always come from attnlab's streams. pal's
-``ffn_dim`` ablation draws a 10 000-row table (its MAX_FFN_DIM there), so its runs' later draws differ from these.
+in float32, and follows its run up to the rounding of batched kernels (measured: the same first-epoch losses to
+6e-8; over 400 epochs 19 of 19 seeds reach the same success verdict). With ``mlp_dropout`` > 0 the masks come
+from the same generator, where pal's F.dropout draws them on the CPU (``pal_dropout``): after the epoch's shuffle,
+one (batch, d) mask per batch, then one (n_train, d) and one (n_test, d) for its per-epoch record (pal measures
+in training mode); ``eval_dropout="on"`` uses those two. Fine-tuning (pal's ``finetune.py --seed s``,
+``finetune_gens``): the generator seeded with s has drawn only the model constructor's tensors (no MLP table)
+before the first epoch. Measured against the public code (seed 0, 2 + 2 epochs, dropout 0 and 0.3): every
+weight within 4.5e-7 after each epoch. Always from attnlab's streams: unseen-sentence samples, the record's masks
+at epoch 0 (pal has no epoch-0 record) and of the unseen set. pal's ``ffn_dim`` ablation draws a 10 000-row table
+(its MAX_FFN_DIM there), so its runs' later draws differ from these.
 """
 
 from __future__ import annotations
@@ -46,6 +52,15 @@ def pal_init(spec: ModelSpec, seed: int) -> tuple[Params, torch.Generator]:
     """One seed's float32 parameters as the public code draws them, and its generator after those draws."""
     d, h, g = spec.d, spec.h, torch.Generator().manual_seed(int(seed))
     table = torch.rand(max(PAL_TABLE_ROWS, h, d), 2 * d + 2, generator=g) * 2 - 1
+    out = _pal_module_draws(spec, g)
+    out.update(nested_mlp(table, spec))
+    return out, g
+
+
+def _pal_module_draws(spec: ModelSpec, g: torch.Generator) -> Params:
+    """The draws of the public code's model constructor, in its order (E, P, q, V, the MLP's and the tied output
+    layer's nn.Linear defaults): the returned E, P, q, V, and g advanced past all of them."""
+    d, h = spec.d, spec.h
 
     def uniform(shape: tuple[int, ...], fan_in: int) -> torch.Tensor:
         gain = math.sqrt(2.0 / (1 + math.sqrt(5) ** 2))     # nn.Linear's kaiming_uniform(a=√5): 1/sqrt(fan_in)
@@ -58,8 +73,28 @@ def pal_init(spec: ModelSpec, seed: int) -> tuple[Params, torch.Generator]:
     for shape, fan_in in linear if spec.mlp_bias else linear[::2]:
         uniform(shape, fan_in)                                      # nn.Linear's own draws, overwritten
     uniform((spec.n_emb, d), d)                                     # the tied output layer's, overwritten
-    out.update(nested_mlp(table, spec))
-    return out, g
+    return out
+
+
+def finetune_gens(kind: str, spec: ModelSpec, seeds: list[int]) -> list[torch.Generator]:
+    """Each seed's batch-order generator for finetuning a model of architecture ``spec`` (the pretrained one,
+    before any token rows are added). attnlab: the seed's "batch" stream, as for training. pal: what the public
+    code's ``finetune.py --seed s`` has drawn before its first epoch: it seeds torch's generator with s and
+    builds the model (the constructor's draws of ``_pal_module_draws``, no MLP table), then loads the trained
+    weights over them; its batch orders (and dropout masks) follow from there."""
+    if kind == "pal":
+        gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
+        for g in gens:
+            _pal_module_draws(spec, g)
+        return gens
+    return [torch.Generator().manual_seed(stream_seed(s, "batch")) for s in seeds]
+
+
+def pal_dropout(g: torch.Generator, p: float, sizes: list[int], d: int) -> torch.Tensor:
+    """Dropout masks (d, Σ sizes) as the public code's F.dropout on the CPU draws them from its generator, one
+    forward at a time (a batch of ``size`` rows each): torch's own ``bernoulli_(1 − p)`` of a (size, d) float32
+    tensor, divided in place by 1 − p, the batches side by side."""
+    return torch.cat([torch.empty(n, d).bernoulli_(1 - p, generator=g).div_(1 - p).T for n in sizes], dim=1)
 
 
 def pal_data(task: Task, n_train: int, n_test: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

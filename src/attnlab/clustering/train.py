@@ -105,11 +105,38 @@ def dropout_masks(gens: list[torch.Generator], p: float, d: int, n: int, like: t
 
 
 def epoch_draws(cfg: TrainConfig, batch_gens: list[torch.Generator], drop_gens: list[torch.Generator],
-                spec: ModelSpec) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """One epoch's batch order (S, n) and dropout masks, drawn on the CPU from every seed's generators."""
+                spec: ModelSpec, n_test: int) -> tuple[torch.Tensor, torch.Tensor | None, tuple | None]:
+    """One epoch's batch order (S, n), dropout masks and (pal streams with dropout) the masks of the record after
+    it, drawn on the CPU from every seed's generators. pal's streams draw the masks where the public code does:
+    from the batch-order generator, one F.dropout per batch, then one for the full train set and one for the
+    test set (its per-epoch record, in training mode), which the record uses with ``eval_dropout="on"``."""
     order = torch.stack([streams.epoch_order(cfg.streams, g, cfg.n_train) for g in batch_gens])
+    if cfg.streams == "pal" and spec.mlp_dropout:
+        n, bs, p, d = cfg.n_train, cfg.batch_size, spec.mlp_dropout, spec.d
+        sizes = [bs] * (n // bs) + ([n % bs] if n % bs else [])
+        keep = torch.stack([streams.pal_dropout(g, p, sizes, d) for g in batch_gens]).to(cfg.torch_dtype)
+        evals = tuple(torch.stack([streams.pal_dropout(g, p, [m], d) for g in batch_gens]).to(cfg.torch_dtype)
+                      for m in (n, n_test))
+        return order, keep, evals
     like = torch.zeros((), dtype=cfg.torch_dtype)
-    return order, dropout_masks(drop_gens, spec.mlp_dropout, spec.d, cfg.n_train, like)
+    return order, dropout_masks(drop_gens, spec.mlp_dropout, spec.d, cfg.n_train, like), None
+
+
+def eval_masks(cfg: TrainConfig, spec: ModelSpec, data: Data, epoch: int,
+               drawn: tuple | None) -> dict[str, torch.Tensor] | None:
+    """The dropout masks (S, d, n) of the record at ``epoch`` with ``eval_dropout="on"`` (else None): each seed's
+    stream "dropout:eval:<epoch>" (train, test, then unseen sentences), the train and test ones replaced by the
+    public code's (``drawn``, pal streams) where it has them (every epoch after the first)."""
+    if cfg.eval_dropout == "off" or not spec.mlp_dropout:
+        return None
+    sets = {"train": data.x_train, "test": data.x_test, "unseen": data.x_unseen}
+    gens = [torch.Generator().manual_seed(stream_seed(s, f"dropout:eval:{epoch}")) for s in cfg.seeds()]
+    like = torch.zeros((), dtype=cfg.torch_dtype)
+    out = {k: dropout_masks(gens, spec.mlp_dropout, spec.d, x.shape[1], like).to(x.device) for k, x in sets.items()}
+    if drawn is not None:
+        out["train"], out["test"] = (m[..., :sets[k].shape[1]].to(sets[k].device)
+                                     for m, k in zip(drawn, ("train", "test"), strict=True))
+    return out
 
 
 def ce_per_seed(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -118,17 +145,23 @@ def ce_per_seed(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def _accuracy(params: Params, x: torch.Tensor, y: torch.Tensor, spec: ModelSpec) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean CE and accuracy of each seed on (x, y)."""
-    z = forward(params, x, spec, tokens=False)["logits"]
+def _accuracy(params: Params, x: torch.Tensor, y: torch.Tensor, spec: ModelSpec,
+              keep: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean CE and accuracy of each seed on (x, y) (MLP dropout masks ``keep`` (S, d, n) if given)."""
+    z = forward(params, x, spec, tokens=False, mlp_keep=None if keep is None else keep.transpose(1, 2))["logits"]
     return ce_per_seed(z, y), (z.argmax(-1) == y).float().mean(1)
 
 
-def evaluate(leaves: Params, data: Data, spec: ModelSpec, task: Task, head_metrics: bool) -> dict[str, torch.Tensor]:
-    """Full-batch metrics of every seed (S,) at the current parameters (no optimiser step)."""
-    if data.space is not None:
+def evaluate(leaves: Params, data: Data, spec: ModelSpec, task: Task, head_metrics: bool,
+             keep: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+    """Full-batch metrics of every seed (S,) at the current parameters (no optimiser step). ``keep``: dropout
+    masks (S, d, n) of the train, test and unseen sets for losses, accuracies and the train gradient measured
+    with the dropout on (``eval_dropout``); the head monitors read the model without it."""
+    if data.space is not None and keep is None:
         return _evaluate_on_space(leaves, data, data.space, spec, task, head_metrics)
-    acts = forward(leaves, data.x_train, spec, tokens=False)
+    keep = keep or {}
+    acts = forward(leaves, data.x_train, spec, tokens=False,
+                   mlp_keep=keep["train"].transpose(1, 2) if "train" in keep else None)
     loss = ce_per_seed(acts["logits"], data.y_train)
     grads = torch.autograd.grad(loss.sum(), list(leaves.values()))
     with torch.no_grad():
@@ -136,8 +169,9 @@ def evaluate(leaves: Params, data: Data, spec: ModelSpec, task: Task, head_metri
         out = {"train_loss": loss.detach(), "train_acc": (prob.argmax(-1) == data.y_train).float().mean(1),
                "tv_error": 1 - prob.gather(-1, data.y_train[..., None]).squeeze(-1).mean(1)}
         params = {k: v.detach() for k, v in leaves.items()}
-        out["test_loss"], out["test_acc"] = _accuracy(params, data.x_test, data.y_test, spec)
-        out["unseen_loss"], out["unseen_acc"] = _accuracy(params, data.x_unseen, data.y_unseen, spec)
+        out["test_loss"], out["test_acc"] = _accuracy(params, data.x_test, data.y_test, spec, keep.get("test"))
+        out["unseen_loss"], out["unseen_acc"] = _accuracy(params, data.x_unseen, data.y_unseen, spec,
+                                                          keep.get("unseen"))
         head = analysis.head_metrics(params, spec, task, probe=data.probe_grid, monitors=True)
     return _with_norms_and_monitors(out, leaves, grads, head, task, head_metrics)
 
@@ -262,14 +296,16 @@ def _due(epoch: int, every: int, last: int) -> bool:
 def train(cfg: TrainConfig, *, device: torch.device | str = "cpu", params: Params | None = None,
           spec: ModelSpec | None = None, task: Task | None = None, state: dict[str, Any] | None = None,
           on_epoch: Callable[[int, Callable[[], dict[str, Any]]], None] | None = None,
-          progress: Callable[[int], None] | None = None, prefetch: bool | None = None) -> History:
+          progress: Callable[[int], None] | None = None, prefetch: bool | None = None,
+          batch_gens: list[torch.Generator] | None = None) -> History:
     """Train ``cfg.n_seeds`` models of ``cfg`` together and return their ``History``.
 
     ``params``/``spec``/``task`` override the config's initialisation, architecture and task (transfer,
     training from a construction). ``on_epoch(epoch, state_fn)`` runs after every epoch (checkpointing:
     ``state_fn()`` is a resumable state); ``state`` resumes from one, bit-identically on CPU.
     ``progress(epochs_done)`` is called after each epoch. ``prefetch`` (default: on CUDA) draws the next epoch's
-    batch order while the device still runs the current one; the same numbers either way.
+    batch order while the device still runs the current one; the same numbers either way. ``batch_gens`` replace
+    the seeds' batch-order generators (finetuning: ``streams.finetune_gens``).
     """
     device = torch.device(device)
     task = task or cfg.task()
@@ -277,14 +313,17 @@ def train(cfg: TrainConfig, *, device: torch.device | str = "cpu", params: Param
     seeds = cfg.seeds()
     S, dtype = len(seeds), cfg.torch_dtype
     data = make_data(task, cfg, seeds, device)
-    init, batch_gens = streams.initial(cfg.streams, spec, seeds, dtype, device)
-    init = params if params is not None else init
+    if params is None or batch_gens is None:
+        init, gens = streams.initial(cfg.streams, spec, seeds, dtype, device)
+        params, batch_gens = params if params is not None else init, batch_gens or gens
+    init = params
     flat = Flat({k: v.detach().to(device=device, dtype=dtype) for k, v in init.items()})
     adam = Adam(flat, cfg.lr, cfg.mlp_lr_factor, (cfg.beta1, cfg.beta2), cfg.adam_eps, cfg.weight_decay)
     stepper = Stepper(flat, adam, spec, cfg.grad_clip)
     n, bs, spe = cfg.n_train, cfg.batch_size, cfg.steps_per_epoch
     runner = EpochRunner(stepper, n // bs, bs, cfg.cuda_graph and graph_supported(spec, device))
-    drop_gens = [torch.Generator().manual_seed(stream_seed(s, "dropout")) for s in seeds] if spec.mlp_dropout else []
+    drop_gens = [torch.Generator().manual_seed(stream_seed(s, "dropout")) for s in seeds] \
+        if spec.mlp_dropout and cfg.streams != "pal" else []                 # pal: from the batch-order generator
     rec = Recorder(cfg, flat.names, S, device, 0)
     start, pending = 0, None
     if state is not None:
@@ -295,13 +334,15 @@ def train(cfg: TrainConfig, *, device: torch.device | str = "cpu", params: Param
         rec.load(state["recorder"])
         start, pending = state["epoch"], state.get("pending")
     else:
-        rec.epoch(0, evaluate(_leaves(flat), data, spec, task, cfg.head_metrics))
+        rec.epoch(0, evaluate(_leaves(flat), data, spec, task, cfg.head_metrics, eval_masks(cfg, spec, data, 0, None)))
         rec.snapshot(0, flat.views)
     seed_ix = torch.arange(S, device=device)[:, None]
     prefetch = device.type == "cuda" if prefetch is None else prefetch
 
     for epoch in range(start, cfg.epochs):
-        order, keep = pending if pending is not None else epoch_draws(cfg, batch_gens, drop_gens, spec)
+        n_test = data.x_test.shape[1]
+        order, keep, drawn = (*pending, None)[:3] if pending is not None else epoch_draws(cfg, batch_gens, drop_gens,
+                                                                                          spec, n_test)
         order, keep = order.to(device), None if keep is None else keep.to(device)
         xs = one_hot(data.x_train[seed_ix, order].transpose(1, 2), task.p, dtype)                    # (S, p, N, n)
         ys = one_hot(data.y_train[seed_ix, order], spec.n_emb, dtype)                                  # (S, n_emb, n)
@@ -312,9 +353,10 @@ def train(cfg: TrainConfig, *, device: torch.device | str = "cpu", params: Param
                 xs[..., tail].contiguous(), ys[..., tail].contiguous(), None if keep is None else keep[..., tail])))
         done = epoch + 1
         # on CUDA the epoch runs asynchronously: draw the next epoch's order meanwhile (S generators on the CPU)
-        pending = epoch_draws(cfg, batch_gens, drop_gens, spec) if prefetch and done < cfg.epochs else None
+        pending = epoch_draws(cfg, batch_gens, drop_gens, spec, n_test) if prefetch and done < cfg.epochs else None
         if _due(done, cfg.log_every, cfg.epochs):
-            rec.epoch(done, evaluate(_leaves(flat), data, spec, task, cfg.head_metrics))
+            rec.epoch(done, evaluate(_leaves(flat), data, spec, task, cfg.head_metrics,
+                                     eval_masks(cfg, spec, data, done, drawn)))
         if _due(done, cfg.snapshot_every, cfg.epochs):
             rec.snapshot(done, flat.views)
         if progress is not None:
@@ -329,10 +371,14 @@ def train(cfg: TrainConfig, *, device: torch.device | str = "cpu", params: Param
 
 def transfer(params: Params, spec: ModelSpec, cfg: TrainConfig, *, device: torch.device | str = "cpu",
              **kwargs: Any) -> History:
-    """Finetune trained models on modulus ``cfg.p`` > spec.p (App. A.2, Figs 6, 14, 15): new token rows ~ N(0,1)
-    from each seed's init stream, every other parameter carried over, a fresh Adam state and a new training
-    set of ``cfg.n_train`` p'-sentences; trains ``cfg.epochs`` epochs."""
-    if cfg.p <= spec.p:
-        raise ConfigError(f"key 'p' = {cfg.p}: transfer needs a larger modulus than the trained p = {spec.p}")
+    """Finetune trained models on modulus ``cfg.p`` ≥ spec.p (App. A.2, Figs 6, 14, 15): new token rows ~ N(0,1)
+    from each seed's init stream (none when the table already has p' rows, as pal's 3-row table for p' = 3, or
+    when p' = p: the same task continued on a new training set with a fresh Adam, as pal's finetune.py allows),
+    every other parameter carried over, a fresh Adam state and a new training set of ``cfg.n_train``
+    p'-sentences; trains ``cfg.epochs`` epochs. Batch orders (and, pal streams, dropout masks) come from
+    ``streams.finetune_gens``: under pal's streams, where the public code's ``finetune.py --seed s`` draws them."""
+    if cfg.p < spec.p:
+        raise ConfigError(f"key 'p' = {cfg.p}: transfer needs a modulus ≥ the trained p = {spec.p}")
     grown, new_spec = grow_vocab(params, spec, cfg.p, cfg.seeds())
+    kwargs.setdefault("batch_gens", streams.finetune_gens(cfg.streams, spec, cfg.seeds()))
     return train(cfg, device=device, params=grown, spec=new_spec, **kwargs)
