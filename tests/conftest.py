@@ -85,3 +85,36 @@ def model_vs_peak():
         return exp.memory(cfg)[0], measured_peak(key, cfg)["peak"]
 
     return measure
+
+
+@pytest.fixture
+def killed_and_resumed(tmp_path, monkeypatch):
+    """``run(exp, config, when)`` → (the uninterrupted result, the checkpoint state the kill happened at, the
+    resumed run's record and result): the run is stopped as Ctrl-C stops it at the first checkpoint written (every
+    offer is written) whose state satisfies ``when(state)``, then run again from its checkpoint."""
+    from attnlab.core.runs import RunContext, RunStore, load_result
+
+    def run(exp, config, when):
+        clean = load_result(RunStore(tmp_path / "clean").run(exp, config).run_dir)[1]
+        original, killed_at = RunContext.checkpoint, []
+
+        def checkpoint(self, state, force=False):
+            wrote = original(self, state, force)
+            if wrote and not killed_at and when(state()):
+                killed_at.append(state())
+                raise KeyboardInterrupt
+            return wrote
+
+        store = RunStore(tmp_path / "killed", checkpoint_every=0)
+        monkeypatch.setattr(RunContext, "checkpoint", checkpoint)
+        with pytest.raises(KeyboardInterrupt):
+            store.run(exp, config)
+        assert store.status(config.hash(exp.key))["status"] == "interrupted"
+        monkeypatch.setattr(RunContext, "checkpoint", original)
+        record = store.run(exp, config)
+        assert "resumed from checkpoint" in (record.run_dir / "log.txt").read_text()
+        resumed = load_result(record.run_dir)[1]
+        assert clean.arrays.keys() == resumed.arrays.keys()
+        return clean, killed_at[0], resumed
+
+    return run

@@ -92,7 +92,7 @@ def test_interrupted_experiment_resumes_to_the_same_result(tmp_path, monkeypatch
     assert np.array_equal(resumed.arrays["cos_q"], clean.arrays["cos_q"])
 
 
-def test_an_sgd_interrupted_mid_activation_resumes_inside_it(tmp_path, monkeypatch):
+def test_an_sgd_interrupted_mid_activation_resumes_inside_it(killed_and_resumed):
     """Figs. 1/9/10 save the SGD's state inside an activation (at D = 10^4 one activation outlasts a slice): killed
     at its first save, the run resumes from that step, not from the activation's start, to the same result."""
     from attnlab.specialization.experiments import sim_vs_theory
@@ -101,25 +101,6 @@ def test_an_sgd_interrupted_mid_activation_resumes_inside_it(tmp_path, monkeypat
     cfg = resolve(exp.config, "quick", {"D": 48, "tau_max": 2.0, "record_every": 0.5, "activations": ["softmax"],
                                          "n_mc": 400})
     assert round(cfg.tau_max / cfg.gamma) > sim_vs_theory.SAVE_EVERY  # the first save falls inside the SGD
-    clean = load_result(RunStore(tmp_path / "clean").run(exp, cfg).run_dir)[1]
-    original, saved = RunContext.checkpoint, []
-
-    def killed_at_first_save(self, state, force=False):
-        wrote = original(self, state, force)
-        if wrote:
-            saved.append(state())
-            raise KeyboardInterrupt
-        return wrote
-
-    store = RunStore(tmp_path / "killed", checkpoint_every=0)
-    monkeypatch.setattr(RunContext, "checkpoint", killed_at_first_save)
-    with pytest.raises(KeyboardInterrupt):
-        store.run(exp, cfg)
-    (state,) = saved
+    clean, state, resumed = killed_and_resumed(exp, cfg, lambda state: True)
     assert state["partial"][0] == "softmax" and int(state["partial"][1]["step"]) == sim_vs_theory.SAVE_EVERY
-    monkeypatch.setattr(RunContext, "checkpoint", original)
-    rec = store.run(exp, cfg)
-    assert "resumed from checkpoint" in (rec.run_dir / "log.txt").read_text()
-    resumed = load_result(rec.run_dir)[1]
-    assert clean.arrays.keys() == resumed.arrays.keys()
     assert all(np.array_equal(clean.arrays[k], resumed.arrays[k]) for k in clean.arrays)
