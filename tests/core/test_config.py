@@ -141,3 +141,13 @@ def test_a_field_added_later_keeps_the_stored_run_ids_while_at_its_default():
     assert After(stream="v2").hash("x.y") != Before().hash("x.y")
     assert After(widths=(1, 3)).hash("x.y") != Before().hash("x.y")
     assert After(n=4).hash("x.y") == Before(n=4).hash("x.y")
+
+
+def test_every_parameter_says_what_it_is_and_what_it_accepts():
+    """`attnlab list` shows each parameter's description and allowed values: none of them is empty (issue 27)."""
+    from attnlab.core.config import _allowed
+    from attnlab.core.experiment import experiments
+
+    missing = [f"{e.key}.{name}: {what}" for e in experiments() for name, f in e.config.model_fields.items()
+               for what, ok in (("description", f.description), ("allowed values", _allowed(f))) if not ok]
+    assert not missing, missing
