@@ -14,6 +14,8 @@ Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/paths.json`` (defa
    this machine's float64 torch.matmul throughput measured in the same run (fraction of the limit).
 3. The full width sweep N ∈ {10, 20, 50, ..., 10⁴} (10 widths, warm-started) of the Markov task, timed.
 4. Gibbs sweeps per second at N = 10 and N = 50 (2 chains batched, P = 100, P* = 1000).
+4b. ``ess``: effective samples per second of blocked Gibbs against HMC and NUTS (:mod:`attnlab.paths.hmc`) on the
+   same problem at N = 10 and 50, τ = 0.01, for the entries of U and f at monitored test points (:func:`ess_rates`).
 5. ``anchor``: against the paper's public code (tiberilor/attention-paths-interplay), run for real beside attnlab
    by :mod:`benchmarks.paths_anchor` (its doc says exactly how: the repository's own 4-path Markov script,
    unmodified, with its LOOP_RUN flags, float64, one thread). Located by ``$ATTNLAB_PATHS_ANCHOR`` (the
@@ -43,7 +45,7 @@ import numpy as np
 import torch
 
 from attnlab.core import bench
-from attnlab.paths import diagnostics, kernels, model, theory, train
+from attnlab.paths import diagnostics, hmc, kernels, model, theory, train
 from attnlab.paths.markov import data
 
 THREADS = bench.threads()
@@ -144,6 +146,62 @@ def gibbs() -> dict:
         t, _ = bench.timed(lambda s=s: (s.sweep(), s.record()), repeat=100)
         out[f"sweeps_per_s_N{N}"] = 1 / t
     return out
+
+
+def ess_rates(N: int = 10, P: int = 100, P_test: int = 1000, tau: float = 0.01, chains: int = 4,
+              burn_in: int = 500, samples: int = 1000, hmc_steps: int = 16, nuts_depth: int = 10,
+              samplers: tuple[str, ...] = ("gibbs", "hmc", "nuts")) -> dict:
+    """Effective samples per second of blocked Gibbs, HMC and NUTS on one problem, every transition kept (thin 1).
+
+    ESS: Geyer's initial monotone sequence, chains combined (:func:`train.effective_sample_size`), per observable
+    the experiments read — the entries of U and f(x*) at 8 monitored test points; reported as the minimum and the
+    median over them. Seconds: the kept transitions with their recording (burn-in, and for HMC its step-size
+    adaptation, timed apart)."""
+    pb = markov(P, P_test)
+    kern = kernels.PathKernels(pb.Xi)
+    out = {}
+    for name in samplers:
+        g = torch.Generator().manual_seed(0)
+        if name == "gibbs":
+            s = train.GibbsSampler(pb, N, tau, chains, g, kern)
+        else:
+            s = hmc.HMCSampler(pb, N, tau, chains, g, kern, steps=hmc_steps, kernel=name, max_depth=nuts_depth)
+            s.adapt_until = burn_in
+        t0 = time.perf_counter()
+        for _ in range(burn_in):
+            s.sweep()
+        t1 = time.perf_counter()
+        for _ in range(samples):
+            s.sweep()
+            s.record()
+        t2 = time.perf_counter()
+        st = s.stats()
+        ess = train.effective_sample_size(st._monitored())
+        row = {"burn_in_s": t1 - t0, "sampling_s": t2 - t1, "ess_min": float(np.nanmin(ess)),
+               "ess_median": float(np.nanmedian(ess)), "rhat_max": st.rhat(),
+               "ess_per_s_min": float(np.nanmin(ess)) / (t2 - t1),
+               "ess_per_s_median": float(np.nanmedian(ess)) / (t2 - t1)}
+        if name != "gibbs":
+            row.update(step_size=s.eps.tolist(), acceptance=s.acceptance().tolist(),
+                       leapfrogs_per_transition=s.leapfrogs / chains / s.sweeps)
+        out[name] = row
+    for name in set(samplers) & {"hmc", "nuts"}:
+        if "gibbs" in out:
+            for q in ("min", "median"):
+                out[f"ratio_{name}_over_gibbs_{q}"] = out[name][f"ess_per_s_{q}"] / out["gibbs"][f"ess_per_s_{q}"]
+    return out
+
+
+def sampler_ess() -> dict:
+    """ESS/s of Gibbs vs HMC and NUTS on the Fig. 2c problem (P = 100, P* = 1000, τ = 0.01) at N = 10 and 50.
+
+    ``$ATTNLAB_BENCH_ESS_SAMPLES`` (default 300) kept transitions per chain after 200 of burn-in, 4 chains. NUTS
+    takes about 1.3 s (N = 10) and 4 s (N = 50) per transition on one thread (its trees reach ~900 leapfrog steps),
+    so the default part runs about 45 minutes, nearly all of it NUTS."""
+    n = int(os.environ.get("ATTNLAB_BENCH_ESS_SAMPLES", "300"))
+    return {"workload": f"Markov task P=100, P*=1000, τ=0.01, 4 chains, burn-in 200, {n} kept transitions (thin 1); "
+                        "HMC: 16 leapfrog steps; NUTS: ≤ 2^10 − 1; dual-averaging step size (target 0.8)",
+            **{f"N{N}": ess_rates(N, burn_in=200, samples=n) for N in (10, 50)}}
 
 
 ANCHOR_CASES = ((100, (10, 10, 10), (1.0, 1.0, 1.0, 1.0)), (400, (10, 10, 10), (1.0, 1.0, 1.0, 1.0)),
@@ -268,4 +326,4 @@ def anchor() -> dict:
 
 if __name__ == "__main__":
     bench.main("paths", {"saddle": saddle_point, "p1600": iteration_at_1600, "sweep": width_sweep, "gibbs": gibbs,
-                         "anchor": anchor}, THREADS)
+                         "ess": sampler_ess, "anchor": anchor}, THREADS)

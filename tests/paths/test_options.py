@@ -115,7 +115,7 @@ def test_head_list_from_config_and_cli():
             resolve(Fig2cConfig, "quick", parse_sets([bad, "sample_widths=[]"]))
         assert "\n" not in str(exc.value)
     with pytest.raises(ConfigError, match="Gibbs sampler draws equal widths"):
-        resolve(Fig2cConfig, "quick", parse_sets(["variances=[1, 1, 1, 2]"]))
+        resolve(Fig2cConfig, "quick", parse_sets(["layer_widths=[1, 2, 1]"]))
 
 
 def test_different_token_head_attends_on_a_change():

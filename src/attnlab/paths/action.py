@@ -101,7 +101,8 @@ class Action:
         if tau <= 0:
             raise ValueError(f"key 'tau' = {tau}: the temperature must be > 0 for the saddle point")
         self.widths = widths_of(N, len(Hs))
-        self.kern, self.y, self.tau, self.N = kern, y.to(F64), float(tau), max(self.widths)
+        self.dtype = kern.Xi.dtype  # float64, or float32 for a single-precision solve
+        self.kern, self.y, self.tau, self.N = kern, y.to(self.dtype), float(tau), max(self.widths)
         self.Hs, self.sigma2 = tuple(Hs), float(sigma2)
         self.variances = prior_variances(Hs, sigma2, variances)
         if abs(self.variances[0] - kern.sigma2) > 1e-12 * kern.sigma2:
@@ -128,17 +129,17 @@ class Action:
         logdets = [2 * torch.log(torch.diagonal(A)).sum() for A in As]
         Us = [A @ A.T for A in As]
         invs = [torch.cholesky_inverse(A) for A in As]
-        ent = torch.zeros((), dtype=F64, device=As[0].device)
+        ent = torch.zeros((), dtype=As[0].dtype, device=As[0].device)
         grads = [torch.zeros_like(U) for U in Us]
         for ell, (U, H) in enumerate(zip(Us, Hx, strict=True)):
             top = ell == len(Us) - 1
             m = 1 if top else Us[ell + 1].shape[0]
-            Winv = torch.ones(1, 1, dtype=F64, device=U.device) if top else invs[ell + 1]
+            Winv = torch.ones(1, 1, dtype=U.dtype, device=U.device) if top else invs[ell + 1]
             s2, wl = self.variances[ell + 1], self.level_weights[ell]  # σ_ℓ² (σ_a² at the top), N_ℓ/N̄
             diag_sum = U.reshape(H, m, H, m).diagonal(dim1=0, dim2=2).sum(-1)  # Σ_h U_[h,h]
             ent = ent + wl * ((Winv * diag_sum).sum() / s2 - logdets[ell] + (0.0 if top else H * logdets[ell + 1]))
             if grad:
-                eye = torch.eye(H, dtype=F64, device=U.device)
+                eye = torch.eye(H, dtype=U.dtype, device=U.device)
                 grads[ell] = grads[ell] + wl * (torch.kron(eye, Winv.contiguous()) / s2 - invs[ell])
                 if not top:
                     Wi = invs[ell + 1]

@@ -13,7 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from attnlab.core.config import Config
+from attnlab.core.config import Config, added
+from attnlab.paths.heads import HeadSpec, head_specs
 
 Layout = Literal["all", "good", "good_denoising", "good_uniform", "random"]
 ImageData = Literal["mnist_5k", "digits", "omniglot", "mnist", "fashion_mnist", "glyphs"]
@@ -44,71 +45,36 @@ class TheoryNumerics(BaseModel):
     max_iter: int = Field(20_000, ge=1, description="solver iterations per saddle point")
     adam_lr: float = Field(0.1, gt=0, description="Adam learning rate (App. E; public code: 0.1 Markov)")
     kernel_mode: Literal["auto", "blocks", "features"] = Field("auto", description="path-kernel storage (§9)")
+    solve_precision: Literal["float64", "float32"] = added(
+        "float64", description="dtype of the saddle-point solve (kernels, action, predictor); float32 with "
+        "precision=float32 is the public code's --single_precision")
+    kernel_check: Literal["off", "kernel", "with_temperature"] = added(
+        "off", description="spectrum of the training GP kernel K (or K + τI) in the summary; stop if singular "
+        "(the public code's --test_kernel_invertibility[_with_temperature])")
 
 
 class Sampling(TheoryNumerics):
     """Posterior sampling (blocked Gibbs of Eq. 8; App. F samples it by Hamiltonian Monte Carlo)."""
 
-    sample_widths: tuple[int, ...] = Field((10, 50), description="widths N that are also sampled ([] = none)")
+    sample_widths: tuple[int, ...] = Field((10, 50), description="widths N that are also sampled ([] = none)",
+                                           json_schema_extra={"allowed": "[], or integers each > 0; with "
+                                                              "layer_widths: sampler hmc or nuts, every N·r_ℓ an "
+                                                              "integer"})
     chains: int = Field(10, ge=1, le=64, description="independent chains (paper: 10)")
     burn_in: int = Field(1000, ge=0, description="sweeps discarded per chain")
     samples: int = Field(100, ge=2, le=1_000_000, description="kept samples per chain")
     thin: int = Field(10, ge=1, description="sweeps between kept samples")
+    sampler: Literal["gibbs", "hmc", "nuts"] = added("gibbs", description="gibbs: exact blocked Gibbs (equal "
+                                                     "widths); hmc: fixed leapfrog steps; nuts: No-U-Turn (App. F); "
+                                                     "hmc and nuts: dual-averaging step size, per-layer widths too")
+    hmc_steps: int = added(16, ge=1, le=1024, description="hmc: leapfrog steps per transition (one sweep)")
+    hmc_accept: float = added(0.8, gt=0, lt=1, description="hmc, nuts: target acceptance of the step size")
+    nuts_depth: int = added(10, ge=1, le=15, description="nuts: most tree doublings (numpyro's default 10)")
 
     @field_validator("sample_widths")
     @classmethod
     def _widths_ok(cls, v: tuple[int, ...]) -> tuple[int, ...]:
         return _positive("sample_widths", v)
-
-
-HEAD_ALIASES = {"good": "same_token", "same": "same_token", "different": "different_token"}
-HEAD_KINDS = ("same_token", "different_token", "uniform", "random")
-
-
-class HeadSpec(BaseModel):
-    """One fixed head of the Markov network (App. G.2; the public code's head styles): ``same_token`` (the
-    paper's good head, alias ``good``), ``different_token``, ``uniform``, ``random`` (App. G.2.2 Gaussian);
-    ``shift``: the key the token heads look at relative to the query (−1: the previous token); ``beta``: its
-    softmax hardness (None: the config's β); ``perturbation``: strength of a Gaussian head added on top (for
-    ``random`` the head's strength, None: the config's ``random_strength``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    kind: Literal["same_token", "different_token", "uniform", "random"]
-    shift: int = -1
-    beta: float | None = Field(None, gt=0, description="softmax hardness β of this head (None: the config's β)")
-    perturbation: float | None = Field(None, ge=0, description="strength of a Gaussian head added on top; for a "
-                                       "random head its strength (None: the config's random_strength)")
-
-
-def _head_specs(v):
-    """``[[good, random], [uniform, random]]`` or mappings ``{kind: ..., shift: ...}`` per head → HeadSpec."""
-    bad = f"key 'heads' = {v!r}: a list per layer of head names ({', '.join(HEAD_KINDS)}, good) or mappings " \
-          "{kind, shift, beta, perturbation}, at least one head per layer"
-    if v is None:
-        return None
-    if not isinstance(v, list | tuple) or not v or any(not isinstance(lay, list | tuple) or not lay for lay in v):
-        raise ValueError(bad)
-    out = []
-    for lay in v:
-        row = []
-        for h in lay:
-            if isinstance(h, HeadSpec):
-                row.append(h)
-                continue
-            d = {"kind": h} if isinstance(h, str) else h
-            if not isinstance(d, dict) or "kind" not in d:
-                raise ValueError(bad)
-            d = {**d, "kind": HEAD_ALIASES.get(d["kind"], d["kind"])}
-            if d["kind"] not in HEAD_KINDS:
-                raise ValueError(f"key 'heads' = {v!r}: head kind {h!r} is not allowed; allowed: "
-                                 f"{', '.join(HEAD_KINDS)}, good")
-            extra = set(d) - set(HeadSpec.model_fields)
-            if extra:
-                raise ValueError(f"key 'heads' = {v!r}: unknown head option {sorted(extra)[0]!r}; allowed: "
-                                 f"{', '.join(HeadSpec.model_fields)}")
-            row.append(HeadSpec(**d))
-        out.append(tuple(row))
-    return tuple(out)
 
 
 class MarkovConfig(Sampling, Config):
@@ -118,21 +84,48 @@ class MarkovConfig(Sampling, Config):
     Sec. 4.1.1 and App. G.2 say so in words), L = 2 layers of H = 2 heads (good + random, uniform + random),
     β = 10, σ∥ = σ⊥ = 1, P = 100, P* = 1000, τ = 0.01, σ² = 1. The public code (attention-paths-interplay)
     differs in one choice: it reads out from the last token (``readout=-1``); its heads, noise and chain are
-    these laws (its own random streams aside). With the public code's tokens and heads attnlab reproduces its
-    U (see benchmarks/paths.py).
+    these laws. ``preset="public"`` is its run (:mod:`attnlab.paths.markov.public`: last token, its width grid,
+    its seeded heads and its data streams); explicitly given keys still win over the preset. ``tokens_file`` /
+    ``heads_file`` run on given tokens and heads (:mod:`attnlab.paths.markov.files`), e.g. the public code's.
     """
 
+    preset: Literal["paper", "public"] = added("paper", description="paper (Sec. 4.1, App. G) or public (the "
+                                               "public code's run: last-token readout, its widths, heads, streams)")
+    streams: Literal["attnlab", "public"] = added("attnlab", description="tokens from the run's named streams, or "
+                                                  "the public code's fixed seeds (train 27, test 59; even P, P*)")
+    tokens_file: str | None = added(None, description="a .npz of X_train, y_train [, X_test, y_test] used instead "
+                                    "of drawn tokens (P, P_test, T, N0 follow it)",
+                                    json_schema_extra={"allowed": "null, or an existing .npz file"})
+    heads_file: str | None = added(None, description="a .npz of heads1, heads2, … (H_ℓ, D, D) or a .npy (L, H, D, "
+                                   "D) used instead of layout / heads", json_schema_extra={"allowed": "null, or an "
+                                   "existing .npz / .npy file"})
+    files_sha256: str | None = added(None, description="the contents' digest of tokens_file and heads_file (set "
+                                     "from them: a rewritten file makes a new run)",
+                                     json_schema_extra={"allowed": "set by attnlab from the files; null without"})
     layout: Layout = Field("all", description="heads: all (4 paths), good, good_denoising, good_uniform, random")
     heads: tuple[tuple[HeadSpec, ...], ...] | None = Field(
-        None, description="head list per layer, e.g. [[good, random], [uniform, random]] (overrides layout)")
+        None, description="head list per layer, e.g. [[good, random], [uniform, random]] (overrides layout)",
+        json_schema_extra={"allowed": "null, or one list per layer (≥ 1 layer) of ≥ 1 heads, each a kind "
+                           "(same_token | different_token | uniform | random; aliases good, same = same_token, "
+                           "different = different_token) or a mapping {kind, shift: int, beta: > 0 or null, "
+                           "perturbation: ≥ 0 or null, seed: ≥ 0 or null, features_perturbation, "
+                           "positions_perturbation, cross_perturbation: ≥ 0 or null}"})
     attention: Literal["softmax", "hardmax"] = Field("softmax", description="hardmax: weight 1 on the largest logit")
     sigma_diff: float | None = Field(None, ge=0, description="noise along v+ − v− (None: σ∥)")
     sigma_sum: float | None = Field(None, ge=0, description="noise along v+ + v− (None: σ∥)")
-    switch_plus: tuple[float, float] | None = Field(None, description="class +1: P(switch) leaving + and leaving −")
-    switch_minus: tuple[float, float] | None = Field(None, description="class −1: P(switch) leaving + and leaving −")
+    switch_plus: tuple[float, float] | None = Field(None, description="class +1: P(switch) leaving + and leaving −",
+                                                    json_schema_extra={"allowed": "two probabilities, each in "
+                                                                       "[0, 1], or null"})
+    switch_minus: tuple[float, float] | None = Field(None, description="class −1: P(switch) leaving + and leaving −",
+                                                     json_schema_extra={"allowed": "two probabilities, each in "
+                                                                        "[0, 1], or null"})
     layer_widths: tuple[float, ...] | None = Field(
-        None, description="per-layer widths N_ℓ = N·r_ℓ: (r_1, ..., r_L, r_a); None: all N")
-    variances: tuple[float, ...] | None = Field(None, description="(σ_0², σ_1², ..., σ_L², σ_a²); None: all σ²")
+        None, description="per-layer widths N_ℓ = N·r_ℓ: (r_1, ..., r_L, r_a); None: all N",
+        json_schema_extra={"allowed": "null, or L + 1 ratios each > 0 (L: layers of heads, 2 by default); "
+                           "sampled only with sampler = hmc or nuts"})
+    variances: tuple[float, ...] | None = Field(None, description="(σ_0², σ_1², ..., σ_L², σ_a²); None: all σ²",
+                                                json_schema_extra={"allowed": "null, or L + 2 variances each > 0 "
+                                                                   "(L: layers of heads)"})
     init: Literal["gp", "perturbed", "good_vs_bad"] = Field("gp", description="start of the widest solve")
     init_strength: float = Field(0.0, ge=0, description="perturbed start: Marchenko-Pastur strength ε")
     init_scale: float = Field(1.0, gt=0, description="perturbed / good_vs_bad start: overall scale c")
@@ -145,7 +138,7 @@ class MarkovConfig(Sampling, Config):
     @field_validator("heads", mode="before")
     @classmethod
     def _heads_ok(cls, v):
-        return _head_specs(v)
+        return head_specs(v)
 
     @field_validator("switch_plus", "switch_minus")
     @classmethod
@@ -154,8 +147,21 @@ class MarkovConfig(Sampling, Config):
             raise ValueError(f"key {info.field_name!r} = {list(v)}: two probabilities in [0, 1]")
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data):
+        """``preset="public"``: the public run's values under the keys given (markov.public); ``tokens_file``:
+        P, P_test, T, N0 from the file where not given (markov.files; one given and different is an error)."""
+        from attnlab.paths.markov import files, public
+
+        return files.fill(public.apply(data, cls.model_fields["layout"].default))
+
     @property
     def L(self) -> int:
+        if self.heads_file:
+            from attnlab.paths.markov.files import shapes
+
+            return len(shapes(None, self.heads_file)["Hs"])
         return len(self.heads) if self.heads is not None else 2
     gp_layouts: tuple[Layout, ...] = Field(("all", "good", "good_denoising"), description="GP reference lines")
     gp_test_sets: int = Field(20, ge=0, description="fresh test sets of P* sequences on which the good path's GP "
@@ -170,9 +176,12 @@ class MarkovConfig(Sampling, Config):
     sigma_perp: float = Field(1.0, ge=0, description="σ⊥: noise out of that plane")
     beta: float = Field(10.0, gt=0, description="softmax hardness β of every head")
     random_strength: float = Field(1.0, gt=0, description="scale of the random heads (check C: 0.3)")
-    readout: int | Literal["mean"] = Field(1, description="token t* (1: first after bos; -1: last) or mean")
+    readout: int | Literal["mean"] = Field(1, description="token t* (1: first after bos; -1: last) or mean",
+                                           json_schema_extra={"allowed": "an integer token index in "
+                                                              "[-(T + 1), T], or mean"})
     widths: tuple[float, ...] = Field((10, 20, 50, 100, 200, 500, 1000, 10_000), min_length=1,
-                                      description="network widths N of the theory (Fig. 2c's x axis)")
+                                      description="network widths N of the theory (Fig. 2c's x axis)",
+                                      json_schema_extra={"allowed": "one or more, each > 0"})
     alignment_width: float = Field(10.0, gt=0, description="N of the finite-width kernel in Figs. 2d, 5b")
     n_pcs: int = Field(30, ge=1, description="kernel PCs shown (Fig. 2d)")
 
@@ -187,13 +196,22 @@ class MarkovConfig(Sampling, Config):
             raise ValueError(f"key 'N0' = {self.N0}: must be even (v+ and v− live on the two halves)")
         if isinstance(self.readout, int) and not -(self.T + 1) <= self.readout <= self.T:
             raise ValueError(f"key 'readout' = {self.readout}: a token index in [-{self.T + 1}, {self.T}] or 'mean'")
+        from attnlab.paths.markov import files, public
+
+        public.check(self)
+        files.check(self)
         for key, n in (("layer_widths", self.L + 1), ("variances", self.L + 2)):
             v = getattr(self, key)
             if v is not None and (len(v) != n or min(v) <= 0):
                 raise ValueError(f"key {key!r} = {list(v)}: {n} positive entries for L = {self.L} layers")
-            if v is not None and self.sample_widths:
-                raise ValueError(f"key {key!r} = {list(v)}: the Gibbs sampler draws equal widths and one σ²; "
-                                 "set sample_widths=[] for theory only")
+        if self.layer_widths is not None and self.sample_widths:
+            if self.sampler == "gibbs":
+                raise ValueError(f"key 'layer_widths' = {list(self.layer_widths)}: the Gibbs sampler draws equal "
+                                 "widths; set sampler=hmc or nuts, or sample_widths=[] for theory only")
+            bad = [N * r for N in self.sample_widths for r in self.layer_widths if abs(N * r - round(N * r)) > 1e-9]
+            if bad:
+                raise ValueError(f"key 'layer_widths' = {list(self.layer_widths)}: sampled widths N·r_ℓ must be "
+                                 f"integers, got {bad[0]} (sample_widths = {list(self.sample_widths)})")
         return self
 
 
@@ -241,16 +259,26 @@ class OneShotConfig(Sampling, Config):
     dataset: ImageData = Field("mnist_5k", description="in-distribution images (train / val / test classes)")
     ood: tuple[OOD, ...] = Field(("digits",), min_length=1, description="out-of-distribution test sets")
     class_split: tuple[int, int, int] | None = Field(None, description="train / val / test classes of the ID set "
-                                                     "(default: Omniglot 1028/172/423, 10-class sets 5/2/3)")
+                                                     "(default: Omniglot 1028/172/423, 10-class sets 5/2/3)",
+                                                     json_schema_extra={"allowed": "null, or three class counts "
+                                                                        "each ≥ 2, in all at most the ID set's "
+                                                                        "classes (10; omniglot 1623; glyphs "
+                                                                        "glyph_classes)"})
     class_rotations: bool | None = Field(None, description="each ID class also rotated by 90/180/270° as new "
                                          "classes (default: on for the 10-class sets, off for Omniglot as the paper)")
     standardize: bool = Field(True, description="each image set to zero mean, unit std (the public code's Normalize)")
-    data_root: str | None = Field(None, description="directory holding Omniglot / MNIST / FashionMNIST")
+    data_root: str | None = Field(None, description="directory holding Omniglot / MNIST / FashionMNIST",
+                                  json_schema_extra={"allowed": "an existing directory (~ expanded), or null; "
+                                                     "required when dataset or ood is omniglot, mnist or "
+                                                     "fashion_mnist"})
     glyph_classes: int = Field(1623, ge=20, le=100_000, description="classes of the synthetic glyph set")
     image_size: int = Field(32, ge=4, le=1024, description="images are resized to S×S pixels")
     channels: int = Field(3, ge=1, le=4, description="grey replicated to this many channels")
     patch: int = Field(8, ge=1, description="patch size; p = (S/patch)² tokens per image, T = 3p")
-    variants: tuple[Variant, ...] = Field((Variant(),), min_length=1, description="networks: [{L, Hs, G}]")
+    variants: tuple[Variant, ...] = Field((Variant(),), min_length=1, description="networks: [{L, Hs, G}]",
+                                          json_schema_extra={"allowed": "one or more mappings {L: 1 … 6 (default "
+                                                             "2), Hs: L head counts each ≥ 1 (default [4, 4]), "
+                                                             "G: 1 … 65536 or null (default null)}"})
     N_gd: int = Field(512, ge=2, le=65_536, description="width N of the gradient-descent model")
     G: int = Field(128, ge=1, le=65_536, description="query-key dimension G (when a variant leaves G unset)")
     gd_steps: int = Field(41_250, ge=1, description="Adam steps (528k episodes × 10 epochs / 128)")
@@ -263,13 +291,15 @@ class OneShotConfig(Sampling, Config):
     P_prune: int = Field(10_000, ge=1, le=1_000_000, description="test episodes per set for the GD model's pruning "
                          "drops and curve (an accuracy's standard error ≈ 0.005, where P* = 1000 gives ≈ 0.015)")
     widths: tuple[float, ...] = Field(PAPER_WIDTHS, min_length=1, description="network widths N of the theory "
-                                      "(App. H.2.1: 10 … 10⁴)")
-    taus: tuple[float, ...] = Field(PAPER_TAUS, min_length=1, description="τ grid; best τ per N on validation")
+                                      "(App. H.2.1: 10 … 10⁴)", json_schema_extra={"allowed": "one or more, each > 0"})
+    taus: tuple[float, ...] = Field(PAPER_TAUS, min_length=1, description="τ grid; best τ per N on validation",
+                                    json_schema_extra={"allowed": "one or more, each > 0"})
     score_width: float = Field(10.0, gt=0, description="N of the U used for head scores and Fig. 3c-d")
     score_mode: Literal["both", "either"] = Field("both", description="head score: paper text / public code")
     rescale: bool = Field(True, description="rescale kept heads by (H−k)^-1/2 after pruning")
     n_pcs: int = Field(50, ge=1, description="kernel PCs shown (Fig. 3d)")
-    sample_widths: tuple[int, ...] = Field((10,), description="widths that are also sampled")
+    sample_widths: tuple[int, ...] = Field((10,), description="widths that are also sampled",
+                                           json_schema_extra={"allowed": "[], or integers each > 0"})
 
     @field_validator("taus")
     @classmethod

@@ -7,7 +7,8 @@ C_ππ'(x, x') = ξ^π(x)·ξ^π'(x')/D is the overlap of the attentioned inputs
 For a training set the n(n+1)/2 distinct P×P blocks are precomputed once (the block form), so that K(U) and
 the contraction ⟨M, C_ππ'⟩ the energy gradient needs are each one matrix-vector product over the stored
 blocks. Where the blocks would not fit in ``max_bytes`` the feature form K = (σ²/nD) Φ (U⊗I) Φᵀ is used
-instead. Everything is float64.
+instead. Everything is float64, unless the kernels are built with ``dtype=torch.float32`` (config key
+``solve_precision``, the public code's ``--single_precision``): then K, the action and the predictor are float32.
 """
 
 from __future__ import annotations
@@ -100,8 +101,9 @@ class Problem:
 class PathKernels:
     """The path-path kernel blocks of a training set and the maps U ↦ K(U), M ↦ ⟨M, C_ππ'⟩."""
 
-    def __init__(self, Xi: Tensor, sigma2: float = 1.0, mode: str = "auto", max_bytes: int = 2**29) -> None:
-        self.Xi = Xi.to(F64)
+    def __init__(self, Xi: Tensor, sigma2: float = 1.0, mode: str = "auto", max_bytes: int = 2**29,
+                 dtype: torch.dtype = F64) -> None:
+        self.Xi = Xi.to(dtype)
         self.P, self.n, self.D = Xi.shape
         self.sigma2 = sigma2
         self.iu = torch.triu_indices(self.n, self.n, device=Xi.device)
@@ -116,7 +118,7 @@ class PathKernels:
 
     def _blocks(self) -> Tensor:
         Xi, P, n = self.Xi, self.P, self.n
-        out = torch.empty(self.iu.shape[1], P, P, dtype=F64, device=Xi.device)
+        out = torch.empty(self.iu.shape[1], P, P, dtype=Xi.dtype, device=Xi.device)
         k = 0
         for a in range(n):
             Ca = torch.einsum("pd,qbd->bpq", Xi[:, a], Xi[:, a:]) / self.D  # C_ab for b ≥ a
@@ -132,6 +134,7 @@ class PathKernels:
     def K(self, U: Tensor) -> Tensor:
         """Training kernel K(U) (P, P) for a symmetric U (n, n)."""
         c = self.sigma2 / self.n
+        U = U.to(self.Xi.dtype)
         if self.mode == "blocks":
             return (c * U[self.iu[0], self.iu[1]] @ self.blocks).reshape(self.P, self.P)
         Y = torch.einsum("ab,pbd->pad", U, self.Xi).reshape(self.P, -1)
@@ -142,7 +145,7 @@ class PathKernels:
         if self.mode == "blocks":
             v = self.blocks @ M.reshape(-1)
             v = torch.where(self.iu[0] == self.iu[1], v, 0.5 * v)
-            out = torch.zeros(self.n, self.n, dtype=F64, device=M.device)
+            out = torch.zeros(self.n, self.n, dtype=self.Xi.dtype, device=M.device)
             out[self.iu[0], self.iu[1]] = v
             return out + torch.triu(out, 1).T
         Z = (M @ self.Xi.reshape(self.P, -1)).reshape(self.Xi.shape)
@@ -151,7 +154,8 @@ class PathKernels:
     def cross(self, Xi_test: Tensor, U: Tensor) -> tuple[Tensor, Tensor]:
         """k (P*, P) = K(x*, x^μ) and the diagonal K(x*, x*) (P*,) for test path features (P*, n, D)."""
         c = self.sigma2 / (self.n * self.D)
-        Y = torch.einsum("ab,pbd->pad", U, Xi_test.to(F64))
+        Xi_test = Xi_test.to(self.Xi.dtype)
+        Y = torch.einsum("ab,pbd->pad", U.to(self.Xi.dtype), Xi_test)
         k = c * (Y.reshape(Y.shape[0], -1) @ self.Xi.reshape(self.P, -1).T)
         diag = c * (Y * Xi_test).sum(dim=(1, 2))
         return k, diag
@@ -164,6 +168,49 @@ def cholesky(K: Tensor, tau: float, what: str = "K + τI") -> Tensor:
     if int(info) != 0:
         raise FloatingPointError(f"{what} is not positive definite (τ = {tau}); the kernel or U left the PD cone")
     return Lc
+
+
+class SingularKernelError(FloatingPointError):
+    """The training kernel is singular to working precision (the public code: "certainly above capacity")."""
+
+
+def invertibility(kern: PathKernels, U: Tensor, tau: float = 0.0, with_temperature: bool = False) -> dict[str, float]:
+    """The public code's kernel-invertibility test (``--test_kernel_invertibility[_with_temperature]``): the
+    spectrum of the P×P kernel K(U) (K(U) + τI ``with_temperature``), for U = U_GP the GP kernel of Eq. 10.
+
+    Returns ``kernel_min_eig``, ``kernel_max_eig``, ``kernel_cond`` (λ_max/λ_min; inf when λ_min ≤ 0),
+    ``kernel_nonpositive`` (eigenvalues ≤ 0, the public code's count) and ``kernel_singular`` (1.0 when
+    λ_min ≤ P·ε·λ_max, the matrix-rank tolerance of LAPACK / numpy: singular to working precision, ε of the
+    kernel's dtype). The energy (Eq. 12) needs (K + τI)⁻¹: a singular K means P exceeds what the paths can
+    fit (above capacity) and the solve then hangs on τ alone."""
+    K = kern.K(U)
+    if with_temperature:
+        K = K + tau * torch.eye(K.shape[0], dtype=K.dtype, device=K.device)
+    lam = torch.linalg.eigvalsh(K)
+    lo, hi = float(lam[0]), float(lam[-1])
+    eps = torch.finfo(K.dtype).eps
+    return {"kernel_min_eig": lo, "kernel_max_eig": hi, "kernel_cond": hi / lo if lo > 0 else float("inf"),
+            "kernel_nonpositive": float((lam <= 0).sum()),
+            "kernel_singular": float(lo <= K.shape[0] * eps * abs(hi))}
+
+
+def check_invertibility(kern: PathKernels, U: Tensor, tau: float, mode: str) -> dict[str, float]:
+    """:func:`invertibility` for the config key ``kernel_check`` (``off`` | ``kernel`` | ``with_temperature``):
+    {} when off; raises :class:`SingularKernelError` with the numbers when the kernel is singular."""
+    if mode == "off":
+        return {}
+    if mode not in ("kernel", "with_temperature"):
+        raise ValueError(f"key 'kernel_check' = {mode!r}: allowed: off, kernel, with_temperature")
+    out = invertibility(kern, U, tau, mode == "with_temperature")
+    if out["kernel_singular"]:
+        what = "K_GP + τI" if mode == "with_temperature" else "K_GP"
+        raise SingularKernelError(
+            f"key 'kernel_check' = {mode!r}: the {kern.P}×{kern.P} kernel {what} is singular to working precision "
+            f"(smallest eigenvalue {out['kernel_min_eig']:.3e} ≤ P·ε·largest = "
+            f"{kern.P * torch.finfo(kern.Xi.dtype).eps * out['kernel_max_eig']:.3e}; "
+            f"{int(out['kernel_nonpositive'])} eigenvalues ≤ 0): duplicated examples, or P above the paths' "
+            "capacity; lower P, or run with kernel_check=with_temperature to test K + τI")
+    return out
 
 
 @dataclass(frozen=True)
@@ -185,7 +232,7 @@ class Prediction:
 def predict(kern: PathKernels, U: Tensor, y: Tensor, tau: float, Xi_test: Tensor) -> Prediction:
     """⟨f*⟩ = kᵀ(K + τI)⁻¹Y and ⟨δf*²⟩ = K(x*,x*) − kᵀ(K + τI)⁻¹k with the renormalised kernel K(U)."""
     Lc = cholesky(kern.K(U), tau)
-    w = torch.cholesky_solve(y.to(F64)[:, None], Lc)[:, 0]
+    w = torch.cholesky_solve(y.to(Lc.dtype)[:, None], Lc)[:, 0]
     k, diag = kern.cross(Xi_test, U)
     v = torch.linalg.solve_triangular(Lc, k.T, upper=False)
     return Prediction(k @ w, diag - (v * v).sum(0))

@@ -1,5 +1,5 @@
-"""Plumbing shared by the study's experiments: solver options,
-Gibbs runs at the sampled widths and the sampling-vs-theory agreement measures (checks B9, B10, C)."""
+"""Plumbing shared by the study's experiments: solver options, sampler runs (blocked Gibbs or HMC) at the
+sampled widths and the sampling-vs-theory agreement measures (checks B9, B10, C)."""
 
 from __future__ import annotations
 
@@ -27,14 +27,27 @@ def sample_widths(pb: kernels.Problem, config, ctx: RunContext, units: Units, ta
     total = config.burn_in + config.samples * config.thin
     for N in config.sample_widths:
         def compute(u: Unit, N=N):
-            s = train.GibbsSampler(pb, N, taus[N], config.chains, ctx.rng("sampler"), kern, state=u.resume)
-            with ctx.progress(total, f"Gibbs N={N} ({config.chains} chains)") as bar:
+            s = make_sampler(config, pb, N, taus[N], ctx.rng("sampler"), kern, state=u.resume)
+            with ctx.progress(total, f"{config.sampler} N={N} ({config.chains} chains)") as bar:
                 return s.run(config.burn_in, config.samples, config.thin, progress=bar.update,
                              checkpoint=lambda: u.save(s.state_dict))
 
-        train.add_stats(obs, units.get(f"{tag}gibbs_N{N}", compute), pb.y_test, taus[N])
+        train.add_stats(obs, units.get(f"{tag}{config.sampler}_N{N}", compute), pb.y_test, taus[N])
     return Trajectory(np.asarray(config.sample_widths, float), {k: np.asarray(v) for k, v in obs.items()},
                       time_name="N", source="simulation")
+
+
+def make_sampler(config, pb: kernels.Problem, N: int, tau: float, generator, kern: kernels.PathKernels | None = None,
+                 state: dict | None = None) -> train.GibbsSampler:
+    """The sampler ``config.sampler`` names: blocked Gibbs, or HMC / NUTS (per-layer widths round(N·r_ℓ))."""
+    if getattr(config, "sampler", "gibbs") == "gibbs":
+        return train.GibbsSampler(pb, N, tau, config.chains, generator, kern, state=state)
+    from attnlab.paths.hmc import HMCSampler
+
+    ratios = getattr(config, "layer_widths", None)
+    widths = None if ratios is None else [round(N * r) for r in ratios]
+    return HMCSampler(pb, N, tau, config.chains, generator, kern, state=state, widths=widths, kernel=config.sampler,
+                      steps=config.hmc_steps, target_accept=config.hmc_accept, max_depth=config.nuts_depth)
 
 
 def agreement(sim: Trajectory, th: Trajectory) -> dict[str, np.ndarray]:

@@ -6,6 +6,8 @@ a neighbouring width; where the line search stops short of the tolerance (S has 
 few Newton-CG steps finish the solve. ``method="adam"`` is the paper's App. E algorithm (Adam on full
 symmetrised matrices, no PD constraint) for fidelity. A solve that does not reach the tolerance, or leaves
 the PD cone, raises :class:`SolveError` (or is returned flagged with ``strict=False``) — never silently.
+The optimisers live in :mod:`attnlab.paths.optimizers`; given a run's unit (``checkpoint=``), :func:`sweep`
+and :func:`predict` save the finished widths and the running solve's optimiser state, and resume inside it.
 
 :func:`predict` is the paired API's theory side: accuracy, ε_g, ⟨f⟩, ⟨δf²⟩ and U at every width, as a
 :class:`Trajectory` over N with the names :func:`attnlab.paths.train.simulate` uses.
@@ -27,12 +29,16 @@ from attnlab.paths.action import Action, ActionValue, CholeskyParams, SolveError
 from attnlab.paths.diagnostics import History, hessian_eigenvalues
 from attnlab.paths.kernels import PathKernels, Prediction, Problem
 from attnlab.paths.kernels import predict as kernel_predict
+from attnlab.paths.optimizers import SolveCheckpoint, adam, lbfgs
 
-__all__ = ["Action", "ActionValue", "CholeskyParams", "SaddlePoint", "SolveError", "gp_levels", "level_sizes",
-           "predict", "predict_gp", "solve", "sweep"]
+__all__ = ["Action", "ActionValue", "CholeskyParams", "SaddlePoint", "SolveCheckpoint", "SolveError", "SweepProgress",
+           "gp_levels", "level_sizes", "predict", "predict_gp", "solve", "sweep"]
 
 Tensor = torch.Tensor
 F64 = torch.float64
+# A float32 solve's tolerance: S is known to ε₃₂|S| only, which fixes its minimiser, and so ∂S/∂U, to about
+# √ε₃₂ ≈ 3.5e-4 (half the digits; Gill, Murray & Wright, Practical Optimization, §8.2); tol = 1e-8 is out of reach.
+FLOAT32_TOL = math.sqrt(torch.finfo(torch.float32).eps)
 
 
 # -- the saddle point ------------------------------------------------------------------------------
@@ -80,32 +86,39 @@ def pinned_threads(P: int, small: int = 1024) -> Iterator[None]:
 
 
 def solve(action: Action, init: Sequence[Tensor] | None = None, *, method: str = "lbfgs", tol: float = 1e-8,
-          max_iter: int = 20_000, strict: bool = True, lr: float = 0.1, history: int = 0) -> SaddlePoint:
+          max_iter: int = 20_000, strict: bool = True, lr: float = 0.1, history: int = 0,
+          checkpoint: SolveCheckpoint | None = None) -> SaddlePoint:
     """Minimise S from ``init`` (default: the GP solution) until max|∂S/∂U| ≤ ``tol``.
 
     ``method``: ``lbfgs`` (Cholesky parameters, scipy L-BFGS, Newton polish) or ``adam`` (App. E: full
     symmetrised matrices, learning rate ``lr``). ``strict``: raise :class:`SolveError` when not converged.
     ``history`` = k > 0 records the optimiser every k steps (:class:`diagnostics.History`, in ``.history``).
-    Small CPU problems run on one thread (:func:`pinned_threads`).
+    Small CPU problems run on one thread (:func:`pinned_threads`). ``checkpoint``: the optimiser's saved state
+    to resume from and the run's save (:class:`optimizers.SolveCheckpoint`). A float32 action (kernels built
+    with ``dtype=torch.float32``) is solved to max(``tol``, :data:`FLOAT32_TOL`).
     """
+    if action.dtype != F64:
+        tol = max(tol, FLOAT32_TOL)
     with pinned_threads(action.P if action.kern.Xi.device.type == "cpu" else 10**9):
         return _solve(action, init, method=method, tol=tol, max_iter=max_iter, strict=strict, lr=lr,
-                      record=History(action, history))
+                      record=History(action, history), ckpt=checkpoint)
 
 
 def _solve(action: Action, init: Sequence[Tensor] | None, *, method: str, tol: float, max_iter: int, strict: bool,
-           lr: float, record: History) -> SaddlePoint:
+           lr: float, record: History, ckpt: SolveCheckpoint | None) -> SaddlePoint:
     t0 = time.perf_counter()
     dev = action.kern.Xi.device
-    Us0 = [u.to(dev, F64) for u in init] if init is not None else gp_levels(action.Hs, device=dev,
-                                                                              variances=action.variances)
+    Us0 = [u.to(dev, action.dtype) for u in
+           (init if init is not None else gp_levels(action.Hs, device=dev, variances=action.variances))]
     record(0, Us0)
-    if method == "lbfgs":
-        Us, info = _lbfgs(action, Us0, tol, max_iter, record)
-    elif method == "adam":
-        Us, info = _adam(action, Us0, tol, max_iter, lr, record)
-    else:
+    if method not in ("lbfgs", "adam"):
         raise ValueError(f"key 'solver' = {method!r}: allowed: lbfgs, adam")
+    if ckpt is not None and ckpt.resume is not None and ckpt.resume.get("method") != method:
+        raise ValueError(f"the saved solve used {ckpt.resume.get('method')!r}, this one {method!r}")
+    if method == "lbfgs":
+        Us, info = lbfgs(action, Us0, tol, max_iter, record, ckpt)
+    else:
+        Us, info = adam(action, Us0, tol, max_iter, lr, record, ckpt)
     record(info["iter"], Us, final=True)
     val = action.at(Us)
     max_grad = max(float(g.abs().max()) for g in val.grads)
@@ -118,154 +131,6 @@ def _solve(action: Action, init: Sequence[Tensor] | None, *, method: str, tol: f
         raise SolveError(f"saddle point not converged at N = {action.N:g}, τ = {action.tau:g} ({method}): "
                          f"max|∂S/∂U| = {max_grad:.2e} > tol {tol:.0e}, min eig U = {min_eig:.2e}; {sp.message}")
     return sp
-
-
-class _Stalled(Exception):
-    """L-BFGS's line search spends evaluations without progress near the optimum."""
-
-
-def _lbfgs(action: Action, Us0: list[Tensor], tol: float, max_iter: int,
-           record: History) -> tuple[list[Tensor], dict]:
-    from scipy.optimize import minimize
-
-    par = CholeskyParams(action.sizes, Us0[0].device)
-    dev = Us0[0].device
-    n_eval = 0
-    last: list = [None, float("inf")]  # the last evaluated θ and its max|∂S/∂U|
-    best: list = [None, float("inf"), 0]  # the θ of the smallest max|∂S/∂U|, it, evaluations in this iteration
-
-    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-        nonlocal n_eval
-        n_eval += 1
-        As = par.unpack(torch.as_tensor(x, dtype=F64, device=dev))
-        try:
-            val = action(As)
-        except FloatingPointError:
-            return float("inf"), np.zeros_like(x)
-        last[:] = [x.copy(), max(float(g.abs().max()) for g in val.grads)]
-        if last[1] < best[1]:
-            best[:2] = last
-        best[2] += 1
-        if best[2] > 8 and best[1] <= 1e-6:  # the line search has run out of digits in S: Newton finishes
-            raise _Stalled
-        return float(val.S), par.grad(As, val.grads).cpu().numpy()
-
-    x0 = par.pack(Us0).cpu().numpy()
-    n_it = 0
-
-    def callback(xk: np.ndarray) -> None:
-        """Stop at the tolerance in U (the line search would otherwise spend dozens of evaluations on the last
-        digits of S); record the history."""
-        nonlocal n_it
-        n_it += 1
-        if record.every and n_it % record.every == 0:
-            record(n_it, [A @ A.T for A in par.unpack(torch.as_tensor(xk, dtype=F64, device=dev))])
-        best[2] = 0
-        if last[1] <= tol and np.array_equal(last[0], xk):
-            raise StopIteration
-
-    try:
-        res = minimize(fun, x0, jac=True, method="L-BFGS-B", callback=callback,
-                       options={"maxcor": 50, "ftol": 1e-16, "gtol": tol * 1e-2, "maxiter": max_iter,
-                                "maxfun": 2 * max_iter})
-        x, message, n_iter = res.x, str(res.message), int(res.nit)
-    except _Stalled:
-        x, message, n_iter = best[0], "L-BFGS line search stalled", n_it
-    theta = torch.as_tensor(x, dtype=F64, device=dev)
-    As = par.unpack(theta)
-    lbfgs_grad = max(float(g.abs().max()) for g in action(As).grads)
-    if lbfgs_grad > tol:
-        theta, k = _newton_polish(action, par, theta, tol)
-        message += f"; L-BFGS reached max|∂S/∂U| = {lbfgs_grad:.1e}, then {k} Newton-CG steps"
-        n_iter += k
-        As = par.unpack(theta)
-    return [A @ A.T for A in As], {"iter": n_iter, "eval": n_eval, "message": message}
-
-
-def _newton_polish(action: Action, par: CholeskyParams, theta: Tensor, tol: float,
-                   steps: int = 20) -> tuple[Tensor, int]:
-    """Newton steps in θ from near the optimum, where the line search has run out of precision in S.
-
-    The Newton system is solved by conjugate gradients with Hessian-vector products taken as central
-    differences of the analytic gradient; a step is kept if S does not increase beyond round-off and the
-    gradient shrinks, else it is halved.
-    """
-
-    def grad(t: Tensor) -> tuple[Tensor, float, float]:
-        As = par.unpack(t)
-        val = action(As)
-        return par.grad(As, val.grads), float(val.S), max(float(g.abs().max()) for g in val.grads)
-
-    g, S, gmax = grad(theta)
-    for k in range(steps):
-        if gmax <= tol:
-            return theta, k
-        eps = 1e-6 / max(float(theta.abs().max()), 1.0)
-
-        def hvp(v: Tensor, at: Tensor = theta, eps: float = eps) -> Tensor:
-            h = eps / float(v.norm())
-            return (grad(at + h * v)[0] - grad(at - h * v)[0]) / (2 * h)
-
-        step = _cg(hvp, -g, iters=min(len(g), 60), rtol=1e-3)
-        for _ in range(8):
-            try:
-                g_new, S_new, gmax_new = grad(theta + step)
-            except FloatingPointError:
-                step = step / 2
-                continue
-            if S_new <= S + 1e-12 * max(abs(S), 1.0) and gmax_new < gmax:
-                theta, g, S, gmax = theta + step, g_new, S_new, gmax_new
-                break
-            step = step / 2
-        else:
-            return theta, k
-    return theta, steps
-
-
-def _cg(hvp, b: Tensor, iters: int, rtol: float) -> Tensor:
-    """Conjugate gradients for H x = b (H positive definite near a minimum)."""
-    x = torch.zeros_like(b)
-    r = b.clone()
-    p = r.clone()
-    rr = float(r @ r)
-    stop = rtol**2 * rr
-    for _ in range(iters):
-        Hp = hvp(p)
-        pHp = float(p @ Hp)
-        if pHp <= 0:
-            break
-        a = rr / pHp
-        x = x + a * p
-        r = r - a * Hp
-        rr_new = float(r @ r)
-        if rr_new <= stop:
-            break
-        p = r + (rr_new / rr) * p
-        rr = rr_new
-    return x
-
-
-def _adam(action: Action, Us0: list[Tensor], tol: float, max_iter: int, lr: float,
-          record: History) -> tuple[list[Tensor], dict]:
-    """App. E: Adam on full matrices, symmetrised on use, no PD constraint (stops if it leaves the cone)."""
-    Ms = [u.clone() for u in Us0]
-    m1 = [torch.zeros_like(u) for u in Ms]
-    m2 = [torch.zeros_like(u) for u in Ms]
-    b1, b2, eps = 0.9, 0.999, 1e-8
-    for k in range(1, max_iter + 1):
-        try:
-            val = action.at(Ms)
-        except (SolveError, FloatingPointError) as exc:
-            return Ms, {"iter": k, "eval": k, "message": f"Adam left the PD cone: {exc}"}
-        if max(float(g.abs().max()) for g in val.grads) <= tol:
-            return Ms, {"iter": k - 1, "eval": k, "message": "Adam converged"}
-        record(k - 1, Ms)
-        for i, g in enumerate(val.grads):
-            m1[i] = b1 * m1[i] + (1 - b1) * g
-            m2[i] = b2 * m2[i] + (1 - b2) * g * g
-            step = lr * (m1[i] / (1 - b1**k)) / (torch.sqrt(m2[i] / (1 - b2**k)) + eps)
-            Ms[i] = Ms[i] - 0.5 * (step + step.T)
-    return Ms, {"iter": max_iter, "eval": max_iter, "message": "Adam reached max_iter"}
 
 
 # -- sweeps and the paired API ---------------------------------------------------------------------------
@@ -282,18 +147,51 @@ def action(problem: Problem, kern: PathKernels, tau: float, N: float,
     return Action(kern, problem.y, tau, layer_widths(N, ratios), problem.Hs, problem.sigma2, problem.variances)
 
 
+class SweepProgress:
+    """The saddle points a sweep has finished, keyed (τ, N), and the running solve's saved optimiser state, kept
+    in a run's unit (``core.units.Unit``: ``resume``, ``save``): ``{"done": {(τ, N): SaddlePoint}, "partial":
+    ((τ, N), optimiser state) or None}``. Without a unit nothing is saved."""
+
+    def __init__(self, unit=None) -> None:
+        state = unit.resume if unit is not None else None
+        self.done: dict = dict(state["done"]) if state else {}
+        self.partial = state["partial"] if state else None
+        self._save = unit.save if unit is not None else None
+
+    def checkpoint(self, key: tuple[float, float]) -> SolveCheckpoint | None:
+        """The solve of ``key``: its saved state (when the run stopped inside it) and its save."""
+        if self._save is None:
+            return None
+        resume = self.partial[1] if self.partial is not None and self.partial[0] == key else None
+        return SolveCheckpoint(resume, lambda fn: self._save(lambda: {"done": dict(self.done),
+                                                                      "partial": (key, fn())}))
+
+    def finish(self, key: tuple[float, float], sp: SaddlePoint) -> None:
+        self.done[key], self.partial = sp, None
+        if self._save is not None:
+            self._save(lambda: {"done": dict(self.done), "partial": None})
+
+
 def sweep(problem: Problem, Ns: Sequence[float], tau: float, *, kern: PathKernels | None = None,
           init: Sequence[Tensor] | None = None, ratios: Sequence[float] | None = None,
-          **solve_kw) -> list[SaddlePoint]:
+          checkpoint=None, **solve_kw) -> list[SaddlePoint]:
     """Saddle points for every width in ``Ns`` (returned in that order), solved from the widest to the narrowest,
     each warm-started from the previous one (the widest from ``init`` or the GP solution). ``ratios``: per-layer
-    widths N_ℓ = N·r_ℓ (ℓ = 1..L, then the readout's)."""
+    widths N_ℓ = N·r_ℓ (ℓ = 1..L, then the readout's). ``checkpoint``: a run's unit (or a
+    :class:`SweepProgress`): finished widths and the running solve are saved, and a resumed sweep goes on inside
+    the solve it was in, to the same result."""
     kern = kern or PathKernels(problem.Xi, problem.sigma0)
+    progress = checkpoint if isinstance(checkpoint, SweepProgress) else SweepProgress(checkpoint)
     order = sorted(range(len(Ns)), key=lambda i: -Ns[i])
     out: dict[int, SaddlePoint] = {}
     prev = list(init) if init is not None else None
     for i in order:
-        sp = solve(action(problem, kern, tau, Ns[i], ratios), prev, **solve_kw)
+        key = (float(tau), float(Ns[i]))
+        sp = progress.done.get(key)
+        if sp is None:
+            sp = solve(action(problem, kern, tau, Ns[i], ratios), prev, checkpoint=progress.checkpoint(key),
+                       **solve_kw)
+            progress.finish(key, sp)
         out[i] = sp
         prev = sp.Us
     return [out[i] for i in range(len(Ns))]
@@ -307,7 +205,7 @@ def predict_gp(problem: Problem, tau: float, kern: PathKernels | None = None) ->
 
 def predict(problem: Problem, Ns: Sequence[float], tau: float | Sequence[float], *,
             kern: PathKernels | None = None, ratios: Sequence[float] | None = None, hessian: bool = False,
-            **solve_kw) -> Trajectory:
+            checkpoint=None, **solve_kw) -> Trajectory:
     """The theory's answer at every width N (the paired API's ``theory.predict``).
 
     Returns a :class:`Trajectory` over ``N`` with ``U`` (n, n), ``accuracy``, ``gen_error``, ``f_mean`` (P*),
@@ -315,16 +213,18 @@ def predict(problem: Problem, Ns: Sequence[float], tau: float | Sequence[float],
     ``max_grad``, ``residual`` (max over levels), ``tau``. ``tau`` may be one value per width (τ tuned per N).
     ``ratios``: per-layer widths N·r_ℓ; ``hessian``: also ``hessian_eigs`` and ``hessian_min_eig`` at U*
     (:func:`diagnostics.hessian_eigenvalues`); recorded optimiser histories (``history=k``) go to
-    ``meta["history"][N]``.
+    ``meta["history"][N]``. ``checkpoint``: a run's unit, as in :func:`sweep`.
     """
     kern = kern or PathKernels(problem.Xi, problem.sigma0)
     taus = [float(tau)] * len(Ns) if np.isscalar(tau) else [float(t) for t in tau]
     if len(taus) != len(Ns):
         raise ValueError(f"got {len(taus)} temperatures for {len(Ns)} widths")
     sps: list[SaddlePoint | None] = [None] * len(Ns)
+    progress = SweepProgress(checkpoint)
     for t in sorted(set(taus)):
         idx = [i for i in range(len(Ns)) if taus[i] == t]
-        for i, sp in zip(idx, sweep(problem, [Ns[i] for i in idx], t, kern=kern, ratios=ratios, **solve_kw),
+        for i, sp in zip(idx, sweep(problem, [Ns[i] for i in idx], t, kern=kern, ratios=ratios,
+                                     checkpoint=progress, **solve_kw),
                          strict=True):
             sps[i] = sp
     obs: dict[str, list] = {k: [] for k in ("U", "accuracy", "gen_error", "f_mean", "f_var", "S", "energy",

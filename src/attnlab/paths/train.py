@@ -88,7 +88,8 @@ class SampleStats:
 
 
 class GibbsSampler:
-    """C chains of the blocked Gibbs sampler for one (problem, N, τ).
+    """C chains of the blocked Gibbs sampler for one (problem, N, τ): one width N, and per-block prior variances
+    ``problem.var`` (σ_0² for V⁰, σ_ℓ² for V^ℓ, σ_a² for a; one σ² by default). Per-layer widths: :mod:`.hmc`.
 
     Resuming: pass ``state=sampler.state_dict()`` together with the generator's saved state; the constructor
     then draws nothing and the run continues the uninterrupted random sequence.
@@ -112,7 +113,8 @@ class GibbsSampler:
         if state is not None:  # resume: no draw from the generator, whose state the caller restored
             self.load_state_dict(state)
         else:
-            self.w = Weights.prior(self.C, self.N, problem.D, problem.Hs, generator, problem.sigma2)
+            self.w = Weights.prior(self.C, self.N, problem.D, problem.Hs, generator, problem.sigma2,
+                                   variances=problem.variances)
 
     def _reset_stats(self) -> None:
         Pt, n = self.Xt.shape[0], self.pb.n
@@ -138,10 +140,10 @@ class GibbsSampler:
         return zs
 
     def sweep(self) -> None:
-        w, N, C, s2, tau, g = self.w, self.N, self.C, self.pb.sigma2, self.tau, self.g
+        w, N, C, var, tau, g = self.w, self.N, self.C, self.pb.var, self.tau, self.g
         zs = self._forward()
         # readout a: f = Φ_a a with Φ_a = z^(L+1)/√N
-        w.a = bcm_sample(zs[-1][:, :, 0, :] / math.sqrt(N), self.y, tau, s2, g)
+        w.a = bcm_sample(zs[-1][:, :, 0, :] / math.sqrt(N), self.y, tau, var[-1], g)
         b = w.a[:, None, :] / math.sqrt(N)  # b^(L+1): (C, 1, N)
         for ell in range(len(w.V) - 1, -1, -1):
             H = w.V[ell].shape[1]
@@ -149,8 +151,8 @@ class GibbsSampler:
             bt = b @ Q  # (C, n_{ℓ+1}, r)
             z = zs[ell].reshape(C, -1, b.shape[1], N)  # z^(ℓ) as (C, P·H, n_{ℓ+1}, N)
             Phi = (bt.mT[:, None] @ z).reshape(C, self.pb.P, -1) / math.sqrt(N * H)  # [c, p, (h, k, j)]
-            Vr = bcm_sample(Phi, self.y, tau, s2, g).reshape(C, H, Q.shape[-1], N)
-            w.V[ell] = _complete(Q[:, None], Vr, s2, g)
+            Vr = bcm_sample(Phi, self.y, tau, var[ell + 1], g).reshape(C, H, Q.shape[-1], N)
+            w.V[ell] = _complete(Q[:, None], Vr, var[ell + 1], g)
             b = (b[:, None] @ w.V[ell]).reshape(C, -1, N) / math.sqrt(N * H)
         self._sample_V0(b)
         self.b1 = b
@@ -178,9 +180,9 @@ class GibbsSampler:
             xw = (wv @ self.Xi.reshape(P, -1)).view(C, -1, D)  # Σ_μ w_μ ξ^{πμ}: (C, n, D)
             return (bt.mT @ xw).reshape(C, -1) / math.sqrt(D)
 
-        Vr = bcm_sample(None, self.y, self.tau, self.pb.sigma2, self.g, gram=gram, apply=apply, apply_t=apply_t,
+        Vr = bcm_sample(None, self.y, self.tau, self.pb.var[0], self.g, gram=gram, apply=apply, apply_t=apply_t,
                         d=r * D).reshape(C, r, D)
-        self.w.V0 = _complete(Q, Vr, self.pb.sigma2, self.g)
+        self.w.V0 = _complete(Q, Vr, self.pb.var[0], self.g)
 
     def _paths_dot(self, Xi_flat: Tensor, V0: Tensor, b: Tensor) -> Tensor:
         """Σ_π b_π · V0 ξ^π / √D for every example: Xi_flat (P·n, D), V0 (C, N, D), b (C, n, N) → (C, P)."""
@@ -220,6 +222,15 @@ class GibbsSampler:
             if checkpoint is not None:
                 checkpoint()
         return self.stats()
+
+    def extend(self, samples: int, thin: int = 1, progress: Callable[[int], None] | None = None,
+               checkpoint: Callable[[], None] | None = None) -> SampleStats:
+        """Append ``samples`` kept samples per chain to the chains so far (a finished or loaded run), one every
+        ``thin`` sweeps: the same draws as a longer :meth:`run` with that ``thin`` from the start."""
+        burn_in = self.sweeps - len(self.U_tr) * thin
+        if burn_in < 0:
+            raise ValueError(f"the chains kept {len(self.U_tr)} samples in {self.sweeps} sweeps: not thin = {thin}")
+        return self.run(burn_in, len(self.U_tr) + samples, thin, progress, checkpoint)
 
     def stats(self) -> SampleStats:
         S = len(self.U_tr)

@@ -220,7 +220,6 @@ def markov_heads(task: MarkovTask, layout: str, generator: torch.Generator, beta
     return [torch.stack(heads) for heads in layers]
 
 
-HEAD_KINDS = ("same_token", "different_token", "uniform", "random")
 
 
 def build_heads(task: MarkovTask, specs, generator: torch.Generator, beta: float = 10.0,
@@ -228,13 +227,17 @@ def build_heads(task: MarkovTask, specs, generator: torch.Generator, beta: float
     """Per-layer head stacks from head specs (objects with ``kind``, ``shift``, ``beta``, ``perturbation``; see
     ``configs.HeadSpec``): a hand-built head plus, where ``perturbation`` > 0, a Gaussian head of that strength
     (App. G.2.2 normalisation; a ``random`` head is nothing but that, at ``random_strength`` unless given).
-    Random draws are taken from ``generator`` in the order the heads are listed (layer 1 first)."""
+    Random draws are taken from ``generator`` in the order the heads are listed (layer 1 first); a head with its own
+    ``seed`` or separate block strengths is built by :func:`block_head`."""
     dev = generator.device
     layers = []
     for layer in specs:
         heads = []
         for h in layer:
             b = beta if h.beta is None else h.beta
+            if any(getattr(h, k, None) is not None for k in BLOCK_KEYS):
+                heads.append(block_head(task, h, generator, b, random_strength))
+                continue
             if h.kind == "random":
                 heads.append(random_head(task, generator, b, random_strength if h.perturbation is None
                                          else h.perturbation))
@@ -247,25 +250,64 @@ def build_heads(task: MarkovTask, specs, generator: torch.Generator, beta: float
     return layers
 
 
+BLOCK_KEYS = ("seed", "features_perturbation", "positions_perturbation", "cross_perturbation")
+
+
+def block_head(task: MarkovTask, h, generator: torch.Generator, beta: float, random_strength: float) -> Tensor:
+    """A head with its own ``seed`` or separate feature / position / cross perturbation strengths (the public
+    code's per-head options): each strength left None takes ``perturbation`` (None: ``random_strength`` for a
+    random head, 0 otherwise). With a seed, the head draws from its own generator in the public code's order
+    (:func:`public.seeded_head`); without, one D×D Gaussian from ``generator`` (as :func:`random_head`), scaled
+    per block by /N0, 1 and /√N0 (App. G.2.2) times its strength."""
+    from attnlab.paths.markov.public import seeded_head
+
+    base = h.perturbation if h.perturbation is not None else random_strength if h.kind == "random" else 0.0
+    f, p, c = (base if getattr(h, k, None) is None else getattr(h, k) for k in BLOCK_KEYS[1:])
+    dev = generator.device
+    if getattr(h, "seed", None) is not None:
+        return seeded_head(task, h.kind, beta, h.shift, h.seed, f, p, c, device=dev)
+    N0 = task.N0
+    if h.kind in ("same_token", "different_token"):
+        A = token_head(task, h.kind, beta, h.shift, device=dev)
+    else:
+        A = uniform_head(task, dev)
+    if max(f, p, c) > 0:
+        g = torch.randn(task.D, task.D, generator=generator, device=dev, dtype=F64)
+        scale = torch.full_like(g, c / N0**0.5)
+        scale[:N0, :N0] = f / N0
+        scale[N0:, N0:] = p
+        A = A + beta * g * scale
+    return A
+
+
 PATH_NAMES = {(0, 0): "good", (1, 0): "denoising", (0, 1): "adversarial (1,2)", (1, 1): "adversarial (2,2)"}
 
 
 def markov_problem(task: MarkovTask, layout, P: int, P_test: int, *, data: torch.Generator,
                    test: torch.Generator, heads: torch.Generator, readout: str | int = 1, beta: float = 10.0,
-                   random_strength: float = 1.0, attention: str = "softmax", dtype=F64):
+                   random_strength: float = 1.0, attention: str = "softmax", dtype=F64,
+                   train_set: MarkovData | None = None, test_set: MarkovData | None = None,
+                   head_stacks: list[Tensor] | None = None):
     """The Markov task seen through a network's fixed heads: a :class:`kernels.Problem` (path features, labels).
 
     ``layout``: a name of :func:`markov_heads` or a list of head specs per layer (:func:`build_heads`).
     ``readout`` is the token t* (1: the first token after the bos, the paper's choice; −1: the last, the public
     code's) or ``"mean"``. Train, test and head randomness come from three separate generators. ``dtype``: the
     precision of the attention and path features (float32 halves their cost; the theory is float64 after).
+    ``train_set``, ``test_set``, ``head_stacks`` (e.g. the public code's own tokens and heads, read from files):
+    used as given instead of drawn.
     """
     from attnlab.paths.kernels import Problem
     from attnlab.paths.model import path_features
 
-    tr, te = sample(task, P, data), sample(task, P_test, test)
-    hs = markov_heads(task, layout, heads, beta, random_strength) if isinstance(layout, str) else build_heads(
-        task, layout, heads, beta, random_strength)
+    tr = train_set if train_set is not None else sample(task, P, data)
+    te = test_set if test_set is not None else sample(task, P_test, test)
+    if head_stacks is not None:
+        hs = head_stacks
+    elif isinstance(layout, str):
+        hs = markov_heads(task, layout, heads, beta, random_strength)
+    else:
+        hs = build_heads(task, layout, heads, beta, random_strength)
 
     def feats(X: Tensor) -> Tensor:
         return path_features(X.to(dtype), [h.to(dtype) for h in hs], readout, nonlinearity=attention).to(F64)

@@ -24,9 +24,9 @@ from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Units
 from attnlab.paths import diagnostics, kernels, theory
-from attnlab.paths.configs import MarkovConfig
+from attnlab.paths.configs import HeadSpec, MarkovConfig
 from attnlab.paths.keys import path_key, set_key, width_key
-from attnlab.paths.markov import data, figures
+from attnlab.paths.markov import data, figures, files, public
 from attnlab.paths.pipeline import agreement, sample_widths, solve_kw
 
 STUDY = "paths"
@@ -40,23 +40,55 @@ def markov_problem(config: MarkovConfig, ctx: RunContext, layout: str | None = N
     task = data.MarkovTask(config.T, config.N0, sigma_par=config.sigma_par, sigma_perp=config.sigma_perp,
                            sigma_diff=config.sigma_diff, sigma_sum=config.sigma_sum, switch_plus=config.switch_plus,
                            switch_minus=config.switch_minus)
-    net = layout or (config.heads if config.heads is not None else config.layout)
+    net = named_layout(config, layout) if layout else config.heads if config.heads is not None else config.layout
+    given = given_inputs(config, task, ctx, named=layout is not None, test=test)
     pb = data.markov_problem(task, net, config.P, config.P_test, data=ctx.generator("data"),
                              test=ctx.generator(test), heads=ctx.generator("teacher"), readout=config.readout,
                              beta=config.beta, random_strength=config.random_strength, attention=config.attention,
-                             dtype=getattr(torch, config.precision))
+                             dtype=getattr(torch, config.precision), **given)
     var = config.variances if len(pb.Hs) == config.L else None  # a named 2-layer reference beside L listed layers
     return kernels.Problem(pb.Xi, pb.y, pb.Xi_test, pb.y_test, pb.Hs, config.sigma2, var)
 
 
+def given_inputs(config: MarkovConfig, task: data.MarkovTask, ctx: RunContext, named: bool, test: str) -> dict:
+    """Tokens and heads not drawn from the run's streams: ``tokens_file`` (its test set for the ``eval`` stream
+    only), else ``streams="public"`` (the public code's seeds 27 / 59; further test sets from the run's streams);
+    ``heads_file`` for the configured network (a named reference layout keeps its own heads, the public ones under
+    ``preset="public"``)."""
+    dev = ctx.generator("data").device
+    out: dict[str, Any] = {}
+    if config.tokens_file:
+        z = files.read_tokens(config.tokens_file)
+        out["train_set"] = data.MarkovData(torch.as_tensor(z["X_train"], device=dev),
+                                           torch.as_tensor(z["y_train"], device=dev), torch.empty(0))
+        if "X_test" in z and test == "eval":
+            out["test_set"] = data.MarkovData(torch.as_tensor(z["X_test"], device=dev),
+                                              torch.as_tensor(z["y_test"], device=dev), torch.empty(0))
+    elif config.streams == "public":
+        out["train_set"] = public.sample_public(task, config.P, public.TRAIN_SEED, dev)
+        if test == "eval":
+            out["test_set"] = public.sample_public(task, config.P_test, public.TEST_SEED, dev)
+    if config.heads_file and not named:
+        out["head_stacks"] = [torch.as_tensor(A, device=dev) for A in files.read_heads(config.heads_file)]
+    return out
+
+
+def named_layout(config: MarkovConfig, layout: str):
+    """A named reference layout's heads: the public run's seeded heads under ``preset="public"``."""
+    if config.preset == "public" and layout in public.PUBLIC_HEADS:
+        return tuple(tuple(HeadSpec(**h) for h in lay) for lay in public.PUBLIC_HEADS[layout])
+    return layout
+
+
 def solve_markov(config: MarkovConfig, ctx: RunContext, pb: kernels.Problem, kern: kernels.PathKernels,
-                 widths, tau: float) -> Trajectory:
-    """theory.predict over ``widths`` with the config's per-layer widths, start, history and Hessian."""
+                 widths, tau: float, unit=None) -> Trajectory:
+    """theory.predict over ``widths`` with the config's per-layer widths, start, history and Hessian; ``unit``
+    (the run's) checkpoints the solves, so an interrupted run resumes inside the one it was in."""
     act = theory.action(pb, kern, tau, max(widths), config.layer_widths)
     init = diagnostics.start(act, config.init, strength=config.init_strength, scale=config.init_scale,
                              good=config.init_good, bad_factor=config.init_bad_factor, generator=ctx.generator("init"))
     return theory.predict(pb, widths, tau, kern=kern, ratios=config.layer_widths, hessian=config.hessian,
-                          init=init, history=config.history_every, **solve_kw(config))
+                          init=init, history=config.history_every, checkpoint=unit, **solve_kw(config))
 
 
 def solver_record(th: Trajectory, summary: dict, arrays: dict) -> pd.DataFrame:
@@ -100,11 +132,12 @@ def markov_sweep(config: MarkovConfig, ctx: RunContext) -> Result:
     """Theory over N, GP reference lines per sub-network, Gibbs samples at the sampled widths."""
     units = Units(ctx)
     pb = markov_problem(config, ctx)
-    kern = kernels.PathKernels(pb.Xi, pb.sigma0, config.kernel_mode)
+    kern = kernels.PathKernels(pb.Xi, pb.sigma0, config.kernel_mode, dtype=getattr(torch, config.solve_precision))
+    checks = kernels.check_invertibility(kern, pb.U_gp(), config.tau, config.kernel_check)  # {} when off
     widths = sorted(set(config.widths) | {float(n) for n in config.sample_widths})
-    th = units.get("theory", lambda u: solve_markov(config, ctx, pb, kern, widths, config.tau))
+    th = units.get("theory", lambda u: solve_markov(config, ctx, pb, kern, widths, config.tau, u))
     arrays = th.to_arrays("theory_")
-    summary: dict[str, Any] = {"n_paths": pb.n, **_solver_summary(th)}
+    summary: dict[str, Any] = {"n_paths": pb.n, **checks, **_solver_summary(th)}
     history = solver_record(th, summary, arrays)
     for i, N in enumerate(th.time):
         summary[width_key("acc_theory", N)] = float(th["accuracy"][i])
@@ -114,7 +147,8 @@ def markov_sweep(config: MarkovConfig, ctx: RunContext) -> Result:
     gp = theory.predict_gp(pb, config.tau, kern)
     summary["acc_gp"], summary["gen_error_gp"] = gp.accuracy(pb.y_test), gp.gen_error(pb.y_test)
     for layout in config.gp_layouts:
-        sub = pb if layout == config.layout and config.heads is None else markov_problem(config, ctx, layout)
+        own = layout == config.layout and config.heads is None and not config.heads_file
+        sub = pb if own else markov_problem(config, ctx, layout)
         gp = theory.predict_gp(sub, config.tau)
         summary[set_key("acc_gp", layout)] = gp.accuracy(sub.y_test)
         summary[set_key("gen_error_gp", layout)] = gp.gen_error(sub.y_test)

@@ -161,7 +161,7 @@ def theory_grid(pb: kernels.Problem, slices: dict, widths, taus, kern: kernels.P
     gp_f = np.zeros((len(taus), len(y)))
     for a, tau in enumerate(taus):
         tr = units.get(f"{tag}theory_tau{tau:g}", lambda u, tau=tau:
-                       theory.predict(pb, list(widths), tau, kern=kern, **solve_kw))
+                       theory.predict(pb, list(widths), tau, kern=kern, checkpoint=u, **solve_kw))
         Us[a], fmean[a], fvar[a] = tr["U"], tr["f_mean"], tr["f_var"]
         for k, s in slices.items():
             acc[k][a] = (np.sign(tr["f_mean"][:, s]) == y[s]).mean(-1)
