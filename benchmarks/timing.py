@@ -3,6 +3,7 @@ its tiny config (``outputs(..., tiny=…)``, 10-1000× less work: held out), fre
 in its manifest. Then ``attnlab store calibrate --store DIR/quick --held-out DIR/tiny --out results/timing``.
 
     OMP_NUM_THREADS=1 python -m benchmarks.timing DIR [--study S ...] [--scale quick|tiny] [--skip KEY ...]
+                                                      [--device cuda]  (then: store calibrate --kind cuda)
 
 Never run by the tests. Runs already in DIR are reused (their CPU time was kept when they were made).
 """
@@ -28,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale", action="append", choices=("quick", "tiny"))
     ap.add_argument("--skip", action="append", default=[], help="an experiment key to leave out")
     ap.add_argument("--only", action="append", default=[], help="only these experiment keys")
+    ap.add_argument("--device", default="cpu", help="cpu (one thread: CPU time is kept) or cuda (wall time)")
     args = ap.parse_args(argv)
     for scale in args.scale or ("tiny", "quick"):
         store = RunStore(args.root / scale)
@@ -36,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
                 if exp.key in args.skip or (args.only and exp.key not in args.only):
                     continue
                 tiny = dict(exp.outputs.tiny) if exp.outputs is not None else {}
-                config = resolve(exp.config, "quick", tiny if scale == "tiny" else {})
+                config = resolve(exp.config, "quick", tiny if scale == "tiny" else {}, device=args.device)
                 t0 = time.perf_counter()
                 try:
                     rec = store.run(exp, config)

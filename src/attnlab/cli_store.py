@@ -260,9 +260,6 @@ def calibrate_(
                                                         "estimated, not fitted: how far the formulas extrapolate "
                                                         "(repeatable)")] = None,
     kind: Annotated[str, typer.Option("--kind", help="cpu (one thread) or cuda")] = "cpu",
-    records: Annotated[Path | None, typer.Option("--records", help="with --kind cuda and no GPU runs at hand: "
-                                                 "derive the CUDA rates from the committed CPU rates and each "
-                                                 "study's GPU paper record in DIR (e.g. results/claims)")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="write OUT/<kind>.json (e.g. results/timing)")] = None,
     json_: JsonOpt = False,
 ) -> None:
@@ -276,13 +273,10 @@ def calibrate_(
     if kind not in costs.KINDS:
         raise ConfigError(f"--kind {kind!r}: allowed: {', '.join(costs.KINDS)}")
     load_studies()
-    if records is not None:
-        rates, where, machine = _derived_cuda(records), f"the GPU records in {records}", {"derived_from": str(records)}
-    else:
-        st = _store(store, existing=True)
-        held = [r for p in held_out or [] for r in costs.measured_runs(RunStore(p), kind)]
-        rates, where = costs.calibrate(costs.measured_runs(st, kind), held), str(st.root)
-        machine = hardware("cuda" if kind == "cuda" else None)
+    st = _store(store, existing=True)
+    held = [r for p in held_out or [] for r in costs.measured_runs(RunStore(p), kind)]
+    rates, where = costs.calibrate(costs.measured_runs(st, kind), held), str(st.root)
+    machine = hardware("cuda" if kind == "cuda" else None)
     if not rates:
         raise ConfigError(f"no finished {kind} run of an experiment with a time model in {where}")
     if out is not None:
@@ -295,37 +289,8 @@ def calibrate_(
         table.add_column(col, overflow="fold")
     for r in rates.values():
         table.add_row(r.experiment, str(r.runs), f"{r.seconds_per_unit:.3g}", f"{r.factor:.2f}",
-                      ", ".join(f"{h['estimate']:.0f}/{h['seconds']:.0f}" if "estimate" in h else
-                                f"CPU rate / {h['speedup']:.3g} (study's GPU speedup)" for h in r.held_out))
+                      ", ".join(f"{h['estimate']:.0f}/{h['seconds']:.0f}" for h in r.held_out))
     out_console.print(table)
     if out is not None:
         err_console.print(f"rates → {Path(out) / f'{kind}.json'}", highlight=False)
 
-
-def _derived_cuda(records: Path) -> dict[str, Any]:
-    """CUDA rates as the committed CPU rates over each study's speedup on its GPU paper record
-    (:func:`attnlab.core.plan.gpu_speedup`): a study-wide figure, said so in each rate's ``held_out`` note."""
-    import dataclasses
-
-    from attnlab.core import costs
-    from attnlab.core.plan import gpu_speedup
-
-    cpu = costs.load("cpu")
-    if not cpu:
-        raise ConfigError("no committed CPU calibration (results/timing/cpu.json): run `attnlab store calibrate` first")
-    rates = {}
-    for path in sorted(Path(records).glob("paper/*-cuda.json")):
-        doc = json.loads(path.read_text())
-        found = gpu_speedup(doc, cpu)
-        if found is None:
-            err_console.print(f"{path}: a run of its claims has no CPU estimate; no CUDA rates for {doc['study']}",
-                              highlight=False)
-            continue
-        speedup, runs = found
-        err_console.print(f"{doc['study']}: the GPU record is {speedup:.3g}× the CPU time models over {runs} runs",
-                          highlight=False)
-        for key, r in cpu.items():
-            if key.startswith(doc["study"] + "."):
-                rates[key] = dataclasses.replace(r, seconds_per_unit=r.seconds_per_unit / speedup, held_out=[
-                    {"speedup": round(speedup, 3), "runs": runs}])
-    return rates

@@ -162,3 +162,15 @@ def fig1(cfg: Any) -> float:
 def fig10(cfg: Any) -> float:
     """Fig. 10: closed-form Jacobian norms on n_r radii for 4 normalisers (numpy; the set-up dominates)."""
     return 4 * cfg.n_r * 100 + RUN_FIXED
+
+#: experiments whose tiny run (held out of the calibration, results/timing/cpu.json) this time model misses
+#: beyond core.costs.FACTOR, and why (a finding of the calibration; tests/core/test_costs.py keeps it true)
+KNOWN_MISSES = dict.fromkeys((
+    "clustering.circuits", "clustering.fig11", "clustering.fig12", "clustering.fig13", "clustering.fig16",
+    "clustering.fig17", "clustering.fig18", "clustering.fig5", "clustering.fig7", "clustering.fig8",
+    "clustering.fig9", "clustering.stationarity", "clustering.train", "clustering.transfer_circuit",
+), (
+    "the per-run fixed cost of a short training unit (drawing the data sets, the probe grid, the logged "
+    "evaluations) is missing from the formulas: their tiny runs (0.5-3 s of CPU) are estimated 4-17x low "
+    "by the quick-scale rate"
+))

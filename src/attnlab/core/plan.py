@@ -196,29 +196,3 @@ def parse_duration(text: str) -> float:
     h, m, s = (float(g or 0) for g in parts.groups())
     return h * 3600 + m * 60 + s
 
-
-def gpu_speedup(doc: dict[str, Any], cpu: dict[str, costs.Rate]) -> tuple[float, int] | None:
-    """(speedup, runs) of a GPU record over the CPU time models: the CPU estimate of every run its claims ask for
-    (each once, as the GPU machine's empty store made it once) over the claims' GPU seconds; None if a run has no
-    CPU estimate. A study-wide figure: the CUDA rates of ``store calibrate --kind cuda`` are the CPU rates over it."""
-    from attnlab.core.claims import claims as registered
-    from attnlab.core.runs import RunStore
-
-    by_id = {c.id: c for c in registered()}
-    todo = [by_id[e["claim"]] for e in doc["claims"] if e["claim"] in by_id]
-    if not todo:
-        return None
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as empty:
-        steps = plan(todo, doc["scale"], RunStore(empty), None, "cuda")
-    runs = {(r.experiment, r.run_id): r for st in steps for r in st.runs}
-    cpu_seconds = 0.0
-    for r in runs.values():
-        exp = get(r.experiment)
-        rate = cpu.get(exp.key)
-        if rate is None or r.work is None:
-            return None
-        cpu_seconds += rate.estimate(r.work)
-    gpu_seconds = sum(float(e.get("seconds") or 0) for e in doc["claims"] if e["claim"] in by_id)
-    return (cpu_seconds / gpu_seconds, len(runs)) if gpu_seconds > 0 else None

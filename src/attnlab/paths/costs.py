@@ -137,3 +137,12 @@ def head_pruning(c) -> float:
         passes = 2 * sum(var.Hs) + 2  # full model, one per head, curve k = 0..ΣH
         work += w + passes * (1 + len(c.ood)) * c.P_prune * _episode(c, var)
     return work
+
+#: experiments whose tiny run (held out of the calibration, results/timing/cpu.json) this time model misses
+#: beyond core.costs.FACTOR, and why (a finding of the calibration; tests/core/test_costs.py keeps it true)
+KNOWN_MISSES = dict.fromkeys((
+    "paths.fig3", "paths.fig6",
+), (
+    "the one-shot pipeline's fixed cost (building the image sets and episodes) is missing: its tiny runs "
+    "(1.2-1.8 s) are estimated 7x low"
+))

@@ -213,3 +213,12 @@ def replica(c) -> float:
     scan = len(c.nus) * 2 * _bisect(T * len(c.lams), c.n_nodes)
     solvers = DAMPED_ITERS * REF_POINTS * c.n_nodes * 12 + REF_POINTS * 60 * c.n_nodes * 5
     return RUN_OVERHEAD + scan + _bisect(REF_POINTS + 10, c.n_nodes) + solvers
+
+#: experiments whose tiny run (held out of the calibration, results/timing/cpu.json) this time model misses
+#: beyond core.costs.FACTOR, and why (a finding of the calibration; tests/core/test_costs.py keeps it true)
+KNOWN_MISSES = dict.fromkeys((
+    "potts.fig2", "potts.fig2d", "potts.fig3left", "potts.finite_l",
+), (
+    "a run's fixed costs (sampling its data set once, building the models) dominate the tiny runs "
+    "(0.3-0.6 s) and are missing: estimated 5-9x low"
+))

@@ -134,3 +134,14 @@ def attention_maps(c) -> float:
 def cosine_grid(c) -> float:
     """Fig. 11: one flow to τ_max per (ν1, ν2) of the grid."""
     return len(c.nu1s) * len(c.nu2s) * flow_work(c, c.H, c.theta_law().F) + OVERHEAD
+
+#: experiments whose tiny run (held out of the calibration, results/timing/cpu.json) this time model misses
+#: beyond core.costs.FACTOR, and why (a finding of the calibration; tests/core/test_costs.py keeps it true)
+KNOWN_MISSES = dict.fromkeys((
+    "specialization.escape", "specialization.fig11", "specialization.fig12", "specialization.fig13",
+    "specialization.fig14", "specialization.fig16", "specialization.fig17", "specialization.fig18",
+    "specialization.fig6", "specialization.fig8", "specialization.split_time",
+), (
+    "the formulas' fixed cost per run (2e9 units, about 4 s) is 5-11x what a tiny run of the flows "
+    "measures (0.2-0.3 s), so the tiny runs are estimated that much high"
+))
