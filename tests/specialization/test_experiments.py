@@ -7,7 +7,7 @@ import torch
 
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.experiment import experiments, get
-from attnlab.core.runs import RunContext, RunStore, load_result
+from attnlab.core.runs import RunStore, load_result
 from attnlab.specialization.outputs import TINY
 
 torch.set_num_threads(1)
@@ -65,30 +65,10 @@ def test_bad_configs_are_rejected_before_work(overrides, key):
     assert key in str(e.value)
 
 
-def test_interrupted_experiment_resumes_to_the_same_result(tmp_path, monkeypatch):
+def test_interrupted_experiment_resumes_to_the_same_result(killed_and_resumed):
     exp = get("specialization.fig11")
     cfg = resolve(exp.config, "quick", {"nu1s": [0.5, 4.0], "nu2s": [0.5], "tau_max": 3.0, "n_mc": 400})
-    clean = load_result(RunStore(tmp_path / "clean").run(exp, cfg).run_dir)[1]
-
-    saves = {"n": 0}
-    original = RunContext.checkpoint
-
-    def flaky(self, state, force=False):
-        saved = original(self, state, force)
-        saves["n"] += saved
-        if saves["n"] == 1:
-            raise KeyboardInterrupt
-        return saved
-
-    store = RunStore(tmp_path / "killed")
-    monkeypatch.setattr(RunContext, "checkpoint", flaky)
-    with pytest.raises(KeyboardInterrupt):
-        store.run(exp, cfg)
-    assert store.status(cfg.hash(exp.key))["status"] == "interrupted"
-    monkeypatch.setattr(RunContext, "checkpoint", original)
-    rec = store.run(exp, cfg)
-    assert "resumed from checkpoint" in (rec.run_dir / "log.txt").read_text()
-    resumed = load_result(rec.run_dir)[1]
+    clean, _, resumed = killed_and_resumed(exp, cfg, lambda state: True)  # killed at its first save
     assert np.array_equal(resumed.arrays["cos_q"], clean.arrays["cos_q"])
 
 
