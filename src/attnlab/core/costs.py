@@ -8,13 +8,15 @@ A study declares, for each experiment, its **work** as a formula in the config's
         return len(c.widths) * c.n_seeds * c.steps * (c.P * c.T) ** 2
 
 The units are the formula's own (operations, up to a constant); :func:`calibrate` turns them into seconds per
-device kind ("cpu" is one thread; "cuda" a GPU) from runs in a store whose seconds the index kept: the rate of an
-experiment is the median of seconds / work over its runs, and its **factor** the largest ratio, either way, between
-a run's seconds and the rate's estimate. ``attnlab store calibrate`` writes the rates into
-``results/timing/<kind>.json``; ``attnlab check --plan`` reads them to say what each claim's missing runs will
-cost. The calibration also keeps, per experiment, the runs held out of the fit (another scale) with their
-estimate and their measured seconds: that is how far the formula extrapolates (docs/performance.md states the
-factor tested).
+device kind ("cpu" is one thread, timed by the run's CPU time; "cuda" a GPU, by wall time) from a store's finished
+runs: the rate of an experiment is the median of seconds / work over its runs, and its **factor** the largest
+ratio, either way, between a run's seconds and the rate's estimate. ``attnlab store calibrate`` writes the rates
+into ``results/timing/<kind>.json``; ``attnlab check --plan`` reads them to say what each claim's missing runs will
+cost. The calibration also keeps, per experiment, the runs held out of the fit (another size) with their estimate
+and their measured seconds: that is how far the formula extrapolates. The committed CPU calibration is fitted on
+each experiment's quick run and holds out its tiny run (``benchmarks/timing.py``); an estimate is tested to be
+within :data:`FACTOR` of the measured time, but for the misses each study's ``costs.py`` lists with their reason
+(``KNOWN_MISSES``; docs/claims.md).
 """
 
 from __future__ import annotations
