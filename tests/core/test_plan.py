@@ -85,13 +85,13 @@ def test_a_plan_stops_a_claim_that_computes_by_itself(tmp_path):
 
 
 def test_time_models_fitted_on_short_runs_estimate_a_longer_one(tmp_path, monkeypatch):
-    """`store calibrate` fits the walk's formula (a fixed cost per run plus steps × (dim + bookkeeping)) on two
-    1000-step walks; the rate estimates a 20 000-step walk within core.costs.FACTOR of its CPU time (a formula
-    without the fixed cost would be 20× off), and `check --plan` adds a claim's missing runs up with it."""
+    """`store calibrate` fits the walk's formula (a fixed cost per run plus steps × (bookkeeping + dim)) on two
+    5,000-step walks; the rate estimates a 40,000-step walk within core.costs.FACTOR of its CPU time (a formula
+    blind to the steps would be 3-6× off), and `check --plan` adds a claim's missing runs up with it."""
     from attnlab.core import costs
 
     fit, held, timing = tmp_path / "fit", tmp_path / "held", tmp_path / "timing"
-    for store, steps, seeds in ((fit, 1000, (0, 1)), (held, 20_000, (0,))):
+    for store, steps, seeds in ((fit, 5000, (0, 1)), (held, 40_000, (0,))):
         for seed in seeds:
             res = runner.invoke(app, ["run", "toy.walk", "--set", f"steps={steps}", "--seed", str(seed), "--store",
                                       str(store), "--quiet"])

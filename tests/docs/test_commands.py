@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.core.config import parse_value, resolve
+from attnlab.core.config import ConfigError, parse_value, resolve
 from attnlab.core.experiment import get
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,4 +44,9 @@ def test_each_command_resolves_to_a_valid_config(page, verb, args):
     seed = int((options(args, "--seed") or [0])[0])
     for point in itertools.product(*grid.values()):
         values = {**sets, **dict(zip(grid, point, strict=True))}
-        resolve(exp.config, scale, values, seed=values.pop("seed", seed))
+        try:
+            resolve(exp.config, scale, values, seed=values.pop("seed", seed))
+        except ConfigError as exc:  # a command on the reader's own file (X.npz) is valid but for that file
+            files = [k for k, v in sets.items() if isinstance(v, str) and Path(v).suffix and not (ROOT / v).exists()]
+            if not any(f"key '{k}'" in str(exc) and "no such file" in str(exc) for k in files):
+                raise

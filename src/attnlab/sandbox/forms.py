@@ -83,7 +83,10 @@ def _all_errors(cls: type[Config], scale: str, overrides: dict[str, Any]) -> lis
             else:
                 key = _field_of(msg) or "<config>"
                 out.append(FieldError(key, values.get(key), " ".join(msg.split())))
-        return out
+        firsts: dict[str, FieldError] = {}  # one message a field: pydantic follows a bad element with its own
+        for e in out:                        # complaint about what is left ("at least 1 item, not 0")
+            firsts.setdefault(e.field, e)
+        return list(firsts.values())
     except (ConfigError, ValueError) as exc:
         return [FieldError(_field_of(str(exc)) or "<config>", None, " ".join(str(exc).split()))]
     return []
