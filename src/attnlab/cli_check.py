@@ -125,6 +125,8 @@ def check(
 
 
 def _print_plan(steps: list, scale: str, device: str | None, root: Path | None, json_: bool) -> None:
+    from attnlab.core.record import hours
+
     rows = [{"claim": st.claim.id, "last": st.source, "seconds": st.seconds, "estimate": st.estimate,
              "expected": st.expected, "stale": st.stale, "runs_known": st.complete,
              "runs": [{"experiment": r.experiment, "run_id": r.run_id, "in_store": r.stored, "estimate": r.seconds}
@@ -143,7 +145,7 @@ def _print_plan(steps: list, scale: str, device: str | None, root: Path | None, 
                       _secs(r["estimate"]) + ("" if r["runs_known"] else "+"), runs)
     out_console.print(table)
     total, modelled, by_record, unique = plan_total(steps)
-    out_console.print(f"about {_hours(total)} for {modelled + by_record} of {len(rows)} claims ({modelled} by the "
+    out_console.print(f"about {hours(total)} for {modelled + by_record} of {len(rows)} claims ({modelled} by the "
                       f"time models of their {unique} missing runs, each counted once, {by_record} by their last "
                       f"record); {len(rows) - modelled - by_record} without an estimate. A run marked ✓ is reused; "
                       "'…' and '+': later runs depend on a run not made yet.")
@@ -167,10 +169,6 @@ def plan_total(steps: list) -> tuple[float, int, int, int]:
 
 def _secs(s: float | None) -> str:
     return "?" if s is None else f"{s:.0f}"
-
-
-def _hours(s: float) -> str:
-    return f"{s / 60:.0f} min" if s < 5400 else f"{s / 3600:.1f} h"
 
 
 def print_claims(results: list) -> None:

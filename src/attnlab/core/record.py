@@ -214,7 +214,7 @@ def _num(x: Any) -> str:
 BLOCKS = {"claims-record": "claims record", "gpu-table": "paper scale on one GPU"}
 
 
-def _hours(seconds: float) -> str:
+def hours(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
@@ -242,7 +242,7 @@ def claims_table(records: list[dict[str, Any]], base: Path) -> str:
         where = hw["gpu"]["name"] if "gpu" in hw else f"CPU, {_threads(hw['cpu']['threads'])}"
         reused = f" ({d['runs_reused']} runs reused)" if d.get("runs_reused") else ""
         lines.append(f"| {d['study']} | {d['scale']} | {where} | {c['pass']} | {c['fail']} | {c['reported']} | "
-                     f"{c['error']} | {_partial(d) or _hours(d['wall_seconds']) + reused} | {d['date'][:10]}, "
+                     f"{c['error']} | {_partial(d) or hours(d['wall_seconds']) + reused} | {d['date'][:10]}, "
                      f"{(d['commit'] or 'unknown')[:10]}{stale} | [{Path(d['path']).name}]({_rel(d['path'], base)}) |")
     return "\n".join(lines) + "\n"
 
@@ -255,12 +255,12 @@ def _partial(d: dict[str, Any]) -> str:
         return ""
     n_of_m = f"{part['claims_measured']} of {part['claims_planned']} claims"
     if part.get("budget"):  # a budgeted slice: its own wall time, not the sum of the claims' seconds
-        return f"{n_of_m}; last slice {_hours(part['seconds'] or 0)} (--budget {part['budget']})"
+        return f"{n_of_m}; last slice {hours(part['seconds'] or 0)} (--budget {part['budget']})"
     if not part.get("interrupted", True):  # records before the flag existed were all interrupted checks
         reused = d.get("runs_reused", 0)
-        return f"{n_of_m} in {_hours(d['wall_seconds'])}" + (f" ({reused} run{'s' * (reused > 1)} reused)"
+        return f"{n_of_m} in {hours(d['wall_seconds'])}" + (f" ({reused} run{'s' * (reused > 1)} reused)"
                                                             if reused else "")
-    after = f" after {_hours(part['seconds'])}" if part.get("seconds") else ""
+    after = f" after {hours(part['seconds'])}" if part.get("seconds") else ""
     return f"interrupted{after}: {n_of_m}"
 
 
@@ -286,8 +286,8 @@ def gpu_table(records: list[dict[str, Any]], studies: Iterable[str], planned: di
         now = code_fingerprint(study)
         stale = sum(fingerprint.stale(e, now) for e in latest.values())
         gpus = sorted({d["hardware"]["gpu"]["name"] for d in docs if "gpu" in d["hardware"]})
-        g = f"{_hours(spent[True])} ({', '.join(gpus)})" if gpus else "—"
-        c = _hours(spent[False]) if any("gpu" not in d["hardware"] for d in docs) else "—"
+        g = f"{hours(spent[True])} ({', '.join(gpus)})" if gpus else "—"
+        c = hours(spent[False]) if any("gpu" not in d["hardware"] for d in docs) else "—"
         lines.append(f"| {study} | {len(latest)} of {of} | {v['pass']} | {v['fail'] + v['error']} | {v['reported']} | "
                      f"{stale} | {g} | {c} |")
     return "\n".join(lines) + "\n"
