@@ -94,7 +94,6 @@ class Planned:
     run_id: str
     stored: bool
     seconds: float | None = None  # the time model's estimate on the plan's device kind (None: no model)
-    work: float | None = None  # its work by its experiment's formula (None: no formula)
 
 
 class ProbeContext(ClaimContext):
@@ -114,8 +113,7 @@ class ProbeContext(ClaimContext):
         config = resolve(exp.config, self.scale, overrides, seed=overrides.pop("seed", self.seed), device=device)
         found = self.store.lookup(exp, config)
         seconds = None if found is not None else costs.estimate(exp, config, costs.kind_of(device), self.rates)
-        self.seen.append(Planned(experiment, config.hash(exp.key), found is not None, seconds,
-                                 costs.work_of(exp, config)))
+        self.seen.append(Planned(experiment, config.hash(exp.key), found is not None, seconds))
         if found is None:
             return _stand_in()
         return load_result(found.run_dir)[1]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import logging
 import shutil
 import tempfile
 from contextlib import asynccontextmanager
@@ -58,6 +59,7 @@ from attnlab.sandbox.service import Sandbox, check_frames, check_variant
 from attnlab.sandbox.store import NotFound, check_names
 from attnlab.sandbox.traces import to_json
 
+log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
 MAX_FRAMES_PER_REQUEST = 200
 MAX_EXPORT_FRAMES = 300
@@ -262,7 +264,11 @@ def add_event_routes(app: FastAPI, sb: Sandbox) -> None:
             last, quiet = None, 0
             yield "retry: 1000\n\n"
             while not closing():
-                text = to_json(await run_in_threadpool(sb.state))
+                try:
+                    text = to_json(await run_in_threadpool(sb.state))
+                except Exception:  # noqa: BLE001 - one bad read (a run dir mid-rename) must not end the stream
+                    log.exception("/api/events: reading the sandbox state failed; retrying on the next tick")
+                    text = last
                 if text != last:
                     last, quiet = text, 0
                     yield f"event: state\ndata: {text}\n\n"

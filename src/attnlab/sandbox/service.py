@@ -108,9 +108,10 @@ class Sandbox:
                     d = self.reader.run_dir(r)
                 except (ConfigError, NotFound):
                     continue
-                f = d / "live.npz"
-                if f.exists():
-                    live[r["id"]] = f.stat().st_mtime_ns
+                try:  # a finishing job removes its snapshot: exists-then-stat would race with it
+                    live[r["id"]] = (d / "live.npz").stat().st_mtime_ns
+                except FileNotFoundError:
+                    pass
         brief = [{k: r.get(k) for k in ("id", "experiment", "status", "error", "created", "seconds", "queue_position",
                                         "openable", "label")} for r in rows]
         return {"runs": brief, "live": live}

@@ -46,6 +46,7 @@ class App {
     if (params.get("compare")) work.push(this.open(params.get("compare"), 1));
     subscribe((s) => this.onState(s), (text) => {
       const badge = document.getElementById("connection");
+      if (text === "live" && badge.dataset.state === "reconnecting…") this.refreshRuns().catch((e) => console.warn(e));
       badge.textContent = text;
       badge.dataset.state = text;
     });
