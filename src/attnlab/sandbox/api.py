@@ -266,7 +266,7 @@ def add_event_routes(app: FastAPI, sb: Sandbox) -> None:
             while not closing():
                 try:
                     text = to_json(await run_in_threadpool(sb.state))
-                except Exception:  # noqa: BLE001 - one bad read (a run dir mid-rename) must not end the stream
+                except Exception:  # one bad read (a run dir mid-rename) must not end the stream
                     log.exception("/api/events: reading the sandbox state failed; retrying on the next tick")
                     text = last
                 if text != last:

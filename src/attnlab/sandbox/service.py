@@ -3,6 +3,7 @@ and a run (which experiments start, a config's memory need, a run's job state, a
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,10 +109,8 @@ class Sandbox:
                     d = self.reader.run_dir(r)
                 except (ConfigError, NotFound):
                     continue
-                try:  # a finishing job removes its snapshot: exists-then-stat would race with it
+                with contextlib.suppress(FileNotFoundError):  # a finishing job may remove it meanwhile
                     live[r["id"]] = (d / "live.npz").stat().st_mtime_ns
-                except FileNotFoundError:
-                    pass
         brief = [{k: r.get(k) for k in ("id", "experiment", "status", "error", "created", "seconds", "queue_position",
                                         "openable", "label")} for r in rows]
         return {"runs": brief, "live": live}
