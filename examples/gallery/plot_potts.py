@@ -13,8 +13,8 @@ import numpy as np
 import torch
 
 from attnlab.core.trajectory import compare
-from attnlab.potts.replica import data as gaussian
-from attnlab.potts.replica import theory
+from attnlab.potts import gaussian
+from attnlab.potts.theory import replica as theory
 
 alphas = [0.25, 0.5, 1.0, 1.5, 2.5, 4.0]
 sim = gaussian.simulate(L=200, nu=3.0, lam=1e-2, alphas=alphas, n_real=30, generator=torch.Generator().manual_seed(0))

@@ -256,3 +256,19 @@ def test_status_only_reads_and_lookup_finds_an_intact_finished_run(sealed):
     assert store.record_interrupted() == [d.name] and store.index.get(d.name)["status"] == "interrupted"
     os.truncate(d / "arrays.npz", 10)
     assert store.lookup(exp, cfg) is None  # corrupt: not reused
+
+
+def test_a_lock_probe_sees_the_run_and_never_another_probe(tmp_path):
+    """is_locked is true under a run's exclusive lock and false under a concurrent probe's shared one (a probe that
+    took the exclusive lock made a delete racing the sandbox's event stream refuse a stopped run as 'running')."""
+    import fcntl
+
+    from attnlab.core.files import is_locked, locked
+
+    lock = tmp_path / ".lock"
+    with locked(lock):
+        assert is_locked(lock)
+    assert not is_locked(lock)
+    with open(lock) as other:  # another probe, mid-probe
+        fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        assert not is_locked(lock)

@@ -8,11 +8,12 @@ import torch
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.experiment import experiments, get
 from attnlab.core.runs import RunContext, RunStore, load_result
-from attnlab.potts.outputs import DATA, TINY
+from attnlab.potts.configs import TINY_DATA as DATA
+from attnlab.potts.study import STUDY
 
 torch.set_num_threads(1)
 
-CASES = TINY
+CASES = {e.name: dict(e.outputs.tiny) for e in STUDY.experiments}  # each experiment's declared fast check
 
 
 def test_every_paper_figure_has_an_experiment():

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.potts.replica import data as gaussian
-from attnlab.potts.replica import theory
-from attnlab.potts.replica.theory import g_nu, saddle, semicircle
+from attnlab.potts import gaussian
+from attnlab.potts.theory import replica as theory
+from attnlab.potts.theory.replica import g_nu, saddle, semicircle
 
 F64 = torch.float64
 GRID_A = torch.tensor([0.1, 0.5, 0.9, 1.0, 1.1, 2.0, 4.0, 8.0, 16.0], dtype=F64)[:, None]

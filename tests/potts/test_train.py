@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.potts import theory
+from attnlab.potts.theory.optimum import potts_optimum
 from attnlab.potts.data import PottsSpec, potts_dataset
 from attnlab.potts.model import potts_representation
 from attnlab.potts.optim import lbfgs
@@ -64,7 +64,7 @@ def test_lbfgs_handles_problems_that_stop_at_different_times():
 
 def test_paired_api_shares_the_vocabulary(data):
     sim = simulate(data, "factored", optim=Optim(epochs=2))
-    opt = theory.potts_optimum(data, sim.time)
+    opt = potts_optimum(data, sim.time)
     assert set(sim.names) == set(opt.names)
     assert abs(float(opt["gap"][0, 0])) < 1e-9 and abs(float(opt["corr"][0, 0]) - 1) < 1e-9
     assert (sim["test_loss"] >= opt["test_loss"] - 0.05).all()

@@ -300,8 +300,18 @@ def test_stop_all_shown_and_delete_stopped_shown_from_the_page(page, server):
     page.remove_listener("dialog", alerted)
     assert all(server.run_status(i) == "interrupted" for i in ids)
     assert page.locator("#runs .run button.delete").count() == 2
-    page.once("dialog", lambda dialog: dialog.accept())
+    dialogs: list[str] = []
+
+    def confirm_then_record(dialog) -> None:  # accept the confirmation; a failed delete says why in an alert
+        dialogs.append(dialog.message)
+        dialog.accept()
+
+    page.on("dialog", confirm_then_record)
     page.click("#delete-shown")
-    page.wait_for_function("document.querySelectorAll('#runs .run').length === 0")
+    try:
+        page.wait_for_function("document.querySelectorAll('#runs .run').length === 0")
+    except Exception as exc:
+        shown = page.evaluate("[...document.querySelectorAll('#runs .run')].map(r => r.dataset.status)")
+        raise AssertionError(f"page: {shown}; dialogs: {dialogs}; server's stderr: {server.output()[-1500:]}") from exc
     listed = {r["id"] for r in server.get("api/runs")["runs"]}
     assert not listed & set(ids) and not any((server.root / "runs" / "toy.walk" / i).exists() for i in ids)

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from attnlab.core import progress
 from attnlab.core.config import SCALES, ConfigError, _clip, resolve
 from attnlab.core.display import html_block, text_block
-from attnlab.core.experiment import Result, check_study, get, load_studies
+from attnlab.core.experiment import Experiment, Result, check_study, get, load_studies
 from attnlab.core.files import atomic_write_json
 from attnlab.core.runs import RunRecord, RunStore, load_result
 
@@ -75,8 +75,9 @@ class ClaimContext:
     records: list[RunRecord] = field(default_factory=list)
     device: str | None = None
 
-    def run(self, experiment: str, **overrides: Any) -> Result:
-        """Run (or reuse) ``study.experiment`` at this scale and device with ``overrides``; return its result."""
+    def run(self, experiment: str | Experiment, **overrides: Any) -> Result:
+        """Run (or reuse) ``experiment`` (the object, or ``study.experiment``) at this scale and device with
+        ``overrides``; return its result."""
         exp = get(experiment)
         device = overrides.pop("device", self.device)
         config = resolve(exp.config, self.scale, overrides, seed=overrides.pop("seed", self.seed), device=device)
@@ -84,12 +85,12 @@ class ClaimContext:
         self.records.append(record)
         return load_result(record.run_dir)[1]
 
-    def summary(self, experiment: str, key: str, **overrides: Any) -> Any:
+    def summary(self, experiment: str | Experiment, key: str, **overrides: Any) -> Any:
         """One summary value of ``study.experiment`` run (or reused) as :meth:`run` does; an unknown key raises a
         ``KeyError`` that lists the keys the run has."""
         summary = self.run(experiment, **overrides).summary
         if key not in summary:
-            raise KeyError(f"{experiment} has no summary key {key!r}; it has: {', '.join(sorted(summary))}")
+            raise KeyError(f"{get(experiment).key} has no summary key {key!r}; it has: {', '.join(sorted(summary))}")
         return summary[key]
 
 

@@ -40,16 +40,14 @@ FACTOR = 4.0
 def cost_model(*keys: str) -> Callable[[CostFn], CostFn]:
     """Decorator attaching ``fn(config) -> work`` (a formula in the config's sizes) to the registered experiments
     ``keys``, as :func:`attnlab.core.experiment.memory_model` attaches memory models."""
-    import dataclasses
+    from attnlab.core.experiment import attach
 
-    from attnlab.core.experiment import _REGISTRY
-
-    def attach(fn: CostFn) -> CostFn:
+    def add(fn: CostFn) -> CostFn:
         for key in keys:
-            _REGISTRY[key] = dataclasses.replace(_REGISTRY[key], cost=fn)
+            attach(key, cost=fn)
         return fn
 
-    return attach
+    return add
 
 
 @dataclass

@@ -89,8 +89,14 @@ FigureFn = Callable[[Result, Any], "Figure | Mapping[str, Figure]"]
 SweepFigureFn = Callable[[pd.DataFrame, list[str]], "Figure"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed as itself: a dict of overrides may be keyed by it
 class Experiment:
+    """One experiment, whole: its config class, run function, figure, memory and time models, declared outputs and
+    paper reference. A study declares each as a module-level constant beside its config and run (``FIG2 =
+    Experiment("potts", "fig2", Fig2Config, fig2, ...)``) and lists them in its :class:`~attnlab.core.study.Study`;
+    claims pass the object to ``ctx.run`` (go-to-definition lands on it). The ``title`` defaults to the first line
+    of ``fn``'s docstring."""
+
     study: str
     name: str
     config: type[Config]
@@ -105,12 +111,38 @@ class Experiment:
     cost: Callable[[Any], float] | None = None  # work as a formula in the config's sizes (core.costs)
     outputs: Outputs | None = None  # declared summary keys and arrays (``<study>/outputs.py``, core.outputs)
 
+    def __post_init__(self) -> None:
+        if not self.title:
+            doc = (self.fn.__doc__ or "").strip().splitlines()
+            object.__setattr__(self, "title", doc[0] if doc else self.name)
+
     @property
     def key(self) -> str:
         return f"{self.study}.{self.name}"
 
 
 _REGISTRY: dict[str, Experiment] = {}
+
+
+def register(exp: Experiment) -> Experiment:
+    """Put ``exp`` in the registry the CLI, the sandbox and claims read (what a :class:`Study` does for each of its
+    experiments when it is loaded)."""
+    _REGISTRY[exp.key] = exp
+    return exp
+
+
+def attach(key: str, **parts: Any) -> Experiment:
+    """Give the registered experiment ``key`` its ``memory``, ``cost`` or ``outputs`` declared in another module
+    (the decorators :func:`memory_model`, :func:`attnlab.core.costs.cost_model` and
+    :func:`attnlab.core.outputs.outputs` of studies not yet declared whole in one place)."""
+    import dataclasses
+
+    if key not in _REGISTRY and (study := key.partition(".")[0]) in study_modules():
+        load_studies([study])  # the declarations imported before the experiments
+    if key not in _REGISTRY:
+        raise KeyError(f"{', '.join(parts)} declared for {key!r}, which is not a registered experiment")
+    _REGISTRY[key] = dataclasses.replace(_REGISTRY[key], **parts)
+    return _REGISTRY[key]
 
 
 def experiment(
@@ -134,15 +166,11 @@ def experiment(
     (:func:`attnlab.core.sweep.task_resources`).
     """
 
-    def register(fn: Callable[[Any, RunContext], Result]) -> Callable[[Any, RunContext], Result]:
-        doc = (fn.__doc__ or "").strip().splitlines()
-        _REGISTRY[f"{study}.{name}"] = Experiment(
-            study, name, config, fn, ref, title or (doc[0] if doc else name), figure, sweep_figure, headline, memory,
-            resources,
-        )
+    def add(fn: Callable[[Any, RunContext], Result]) -> Callable[[Any, RunContext], Result]:
+        register(Experiment(study, name, config, fn, ref, title, figure, sweep_figure, headline, memory, resources))
         return fn
 
-    return register
+    return add
 
 
 MemoryFn = Callable[[Any], "int | tuple[int, str]"]
@@ -151,14 +179,13 @@ MemoryFn = Callable[[Any], "int | tuple[int, str]"]
 def memory_model(*keys: str) -> Callable[[MemoryFn], MemoryFn]:
     """Decorator attaching ``fn(config) -> peak bytes`` as the memory model of the registered experiments ``keys``
     (what ``experiment(..., memory=fn)`` does), for a study's ``memory.py`` kept apart from its experiments."""
-    import dataclasses
 
-    def attach(fn: MemoryFn) -> MemoryFn:
+    def add(fn: MemoryFn) -> MemoryFn:
         for key in keys:
-            _REGISTRY[key] = dataclasses.replace(_REGISTRY[key], memory=fn)
+            attach(key, memory=fn)
         return fn
 
-    return attach
+    return add
 
 
 STUDY_GROUP = "attnlab.studies"  # entry points: study name → its package (rooms below) or one registering module
@@ -200,10 +227,11 @@ def import_plugin(module: str, source: str) -> Any:
 
 
 def load_studies(studies: list[str] | tuple[str, ...] | None = None) -> None:
-    """Import each study so that it registers its experiments, claims, memory and time models: the module of its
-    entry point (group ``attnlab.studies``) and, when that is a package, its ``experiments``, ``claims``, ``memory``,
-    ``costs`` and ``outputs`` rooms. A third-party study registers itself the same way (``examples/my_study``); the
-    modules named in the deprecated ``$ATTNLAB_PLUGINS`` (comma-separated) are still imported for one release.
+    """Load each study: the module of its entry point (group ``attnlab.studies``); where that module defines a
+    :class:`~attnlab.core.study.Study` ``STUDY``, the experiments and claims modules it lists (nothing else);
+    otherwise, for a package, its ``experiments``, ``claims``, ``memory``, ``costs`` and ``outputs`` rooms. A
+    third-party study registers itself the same way (``examples/my_study``); the modules named in the deprecated
+    ``$ATTNLAB_PLUGINS`` (comma-separated) are still imported for one release.
     """
     for module in deprecated_env("ATTNLAB_PLUGINS", "register the study under the entry-point group "
                                  f"'{STUDY_GROUP}' instead (see examples/my_study)"):
@@ -213,15 +241,35 @@ def load_studies(studies: list[str] | tuple[str, ...] | None = None) -> None:
         if study not in known:
             raise ConfigError(f"unknown study {study!r}; allowed: {', '.join(known)}")
         package = import_plugin(known[study], f"the {STUDY_GROUP} entry point {study!r}")
+        declared = getattr(package, "STUDY", None)
+        if declared is None and hasattr(package, "__path__"):  # a package whose study object is in its ``study``
+            declared = getattr(_optional(f"{package.__name__}.study"), "STUDY", None)
+        if _is_study(declared):
+            for exp in declared.experiments:
+                register(exp)
+            for module in declared.claims:
+                import_plugin(module, f"study {study!r} (its claims)")
+            continue
         if not hasattr(package, "__path__"):
             continue
         for room in ("experiments", "claims", "memory", "costs", "outputs"):
-            module = f"{package.__name__}.{room}"
-            try:
-                importlib.import_module(module)
-            except ModuleNotFoundError as exc:
-                if exc.name != module:
-                    raise
+            _optional(f"{package.__name__}.{room}")
+
+
+def _optional(module: str) -> Any:
+    """``module`` imported, or None where it does not exist (an error inside it still raises)."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        return None
+
+
+def _is_study(obj: Any) -> bool:
+    from attnlab.core.study import Study
+
+    return isinstance(obj, Study)
 
 
 def experiments(study: str | None = None) -> list[Experiment]:
@@ -231,8 +279,11 @@ def experiments(study: str | None = None) -> list[Experiment]:
     return [e for e in _REGISTRY.values() if study is None or e.study == study]
 
 
-def get(key: str) -> Experiment:
-    """Look up ``STUDY.EXPERIMENT``; unknown names raise :class:`ConfigError` listing the choices."""
+def get(key: str | Experiment) -> Experiment:
+    """Look up ``STUDY.EXPERIMENT`` (an :class:`Experiment` is itself, as registered); unknown names raise
+    :class:`ConfigError` listing the choices."""
+    if isinstance(key, Experiment):
+        key = key.key
     study, sep, _ = key.partition(".")
     if not sep:
         raise ConfigError(f"experiment {key!r} must be STUDY.EXPERIMENT, e.g. specialization.fig1")

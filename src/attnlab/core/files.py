@@ -89,11 +89,13 @@ def locked(path: Path) -> Iterator[None]:
 
 
 def is_locked(path: Path) -> bool:
-    """Whether a live process holds the flock on ``path`` (a missing file is held by nobody; none is created)."""
+    """Whether a live process holds the flock on ``path`` (a missing file is held by nobody; none is created).
+    The probe takes a shared lock, which only a holder's exclusive lock refuses: two probes at once (the sandbox's
+    event stream and a delete, say) never see each other as the run."""
     try:
         with open(path) as f:
             try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except BlockingIOError:
                 return True
             fcntl.flock(f, fcntl.LOCK_UN)

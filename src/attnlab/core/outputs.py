@@ -22,7 +22,6 @@ the quick scale) under which ``tests/core/test_outputs.py`` runs every declared 
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import itertools
 import re
@@ -31,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnlab.core.experiment import _REGISTRY, Result, load_studies, study_modules
+from attnlab.core.experiment import Result, attach
 from attnlab.core.metrics import tidy, unnamed_axes
 
 Shape = tuple[int | str | None, ...] | None
@@ -70,17 +69,18 @@ class Outputs:
                 for name in expand(name, config)}
 
 
+def declare(*, summary: Names, arrays: Arrays, tiny: Mapping[str, Any] | None = None,
+            index: Mapping[str, tuple[str, ...]] | None = None) -> Outputs:
+    """The :class:`Outputs` of an experiment declared whole (``Experiment(..., outputs=declare(...))``)."""
+    names = summary if callable(summary) else (summary,) if isinstance(summary, str) else tuple(summary)
+    return Outputs(names, arrays, dict(tiny or {}), None if index is None else dict(index))
+
+
 def outputs(key: str, *, summary: Names, arrays: Arrays, tiny: Mapping[str, Any] | None = None,
             index: Mapping[str, tuple[str, ...]] | None = None) -> Outputs:
-    """Declare the outputs of the registered experiment ``key`` (``study.experiment``)."""
-    study = key.partition(".")[0]
-    if key not in _REGISTRY and study in study_modules():  # the declarations imported before the experiments
-        load_studies([study])
-    if key not in _REGISTRY:
-        raise KeyError(f"outputs declared for {key!r}, which is not a registered experiment")
-    names = summary if callable(summary) else (summary,) if isinstance(summary, str) else tuple(summary)
-    out = Outputs(names, arrays, dict(tiny or {}), None if index is None else dict(index))
-    _REGISTRY[key] = dataclasses.replace(_REGISTRY[key], outputs=out)
+    """Declare the outputs of the registered experiment ``key`` (``study.experiment``) from another module."""
+    out = declare(summary=summary, arrays=arrays, tiny=tiny, index=index)
+    attach(key, outputs=out)
     return out
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from attnlab.core import costs
 from attnlab.core.claims import Claim, ClaimContext
 from attnlab.core.config import resolve
-from attnlab.core.experiment import Result, get
+from attnlab.core.experiment import Experiment, Result, get
 from attnlab.core.fingerprint import code_fingerprint, stale
 from attnlab.core.runs import Interrupted, RunStore, deadline
 
@@ -105,7 +105,7 @@ class ProbeContext(ClaimContext):
     seen: list[Planned]
     rates: dict[str, costs.Rate]
 
-    def run(self, experiment: str, **overrides: Any) -> Result:
+    def run(self, experiment: str | Experiment, **overrides: Any) -> Result:
         from attnlab.core.runs import load_result
 
         exp = get(experiment)
@@ -113,7 +113,7 @@ class ProbeContext(ClaimContext):
         config = resolve(exp.config, self.scale, overrides, seed=overrides.pop("seed", self.seed), device=device)
         found = self.store.lookup(exp, config)
         seconds = None if found is not None else costs.estimate(exp, config, costs.kind_of(device), self.rates)
-        self.seen.append(Planned(experiment, config.hash(exp.key), found is not None, seconds))
+        self.seen.append(Planned(exp.key, config.hash(exp.key), found is not None, seconds))
         if found is None:
             return _stand_in()
         return load_result(found.run_dir)[1]

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attnlab.core.claims import Claim, ClaimContext, claims
-from attnlab.core.experiment import Result
+from attnlab.core.experiment import Experiment, Result, get
 from attnlab.core.runs import RunStore
 
 ResultFn = Callable[[str, Result], Result]
@@ -42,7 +42,7 @@ class World:
     """A world where a claim's statement is false, and the claim measured there must say ``fail``."""
 
     why: str  # one sentence: what is broken, and why the statement is false there
-    overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    overrides: Mapping[str | Experiment, Mapping[str, Any]] = field(default_factory=dict)
     result: ResultFn | None = None
     patch: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
     scale: str = "quick"
@@ -53,11 +53,13 @@ class WorldContext(ClaimContext):
 
     world: World
 
-    def run(self, experiment: str, **overrides: Any) -> Result:
-        result = super().run(experiment, **{**overrides, **self.world.overrides.get(experiment, {})})
+    def run(self, experiment: str | Experiment, **overrides: Any) -> Result:
+        key = get(experiment).key
+        mine = {get(k).key: v for k, v in self.world.overrides.items()}  # keyed by experiment objects or names
+        result = super().run(key, **{**overrides, **mine.get(key, {})})
         if self.world.result is None:
             return result
-        return self.world.result(experiment, copy.deepcopy(result))
+        return self.world.result(key, copy.deepcopy(result))
 
 
 @contextlib.contextmanager

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
-from pydantic.fields import FieldInfo
 
 from attnlab.core.config import Config
 from attnlab.potts.data import PottsSpec, check_couplings
@@ -88,50 +87,6 @@ class Training(Config):
         return Optim(self.optimizer, self.lr, self.epochs, self.batch, self.schedule)
 
 
-class Fig2Config(PottsDataConfig, Training):
-    """Fig. 2a-c: factored attention vs vanilla transformers with 1 and 3 layers on the same Potts data."""
-
-    models: tuple[Model, ...] = Field(("factored", "vanilla1", "vanilla3"), min_length=1,
-                                      description="architectures trained: factored attention (eq. (4)), the vanilla "
-                                                  "transformer with 1 or 3 layers")
-    vanilla_lr: float = Field(1e-3, gt=0, le=10, description="Adam lr of the vanilla transformers (docs note 3)")
-    vanilla_epochs: int = Field(60, ge=1, le=100_000, description="training epochs of the vanilla transformers")
-    vanilla_mask: Literal["random", "all"] = Field("random", description="one random masked site per sequence, "
-                                                                           "or all L copies (exact MLM)")
-    head: Literal["uva", "linear"] = Field("uva", description="vanilla output head (App. 'Numerical details')")
-    d: int = Field(20, ge=2, le=512, description="embedding dimension of the vanilla transformer")
-    eval_every: int = Field(1, ge=1, le=100_000, description="epochs between evaluations of the vanilla models")
-    n_eval: int | None = Field(None, ge=2, le=1_000_000,
-                               description="test sequences of the per-epoch vanilla evaluation (None: all)")
-    scales = {"quick": {"vanilla_epochs": 40, "eval_every": 2, "n_eval": 300}, "paper": {"seeds": 3}}
-
-
-class Fig2dConfig(PottsDataConfig, Training):
-    """Fig. 2d: test loss vs the position/embedding mixing a of eq. (2), several seeds per a, one computation."""
-
-    a_values: tuple[float, ...] = Field((0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0), min_length=2,
-                                        description="mixings a >= 0 of positions and embeddings in eq. (2) "
-                                                    "(a = 0: factored attention)",
-                                        json_schema_extra={"allowed": "two or more numbers, each ≥ 0"})
-    seeds: int = Field(3, ge=1, le=64,
-                       description="independent models (initialisations) per a, trained in one computation")
-    scales = {"quick": {"a_values": (0.0, 0.1, 0.3, 1.0), "epochs": 30}, "paper": {}}
-
-    @field_validator("a_values")
-    @classmethod
-    def _a_nonnegative(cls, v):
-        if any(a < 0 for a in v):
-            raise ValueError(f"key 'a_values' = {list(v)}: the mixing a of eq. (2) must be >= 0")
-        return v
-
-    @model_validator(mode="after")
-    def _positions_fit(self):
-        if self.L > self.C:
-            raise ValueError(f"key 'L' = {self.L}: eq. (2) uses one-hot positions in R^d with d = C, so L <= C "
-                             f"(C = {self.C})")
-        return self
-
-
 class PLFit(Config):
     """Full-batch factored pseudo-likelihood (L-BFGS to convergence) over sample sizes and realisations; mixed into
     the experiment configs beside :class:`PottsDataConfig` (whose ``M_train`` bounds the sizes)."""
@@ -167,60 +122,5 @@ class PLFit(Config):
         return self
 
 
-def _default(key: str, value):
-    """PLFit's field ``key`` with a new default (type, bounds and description kept)."""
-    return FieldInfo.merge_field_infos(PLFit.model_fields[key], default=value)
-
-
-class Fig3RightConfig(PottsDataConfig, PLFit):
-    """Fig. 3-right: test loss of factored attention vs the number of samples (L-BFGS)."""
-
-    # quick: the grid of check 20 (M <= 200) at the paper's small λ, 4 realisations
-    scales = {"quick": {"Ms": (1, 2, 3, 5, 10, 15, 20, 30, 40, 60, 80, 120, 200), "lams": (1e-4,), "n_real": 4},
-              "paper": {}}
-
-
-class ConsistencyConfig(PottsDataConfig, PLFit):
-    """PL consistency (check 10): corr(A, J) and test - optimal along M (L-BFGS, reg 'sum', λ = 1e-2)."""
-
-    Ms: tuple[int, ...] = _default("Ms", (120, 400, 1000, 3000))
-    lams: tuple[float, ...] = _default("lams", (1e-2,))
-    n_real: int = _default("n_real", 3)
-    max_iter: int = _default("max_iter", 3000)
-    warm_start: bool = _default("warm_start", False)
-    scales = {"quick": {"Ms": (120, 400, 3000), "n_real": 2}, "paper": {}}
-
-
-class EquivalenceConfig(PottsDataConfig, Training):
-    """MLM = pseudo-likelihood (Eqs. (4)-(6)): exact identities at the true couplings, and factored attention trained
-    by Adam vs the factored PLM solved by L-BFGS on the same data."""
-
-    lam: float = Field(1e-2, ge=0, le=1000,
-                       description="λ of the L-BFGS PLM (reg 'sum': λ/(2M)||θ||², 3e-6 per sample)")
-    max_iter: int = Field(1000, ge=10, le=100_000, description="L-BFGS iteration cap of the PLM fit")
-
-
-class GibbsConfig(PottsDataConfig):
-    """The sampler and β (App. 'Numerical details', docs/studies/potts.md note 1): Hamming distance vs β pooled over
-    chains and within one chain, β tuned
-    to the paper's target, and a paper-faithful single chain at the tuned β."""
-
-    betas: tuple[float, ...] = Field((0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0, 2.5, 3.0),
-                                     min_length=2, description="β grid (fine where one chain crosses d_H = 0.3)",
-                                     json_schema_extra={"allowed": "two or more numbers, each ≥ 0"})
-    pilot_samples: int = Field(300, ge=2, le=100_000, description="saved configurations per β in the scan")
-    pilot_thin: int = Field(20, ge=1, description="sweeps between pilot samples of the single-chain scan")
-    target: float = Field(0.3, gt=0, lt=1, description="target mean Hamming distance (paper: 0.3)")
-    chain_samples: int = Field(4000, ge=2, le=1_000_000, description="saved configurations of the paper-faithful chain")
-    chain_thin: int = Field(10_000, ge=1, description="sweeps between them (paper: 10000)")
-    chain_count: int = Field(8, ge=1, le=1000, description="independent paper-faithful chains at the tuned β (one "
-                                                           "computation; the first is the one shown)")
-    # paper: the paper's thinning, 300 samples per chain rather than its 4000 (8 chains × 3·10⁶ sweeps)
-    scales = {"quick": {"chain_samples": 200, "chain_thin": 500}, "paper": {"chain_samples": 300}}
-
-    @field_validator("betas")
-    @classmethod
-    def _betas_nonnegative(cls, v):
-        if any(b < 0 for b in v):
-            raise ValueError(f"key 'betas' = {list(v)}: inverse temperatures must be >= 0")
-        return v
+# the data sizes of every Potts-data experiment's fast check (each Experiment's ``tiny``)
+TINY_DATA = {"L": 6, "C": 8, "n_chains": 10, "burn_in": 30, "thin": 3, "M_train": 100, "M_test": 40}

@@ -28,8 +28,6 @@ import math
 
 import numpy as np
 
-from attnlab.core.costs import cost_model
-
 RUN_OVERHEAD = 5e8  # per run: setup, checkpoints, writing the results (≈ 0.5 s)
 GROUP_OVERHEAD = 5e4  # per colour class of a Gibbs sweep: ~10 small tensor calls (≈ 50 µs)
 STEP_OVERHEAD = 1e6  # per Adam step: autograd and optimiser calls (≈ 1 ms)
@@ -89,7 +87,6 @@ def _vanilla_token(c, layers: int) -> float:
     return c.C * c.d + layers * (8 * c.d**2 + 2 * c.L * c.d) + head
 
 
-@cost_model("potts.fig2")
 def fig2(c) -> float:
     """Fig. 2a-c: the data set, factored attention's Adam steps (``seeds`` stacked models) and each vanilla
     transformer's steps, with the per-epoch evaluations (the vanilla one on all L masked copies)."""
@@ -109,7 +106,6 @@ def fig2(c) -> float:
     return work
 
 
-@cost_model("potts.fig2d")
 def fig2d(c) -> float:
     """Fig. 2d: the data set and the Adam steps of len(a_values)·seeds stacked eq. (2) layers (forward
     2L²C + LC² per sequence), evaluated every epoch on the test set (loss and maps)."""
@@ -129,7 +125,6 @@ def _lbfgs(c, S: int, M: int, iters: float) -> float:
     return iters * (LBFGS_OVERHEAD + HISTORY_PASSES * S * P + 3 * S * M * _factored(c))
 
 
-@cost_model("potts.fig3right", "potts.consistency")
 def pl_sweep(c) -> float:
     """Fig. 3-right and the consistency check: the data set, then per sample size M of ``Ms`` one batched
     L-BFGS over len(lams)·n_real fits (iterations LBFGS_ITERS/√min λ, at most ``max_iter``)."""
@@ -138,7 +133,6 @@ def pl_sweep(c) -> float:
     return RUN_OVERHEAD + _dataset(c) + sum(_lbfgs(c, S, M, iters) for M in c.Ms)
 
 
-@cost_model("potts.equivalence")
 def equivalence(c) -> float:
     """Eqs. (4)-(6): the data set, one factored layer trained by Adam (evaluated every epoch) and the same loss
     by L-BFGS on the whole training set."""
@@ -147,7 +141,6 @@ def equivalence(c) -> float:
     return RUN_OVERHEAD + _dataset(c) + adam + _lbfgs(c, 1, c.M_train, _lbfgs_iters(c.lam, c.max_iter))
 
 
-@cost_model("potts.gibbs")
 def gibbs(c) -> float:
     """App. 'Numerical details': the pooled β scan (len(betas)·n_chains chains), the single-chain scan
     (len(betas) chains, pilot_samples·pilot_thin sweeps) and ``chain_count`` paper-faithful chains of
@@ -184,7 +177,6 @@ def _dense(alpha_max: float) -> int:
     return len(np.unique(np.concatenate([np.linspace(0.01, alpha_max, 400), np.linspace(0.8, 1.25, 91)])))
 
 
-@cost_model("potts.fig3left")
 def fig3left(c) -> float:
     """Fig. 3-left: per λ and α, n_real fresh problems and ridge fits at M = αL; the L → ∞ theory (1000 nodes)
     at the simulated and the dense α for both teacher weights."""
@@ -193,7 +185,6 @@ def fig3left(c) -> float:
     return RUN_OVERHEAD + len(c.lams) * (sims + theory)
 
 
-@cost_model("potts.finite_l")
 def finite_l(c) -> float:
     """Check 17: one problem and its spectrum (eigh, ~9L³), n_draws ridge fits per α, the finite-L theory
     (L nodes) and the L → ∞ one (1000 nodes) on the dense α grid."""
@@ -203,7 +194,6 @@ def finite_l(c) -> float:
     return RUN_OVERHEAD + _problem(c.L) + 9.0 * c.L**3 + fits + theory
 
 
-@cost_model("potts.replica")
 def replica(c) -> float:
     """Eqs. (8), (36)-(42): per ν and teacher weight the bisection over the α grid (300 + the peak search's
     1.5/alpha_step points) × len(lams) × n_nodes, then the solver comparison (DAMPED_ITERS damped steps and

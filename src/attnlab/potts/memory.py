@@ -9,13 +9,11 @@ it starts.
 
 from __future__ import annotations
 
-from attnlab.core.experiment import memory_model
-
 F32, F64 = 4, 8
 
 
 def ridge_sweep(L: int, n: int, alpha_max: float, problems: bool = True) -> int:
-    """Peak bytes of :func:`attnlab.potts.replica.data.simulate` over α up to ``alpha_max`` with n realisations.
+    """Peak bytes of :func:`attnlab.potts.gaussian.simulate` over α up to ``alpha_max`` with n realisations.
 
     At the largest α (M = αL): the draw z, m = R⁻ᵀz, its masked copy and X (n·L·M each), the previous α's X and
     m (held until reassigned, at most 2·n·L·M), and the problems' Ω, P, its Cholesky factor and S (4·n·L²;
@@ -28,12 +26,10 @@ def ridge_sweep(L: int, n: int, alpha_max: float, problems: bool = True) -> int:
 REDUCE = "lower L, n_real/n_draws or the largest alpha"
 
 
-@memory_model("potts.fig3left")
 def fig3left(config) -> tuple[int, str]:
     return ridge_sweep(config.L, config.n_real, max(config.alphas)), REDUCE
 
 
-@memory_model("potts.finite_l")
 def finite_l(config) -> tuple[int, str]:
     return ridge_sweep(config.L, config.n_draws, max(config.alphas), problems=False), REDUCE
 
@@ -46,7 +42,6 @@ def eq2_forward(models: int, n: int, L: int, C: int) -> int:
     return F32 * models * n * L * (3 * L + 4 * C)
 
 
-@memory_model("potts.fig2d")
 def fig2d(config) -> tuple[int, str]:
     """Fig. 2d: len(a_values) × seeds models of eq. (2) trained at once. The largest pass is the loss of every
     model on the whole training (or test) set, before training and at each evaluation; a training step holds about
@@ -59,7 +54,6 @@ def fig2d(config) -> tuple[int, str]:
 REPLICA_ARRAYS = 6  # float64 temporaries over (α, λ, node) the saddle point holds at once (measured: about 5)
 
 
-@memory_model("potts.replica")
 def replica(config) -> tuple[int, str]:
     """The replica theory (Eqs. (36)-(42)): the saddle point over the α grid × λ × the semicircle's quadrature
     nodes, ``REPLICA_ARRAYS`` float64 arrays of that size at once."""

@@ -1,6 +1,6 @@
 """The exact Potts optimum of MLM training, the "theory" of Fig. 2: what factored attention trained by MLM converges
 to (the conditionals (5) in the softmax representation). The replica theory of Fig. 3-left is in
-:mod:`attnlab.potts.replica.theory`.
+:mod:`attnlab.potts.theory.replica`.
 
     opt = potts_optimum(data, epochs)          # Trajectory with train.simulate's observables
 """

@@ -1,23 +1,108 @@
-"""Experiments of paper 2 on the Gaussian model (App. 'Replica analysis'): Fig. 3-left (replica theory vs ridge
-simulations averaged over realisations), one fixed problem against its finite-L theory (check 17), and the L → ∞
-theory alone (limits, the interpolation peak and its shift with λ, the large-α slope, solver agreement)."""
+"""Fig. 3-left of paper 2 on the Gaussian model (App. 'Replica analysis'): the replica theory against ridge
+simulations averaged over realisations, one fixed problem against its finite-L theory (check 17), and the
+L → ∞ theory alone (limits, the interpolation peak and its shift with λ, the large-α slope, solver
+agreement); configs, runs and declarations."""
 
 from __future__ import annotations
+
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
 import torch
+from pydantic import Field, field_validator
 
-from attnlab.core.experiment import Result, experiment
+from attnlab.core.config import Config
+from attnlab.core.experiment import Experiment, Result
+from attnlab.core.outputs import declare
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
-from attnlab.potts.replica import data as gaussian
-from attnlab.potts.replica import figures, theory
-from attnlab.potts.replica.configs import Fig3LeftConfig, FiniteSizeConfig, ReplicaConfig
+from attnlab.potts import costs, figures, gaussian, memory
+from attnlab.potts.theory import replica as theory
 
 STUDY = "potts"
+
+
+Ratio = Annotated[float, Field(gt=0, le=1000)]  # a sample ratio α = M/L
+
+
+Ridge = Annotated[float, Field(gt=0, le=1000)]  # a ridge strength λ
+
+
+class GaussianConfig(Config):
+    """The Gaussian model of the replica analysis (text before Eq. (7); ν, λ, L: docs note 3)."""
+
+    nu: float = Field(3.0, gt=2, le=1e6, description="ν of the precision Ω/√L + νI, positive definite only for ν > 2 "
+                                                    "(not given in the paper; attnlab takes 3)")
+    weight: Literal["paper", "exact"] = Field("paper", description="teacher weight of the L → ∞ theory")
+
+
+class Fig3LeftConfig(GaussianConfig):
+    """Fig. 3-left: replica ε_g(α) vs ridge simulations averaged over realisations (fresh Ω and data)."""
+
+    L: int = Field(400, ge=4, le=5000, description="sequence length of the simulations")
+    lams: tuple[Ridge, ...] = Field((1e-3, 1e-2), min_length=1, description="ridge strengths λ of the simulations "
+                                                                            "and the theory (λ > 0)")
+    alphas: tuple[Ratio, ...] = Field((0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.5, 2.0, 4.0, 8.0), min_length=2,
+                                      description="sample ratios α = M/L at which simulation and theory are compared")
+    n_real: int = Field(30, ge=2, le=10_000, description="realisations (paper: 30)")
+    # at L = 200 the ε_g of one realisation near α = 1 is heavy-tailed (smallest singular value of X): 100
+    # realisations keep the mean within the tolerances of check 18; 30 left it noise-limited (13 % at α = 0.9)
+    scales = {"quick": {"L": 200, "n_real": 100}, "paper": {}}
+
+    @field_validator("lams")
+    @classmethod
+    def _lams_positive(cls, v):
+        if any(lam <= 0 for lam in v):
+            raise ValueError(f"key 'lams' = {list(v)}: the ridge needs λ > 0 for α < 1 (use >= 1e-6)")
+        return v
+
+
+class FiniteSizeConfig(GaussianConfig):
+    """One fixed problem (one Ω) against its own finite-L theory, many training draws per α (check 17)."""
+
+    L: int = Field(200, ge=4, le=5000, description="sequence length of the fixed problem")
+    lam: float = Field(1e-2, gt=0, le=1000, description="ridge strength λ of eq. (7)")
+    alphas: tuple[Ratio, ...] = Field((0.5, 0.9, 1.0, 1.5, 2.0, 4.0), min_length=1,
+                                      description="sample ratios α = M/L of the training draws")
+    n_draws: int = Field(40, ge=2, le=10_000, description="training sets drawn per α for the one fixed problem")
+
+
+class ReplicaConfig(GaussianConfig):
+    """The L → ∞ theory alone: ε_g(α) over λ and ν, the peak vs λ, large-α slope, solver agreement."""
+
+    lams: tuple[Annotated[float, Field(ge=0, le=1000)], ...] = Field(
+        (1e-4, 1e-3, 1e-2, 1e-1), min_length=1, description="ridge strengths λ of the theory curves")
+    nus: tuple[Annotated[float, Field(gt=2, le=1e6)], ...] = Field(
+        (2.5, 3.0, 5.0), min_length=1, description="ν of the precision Ω/√L + νI, each > 2")
+    alpha_max: float = Field(8.0, gt=1, le=1000, description="largest sample ratio α = M/L of the curves")
+    alpha_step: float = Field(0.005, gt=0, le=0.1, description="grid step of the peak search (check 16)")
+    n_nodes: int = Field(4000, ge=100, le=100_000, description="Gauss-Chebyshev nodes of the semicircle")
+    scales = {"quick": {"n_nodes": 500}, "paper": {}}
+
+    @field_validator("nus")
+    @classmethod
+    def _nus_above_two(cls, v):
+        if any(nu <= 2 for nu in v):
+            raise ValueError(f"key 'nus' = {list(v)}: every ν must be > 2 (positive-definite precision)")
+        return v
+
+
+SIM = "Delta eps_g eps_train m q rho"  # the simulated order parameters of the Gaussian model (fig3left, finite_l)
+
+
+def sim_names(prefix: str, suffix: str = "") -> str:
+    """The array names ``{prefix}sim_{observable}{suffix}`` of every simulated order parameter (``_sem``: its
+    standard error over draws; ``_all``: every draw)."""
+    return " ".join(f"{prefix}sim_{k}{suffix}" for k in SIM.split())
+
+
 F64 = torch.float64
+
+
 FAR = (0.25, 0.5, 2.0, 4.0, 8.0)  # check 18: within 5 % of the L → ∞ curve
+
+
 NEAR = (0.9, 1.0, 1.1)  # within 12 % (finite-L effects at the peak)
 
 
@@ -39,8 +124,6 @@ def _rel(sim: Trajectory, th: Trajectory, alphas) -> float:
     return float(np.max(np.abs(sim["eps_g"][idx] - th["eps_g"][idx]) / th["eps_g"][idx]))
 
 
-@experiment(STUDY, "fig3left", Fig3LeftConfig, ref="Fig. 3-left", figure=figures.fig3left, headline=True,
-            title="Replica theory vs ridge simulations of the linear factored layer (Gaussian data)")
 def fig3left(config: Fig3LeftConfig, ctx: RunContext) -> Result:
     g = ctx.rng("data")
     done = ctx.resume() or {}
@@ -77,8 +160,6 @@ def fig3left(config: Fig3LeftConfig, ctx: RunContext) -> Result:
     return Result(pd.concat(frames, ignore_index=True), arrays, summary)
 
 
-@experiment(STUDY, "finite_l", FiniteSizeConfig, ref="Fig. 3-left (check 17)", figure=figures.finite_l,
-            title="One fixed problem against its own finite-L replica theory")
 def finite_l(config: FiniteSizeConfig, ctx: RunContext) -> Result:
     prob = gaussian.make_problems(config.L, config.nu, 1, generator=ctx.rng("teacher"))
     with ctx.progress(len(config.alphas), "training draws") as bar:
@@ -100,8 +181,6 @@ def finite_l(config: FiniteSizeConfig, ctx: RunContext) -> Result:
     return Result(pd.concat(frames, ignore_index=True), arrays, summary)
 
 
-@experiment(STUDY, "replica", ReplicaConfig, ref="Eqs. (8), (36)-(42), check 14", figure=figures.replica,
-            title="Replica theory: ε_g(α) over λ and ν, the interpolation peak, the large-α decay")
 def replica(config: ReplicaConfig, ctx: RunContext) -> Result:
     dev, n = ctx.device, config.n_nodes
     fine = np.arange(0.5, 2.0 + 1e-9, config.alpha_step)  # the peak search of check 16
@@ -151,3 +230,52 @@ def replica(config: ReplicaConfig, ctx: RunContext) -> Result:
                           lams[lams <= 1e-2])["eps_g"].cpu().numpy()
     summary["min_initial_rise"] = float((small[1] - small[0]).min())
     return Result(pd.DataFrame(rows), arrays, summary)
+
+
+FIG3LEFT = Experiment(
+    STUDY, "fig3left", Fig3LeftConfig, fig3left, ref="Fig. 3-left", figure=figures.fig3left, headline=True,
+    memory=memory.fig3left, cost=costs.fig3left,
+    title="Replica theory vs ridge simulations of the linear factored layer (Gaussian data)",
+    outputs=declare(
+        summary=("nu max_rel_dev_far_lam{lams}_exact max_rel_dev_far_lam{lams}_paper "
+                 "max_rel_dev_near_lam{lams}_exact max_rel_dev_near_lam{lams}_paper sim_argmax_alpha_lam{lams} "
+                 "sim_eps_g_minus_rho_delta_at_0.5_lam{lams} sim_min_excess_over_noise_lam{lams} "
+                 "theory_argmax_alpha_lam{lams}_exact theory_argmax_alpha_lam{lams}_paper"),
+        arrays={  # the theory on a dense α grid (a fixed grid joined with a finer one around α = 1)
+            ("dense_alpha lam{lams}/theory_exact lam{lams}/theory_exact_train lam{lams}/theory_paper "
+             "lam{lams}/theory_paper_train"): (None,),
+            f"{sim_names('lam{lams}/')} {sim_names('lam{lams}/', '_sem')} lam{{lams}}/sim_time": ("len(alphas)",),
+            sim_names("lam{lams}/", "_all"): ("len(alphas)", "n_real"),
+        },
+        tiny={"L": 30, "alphas": [0.5, 2.0], "n_real": 4, "lams": [1e-2]}))
+FINITE_L = Experiment(
+    STUDY, "finite_l", FiniteSizeConfig, finite_l, ref="Fig. 3-left (check 17)", figure=figures.finite_l,
+    memory=memory.finite_l, cost=costs.finite_l, title="One fixed problem against its own finite-L replica theory",
+    outputs=declare(
+        summary="Delta max_dev_eps_g max_dev_eps_train rho worst_ratio_eps_g worst_ratio_eps_train",
+        arrays={
+            "dense_alpha finite_eps_g finite_eps_train inf_eps_g": (None,),
+            (f"{sim_names('')} {sim_names('', '_sem')} sim_time theory_Delta theory_V theory_eps_g "
+             "theory_eps_train theory_m theory_q theory_rho theory_time"): ("len(alphas)",),
+            sim_names("", "_all"): ("len(alphas)", "n_draws"),
+        },
+        tiny={"L": 30, "alphas": [0.5, 2.0], "n_draws": 4}))
+REPLICA = Experiment(
+    STUDY, "replica", ReplicaConfig, replica, ref="Eqs. (8), (36)-(42), check 14", figure=figures.replica,
+    memory=memory.replica, cost=costs.replica,
+    title="Replica theory: ε_g(α) over λ and ν, the interpolation peak, the large-α decay",
+    outputs=declare(
+        summary=("excess_slope_16_64 min_initial_rise ols_alpha2 ols_alpha4 peak_alpha_nu{nus}_lam{lams}_exact "
+                 "peak_alpha_nu{nus}_lam{lams}_paper rho_nu{nus}_exact rho_nu{nus}_paper rho_plus_delta_exact "
+                 "rho_plus_delta_paper root_excess_slope_16_64 small_alpha_exact small_alpha_paper "
+                 "solver_max_diff"),
+        arrays={
+            "alpha": (None,),  # a grid up to alpha_max joined with the fine grid of the peak search
+            "big_alpha big_eps_g": (3,),  # α = 16, 32, 64
+            "lams": ("len(lams)",),
+            "nu{nus}_exact/eps_g nu{nus}_exact/eps_train nu{nus}_paper/eps_g nu{nus}_paper/eps_train": (
+                None, "len(lams)"),
+            "nus": ("len(nus)",),
+            "reference_eps_g": (9, 4),  # the solvers' reference grid: 9 α × 4 λ
+        },
+        tiny={"nus": [3.0], "lams": [1e-2, 1e-1], "alpha_max": 3.0, "n_nodes": 200}))

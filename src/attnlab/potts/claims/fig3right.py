@@ -14,12 +14,13 @@ from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.worlds import World
 from attnlab.potts import metrics
 from attnlab.potts import worlds as w
+from attnlab.potts.experiments.fig3right import FIG3RIGHT
 from attnlab.potts.metrics import pl_key
 
 F3R_LAM = 1e-4  # the paper's "small regularisation", the λ of every scale's grid
 
 
-F3R = "potts.fig3right"
+F3R = FIG3RIGHT
 
 
 def _fig3right(ctx: ClaimContext) -> tuple[dict, str, bool]:

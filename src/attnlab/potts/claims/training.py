@@ -28,9 +28,11 @@ from attnlab.potts.data import (
     mean_pairwise_hamming,
     total_variation,
 )
+from attnlab.potts.experiments.checks import EQUIVALENCE, GIBBS
+from attnlab.potts.experiments.fig2 import FIG2, FIG2D
+from attnlab.potts.experiments.fig3right import CONSISTENCY
 from attnlab.potts.metrics import pl_key
 from attnlab.potts.model import factored_logits, factored_loss_grad, perturbed_logits
-from attnlab.potts.replica import claims as _replica  # noqa: F401  (registers checks 13-19)
 from attnlab.potts.sampler import gibbs
 
 F64 = torch.float64
@@ -62,7 +64,7 @@ claim("potts.conditional_is_energy_difference", "Eq. (5) (check 1)",
       "L = 6, C = 4, Gaussian symmetric J, symmetric U, β = 0.7, 50 sequences, all i, α, γ: max |difference|",
       _conditional_vs_energy, 1e-12, "le",
       falsify=World("a conditional built at β/2 (the local fields halved) is not the Boltzmann conditional of eq. (1) "
-                    "at β", patch={"attnlab.potts.claims:PottsModel": lambda P: type(
+                    "at β", patch={"attnlab.potts.claims.training:PottsModel": lambda P: type(
                         "HalfFieldPotts", (P,), {"local_fields": lambda self, c: 0.5 * P.local_fields(self, c)})}))
 
 
@@ -89,7 +91,7 @@ claim("potts.gibbs_is_exact", "Appendix 'Numerical details' (check 2)",
       "L = C = 3, all-ones J, Gaussian U, β = 0.7: 200 chains × 1000 states (thin 5, burn-in 100), sequential and "
       "chromatic orders, total variation to the enumerated law (max of the two)", _gibbs_tv, 0.02, "le",
       falsify=World("a sampler that ignores the couplings (draws at β = 0): its law is uniform, not eq. (1) at β = 0.7",
-                    patch={"attnlab.potts.claims:gibbs": _gibbs_at(0.0)}))
+                    patch={"attnlab.potts.claims.training:gibbs": _gibbs_at(0.0)}))
 
 
 def _beta_zero(ctx: ClaimContext) -> float:
@@ -107,7 +109,7 @@ claim("potts.beta_zero_is_uniform", "Eqs. (1), (5) at β = 0 (check 3)",
       "cpu_fig2 structure at β = 0, 1e4 sequences: max of |freq - 1/C|, |d_H - (1 - 1/C)|, |optimal loss - log C|",
       _beta_zero, 0.01, "le",
       falsify=World("a sampler that draws at β = 0.5 when asked for β = 0: its samples are not uniform",
-                    patch={"attnlab.potts.claims:gibbs": _gibbs_at(0.5)}))
+                    patch={"attnlab.potts.claims.training:gibbs": _gibbs_at(0.5)}))
 HOT, GROUPS, PER_GROUP = (0.0, 0.5, 1.0), 20, 10
 
 
@@ -133,12 +135,12 @@ claim("potts.hamming_decreases_when_hot", "Eq. (1), App. 'Numerical details' (ch
       "200 independent chains per β (burn-in 500, 2 samples 100 sweeps apart), 20 groups: the smaller lower 95 % "
       "bound of the decreases d_H(0) - d_H(0.5) and d_H(0.5) - d_H(1)", _hot_hamming, 0.0, "ge",
       falsify=World("a sampler that ignores the β it is given (every chain at β = 0.5): d_H is the same at every β",
-                    patch={"attnlab.potts.claims:gibbs": _gibbs_at(0.5)}))
+                    patch={"attnlab.potts.claims.training:gibbs": _gibbs_at(0.5)}))
 
 
 # -- MLM = pseudo-likelihood (checks 5-8) -------------------------------------------------------------------------
 
-EQ = "potts.equivalence"
+EQ = EQUIVALENCE
 
 
 def _hot_representation(rep):
@@ -150,29 +152,29 @@ def _hot_representation(rep):
 
 _WRONG_REP = World("factored attention built at 1.1 β (A = 1.1 βJ): its outputs are not the Potts conditionals (5)",
                    overrides={EQ: w.tiny(w.EQUIV, train_seed=11)},
-                   patch={"attnlab.potts.experiments:potts_representation": _hot_representation})
+                   patch={"attnlab.potts.experiments.checks:potts_representation": _hot_representation})
 # J a ring: every site has degree 2, so the no-sink construction (equal row sums) represents (5) exactly
 RING = tuple(tuple(1.0 if abs(i - j) in (1, 19) else 0.0 for j in range(20)) for i in range(20))
 
 claim("potts.mlm_equals_minus_pl", "Eqs. (4)-(6) (check 5)",
       "MLM with factored attention at A = βJ, V = U is exactly minus the pseudo-likelihood (6)",
       "equivalence experiment: |MLM loss + PL| on the 3000 training sequences of cpu_fig2 (linear variant)",
-      lambda ctx: ctx.summary("potts.equivalence", "mlm_plus_pl"), 1e-10, "le",
+      lambda ctx: ctx.summary(EQUIVALENCE, "mlm_plus_pl"), 1e-10, "le",
       falsify=_WRONG_REP)
 claim("potts.factored_logits_are_potts_fields", "Eqs. (4), (5) (check 5)",
       "factored attention with A = βJ, V = U outputs the Potts local fields β Σ_j J_ij U s_j",
       "equivalence experiment: max |logits - fields| over the training set",
-      lambda ctx: ctx.summary("potts.equivalence", "linear_logits_err"), 1e-12, "le",
+      lambda ctx: ctx.summary(EQUIVALENCE, "linear_logits_err"), 1e-12, "le",
       falsify=_WRONG_REP)
 claim("potts.softmax_sink_represents_potts", "Eq. (4), the sink j = i (check 6)",
       "softmax factored attention with the sink represents the conditionals (5) exactly (A = κβJ + sink, V = U/κ)",
       "equivalence experiment: max |log p̃ - log p| over the training set",
-      lambda ctx: ctx.summary("potts.equivalence", "softmax_rep_err"), 1e-8, "le",
+      lambda ctx: ctx.summary(EQUIVALENCE, "softmax_rep_err"), 1e-8, "le",
       falsify=_WRONG_REP)
 claim("potts.no_sink_cannot_represent", "Eq. (4), the sink j = i (check 6)",
       "without the sink the same construction fails when the degrees differ (why A_ii is kept)",
       "equivalence experiment: max |log p̃ - log p| of the no-sink variant",
-      lambda ctx: ctx.summary("potts.equivalence", "nosink_rep_err"), 1e-3, "ge",
+      lambda ctx: ctx.summary(EQUIVALENCE, "nosink_rep_err"), 1e-3, "ge",
       falsify=World("J a ring (every degree 2): without degree differences the no-sink construction is exact",
                     overrides={EQ: w.tiny(w.EQUIV, J=RING)}))
 
@@ -188,7 +190,8 @@ claim("potts.eq2_at_a0_is_factored", "Eqs. (2), (4) (check 7)",
       "self-attention (2) with a = 0, t = 0, E = I and one-hot positions is factored attention with W = QᵀK",
       "random Q, K, V (d = L = C = 20), 100 sequences: max |logit difference|", _a_zero, 1e-12, "le",
       falsify=World("eq. (2) whose keys and values keep a 0.1 share of the embeddings and positions at a = 0 "
-                    "(a = 0.1): not factored attention", patch={"attnlab.potts.claims:perturbed_logits": lambda f: (
+                    "(a = 0.1): not factored attention",
+                    patch={"attnlab.potts.claims.training:perturbed_logits": lambda f: (
                         lambda c, W, V, a, *r, **k: f(c, W, V, a + 0.1, *r, **k))}))
 
 
@@ -217,65 +220,65 @@ claim("potts.closed_form_gradient", "Eq. (6) (check 8)",
       "central finite differences (h = 1e-6) vs the closed form, L = 5, C = 4: relative error",
       _gradient_check, 1e-6, "le",
       falsify=World("a closed-form gradient of W 1 % too large (the loss itself unchanged)",
-                    patch={"attnlab.potts.claims:factored_loss_grad": lambda f: (
+                    patch={"attnlab.potts.claims.training:factored_loss_grad": lambda f: (
                         lambda *a, **k: (lambda r: (r[0], 1.01 * r[1], r[2]))(f(*a, **k)))}))
 
 
 # -- learning on Potts data (checks 9-12) -------------------------------------------------------------------------
 
-F2, F2D, CONS = "potts.fig2", "potts.fig2d", "potts.consistency"
+F2, F2D, CONS = FIG2, FIG2D, CONSISTENCY
 _HOT_DATA = World("data at β = 0.05: nearly independent uniform sites carry almost no trace of J or U, so 400 "
                   "sequences cannot recover them", overrides={F2: w.tiny(w.FIG2, beta=0.05)})
 
 claim("potts.factored_reaches_optimum", "Fig. 2a (check 9)",
       "a single layer of factored attention reaches the optimal (Bayes) MLM loss",
       "fig2: test loss - optimal loss after 100 epochs of Adam (M = 3000)",
-      lambda ctx: ctx.summary("potts.fig2", "factored_gap"), 0.03, "le",
+      lambda ctx: ctx.summary(FIG2, "factored_gap"), 0.03, "le",
       falsify=World("one epoch of Adam at lr 1e-3 on 400 sequences: the layer stops far from the optimum",
                     overrides={F2: w.tiny(w.FIG2, models=("factored",), epochs=1, lr=1e-3)}))
 claim("potts.factored_recovers_J", "Fig. 2b (check 9)", "factored attention recovers the interaction matrix J",
       "fig2: Pearson correlation of the off-diagonal attention with J",
-      lambda ctx: ctx.summary("potts.fig2", "factored_corr"),
+      lambda ctx: ctx.summary(FIG2, "factored_corr"),
       0.95, "ge", falsify=_HOT_DATA)
 claim("potts.factored_topk_contacts", "Fig. 2b (check 9)", "the largest attention weights are the true contacts",
       "fig2: precision of the #contacts largest symmetrised weights",
-      lambda ctx: ctx.summary("potts.fig2", "factored_topk"),
+      lambda ctx: ctx.summary(FIG2, "factored_topk"),
       0.95, "ge", falsify=_HOT_DATA)
 claim("potts.factored_isolated_site_sink", "Eq. (4), the sink j = i (check 9)",
       "an isolated site (degree 0) sends all its attention to the sink",
       "fig2: min over isolated sites of A_ii",
-      lambda ctx: ctx.summary("potts.fig2", "factored_isolated_sink"), 0.9, "ge",
+      lambda ctx: ctx.summary(FIG2, "factored_isolated_sink"), 0.9, "ge",
       falsify=World("attention without the sink (j ≠ i in eq. (4)): an isolated site has no sink to attend to",
                     overrides={F2: w.tiny(w.FIG2, models=("factored",), attn="softmax_nosink")}))
 claim("potts.factored_recon_error_small", "Fig. 2c",
       "the reconstruction error (J - A)² of factored attention goes to ~0 "
       "while the vanilla transformers' stays high",
       "fig2: recon error (best scale κ*) of factored / of vanilla 1 layer",
-      lambda ctx: ctx.summary("potts.fig2", "factored_recon_err") / ctx.summary("potts.fig2", "vanilla1_recon_err"),
+      lambda ctx: ctx.summary(FIG2, "factored_recon_err") / ctx.summary(FIG2, "vanilla1_recon_err"),
       0.1, "le", falsify=_HOT_DATA)
 claim("potts.vanilla1_worse", "Fig. 2a (check 11)",
       "a vanilla transformer with 1 layer does not reach the optimum",
       "fig2: test(vanilla, 1 layer) - test(factored)",
-      lambda ctx: ctx.summary("potts.fig2", "vanilla1_test") - ctx.summary("potts.fig2", "factored_test"), 0.1, "ge",
+      lambda ctx: ctx.summary(FIG2, "vanilla1_test") - ctx.summary(FIG2, "factored_test"), 0.1, "ge",
       falsify=World("a 1-layer vanilla transformer as good as factored attention (its test loss set to factored's)",
                     overrides={F2: w.FIG2}, result=w.shift_summary("vanilla1_test", "factored_test", 0.0)))
 claim("potts.vanilla1_map_imperfect", "Fig. 2b (check 11)",
       "the 1-layer vanilla map recovers J only to some degree", "fig2: corr(Ā, J) of the mean attention rows",
-      lambda ctx: ctx.summary("potts.fig2", "vanilla1_corr"), 0.6, "le",
+      lambda ctx: ctx.summary(FIG2, "vanilla1_corr"), 0.6, "le",
       falsify=World("a 1-layer vanilla map that recovers J as factored attention's does (corr 0.95)",
                     overrides={F2: w.FIG2}, result=w.set_summary("vanilla1_corr", 0.95)))
 claim("potts.vanilla3_in_between", "Fig. 2a (check 11, optional)",
       "three vanilla layers improve on one but stay above factored attention",
       "fig2: min(test(3 layers) - test(factored), test(1 layer) - test(3 layers)), the worse of two seed blocks",
-      lambda ctx: min(ctx.summary("potts.fig2", "vanilla3_test") - ctx.summary("potts.fig2", "factored_test"),
-                      ctx.summary("potts.fig2", "vanilla1_test") - ctx.summary("potts.fig2", "vanilla3_test")),
+      lambda ctx: min(ctx.summary(FIG2, "vanilla3_test") - ctx.summary(FIG2, "factored_test"),
+                      ctx.summary(FIG2, "vanilla1_test") - ctx.summary(FIG2, "vanilla3_test")),
       0.0, "ge", blocks=2,
       falsify=World("three vanilla layers worse than one (test loss 0.05 above the 1-layer model's)",
                     overrides={F2: w.FIG2}, result=w.shift_summary("vanilla3_test", "vanilla1_test", 0.05)))
 claim("potts.factored_recovers_U", "text after Eq. (5), docs/studies/potts.md note 6",
       "the values of factored attention recover U "
       "(up to the column gauge)", "fig2: corr of column-centred V and U on colours seen with frequency >= 0.02",
-      lambda ctx: ctx.summary("potts.fig2", "factored_value_corr"), 0.9, "ge", falsify=_HOT_DATA)
+      lambda ctx: ctx.summary(FIG2, "factored_value_corr"), 0.9, "ge", falsify=_HOT_DATA)
 def _reverse_M(experiment: str, result):
     """The consistency sweep's sample sizes swapped end to end: the fit on the fewest sequences stands at the
     largest M (min increase of the mean corr and min decrease of the mean gap recomputed along M)."""
@@ -294,17 +297,17 @@ claim("potts.pl_consistency_corr", "text after Eq. (6), refs [38-40] (check 10)"
       "the factored PL estimator is consistent: corr(A, J) grows with M",
       "consistency: L-BFGS, reg 'sum', λ = 1e-2, M = 120 → 400 → 3000: min successive increase of mean corr, the "
       "worse of two seed blocks",
-      lambda ctx: ctx.summary("potts.consistency", pl_key("min_corr_increase", 1e-2)), 0.0, "ge", blocks=2,
+      lambda ctx: ctx.summary(CONSISTENCY, pl_key("min_corr_increase", 1e-2)), 0.0, "ge", blocks=2,
       falsify=_SHRINKING_M)
 claim("potts.pl_consistency_gap", "text after Eq. (6), refs [38-40] (check 10)",
       "the factored PL estimator is consistent: test - optimal shrinks with M",
       "consistency: same fits, min successive decrease of mean (test - optimal), the worse of two seed blocks",
-      lambda ctx: ctx.summary("potts.consistency", pl_key("min_gap_decrease", 1e-2)), 0.0, "ge", blocks=2,
+      lambda ctx: ctx.summary(CONSISTENCY, pl_key("min_gap_decrease", 1e-2)), 0.0, "ge", blocks=2,
       falsify=_SHRINKING_M)
 claim("potts.mlm_and_pl_agree", "Eq. (6) and the text after it",
       "factored attention trained by MLM (Adam) and the PL solved by L-BFGS recover the same couplings",
       "equivalence: corr of the off-diagonal attention of the two estimators (M = 3000)",
-      lambda ctx: ctx.summary("potts.equivalence", "corr_adam_lbfgs"), 0.95, "ge",
+      lambda ctx: ctx.summary(EQUIVALENCE, "corr_adam_lbfgs"), 0.95, "ge",
       falsify=World("Adam stopped after one epoch at lr 1e-3: its map is still near the random init, not the PL "
                     "solution", overrides={EQ: w.tiny(w.EQUIV, epochs=1, lr=1e-3)}))
 def _fig2d_test(ctx: ClaimContext) -> tuple[np.ndarray, np.ndarray]:
@@ -342,12 +345,11 @@ claim("potts.a_hurts_monotone", "Fig. 2d (check 12)", "the test loss increases w
       "fig2d: Spearman correlation of a and the seed-mean test loss over the a grid",
       _a_monotone, 0.8, "ge", falsify=_A_HELPS)
 
-from attnlab.potts import claims_fig3right as _fig3right  # noqa: E402, F401  (registers check 20, in order)
 
 # -- the paper-faithful sampler, reported (check 21) -------------------------------------------------------------
 
 def _sampler(ctx: ClaimContext) -> Measured:
-    res = ctx.run("potts.gibbs")
+    res = ctx.run(GIBBS)
     s, n = res.summary, len(res.arrays["chain/d_chains"])
     why = (": a longer chain leaves the basin the short pilot saw, so the pilot's β does not carry over"
            if s["d_chains_within_tol"] < 1 and s["d_chains_mean"] > s["d_pilot_tuned"] + 0.05 else "")
