@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.potts.theory.optimum import potts_optimum
 from attnlab.potts.data import PottsSpec, potts_dataset
 from attnlab.potts.model import potts_representation
 from attnlab.potts.optim import lbfgs
 from attnlab.potts.pseudolikelihood import fit_lbfgs, pl_objective
+from attnlab.potts.theory.optimum import potts_optimum
 from attnlab.potts.train import Optim, simulate, train_stacked, train_vanilla
 
 SPEC = PottsSpec(L=6, C=8, n_chains=10, burn_in=30, thin=3, M_train=300, M_test=100, beta=1.5)

@@ -152,7 +152,7 @@ def _markov(layout="all", seed=0, readout=1, sigma_perp=1.0, P_test=200) -> kern
 
 
 def stationarity_residuals(pb: kernels.Problem, Us, N: float, tau: float) -> list[float]:
-    """Relative residuals of the saddle-point equations of Eqs. 32-34 (App. C) at ``Us``, written out here in their
+    """Relative residuals of the saddle-point equations of Eqs. (32)-(34) (App. C) at ``Us``, written out here in their
     fixed-point form, independently of the action's code (:mod:`attnlab.paths.action`) and of the solver::
 
         ℓ = 1:        U¹ = [σ⁻² (I ⊗ U²)⁻¹ + α B]⁻¹,  B_ππ' = σ²/(nP) [Tr(G C_ππ') − wᵀ C_ππ' w]

@@ -44,6 +44,13 @@ class TheoryNumerics(BaseModel):
     tol: float = Field(1e-8, gt=0, le=1e-2, description="stop when max|∂S/∂U| ≤ tol")
     max_iter: int = Field(20_000, ge=1, description="solver iterations per saddle point")
     adam_lr: float = Field(0.1, gt=0, description="Adam learning rate (App. E; public code: 0.1 Markov)")
+    adam_patience: int | None = added(None, ge=0, description="adam: ReduceLROnPlateau on max|∂S/∂U| (the public "
+                                      "code's --scheduler_patience): steps without a relative improvement of 1e-4 "
+                                      "before the rate is cut; null: a constant rate")
+    adam_lr_factor: float = added(0.1, gt=0, lt=1, description="adam with adam_patience: factor of each cut (the "
+                                  "public code's --lr_reduce_factor)")
+    adam_min_lr: float = added(1e-3, ge=0, description="adam with adam_patience: the rate is never cut below this "
+                               "(the public code's min_lr = 0.001)")
     kernel_mode: Literal["auto", "blocks", "features"] = Field("auto", description="path-kernel storage (§9)")
     solve_precision: Literal["float64", "float32"] = added(
         "float64", description="dtype of the saddle-point solve (kernels, action, predictor); float32 with "
@@ -70,11 +77,23 @@ class Sampling(TheoryNumerics):
     hmc_steps: int = added(16, ge=1, le=1024, description="hmc: leapfrog steps per transition (one sweep)")
     hmc_accept: float = added(0.8, gt=0, lt=1, description="hmc, nuts: target acceptance of the step size")
     nuts_depth: int = added(10, ge=1, le=15, description="nuts: most tree doublings (numpyro's default 10)")
+    sample_min_tau: float = added(0.0, ge=0, description="sampling temperature max(τ, this) (the public code's "
+                                  "--minimum_sampling_temperature; 0: τ)")
+    mass_matrix: Literal["identity", "diagonal"] = added(
+        "identity", description="hmc, nuts: mass matrix in the prior-whitened weights; diagonal: adapted in burn-in "
+        "windows as numpyro's NUTS (Stan's schedule)")
 
     @field_validator("sample_widths")
     @classmethod
     def _widths_ok(cls, v: tuple[int, ...]) -> tuple[int, ...]:
         return _positive("sample_widths", v)
+
+    @model_validator(mode="after")
+    def _mass_needs_hmc(self):
+        if self.mass_matrix != "identity" and self.sampler == "gibbs":
+            raise ValueError(f"key 'mass_matrix' = {self.mass_matrix!r}: a mass matrix is HMC's; set sampler=hmc or "
+                             "nuts (the Gibbs sampler draws each block exactly)")
+        return self
 
 
 class MarkovConfig(Sampling, Config):
@@ -131,6 +150,8 @@ class MarkovConfig(Sampling, Config):
     init_scale: float = Field(1.0, gt=0, description="perturbed / good_vs_bad start: overall scale c")
     init_good: int = Field(1, ge=0, description="good_vs_bad start: the first k paths are 'good'")
     init_bad_factor: float = Field(0.1, gt=0, description="good_vs_bad start: the other paths at f·c")
+    init_seed: int | None = added(None, ge=0, description="perturbed start drawn from its own generator seeded "
+                                  "with this (the public code's --order_parameter_seed); null: the run's init stream")
     precision: Literal["float64", "float32"] = Field("float64", description="attention and path features")
     history_every: int = Field(0, ge=0, description="record U and the gradients every k solver steps (0: off)")
     hessian: bool = Field(True, description="Hessian eigenvalues of S at every solution")

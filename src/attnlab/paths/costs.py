@@ -83,6 +83,14 @@ def markov_sweep(c) -> float:
     return RUN_OVERHEAD + builds + theory + _markov_gibbs(c, n, L)
 
 
+@cost_model("paths.sample")
+def sample(c) -> float:
+    """paths.sample: one problem build and the chains at every sampled width (at its own keys: a named source's
+    sizes, and a continued run's earlier sweeps, are not read before the run)."""
+    Hs, _ = _heads(c)
+    return RUN_OVERHEAD + _build(c) + _markov_gibbs(c, math.prod(Hs), len(Hs))
+
+
 @cost_model("paths.fig2d", "paths.fig5b")
 def markov_kernels(c) -> float:
     """Figs. 2d and 5b: one problem build, one saddle point at N = alignment_width, P×P eigendecompositions."""

@@ -10,7 +10,8 @@ generalisation; equal widths and one σ² give the paper's Eq. 8). App. F of the
 Two kernels: ``hmc``, a fixed number of leapfrog steps per transition, and ``nuts``, the No-U-Turn sampler's
 adaptive trajectory length (:mod:`attnlab.paths.nuts`); for both the step size is tuned per chain during burn-in
 by dual averaging (Hoffman & Gelman 2014, Alg. 5; target acceptance 0.8, numpyro's default). The chains move in
-whitened coordinates η = θ/σ_b (unit prior) with an identity mass matrix: unlike numpyro, no mass-matrix adaptation.
+whitened coordinates η = θ/σ_b (unit prior); the mass matrix is the identity there (``mass_matrix="identity"``) or,
+as numpyro's NUTS, a diagonal one adapted in windows during burn-in (``"diagonal"``, :class:`MassAdaptation`).
 """
 
 from __future__ import annotations
@@ -116,6 +117,91 @@ def initial_step_size(potential: Potential, x: Tensor, u: Tensor, g: Tensor, gen
     return e
 
 
+def adaptation_windows(n: int) -> list[tuple[int, int]]:
+    """Stan's (and numpyro's) warm-up windows over ``n`` transitions, first and last indices: a fast window (75), slow
+    windows from 25 transitions doubling, a terminal fast window (50); 15% / 75% / 10% below 150; one below 20."""
+    if n < 20:
+        return [(0, n - 1)]
+    init, term, base = 75, 50, 25
+    if n < init + term + base:
+        init, term = int(0.15 * n), int(0.1 * n)
+        base = n - init - term
+    out, end, size, start = [(0, init - 1)], n - term, base, init
+    while start < end:
+        cur = size
+        if 3 * cur <= end - start:
+            size = 2 * cur
+        else:
+            cur = end - start
+        out.append((start, start + cur - 1))
+        start += cur
+    return [*out, (end, n - 1)]
+
+
+class MassAdaptation:
+    """Windowed diagonal mass-matrix adaptation (Stan; numpyro's ``dense_mass=False``): during the slow windows of
+    :func:`adaptation_windows` the per-chain variance of every coordinate is accumulated (Welford); at a window's
+    end the inverse mass matrix becomes its regularised estimate n/(n + 5)·var + 10⁻³·5/(n + 5), the step size is
+    found again and its dual averaging restarts, and the next window starts afresh."""
+
+    def __init__(self, burn_in: int, x: Tensor) -> None:
+        windows = adaptation_windows(burn_in)
+        slow = windows[1:-1]
+        self.first, self.ends = (slow[0][0], {e for _, e in slow}) if slow else (burn_in, set())
+        self.last = slow[-1][1] if slow else -1
+        self.reset(x)
+
+    def reset(self, x: Tensor) -> None:
+        self.n, self.mean, self.m2 = 0, torch.zeros_like(x), torch.zeros_like(x)
+
+    def update(self, i: int, x: Tensor) -> Tensor | None:
+        """Transition ``i`` (from 0) of burn-in ended at ``x`` (C, d); the new inverse mass matrix at a window's end."""
+        if not self.first <= i <= self.last:
+            return None
+        self.n += 1
+        delta = x - self.mean
+        self.mean = self.mean + delta / self.n
+        self.m2 = self.m2 + delta * (x - self.mean)
+        if i not in self.ends:
+            return None
+        n = self.n
+        var = self.m2 / max(n - 1, 1)
+        self.reset(x)
+        return n / (n + 5.0) * var + 1e-3 * 5.0 / (n + 5.0)
+
+    def state_dict(self) -> dict:
+        return {"n": self.n, "mean": self.mean, "m2": self.m2}
+
+    def load_state_dict(self, st: dict) -> None:
+        self.n, self.mean, self.m2 = st["n"], st["mean"], st["m2"]
+
+
+def scaled(potential: Potential, inv_mass: Tensor | None) -> tuple[Potential, Tensor]:
+    """(Ũ, s): with inverse mass matrix diag(s²), HMC on x is unit-mass HMC on y = x/s with Ũ(y) = U(s·y)."""
+    if inv_mass is None:
+        return potential, torch.ones(())
+    s = inv_mass.sqrt()
+    return (lambda y: potential(y * s)), s
+
+
+def metric_transition(kernel: str, potential: Potential, x: Tensor, u: Tensor, g: Tensor, eps: Tensor, steps: int,
+                      max_depth: int, generator: torch.Generator, inv_mass: Tensor | None = None
+                      ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """:func:`transition` with the diagonal inverse mass matrix ``inv_mass`` (C, d) (None: the identity, exactly)."""
+    if inv_mass is None:
+        return transition(kernel, potential, x, u, g, eps, steps, max_depth, generator)
+    pot, s = scaled(potential, inv_mass)
+    y, u, gy, acc, n = transition(kernel, pot, x / s, u, g * s, eps, steps, max_depth, generator)
+    return y * s, u, gy / s, acc, n
+
+
+def metric_step_size(potential: Potential, x: Tensor, u: Tensor, g: Tensor, generator: torch.Generator,
+                     inv_mass: Tensor | None) -> Tensor:
+    """:func:`initial_step_size` under the inverse mass matrix ``inv_mass`` (None: the identity)."""
+    pot, s = scaled(potential, inv_mass)
+    return initial_step_size(pot, x / s, u, g * s, generator)
+
+
 def transition(kernel: str, potential: Potential, x: Tensor, u: Tensor, g: Tensor, eps: Tensor, steps: int,
                max_depth: int, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """One ``kernel`` (hmc: ``steps`` leapfrog steps; nuts: trees of ≤ 2^``max_depth`` − 1) transition per chain:
@@ -129,21 +215,38 @@ def transition(kernel: str, potential: Potential, x: Tensor, u: Tensor, g: Tenso
 
 
 def sample_potential(potential: Potential, x0: Tensor, generator: torch.Generator, burn_in: int, samples: int,
-                     steps: int = 16, target_accept: float = 0.8, kernel: str = "hmc",
-                     max_depth: int = 10) -> tuple[Tensor, Tensor]:
+                     steps: int = 16, target_accept: float = 0.8, kernel: str = "hmc", max_depth: int = 10,
+                     mass_matrix: str = "identity", record: dict | None = None) -> tuple[Tensor, Tensor]:
     """HMC or NUTS draws (C, samples, d) of exp(−U) from starts ``x0`` (C, d): ``burn_in`` adapting transitions,
-    then ``samples`` kept ones at the averaged step sizes. Also returns the kept transitions' acceptance (C,)."""
+    then ``samples`` kept ones at the averaged step sizes. Also returns the kept transitions' acceptance (C,).
+    ``mass_matrix="diagonal"`` adapts a diagonal mass matrix in burn-in (:class:`MassAdaptation`); ``record``, if
+    given, receives the kept transitions' leapfrog steps per chain (``leapfrogs``) and the inverse mass matrix."""
     u, g = value_and_grad(potential, x0)
     eps = initial_step_size(potential, x0, u, g, generator)
-    da, x, acc_sum, out = DualAveraging(eps, target_accept), x0, 0.0, []
+    da, x, acc_sum, out, inv, steps_sum = DualAveraging(eps, target_accept), x0, 0.0, [], None, 0.0
+    mass = MassAdaptation(burn_in, x0) if _mass(mass_matrix) else None
     for i in range(burn_in + samples):
-        x, u, g, acc, _ = transition(kernel, potential, x, u, g, eps, steps, max_depth, generator)
+        x, u, g, acc, n = metric_transition(kernel, potential, x, u, g, eps, steps, max_depth, generator, inv)
         if i < burn_in:
             eps = da.update(acc) if i < burn_in - 1 else da.final()
+            new = mass.update(i, x) if mass is not None else None
+            if new is not None:
+                inv = new
+                eps = metric_step_size(potential, x, u, g, generator, inv)
+                da = DualAveraging(eps, target_accept)
         else:
             acc_sum = acc_sum + acc
+            steps_sum = steps_sum + n
             out.append(x)
+    if record is not None:
+        record.update(leapfrogs=steps_sum, inv_mass=inv)
     return torch.stack(out, 1), acc_sum / max(samples, 1)
+
+
+def _mass(name: str) -> bool:
+    if name not in ("identity", "diagonal"):
+        raise ValueError(f"key 'mass_matrix' = {name!r}: allowed: identity, diagonal")
+    return name == "diagonal"
 
 
 class HMCSampler(GibbsSampler):
@@ -152,13 +255,13 @@ class HMCSampler(GibbsSampler):
     ``widths`` (N_1, ..., N_L, N_a) per layer (None: N everywhere); the prior variances are the problem's
     (``problem.var``). One ``sweep`` is one transition (``kernel`` hmc: ``steps`` leapfrog steps; nuts: a tree of
     at most ``max_depth`` doublings); the step sizes adapt during the ``burn_in`` transitions of :meth:`run` and are
-    frozen after them.
+    frozen after them, and so does a diagonal mass matrix with ``mass_matrix="diagonal"`` (:class:`MassAdaptation`).
     """
 
     def __init__(self, problem: Problem, N: int, tau: float, chains: int, generator: torch.Generator,
                  kern: PathKernels | None = None, monitor: int = 8, state: dict | None = None, *,
                  widths: Sequence[int] | None = None, steps: int = 16, target_accept: float = 0.8,
-                 kernel: str = "hmc", max_depth: int = 10) -> None:
+                 kernel: str = "hmc", max_depth: int = 10, mass_matrix: str = "identity") -> None:
         if N < 1 or chains < 1 or steps < 1:
             raise ValueError(f"need N ≥ 1, chains ≥ 1, steps ≥ 1; got N = {N}, chains = {chains}, steps = {steps}")
         if tau <= 0:
@@ -172,6 +275,7 @@ class HMCSampler(GibbsSampler):
         self.pb, self.N, self.tau, self.C, self.g = problem, int(N), float(tau), int(chains), generator
         self.kern = kern
         self.steps, self.target, self.kernel, self.max_depth = int(steps), float(target_accept), kernel, max_depth
+        self.diagonal, self.inv_mass, self.mass = _mass(mass_matrix), None, None
         self.leapfrogs = 0.0  # leapfrog steps taken, summed over chains
         self.Xi, self.Xt = problem.Xi.to(F64), problem.Xi_test.to(F64)
         self.Xi_flat = self.Xi.reshape(-1, problem.D)
@@ -221,12 +325,17 @@ class HMCSampler(GibbsSampler):
     # -- the transition -------------------------------------------------------------------------------------
     def sweep(self) -> None:
         eps = self.eps
-        self.x, self.u, self.grad, acc, n = transition(self.kernel, self.potential, self.x, self.u, self.grad, eps,
-                                                       self.steps, self.max_depth, self.g)
+        self.x, self.u, self.grad, acc, n = metric_transition(self.kernel, self.potential, self.x, self.u, self.grad,
+                                                              eps, self.steps, self.max_depth, self.g, self.inv_mass)
         self.leapfrogs += float(n.sum())
         self.sweeps += 1
         if self.sweeps <= self.adapt_until:
             self.eps = self.da.update(acc) if self.sweeps < self.adapt_until else self.da.final()
+            new = self.mass.update(self.sweeps - 1, self.x) if self.mass is not None else None
+            if new is not None:  # a slow window ended: the new metric, its step size, a fresh dual averaging
+                self.inv_mass = new
+                self.eps = metric_step_size(self.potential, self.x, self.u, self.grad, self.g, new)
+                self.da = DualAveraging(self.eps, self.target)
         else:
             self.accept_sum += acc
         self._set_weights()
@@ -235,6 +344,8 @@ class HMCSampler(GibbsSampler):
             checkpoint: Callable[[], None] | None = None):
         """As :meth:`GibbsSampler.run`; the ``burn_in`` transitions also adapt the step sizes."""
         self.adapt_until = burn_in  # burn_in = 0: the initial heuristic step sizes throughout
+        if self.diagonal and self.mass is None:
+            self.mass = MassAdaptation(burn_in, self.x)
         return super().run(burn_in, samples, thin, progress, checkpoint)
 
     def acceptance(self) -> Tensor:
@@ -242,9 +353,10 @@ class HMCSampler(GibbsSampler):
         return self.accept_sum / max(self.sweeps - self.adapt_until, 1)
 
     def state_dict(self) -> dict:
+        mass = {"inv_mass": self.inv_mass, "mass": self.mass.state_dict()} if self.mass is not None else {}
         return {**super().state_dict(), "x": self.x, "u": self.u, "grad": self.grad, "eps": self.eps,
                 "da": self.da.state_dict(), "accept_sum": self.accept_sum, "adapt_until": self.adapt_until,
-                "leapfrogs": self.leapfrogs}
+                "leapfrogs": self.leapfrogs, **mass}
 
     def load_state_dict(self, st: dict) -> None:
         super().load_state_dict(st)
@@ -252,3 +364,7 @@ class HMCSampler(GibbsSampler):
         self.accept_sum, self.adapt_until, self.leapfrogs = st["accept_sum"], st["adapt_until"], st["leapfrogs"]
         self.da = DualAveraging(self.eps, self.target)
         self.da.load_state_dict(st["da"])
+        if self.diagonal and "mass" in st:
+            self.inv_mass = st.get("inv_mass")
+            self.mass = MassAdaptation(self.adapt_until, self.x)
+            self.mass.load_state_dict(st["mass"])

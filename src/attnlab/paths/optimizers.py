@@ -15,6 +15,7 @@ L-BFGS iterate, with the same result.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -198,9 +199,41 @@ def _cg(hvp, b: Tensor, iters: int, rtol: float) -> Tensor:
     return x
 
 
+class Plateau:
+    """The learning-rate schedule of the public code's Adam: torch's ``ReduceLROnPlateau`` (mode min, relative
+    threshold 1e-4, no cooldown) fed max|∂S/∂U| after every step; after more than ``patience`` steps without a
+    value below best·(1 − 1e-4) the rate becomes max(rate·``factor``, ``min_lr``) (a change of at most 1e-8 is
+    skipped, as torch's ``eps``)."""
+
+    def __init__(self, lr: float, patience: int, factor: float, min_lr: float) -> None:
+        self.lr, self.patience, self.factor, self.min_lr = float(lr), int(patience), float(factor), float(min_lr)
+        self.best, self.bad = math.inf, 0
+
+    def step(self, metric: float) -> float:
+        if metric < self.best * (1 - 1e-4):
+            self.best, self.bad = metric, 0
+        else:
+            self.bad += 1
+        if self.bad > self.patience:
+            new = max(self.lr * self.factor, self.min_lr)
+            if self.lr - new > 1e-8:
+                self.lr = new
+            self.bad = 0
+        return self.lr
+
+    def state_dict(self) -> dict:
+        return {"lr": self.lr, "best": self.best, "bad": self.bad}
+
+    def load_state_dict(self, st: dict) -> None:
+        self.lr, self.best, self.bad = st["lr"], st["best"], st["bad"]
+
+
 def adam(action: Action, Us0: list[Tensor], tol: float, max_iter: int, lr: float, record: History,
-         ckpt: SolveCheckpoint | None = None) -> tuple[list[Tensor], dict]:
-    """App. E: Adam on full matrices, symmetrised on use, no PD constraint (stops if it leaves the cone)."""
+         ckpt: SolveCheckpoint | None = None,
+         schedule: tuple[int, float, float] | None = None) -> tuple[list[Tensor], dict]:
+    """App. E: Adam on full matrices, symmetrised on use, no PD constraint (stops if it leaves the cone).
+    ``schedule`` = (patience, factor, min_lr): the rate follows :class:`Plateau` (the public code's scheduler)."""
+    plateau = Plateau(lr, *schedule) if schedule is not None else None
     Ms = [u.clone() for u in Us0]
     m1 = [torch.zeros_like(u) for u in Ms]
     m2 = [torch.zeros_like(u) for u in Ms]
@@ -211,12 +244,16 @@ def adam(action: Action, Us0: list[Tensor], tol: float, max_iter: int, lr: float
         Ms, m1, m2 = ([t.clone().to(Us0[0].device) for t in st[k]] for k in ("Ms", "m1", "m2"))
         k0 = st["iter"] + 1
         _load_record(record, st["record"])
+        if plateau is not None:
+            plateau.load_state_dict(st["plateau"])
+            lr = plateau.lr
     for k in range(k0, max_iter + 1):
         try:
             val = action.at(Ms)
         except (SolveError, FloatingPointError) as exc:
             return Ms, {"iter": k, "eval": k, "message": f"Adam left the PD cone: {exc}"}
-        if max(float(g.abs().max()) for g in val.grads) <= tol:
+        max_grad = max(float(g.abs().max()) for g in val.grads)
+        if max_grad <= tol:
             return Ms, {"iter": k - 1, "eval": k, "message": "Adam converged"}
         record(k - 1, Ms)
         for i, g in enumerate(val.grads):
@@ -224,8 +261,11 @@ def adam(action: Action, Us0: list[Tensor], tol: float, max_iter: int, lr: float
             m2[i] = b2 * m2[i] + (1 - b2) * g * g
             step = lr * (m1[i] / (1 - b1**k)) / (torch.sqrt(m2[i] / (1 - b2**k)) + eps)
             Ms[i] = Ms[i] - 0.5 * (step + step.T)
+        if plateau is not None:  # the public code steps its scheduler after the optimiser, on this step's gradient
+            lr = plateau.step(max_grad)
         if ckpt is not None:
             ckpt.save(lambda k=k: {"method": "adam", "iter": k, "Ms": [t.clone() for t in Ms],
                                    "m1": [t.clone() for t in m1], "m2": [t.clone() for t in m2],
-                                   "record": _record_state(record)})
+                                   "record": _record_state(record),
+                                   **({"plateau": plateau.state_dict()} if plateau is not None else {})})
     return Ms, {"iter": max_iter, "eval": max_iter, "message": "Adam reached max_iter"}

@@ -26,6 +26,7 @@ TINY = {
     "fig6": {**ONESHOT, "variants": VARIANTS, "sample_widths": ()},
     "fig3ef": {k: v for k, v in ONESHOT.items() if k not in ("dataset", "ood")},
     "fig7": {**ONESHOT, "variants": VARIANTS},
+    "sample": {"P": 40, "P_test": 50, "sample_widths": (10,), "chains": 2, "burn_in": 20, "samples": 10, "thin": 2},
 }
 
 # the order parameter U^{ππ'} of the Markov runs (paper 3, Eqs. 10, 13): one index column per path
@@ -81,6 +82,21 @@ def markov_arrays(c) -> dict:
 
 for _name in ("fig2c", "fig2e", "fig5c", "generic"):
     outputs(f"paths.{_name}", tiny=TINY[_name], index=PATH_PAIRS, summary=markov_summary, arrays=markov_arrays)
+
+
+
+def sample_summary(c) -> list[str]:
+    """The keys of ``paths.sample`` per sampled width (a continued run: the previous run's widths)."""
+    keys = ("acc_sample", "gen_error_sample", "rhat", "ess", "kept", "sweeps")
+    return ["continued n_paths tau_sampled", *(width_key(k, "{sample_widths}") for k in keys)]
+
+
+# paths.sample: the chains' statistics per width (S widths, n paths and P* test points of the sampled problem, the
+# source's when a run is named) and each width's chain state (``state_N<N>/…``, markov.sample.pack)
+outputs("paths.sample", tiny=TINY["sample"], index=PATH_PAIRS, summary=sample_summary,
+        arrays={"sim_U": (None, None, None), "sim_f_mean sim_f_var": (None, None), "y_test": (None,),
+                "sim_accuracy sim_ess sim_gen_error sim_rhat sim_tau sim_time sim_train_mse": (None,),
+                "state_N*": None})
 
 outputs("paths.fig2d", tiny=TINY["fig2d"],
         summary="kta_fw kta_gp max_grad top5_overlap_fw top5_overlap_gp top5_ratio",

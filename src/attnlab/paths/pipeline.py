@@ -14,7 +14,16 @@ from attnlab.paths import kernels, train
 
 
 def solve_kw(config) -> dict[str, Any]:
-    return {"method": config.solver, "tol": config.tol, "max_iter": config.max_iter, "lr": config.adam_lr}
+    """The solver keys of ``theory.solve``; Adam's plateau schedule only when ``adam_patience`` is set."""
+    kw = {"method": config.solver, "tol": config.tol, "max_iter": config.max_iter, "lr": config.adam_lr}
+    if getattr(config, "adam_patience", None) is not None:
+        kw["schedule"] = (config.adam_patience, config.adam_lr_factor, config.adam_min_lr)
+    return kw
+
+
+def sampling_tau(config, tau: float) -> float:
+    """The temperature the chains sample at: max(τ, ``sample_min_tau``) (the public code's minimum)."""
+    return max(float(tau), float(getattr(config, "sample_min_tau", 0.0)))
 
 
 def sample_widths(pb: kernels.Problem, config, ctx: RunContext, units: Units, taus: dict[float, float],
@@ -27,12 +36,13 @@ def sample_widths(pb: kernels.Problem, config, ctx: RunContext, units: Units, ta
     total = config.burn_in + config.samples * config.thin
     for N in config.sample_widths:
         def compute(u: Unit, N=N):
-            s = make_sampler(config, pb, N, taus[N], ctx.rng("sampler"), kern, state=u.resume)
+            s = make_sampler(config, pb, N, sampling_tau(config, taus[N]), ctx.rng("sampler"), kern, state=u.resume)
             with ctx.progress(total, f"{config.sampler} N={N} ({config.chains} chains)") as bar:
                 return s.run(config.burn_in, config.samples, config.thin, progress=bar.update,
                              checkpoint=lambda: u.save(s.state_dict))
 
-        train.add_stats(obs, units.get(f"{tag}{config.sampler}_N{N}", compute), pb.y_test, taus[N])
+        stats = units.get(f"{tag}{config.sampler}_N{N}", compute)
+        train.add_stats(obs, stats, pb.y_test, sampling_tau(config, taus[N]))
     return Trajectory(np.asarray(config.sample_widths, float), {k: np.asarray(v) for k, v in obs.items()},
                       time_name="N", source="simulation")
 
@@ -47,7 +57,8 @@ def make_sampler(config, pb: kernels.Problem, N: int, tau: float, generator, ker
     ratios = getattr(config, "layer_widths", None)
     widths = None if ratios is None else [round(N * r) for r in ratios]
     return HMCSampler(pb, N, tau, config.chains, generator, kern, state=state, widths=widths, kernel=config.sampler,
-                      steps=config.hmc_steps, target_accept=config.hmc_accept, max_depth=config.nuts_depth)
+                      steps=config.hmc_steps, target_accept=config.hmc_accept, max_depth=config.nuts_depth,
+                      mass_matrix=getattr(config, "mass_matrix", "identity"))
 
 
 def agreement(sim: Trajectory, th: Trajectory) -> dict[str, np.ndarray]:

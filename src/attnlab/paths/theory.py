@@ -1,4 +1,4 @@
-"""The finite-width theory's saddle point U* and predictions over widths (Eqs. 9-13, 29-34, App. E).
+"""The finite-width theory's saddle point U* and predictions over widths (Eqs. (9)-(13), (29)-(34), App. E).
 
 U* minimises the action of :mod:`attnlab.paths.action`. It is found by L-BFGS on the Cholesky parameters
 (every U^(ℓ) stays positive definite), started at the GP solution U^(ℓ) = σ^{2(L+2−ℓ)} I or warm-started from
@@ -37,7 +37,7 @@ __all__ = ["Action", "ActionValue", "CholeskyParams", "SaddlePoint", "SolveCheck
 Tensor = torch.Tensor
 F64 = torch.float64
 # A float32 solve's tolerance: S is known to ε₃₂|S| only, which fixes its minimiser, and so ∂S/∂U, to about
-# √ε₃₂ ≈ 3.5e-4 (half the digits; Gill, Murray & Wright, Practical Optimization, §8.2); tol = 1e-8 is out of reach.
+# √ε₃₂ ≈ 3.5e-4 (half the digits; Gill, Murray & Wright, Practical Optimization, Sec. 8.2); tol = 1e-8 is out of reach.
 FLOAT32_TOL = math.sqrt(torch.finfo(torch.float32).eps)
 
 
@@ -87,11 +87,12 @@ def pinned_threads(P: int, small: int = 1024) -> Iterator[None]:
 
 def solve(action: Action, init: Sequence[Tensor] | None = None, *, method: str = "lbfgs", tol: float = 1e-8,
           max_iter: int = 20_000, strict: bool = True, lr: float = 0.1, history: int = 0,
-          checkpoint: SolveCheckpoint | None = None) -> SaddlePoint:
+          checkpoint: SolveCheckpoint | None = None, schedule: tuple[int, float, float] | None = None) -> SaddlePoint:
     """Minimise S from ``init`` (default: the GP solution) until max|∂S/∂U| ≤ ``tol``.
 
     ``method``: ``lbfgs`` (Cholesky parameters, scipy L-BFGS, Newton polish) or ``adam`` (App. E: full
-    symmetrised matrices, learning rate ``lr``). ``strict``: raise :class:`SolveError` when not converged.
+    symmetrised matrices, learning rate ``lr``; ``schedule`` = (patience, factor, min_lr) cuts it on plateaus of
+    max|∂S/∂U|, :class:`optimizers.Plateau`). ``strict``: raise :class:`SolveError` when not converged.
     ``history`` = k > 0 records the optimiser every k steps (:class:`diagnostics.History`, in ``.history``).
     Small CPU problems run on one thread (:func:`pinned_threads`). ``checkpoint``: the optimiser's saved state
     to resume from and the run's save (:class:`optimizers.SolveCheckpoint`). A float32 action (kernels built
@@ -101,11 +102,12 @@ def solve(action: Action, init: Sequence[Tensor] | None = None, *, method: str =
         tol = max(tol, FLOAT32_TOL)
     with pinned_threads(action.P if action.kern.Xi.device.type == "cpu" else 10**9):
         return _solve(action, init, method=method, tol=tol, max_iter=max_iter, strict=strict, lr=lr,
-                      record=History(action, history), ckpt=checkpoint)
+                      record=History(action, history), ckpt=checkpoint, schedule=schedule)
 
 
 def _solve(action: Action, init: Sequence[Tensor] | None, *, method: str, tol: float, max_iter: int, strict: bool,
-           lr: float, record: History, ckpt: SolveCheckpoint | None) -> SaddlePoint:
+           lr: float, record: History, ckpt: SolveCheckpoint | None,
+           schedule: tuple[int, float, float] | None = None) -> SaddlePoint:
     t0 = time.perf_counter()
     dev = action.kern.Xi.device
     Us0 = [u.to(dev, action.dtype) for u in
@@ -118,7 +120,7 @@ def _solve(action: Action, init: Sequence[Tensor] | None, *, method: str, tol: f
     if method == "lbfgs":
         Us, info = lbfgs(action, Us0, tol, max_iter, record, ckpt)
     else:
-        Us, info = adam(action, Us0, tol, max_iter, lr, record, ckpt)
+        Us, info = adam(action, Us0, tol, max_iter, lr, record, ckpt, schedule)
     record(info["iter"], Us, final=True)
     val = action.at(Us)
     max_grad = max(float(g.abs().max()) for g in val.grads)

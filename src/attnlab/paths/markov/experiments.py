@@ -80,13 +80,22 @@ def named_layout(config: MarkovConfig, layout: str):
     return layout
 
 
+def init_generator(config: MarkovConfig, ctx: RunContext) -> torch.Generator:
+    """The perturbed start's generator: the run's ``init`` stream, or one seeded with ``init_seed`` alone (the public
+    code's ``--order_parameter_seed``: the same start whatever the run's seed)."""
+    if config.init_seed is None:
+        return ctx.generator("init")
+    return torch.Generator(device=ctx.device).manual_seed(config.init_seed)
+
+
 def solve_markov(config: MarkovConfig, ctx: RunContext, pb: kernels.Problem, kern: kernels.PathKernels,
                  widths, tau: float, unit=None) -> Trajectory:
     """theory.predict over ``widths`` with the config's per-layer widths, start, history and Hessian; ``unit``
     (the run's) checkpoints the solves, so an interrupted run resumes inside the one it was in."""
     act = theory.action(pb, kern, tau, max(widths), config.layer_widths)
     init = diagnostics.start(act, config.init, strength=config.init_strength, scale=config.init_scale,
-                             good=config.init_good, bad_factor=config.init_bad_factor, generator=ctx.generator("init"))
+                             good=config.init_good, bad_factor=config.init_bad_factor,
+                             generator=init_generator(config, ctx))
     return theory.predict(pb, widths, tau, kern=kern, ratios=config.layer_widths, hessian=config.hessian,
                           init=init, history=config.history_every, checkpoint=unit, **solve_kw(config))
 
