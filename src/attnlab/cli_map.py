@@ -27,8 +27,8 @@ def map_(
                                            "--arch)")] = 512,
     seq: Annotated[int, typer.Option("--seq", help="T: tokens per measured sequence")] = 64,
     batch: Annotated[int, typer.Option("--batch", help="sequences measured")] = 32,
-    text: Annotated[Path | None, typer.Option("--text", help="a text file to measure on (default random "
-                                              "tokens)")] = None,
+    text: Annotated[Path | None, typer.Option("--text", help="a text file to measure on, or 'stories' for the "
+                                              "bundled stories (default random tokens)")] = None,
     finite_t: Annotated[bool, typer.Option("--finite-t", help="finite-T attention theory (App. B.7; a few "
                                            "seconds at --seq ≤ 64) instead of the asymptotic Eq. 13")] = False,
     no_measure: Annotated[bool, typer.Option("--no-measure", help="theory only")] = False,
@@ -47,7 +47,7 @@ def map_(
     Reads the actual weights: β from Q/K (both conventions of App. B.1), σ_v² from the value and output
     projections, the MLP variances, activation, α_SA, α_MLP, LN placement. Shows the phase (trainable / rank
     collapse / entropy collapse), the margin to the nearest boundary, ρ_ℓ and the attention entropy predicted
-    (Eq. 19, B.18) and measured, and the fix. Writes OUT/map.json and OUT/map.png (or .svg)."""
+    (Eqs. (19), (B.18)) and measured, and the fix. Writes OUT/map.json and OUT/map.png (or .svg)."""
     from attnlab.signal import mapping, mapping_read, mapping_report
 
     if (model is None) == (arch is None):

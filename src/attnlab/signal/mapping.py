@@ -3,9 +3,9 @@ propagation, and the fix.
 
 ``map_model(obj)`` reads the model's actual weights (:mod:`mapping_read`: per-layer β from the Q/K weights in both
 conventions of App. B.1, σ_v² from the value and output projections, the MLP fan-in variances, activation, α_SA,
-α_MLP, LN placement), iterates the block map of Eq. 19 layer by layer with each layer's own parameters (the
+α_MLP, LN placement), iterates the block map of Eq. (19) layer by layer with each layer's own parameters (the
 prediction of ρ_ℓ, and of S_ℓ/log T by B.18), measures both on inputs (:mod:`mapping_measure`), places the model on
-the (β, α_SA) diagram of its depth with β_c (Eq. 13) and α_c(L), and gives the phase, the margin to the nearest
+the (β, α_SA) diagram of its depth with β_c (Eq. (13)) and α_c(L), and gives the phase, the margin to the nearest
 boundary and the fix: β and α_SA (as a Q/K std and an output-projection scale) inside the trainable region by a
 factor ``margin``. ``apply_fix`` writes the fixed model (``hf.reinit`` for the BERT layout).
 """
@@ -40,7 +40,7 @@ def _arch(spec: mr.Spec, p: dict[str, float], T: int) -> Architecture:
 
 def predict_layers(spec: mr.Spec, params: list[dict[str, float]], T: int, rho0: float, start: int = 0,
                    table: rem.OverlapTable | None = None) -> dict[str, list[float]]:
-    """ρ_ℓ (Eq. 19) and S_ℓ/log T (B.18 at the layer's input cosine) with each layer's own parameters, from ρ at
+    """ρ_ℓ (Eq. (19)) and S_ℓ/log T (B.18 at the layer's input cosine) with each layer's own parameters, from ρ at
     layer ``start`` (NaN before it)."""
     rho, q = torch.tensor(float(rho0), dtype=torch.float64), None
     out_rho, out_ent = [math.nan] * start + [float(rho0)], [math.nan] * (start + 1)
@@ -59,7 +59,7 @@ def mean_params(params: list[dict[str, float]]) -> dict[str, float]:
 def place(arch: Architecture, rho0: float, eps: float, margin: float, n: int = 121,
           table: rem.OverlapTable | None = None) -> dict[str, Any]:
     """The diagram at the model's depth, its point, phase, margins and the fix (module doc). β in score units at
-    T_init (Eq. 11); β_c converted from the REM's units (Eq. 13 at the attended length T)."""
+    T_init (Eq. (11)); β_c converted from the REM's units (Eq. (13) at the attended length T)."""
     L, beta, alpha = arch.L, arch.beta, arch.alpha_sa
     to_score = arch.beta / arch.beta_theory
     bc = float(rem.beta_c(rho0)) * to_score
@@ -96,7 +96,7 @@ def map_model(obj, *, T: int = 64, batch: int = 32, text=None, measure: bool = T
               margin: float = 2.0, rho0: float | None = None, seed: int = 0, finite_T: bool = False) -> dict[str, Any]:
     """The whole map of a model (module doc) as one JSON-able dict; ``obj`` is anything :func:`mapping_read.read`
     takes, or a :class:`mapping_read.Spec`. ``finite_T``: the attention of T keys by the finite-T Monte Carlo of
-    App. B.7 (:class:`rem.OverlapTable`, seconds at T ≤ 64) instead of the asymptotic Eq. 13."""
+    App. B.7 (:class:`rem.OverlapTable`, seconds at T ≤ 64) instead of the asymptotic Eq. (13)."""
     t0 = time.perf_counter()
     spec = mr.read(obj)
     doc: dict[str, Any] = {"family": spec.family, "source": spec.source, "covered": spec.covered,
@@ -109,7 +109,8 @@ def map_model(obj, *, T: int = 64, batch: int = 32, text=None, measure: bool = T
     if measure:
         ids = mm.token_ids(spec, batch, T, text, seed)
         doc["T"], doc["batch"] = T, batch = ids.shape[1], ids.shape[0]
-        doc["inputs"] = "random tokens" if text is None else f"text file {text}"
+        doc["inputs"] = ("random tokens" if text is None else "the bundled stories" if mm.is_stories(text)
+                         else f"text file {text}")
         if spec.model is not None:
             read = spec.layers if spec.covered and isinstance(spec.layers, list) else None
             measured = mm.measure_hf(spec.model, ids, seed, read, spec.H)
@@ -173,7 +174,7 @@ def _build_outside(spec: mr.Spec):
 
 
 def fixed_spec(spec: mr.Spec, beta: float, alpha_sa: float, seed: int = 0) -> mr.Spec:
-    """The spec of the fixed model without building it: W_Q, W_K redrawn at the Q/K std of β (Eq. 11, biases 0)
+    """The spec of the fixed model without building it: W_Q, W_K redrawn at the Q/K std of β (Eq. (11), biases 0)
     and α_SA realised as W_O/α (or, for the study's Encoder, as the residual itself)."""
     std = std_from_beta(beta, spec.d, spec.H, spec.T_init)
     new = copy.copy(spec)

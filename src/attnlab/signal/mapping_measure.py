@@ -1,12 +1,13 @@
 """The measured side of ``attnlab map``: per-layer token cosine ρ_ℓ and attention entropy S_ℓ/log T on inputs.
 
-Inputs are ``B`` sequences of ``T`` tokens: uniform random token ids, or a user's text file (its checkpoint's
-tokenizer if the folder has one, else words hashed into the vocabulary). ρ_ℓ is the mean pairwise cosine of the
+Inputs are ``B`` sequences of ``T`` tokens: uniform random token ids, a user's text file or the bundled stories
+(``signal.data.corpus``), through the checkpoint's tokenizer if the folder has one, else words hashed into the
+vocabulary. ρ_ℓ is the mean pairwise cosine of the
 tokens of a sequence (as ``hf.propagate``), averaged over sequences, with its standard error; S_ℓ is the mean row
 entropy of the attention matrices of layer ℓ (all heads) divided by log T (B.18).
 
 Three ways to run the model: a loaded ``transformers`` model through its own forward (``output_hidden_states``,
-``output_attentions`` with eager attention); otherwise the post-LN block of Eq. 5 with an output projection, on the
+``output_attentions`` with eager attention); otherwise the post-LN block of Eq. (5) with an output projection, on the
 weights the map read (:func:`post_ln_block`, identical to HF's BERT layer and to ``nn.TransformerEncoderLayer``, see
 tests), layer by layer — a family at 48 × 1024 is never held in memory at once.
 """
@@ -26,16 +27,29 @@ from attnlab.signal.mapping_read import Spec
 from attnlab.signal.model import layer_norm
 from attnlab.signal.theory.kernels import phi
 
+STORIES = "stories"  # ``--text stories``: the bundled stories instead of a file
+
+
+def is_stories(text) -> bool:
+    """``--text stories`` asks for the bundled stories (unless a file of that name exists)."""
+    return text is not None and str(text) == STORIES and not Path(text).is_file()
+
 
 def token_ids(spec: Spec, B: int, T: int, text: str | Path | None = None, seed: int = 0) -> torch.Tensor:
-    """(B, T) token ids: random (ids ≥ 5, clear of the special tokens) or from a text file."""
+    """(B, T) token ids: random (ids ≥ 5, clear of the special tokens), from a text file, or from the bundled
+    stories (``text = "stories"``)."""
     vocab = max(spec.vocab, 8)
     if text is None:
         return torch.randint(min(5, vocab - 1), vocab, (B, T), generator=torch.Generator().manual_seed(seed))
-    path = Path(text)
-    if not path.is_file():
-        raise ConfigError(f"--text {text}: no such file")
-    words = path.read_text(errors="replace")
+    if is_stories(text):  # the signal study's bundled story generator (offline, deterministic, ~60 words each)
+        from attnlab.signal.data.corpus import generate_stories
+
+        words = " ".join(generate_stories(B * T // 30 + 10, seed))
+    else:
+        path = Path(text)
+        if not path.is_file():
+            raise ConfigError(f"--text {text}: no such file (or '{STORIES}': the bundled stories)")
+        words = path.read_text(errors="replace")
     ids = _tokenize(spec, words)
     if len(ids) < T:
         raise ConfigError(f"--text {text}: {len(ids)} tokens, fewer than one sequence of T = {T}")
@@ -77,7 +91,7 @@ def _ln(x: torch.Tensor, g: torch.Tensor | None, norm: str) -> torch.Tensor:
 
 def post_ln_block(x: torch.Tensor, w: dict[str, Any], H: int, activation: str, alpha_sa: float = 1.0,
                   alpha_mlp: float = 1.0, norm: str = "layernorm") -> tuple[torch.Tensor, torch.Tensor]:
-    """One post-LN block (Eq. 5) with output projection, as HF's BERT layer: h = LN(α_SA x + W_O SA(x) + b_O),
+    """One post-LN block (Eq. (5)) with output projection, as HF's BERT layer: h = LN(α_SA x + W_O SA(x) + b_O),
     x' = LN(α_MLP h + W_2 φ(W_1 h + b_1) + b_2); x (B, T, d) → (x', attention (B, H, T, T))."""
     B, T, d = x.shape
     dk = d // H
