@@ -9,6 +9,9 @@ A page puts a marker on a line of its own and the build replaces it:
   and detail of each (:mod:`attnlab.core.record`);
 * ``<!-- attnlab:unfalsified STUDY -->``: the asserted claims (``all``: of every study) with no world where they
   must fail, each with the sentence that says why;
+* ``<!-- attnlab:equations PACKAGE -->``: the paper's equations and appendices that the package's docstrings cite
+  (``Eq. (5)``, ``Eqs. (36)-(42)``, ``App. B.1``), each with the functions, classes and modules citing it, linked to
+  the API reference (:func:`attnlab.core.citations.equations`);
 * ``<!-- attnlab:reference PACKAGE -->``: one mkdocstrings block (``::: module``) per public module found under the
   package's folder, so the API reference follows files that move.
 
@@ -45,10 +48,10 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
     def expand(match: re.Match) -> str:
         kind, arg = match.groups()
         maker = {"experiments": experiments_table, "claims": claims_table, "reference": reference,
-                 "unfalsified": unfalsified_table}.get(kind)
+                 "unfalsified": unfalsified_table, "equations": equations_table}.get(kind)
         if maker is None:
-            log.warning("%s: unknown marker attnlab:%s (known: experiments, claims, unfalsified, reference)",
-                        page.file.src_path, kind)
+            log.warning("%s: unknown marker attnlab:%s (known: experiments, claims, unfalsified, equations, "
+                        "reference)", page.file.src_path, kind)
             return match.group(0)
         try:
             return maker(arg)
@@ -221,6 +224,31 @@ def unfalsified_table(study: str) -> str:
     rows += [f"| `{c.id}` | {_cell(c.ref)} | {_prose(c.falsify or 'not written yet')} |" for c in todo]
     return (f"{n - len(todo)} of {n} asserted claims are measured in a world where they must fail (the tests "
             f"expect `fail` there); the other {len(todo)}:\n\n" + "\n".join(rows) + "\n")
+
+
+# -- the paper's equations in the code ------------------------------------------------------------------------------
+def _citer(citer: Any, package: str, shown: set[str]) -> str:
+    """A module, class or function citing the paper, as a cross-reference into the API reference where that shows
+    it (mkdocs-autorefs resolves ``[text][identifier]``), else as code."""
+    name = f"`{citer.path.removeprefix(package + '.')}`"
+    return f"[{name}][{citer.path}]" if citer.documented and citer.module in shown else name
+
+
+def equations_table(package: str) -> str:
+    """The paper's equations and appendices cited in ``package``'s docstrings → the code citing them."""
+    from attnlab.core.citations import equations
+
+    table = equations(package)
+    shown = set(_modules(package))
+    rows = ["| paper | functions and classes | modules |", "|---|---|---|"]
+    for citation, citers in table.items():
+        code = ", ".join(_citer(c, package, shown) for c in citers if c.qualname) or "—"
+        modules = ", ".join(_citer(c, package, shown) for c in citers if not c.qualname) or "—"
+        rows.append(f"| {citation} | {code} | {modules} |")
+    head = (f"{len(table)} equations and appendices of the paper cited by `{package}`, generated at build time "
+            "from the docstrings (`attnlab.core.citations`): `grep -rn \"Eq. (5)\"` finds the same places. A "
+            "private helper is shown without a link ([how a study gets this table](../adding-a-study.md)).\n\n")
+    return head + "\n".join(rows) + "\n"
 
 
 # -- the API reference ----------------------------------------------------------------------------------------------

@@ -68,13 +68,26 @@ def run(
         out_console.print(f"  {k} = {v:.6g}" if isinstance(v, float) else f"  {k} = {v}")
 
 
+def _configs_file(experiment: str, configs: Path) -> Path:
+    """``--configs``: a file, or the bare NAME of one shipped with the study (``attnlab/<study>/grids/NAME.jsonl``,
+    e.g. clustering's ``pal_ffn_dim``: the public code's ablation grids)."""
+    grids = Path(__file__).parent / experiment.partition(".")[0] / "grids"
+    if configs.exists() or len(configs.parts) > 1 or configs.suffix or not grids.is_dir():
+        return configs
+    if not (grids / f"{configs}.jsonl").exists():
+        names = ", ".join(sorted(f.stem for f in grids.glob("*.jsonl")))
+        raise ConfigError(f"--configs {configs}: no such file, nor a grid of this study (its grids: {names})")
+    return grids / f"{configs}.jsonl"
+
+
 @guard
 def sweep(
     experiment: Annotated[str, typer.Argument(help="STUDY.EXPERIMENT")],
     grid: Annotated[list[str] | None, typer.Option("--grid", help="KEY=V1,V2,... (repeatable; cartesian product)")]
     = None,
     configs: Annotated[Path | None, typer.Option("--configs", help="FILE.jsonl: one JSON object of overrides a "
-                                                 "line, each a point (crossed with --grid, if given)")] = None,
+                                                 "line, each a point (crossed with --grid, if given); or NAME: a "
+                                                 "grid shipped with the study, e.g. pal_ffn_dim")] = None,
     num_tasks: Annotated[int | None, typer.Option("--num-tasks", help="split the points among N tasks (an array "
                                                   "job); with --task-id")] = None,
     task_id: Annotated[int | None, typer.Option("--task-id", help="run task I (0..N-1): every N-th point from the "
@@ -98,7 +111,8 @@ def sweep(
     result = run_sweep(
         experiment, parse_grid(grid or []), store=_store(store, old_out), scale=scale, base=parse_sets(set_ or []),
         seed=seed, device=checked_device(device) if executor != "dask" or not scheduler else device, executor=executor,
-        scheduler=scheduler, workers=workers, configs=parse_configs(configs) if configs else None,
+        scheduler=scheduler, workers=workers, configs=parse_configs(_configs_file(experiment, configs)) if configs
+        else None,
         num_tasks=num_tasks, task_id=task_id,
     )
     if json_:
@@ -206,7 +220,7 @@ def render(
     fps: Annotated[float, typer.Option("--fps")] = 5.0,
     fmt: Annotated[str, typer.Option("--fmt", help="frame format for a DIR: png or pdf")] = "png",
 ) -> None:
-    """Draw the visual sandbox (paper 4 §4.1) of a stored run: frames, a GIF or an MP4 over a snapshot range."""
+    """Draw the visual sandbox (paper 4 Sec. 4.1) of a stored run: frames, a GIF or an MP4 over a snapshot range."""
     from attnlab.sandbox.plugin import plugin_for
 
     meta = run_dir / "config.json"

@@ -1,4 +1,4 @@
-"""The MLP's non-linearity σ by name (paper §2: GeLU; the public code takes any ``torch.nn.functional`` name).
+"""The MLP's non-linearity σ by name (paper Sec. 2: GeLU; the public code takes any ``torch.nn.functional`` name).
 
 Every element-wise activation of ``torch.nn`` is accepted, by its functional name (``rrelu``, ``hardshrink``),
 by its module name in any case (``RReLU``, ``LeakyReLU``: spelled without the underscore) or by the names

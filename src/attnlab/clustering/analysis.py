@@ -1,9 +1,9 @@
-"""Measuring a clustering head in trained parameters (paper 4 §3-4; the head metrics of
-docs/studies/clustering.md, the §4.4 monitors, App. A.1 sparsity).
+"""Measuring a clustering head in trained parameters (paper 4 Secs. 3-4; the head metrics of
+docs/studies/clustering.md, the Sec. 4.4 monitors, App. A.1 sparsity).
 
 Every function takes stacked parameters with a leading seed axis S (``model.py``) and returns tensors of shape
 (S,) or (S, ...), computed under ``torch.no_grad``; nothing couples two seeds. Metrics on sentence embeddings ξ
-are evaluated on the probe grid G = {prefixes} × {suffixes} (paper §2) unless a ``probe`` is given: either the
+are evaluated on the probe grid G = {prefixes} × {suffixes} (paper Sec. 2) unless a ``probe`` is given: either the
 ``(x, prefix_id, suffix_id)`` triple of :meth:`Task.probe_grid` or a plain (B, N) tensor of sentences. Forward
 passes are chunked over seeds so that S·B·N·d stays below ``max_elements``. Time-series detectors (two-stage
 learning, spikes) live in :mod:`attnlab.clustering.dynamics`.
@@ -41,8 +41,8 @@ HEAD_THRESHOLDS = {"acc_min": 0.9, "r_max": 0.02, "mass_min": 0.9, "fuzzy_min": 
 # ----------------------------------------------------------------------------------------------- head metrics
 def head_metrics(params: Params, spec: ModelSpec, task: Task, probe: Probe = None, *, monitors: bool = False,
                  max_elements: int = MAX_ELEMENTS) -> dict[str, torch.Tensor]:
-    """Cheap per-epoch monitors (paper §4.3) from one pass over the probe grid: cluster_score, attn_prefix_mass,
-    R_suffix, R_perm, each (S,) float64; with ``monitors`` also min_xi_norm and margin (§4.4).
+    """Cheap per-epoch monitors (paper Sec. 4.3) from one pass over the probe grid: cluster_score, attn_prefix_mass,
+    R_suffix, R_perm, each (S,) float64; with ``monitors`` also min_xi_norm and margin (Sec. 4.4).
 
     The pass reads the n_emb·N token table Z(v, t) instead of the (S, B, N, d) embeddings of ``forward``
     (ξ = Σ_t a_t V Z(x_t, t)); on the prefix × suffix grid the softmax sums are further split into a prefix

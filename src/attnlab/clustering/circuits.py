@@ -1,5 +1,5 @@
-"""Per-model measurements of trained runs for the circuit figures of paper 4 (Figs 2-6, 8, 15): the head metrics (docs)
-and head type of every seed (``circuit_metrics``), the attention maps before and after training (Figs 5, 6), the
+"""Per-model measurements of trained runs for the circuit figures of paper 4 (Figs. 2-6, 8, 15): the head metrics (docs)
+and head type of every seed (``circuit_metrics``), the attention maps before and after training (Figs. 5, 6), the
 seed a two-stage figure shows (Fig. 8), and the long tables an experiment returns.
 """
 

@@ -1,4 +1,4 @@
-"""Claims of paper 4's circuit figures and theory (Figs 1–6, 8; Prop. 1; check C3, C4, D4, D9, D10).
+"""Claims of paper 4's circuit figures and theory (Figs. 1–6, 8; Prop. 1; check C3, C4, D4, D9, D10).
 
 The construction claims read ``clustering.fig1`` (no training, every scale); the training claims reuse the runs
 of ``stationarity``, ``circuits``, ``fig5``, ``fig8`` and ``transfer_circuit``. Each asserted claim names a world

@@ -1,4 +1,4 @@
-"""Configs of the clustering study: the paper's defaults (paper §2, App. A; docs notes 1-5) and scales.
+"""Configs of the clustering study: the paper's defaults (paper Sec. 2, App. A; docs notes 1-5) and scales.
 
 ``TrainConfig`` is one training run of S seeds trained together (seeds ``seed .. seed+n_seeds-1``). The
 ``pal`` preset is the model and training of the public code the paper's figures came from (facebookresearch/pal,
@@ -8,7 +8,8 @@ width 32 with biases and the nested per-neuron initialisation, a 3-row token tab
 batch 32, and pal's random streams (seed s = pal's ``--seed s``, ``streams.py``); explicitly given keys still win
 over the preset. pal's other knobs map as: ``mlp_lr_discount`` δ → ``mlp_lr_factor`` = 1/δ, ``ffn_dim`` → ``h``,
 ``ffn_bias`` → ``mlp_bias``, ``ffn_dropout`` → ``mlp_dropout``, ``activation`` (any torch.nn.functional name of
-``MLP_ACTIVATIONS``), ``nb_emb`` → ``n_emb`` (its ``run`` command leaves 2 rows, its ``grid`` sets 3). pal never
+``MLP_ACTIVATIONS``), ``nb_emb`` → ``n_emb`` (its ``run`` command leaves 2 rows, its ``grid`` sets 3),
+``MAX_FFN_DIM`` → ``pal_table_rows`` (2048; its ``grid --ablation ffn_dim`` sets 10000). pal never
 leaves training mode, so with dropout its per-epoch metrics are measured with dropout on: ``eval_dropout="on"``
 does the same (default "off": attnlab evaluates without it).
 """
@@ -37,7 +38,7 @@ class TrainConfig(Config):
     """Adam on sparse modular addition, S seeds vectorised (paper App. A)."""
 
     preset: Literal["paper", "pal"] = Field("paper", description="paper (paper §2) or pal (the public code's model)")
-    # task (paper §2)
+    # task (paper Sec. 2)
     p: int = Field(2, ge=2, le=97, description="modulus = vocabulary size")
     N: int = Field(12, ge=1, le=256, description="sequence length")
     k: int = Field(5, ge=1, le=256, description="number of informative positions")
@@ -47,7 +48,7 @@ class TrainConfig(Config):
     n_train: int = Field(2048, ge=1, le=10_000_000, description="training points, drawn with replacement")
     test_mode: TestMode = Field("iid", description="iid fresh draws | complement of the train set | full space")
     n_test: int = Field(2048, ge=1, le=10_000_000, description="test points (iid) / cap on unseen sentences")
-    # model (paper §2)
+    # model (paper Sec. 2)
     d: int = Field(2, ge=1, le=4096, description="embedding dimension")
     h: int | None = Field(None, ge=1, le=65536, description="MLP width (default 4d)")
     n_emb: int | None = Field(None, ge=2, le=4096, description="token-table rows (default p)")
@@ -67,6 +68,8 @@ class TrainConfig(Config):
                                                        "or one row per neuron so neuron i does not depend on h (pal)")
     streams: Literal["attnlab", "pal"] = Field("attnlab", description="random streams: attnlab's named per-seed "
                                                "streams, or pal's (seed s = pal's --seed s)")
+    pal_table_rows: int = added(2048, ge=1, le=1_000_000, description="rows of pal's MLP table (its MAX_FFN_DIM: "
+                                "2048, its ffn_dim ablation 10000), drawn before the other weights; streams 'pal' only")
     # optimisation (paper App. A)
     lr: float = Field(3e-3, gt=0, le=10, description="Adam learning rate of E, P, q, V")
     mlp_lr_factor: float = Field(1.0, gt=0, le=100, description="γ_mlp: the MLP (W, U) learns at lr·γ_mlp")
@@ -115,6 +118,9 @@ class TrainConfig(Config):
                 k = next(iter(bad))
                 raise ValueError(f"key '{k}' = {getattr(self, k)!r}: streams 'pal' draws pal's tensors, which need "
                                  f"{k} = {bad[k]!r}")
+        elif self.pal_table_rows != 2048:
+            raise ValueError(f"key 'pal_table_rows' = {self.pal_table_rows}: only streams 'pal' draws pal's MLP table "
+                             "(set streams=pal or preset=pal)")
         return self
 
     def task(self) -> Task:

@@ -64,7 +64,7 @@ def unit_work(cfg: Any) -> float:
 @cost_model("clustering.train", "clustering.circuits", "clustering.fig5", "clustering.fig8",
             "clustering.stationarity")
 def single(cfg: Any) -> float:
-    """One training unit of S seeds (Figs 2-5, 8, the sandbox run; Prop. 1's stationarity run from the head)."""
+    """One training unit of S seeds (Figs. 2-5, 8, the sandbox run; Prop. 1's stationarity run from the head)."""
     from attnlab.clustering.experiments import as_train_config
 
     return unit_work(as_train_config(cfg)) + RUN_FIXED
@@ -72,7 +72,7 @@ def single(cfg: Any) -> float:
 
 @cost_model("clustering.transfer_circuit")
 def transfer(cfg: Any) -> float:
-    """Figs 6, 15: pretraining on p, then finetuning on p_new for epochs_new."""
+    """Figs. 6, 15: pretraining on p, then finetuning on p_new for epochs_new."""
     from attnlab.clustering.experiments import as_train_config
 
     return (unit_work(as_train_config(cfg)) + unit_work(as_train_config(cfg, p=cfg.p_new, epochs=cfg.epochs_new))
@@ -81,7 +81,7 @@ def transfer(cfg: Any) -> float:
 
 @cost_model("clustering.fig9", "clustering.fig17")
 def dynamics(cfg: Any) -> float:
-    """Figs 9, 17: per dimension, a mini-batch unit and (full_batch) a full-batch unit (one step an epoch)."""
+    """Figs. 9, 17: per dimension, a mini-batch unit and (full_batch) a full-batch unit (one step an epoch)."""
     from attnlab.clustering.spikes import experiments as K
 
     work = RUN_FIXED
@@ -96,7 +96,7 @@ def dynamics(cfg: Any) -> float:
 
 @cost_model("clustering.fig13", "clustering.fig18")
 def spikes(cfg: Any) -> float:
-    """Figs 13, 18: one mini-batch unit per dimension."""
+    """Figs. 13, 18: one mini-batch unit per dimension."""
     from attnlab.clustering.spikes import experiments as K
 
     return sum(unit_work(K.dim_config(cfg, d)) for d in K.unit_dims(cfg)) + RUN_FIXED
@@ -104,7 +104,7 @@ def spikes(cfg: Any) -> float:
 
 @cost_model("clustering.fig11", "clustering.fig12")
 def anatomy(cfg: Any) -> float:
-    """Figs 11, 12: one mini-batch unit at the first dimension (the dissected spike's run)."""
+    """Figs. 11, 12: one mini-batch unit at the first dimension (the dissected spike's run)."""
     from attnlab.clustering.spikes import experiments as K
 
     return unit_work(K.dim_config(cfg, K.unit_dims(cfg)[0])) + RUN_FIXED
@@ -112,7 +112,7 @@ def anatomy(cfg: Any) -> float:
 
 @cost_model("clustering.remedies")
 def remedies(cfg: Any) -> float:
-    """§4.4 remedies: one unit per variant of the base config."""
+    """Sec. 4.4 remedies: one unit per variant of the base config."""
     from attnlab.clustering.spikes.configs import parse_variant, plain_config
 
     return sum(unit_work(plain_config(cfg, **parse_variant(v))) for v in cfg.variants) + RUN_FIXED
@@ -120,7 +120,7 @@ def remedies(cfg: Any) -> float:
 
 @cost_model("clustering.fig7", "clustering.fig19")
 def sparsity(cfg: Any) -> float:
-    """Figs 7, 19: one lean unit per embedding dimension."""
+    """Figs. 7, 19: one lean unit per embedding dimension."""
     from attnlab.clustering.sweeps import experiments as W
 
     return sum(unit_work(W.unit_config(cfg, d=d)) for d in cfg.dims()) + RUN_FIXED

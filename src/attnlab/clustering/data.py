@@ -1,4 +1,4 @@
-"""Sparse modular addition (paper 4 §2, eq. (SMA); paper §2).
+"""Sparse modular addition (paper 4 Sec. 2, eq. (SMA); paper Sec. 2).
 
 y = (Σ_{t∈I} x_t) mod p for a length-N sequence over F_p = {0..p-1}; only the k positions of the informative
 index set I matter (I = the first k positions by default). The training set is 2^11 draws *with replacement*
@@ -18,7 +18,7 @@ import torch
 from attnlab.core.config import ConfigError
 
 TestMode = Literal["iid", "complement", "full"]
-MAX_ENUMERATION = 2**20  # p^N above this is sampled, never enumerated (paper §2)
+MAX_ENUMERATION = 2**20  # p^N above this is sampled, never enumerated (paper Sec. 2)
 PROBE_LIMIT = 2**16      # probe grids larger than this keep one random suffix per prefix (p ≥ 5 at k = 5)
 MAX_PREFIXES = 2**20     # the probe grid enumerates every prefix: p^k must stay below this
 
@@ -115,7 +115,7 @@ class Task:
 
     def probe_grid(self, n_suffixes: int | None = None, seed: int = 0,
                    device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Probe sentences = all p^k prefixes × a set of suffixes (§4.1; paper §2).
+        """Probe sentences = all p^k prefixes × a set of suffixes (Sec. 4.1; paper Sec. 2).
 
         Suffixes: all p^(N-k) of them when that is ≤ 128 and ``n_suffixes`` is None (p=2, N=12: the whole
         space), else ``n_suffixes`` (default 16, or 1 when p^k × 16 exceeds PROBE_LIMIT: 1.6M sentences at

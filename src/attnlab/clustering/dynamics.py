@@ -1,4 +1,4 @@
-"""Time-series detectors for the training dynamics (paper 4 §4.3 two-stage learning, §4.4 spikes; the
+"""Time-series detectors for the training dynamics (paper 4 Sec. 4.3 two-stage learning, Sec. 4.4 spikes; the
 statistics of docs/studies/clustering.md).
 
 Inputs are numpy-like curves with time first and seeds second, as stored in a ``History``: epoch metrics
@@ -37,12 +37,12 @@ def first_at_least(series: object, threshold: float, epochs: object = None) -> n
 
 
 def t_cluster(cluster_score: object, epochs: object = None, threshold: float = 0.9) -> np.ndarray:
-    """First epoch with cluster_score ≥ 0.9 (paper §4.3; docs checks). (S,)"""
+    """First epoch with cluster_score ≥ 0.9 (paper Sec. 4.3; docs checks). (S,)"""
     return first_at_least(cluster_score, threshold, epochs)
 
 
 def t_fit(test_acc: object, epochs: object = None, threshold: float = 0.9) -> np.ndarray:
-    """First epoch with test accuracy ≥ 0.9 (paper §4.3; docs checks). (S,)"""
+    """First epoch with test accuracy ≥ 0.9 (paper Sec. 4.3; docs checks). (S,)"""
     return first_at_least(test_acc, threshold, epochs)
 
 
@@ -59,7 +59,7 @@ def smooth(series: object, window: int = 5) -> np.ndarray:
 
 def drop_epochs(loss: object, n: int = 2, window: int = 5, epochs: object = None,
                 min_separation: float | None = None) -> np.ndarray:
-    """The ``n`` epochs where the smoothed (window 5) loss falls fastest (paper §4.3): local minima of the slope
+    """The ``n`` epochs where the smoothed (window 5) loss falls fastest (paper Sec. 4.3): local minima of the slope
     (< 0), most negative first, at least ``min_separation`` (default ``window``) epochs apart; returned sorted
     by epoch, NaN-padded. (S, n)"""
     a, one = _as2d(loss)
@@ -104,7 +104,7 @@ def peak_plateau_ratio(grad_total: object, t_cluster: object, t_fit: object, epo
 
 def drop_peak_ratio(grad_total: object, loss: object, t_fit: object, epochs: object = None, skip: float = 5,
                     fall: float = 0.05, back: float = 25) -> np.ndarray:
-    """Gradient norm at a loss drop over the plateau before it (paper 4 §4.3, Fig. 9: "loss drops occur in tandem
+    """Gradient norm at a loss drop over the plateau before it (paper 4 Sec. 4.3, Fig. 9: "loss drops occur in tandem
     with high gradient norms"), both anchored on the loss itself: the drop starts at t_0, the first epoch ≥
     ``skip`` whose train loss is ``fall`` (5 %) below its value at epoch ``skip`` (after the initialisation
     transient); the ratio is the max full-batch gradient norm over [t_0, t_fit + 3] over its median on

@@ -1,4 +1,4 @@
-"""Circuit figures of paper 4 (Figs 1-6, 8, 15; §3, §4.2-4.3, App. A.2): config in, tables and arrays out, no
+"""Circuit figures of paper 4 (Figs. 1-6, 8, 15; Sec. 3, Secs. 4.2-4.3, App. A.2): config in, tables and arrays out, no
 plotting (``figures.py``); per-model measurements in ``circuits.py``. Every trained run is stored in the arrays with
 ``History.to_arrays(prefix)`` (``run/``; ``pretrain/`` and ``finetune/`` for the transfer), so the sandbox reopens
 it. Training checkpoints every epoch (at most every 30 s) and resumes bit-identically on CPU. Quick scale uses
@@ -53,7 +53,7 @@ def as_train_config(cfg: TrainConfig, **changes: Any) -> TrainConfig:
 
 # ----------------------------------------------------------------------------------------------- Fig. 1
 class IdealHeadConfig(Config):
-    """Fig. 1: the explicit clustering head of paper §3, Fig. 1 (no training); C3 cluster counts and the C4 scaling.
+    """Fig. 1: the explicit clustering head of paper Sec. 3, Fig. 1 (no training); C3 cluster counts and the C4 scaling.
     Quick = paper (≈ 5 s on one core)."""
 
     p: int = Field(2, ge=2, le=97, description="modulus p = vocabulary size (paper §2)")
@@ -114,7 +114,7 @@ def ideal_head_metrics(params: dict, spec: ModelSpec, task: Task, x: torch.Tenso
 @experiment(STUDY, "fig1", IdealHeadConfig, ref="Fig. 1", figure=figures.fig1, headline=True,
             title="Ideal clustering head (§3.2 construction): stationary, C(k+p−1,k) clusters")
 def fig1(config: IdealHeadConfig, ctx: RunContext) -> Result:
-    """The §3.2 construction for (p, N, k, d, h), its metrics (C3), the Prop. 1 caveat (C4) and other sizes."""
+    """The Sec. 3.2 construction for (p, N, k, d, h), its metrics (C3), the Prop. 1 caveat (C4) and other sizes."""
     consts = {k: getattr(config, k) for k in ("a", "b", "R", "beta", "lam", "mu")}
     task = Task(config.p, config.N, config.k)
     params, spec = theory.build_clustering_head(config.p, config.N, config.k, config.d, config.h, **consts)
@@ -141,7 +141,7 @@ def fig1(config: IdealHeadConfig, ctx: RunContext) -> Result:
 
 # ----------------------------------------------------------------------------------------------- D9
 class _Stationarity(TrainConfig):
-    """Spec D9: start at the §3.2 construction with (λ, μ) = (10c, 10c), train every parameter (Adam lr 1e-3,
+    """Spec D9: start at the Sec. 3.2 construction with (λ, μ) = (10c, 10c), train every parameter (Adam lr 1e-3,
     bs 32, a fresh 2048-point train set) and watch accuracy and full-space CE. ≈ 10 s on one core."""
 
     c: float = Field(0.2, gt=0, le=10, description="construction scale: λ = μ = 10c")

@@ -1,4 +1,4 @@
-"""Figures of paper 4's circuit experiments (Figs 1–6, 8, 15) from stored results, drawn with the sandbox renderer
+"""Figures of paper 4's circuit experiments (Figs. 1–6, 8, 15) from stored results, drawn with the sandbox renderer
 (``sandbox/render.py``): no computation beyond re-reading the stored parameters and evaluating panels."""
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def _row_label(ax, text: str) -> None:
 
 def circuits(result: Result, config) -> dict[str, object]:
     """One row of planar panels (Z with q, V Z, ξ, level lines) per head type found, a taxonomy table, and the
-    full sandbox grid of each representative (the paper's Figs 2, 3, 4)."""
+    full sandbox grid of each representative (the paper's Figs. 2, 3, 4)."""
     hist = History.from_arrays(result.arrays, "run/")
     m = _models(result)
     reps = {t: _rep_index(m, result.summary[f"rep_{t}"]) for t in TYPE_COLORS if result.summary.get(f"rep_{t}")

@@ -1,4 +1,4 @@
-"""The paper's one-block transformer (paper 4 §2, App. B.1; paper §2), as a pure function of stacked parameters.
+"""The paper's one-block transformer (paper 4 Sec. 2, App. B.1; paper Sec. 2), as a pure function of stacked parameters.
 
 Parameters live in a dict of tensors with a leading *seed* axis S, so that S independent models train in one
 vectorised computation (docs): every operation is batched over S and nothing couples two seeds.
@@ -37,14 +37,14 @@ from attnlab.core.rng import stream_seed
 Norm = Literal["sphere", "rmsnorm", "smooth", "smooth_inf"]
 Params = dict[str, torch.Tensor]
 ACTIVATIONS = ("e", "z", "scores", "attn", "pooled", "xi", "xi_n", "pre", "hidden", "mlp_out", "psi", "logits")
-GROUPS = ("E", "P", "q", "V", "W", "U")  # the paper's parameter groups (per-layer gradient norms, §4.3)
+GROUPS = ("E", "P", "q", "V", "W", "U")  # the paper's parameter groups (per-layer gradient norms, Sec. 4.3)
 MLP_PARAMS = ("W", "U", "bW", "bU")
 PARAM_ORDER = ("E", "P", "q", "V", "W", "U", "bW", "bU", "g_attn", "g_mlp")
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """Architecture of the one-block transformer. ``h`` defaults to 4d (§2)."""
+    """Architecture of the one-block transformer. ``h`` defaults to 4d (Sec. 2)."""
 
     p: int = 2
     N: int = 12
@@ -94,7 +94,7 @@ class ModelSpec:
 def normalize(x: torch.Tensor, spec: ModelSpec, gain: torch.Tensor | None = None) -> torch.Tensor:
     """Projection onto the sphere x/||x|| (paper); RMSNorm x/sqrt(mean x² + eps)·g (``rms_eps="inside"``, torch's)
     or x/(sqrt(mean x²) + eps)·g (``"outside"``, the public code's); or the smoothed f(x) = s(||x||)·x/||x|| of
-    §4.4 with s(r) = 3r² − 2r³ (C¹) or the C^∞ bump s = g(r)/(g(r)+g(1−r))."""
+    Sec. 4.4 with s(r) = 3r² − 2r³ (C¹) or the C^∞ bump s = g(r)/(g(r)+g(1−r))."""
     if spec.norm == "rmsnorm":
         ms = x.pow(2).mean(-1, keepdim=True)
         y = x * torch.rsqrt(ms + spec.norm_eps) if spec.rms_eps == "inside" else x / (ms.sqrt() + spec.norm_eps)

@@ -14,7 +14,7 @@ def per_model(*prefixes: str, also: str = "") -> str:
     """The array names ``<prefix>/<metric>`` of every model metric under each prefix, then ``also``."""
     return " ".join([f"{p}/{m}" for p in prefixes for m in MODEL_METRICS.split()] + also.split())
 
-# what ``spikes`` summarises of each run unit of the loss-drop (Figs 9, 17) and spike (Figs 11-13, 18) figures
+# what ``spikes`` summarises of each run unit of the loss-drop (Figs. 9, 17) and spike (Figs. 11-13, 18) figures
 DROP_KEYS = ("drop1 drop2 drop_ratio_min max_grad_ce_below_1e-3 n_ce_below_1e-3 n_drop_eligible n_drop_ratio_ge5 "
              "n_eligible n_fitted n_ratio_ge5 n_seeds prop4_max_ratio_corrected prop4_n_epochs "
              "prop4_paper_violations ratio_median shown_seed t_cluster t_fit")

@@ -3,7 +3,7 @@
 A step of the tiny model (66 parameters at d = 2) costs more in dispatch and memory layout than in arithmetic.
 Autograd and torch.optim.Adam dispatch ~200 operators a step (~700 aten calls with the nested ones) and lay the
 batched products out with the 2-wide feature axis last; this module writes the backward pass out by the chain
-rule through the four equations of §2 (the algebra of Lemmas 1-2 of App. B, extended to E, P, biases, gains and
+rule through the four equations of Sec. 2 (the algebra of Lemmas 1-2 of App. B, extended to E, P, biases, gains and
 any normaliser), keeps activations feature-major and runs Adam on all parameters packed in one (S, P) buffer:
 120 operators, 1.2-1.7 ms of CPU instead of 3.2 ms at S = 100 (pal preset; shared 2-core machine).
 ``model.forward`` with autograd stays the reference: the tests hold the two to float64 rounding, and the trainer
@@ -30,7 +30,7 @@ from attnlab.clustering.model import MLP_PARAMS, ModelSpec, Params, activation, 
 
 def _norm_forward(x: torch.Tensor, spec: ModelSpec, gain: torch.Tensor | None) -> tuple[torch.Tensor, tuple]:
     """y = g ⊙ x·φ(||x||) along axis 1 and what its backward needs. Sphere: φ = 1/ρ; rmsnorm: φ = (ρ²/d + ε)^(-1/2)
-    (eps inside) or 1/(ρ/sqrt(d) + ε) (outside); the smoothed normalisers of §4.4 keep their autograd form."""
+    (eps inside) or 1/(ρ/sqrt(d) + ε) (outside); the smoothed normalisers of Sec. 4.4 keep their autograd form."""
     g = None if gain is None else gain[:, :, None]
     if spec.norm == "sphere":
         r = x.norm(dim=1, keepdim=True)

@@ -19,8 +19,10 @@ in training mode); ``eval_dropout="on"`` uses those two. Fine-tuning (pal's ``fi
 ``finetune_gens``): the generator seeded with s has drawn only the model constructor's tensors (no MLP table)
 before the first epoch. Measured against the public code (seed 0, 2 + 2 epochs, dropout 0 and 0.3): every
 weight within 4.5e-7 after each epoch. Always from attnlab's streams: unseen-sentence samples, the record's masks
-at epoch 0 (pal has no epoch-0 record) and of the unseen set. pal's ``ffn_dim`` ablation draws a 10 000-row table
-(its MAX_FFN_DIM there), so its runs' later draws differ from these.
+at epoch 0 (pal has no epoch-0 record) and of the unseen set. The table's row count is pal's MAX_FFN_DIM
+(``pal_table_rows``, 2048): its ``grid --ablation ffn_dim`` sets 10 000, which moves every later draw (E, P, q, V,
+batch orders, masks); ``pal_table_rows=10000`` draws as those runs do (measured against the public code, seed 0,
+ffn_dim 10 and 1000, 2 epochs: see ``tests/clustering/test_pal_ablations.py``).
 """
 
 from __future__ import annotations
@@ -34,24 +36,26 @@ from attnlab.clustering.data import Task
 from attnlab.clustering.model import ModelSpec, Params, init_params, nested_mlp
 from attnlab.core.rng import stream_seed
 
-PAL_TABLE_ROWS = 2048  # the public code's MAX_FFN_DIM: its MLP table has this many rows (more if h is larger)
+PAL_TABLE_ROWS = 2048  # the public code's default MAX_FFN_DIM (key pal_table_rows): its MLP table's rows (≥ h, d)
 
 
-def initial(kind: str, spec: ModelSpec, seeds: list[int], dtype: torch.dtype,
-            device: torch.device | str) -> tuple[Params, list[torch.Generator]]:
-    """Initial parameters (S, ...) and each seed's batch-order generator, positioned after the init draws."""
+def initial(kind: str, spec: ModelSpec, seeds: list[int], dtype: torch.dtype, device: torch.device | str,
+            table_rows: int = PAL_TABLE_ROWS) -> tuple[Params, list[torch.Generator]]:
+    """Initial parameters (S, ...) and each seed's batch-order generator, positioned after the init draws
+    (``table_rows``: pal's MAX_FFN_DIM, the rows of its MLP table; pal only)."""
     if kind == "pal":
-        draws = [pal_init(spec, s) for s in seeds]
+        draws = [pal_init(spec, s, table_rows) for s in seeds]
         params = {k: torch.stack([p[k] for p, _ in draws]).to(device=device, dtype=dtype) for k in draws[0][0]}
         return params, [g for _, g in draws]
     gens = [torch.Generator().manual_seed(stream_seed(s, "batch")) for s in seeds]
     return init_params(spec, seeds, dtype=dtype, device=device), gens
 
 
-def pal_init(spec: ModelSpec, seed: int) -> tuple[Params, torch.Generator]:
-    """One seed's float32 parameters as the public code draws them, and its generator after those draws."""
+def pal_init(spec: ModelSpec, seed: int, table_rows: int = PAL_TABLE_ROWS) -> tuple[Params, torch.Generator]:
+    """One seed's float32 parameters as the public code draws them from a ``table_rows``-row MLP table (its
+    MAX_FFN_DIM; at least h and d rows), and its generator after those draws."""
     d, h, g = spec.d, spec.h, torch.Generator().manual_seed(int(seed))
-    table = torch.rand(max(PAL_TABLE_ROWS, h, d), 2 * d + 2, generator=g) * 2 - 1
+    table = torch.rand(max(table_rows, h, d), 2 * d + 2, generator=g) * 2 - 1
     out = _pal_module_draws(spec, g)
     out.update(nested_mlp(table, spec))
     return out, g

@@ -1,10 +1,10 @@
-"""The paper's theory (paper 4 §3, Fig. 1, App. B-C): an explicit clustering head, the closed-form
+"""The paper's theory (paper 4 Sec. 3, Fig. 1, App. B-C): an explicit clustering head, the closed-form
 gradients of Lemma 1/2 and Prop. 3, and the gradient bound of Prop. 2/4 (as printed and corrected).
 
 Pure tensor code for ONE model (params with seed axis S = 1, float64 recommended), vectorised over a batch of
 sentences x (B, N). θ = (q, V, W, U); E and P are fixed (App. B.1). Paper notation in code layout: z (B, N, d)
-holds the columns z_t, s = softmax(zᵀq/√d) (B, N), ξ = V z s, ξ̄ = ξ/||ξ|| (eq. 1), Σ_ξ̄ = diag σ'(Wξ̄) (eq. 3),
-Δ_z = (z/√d)(I_N − s 1ᵀ) (eq. 4), A_z = diag(s) (eq. 2), M = (I − ξ̄ξ̄ᵀ)/||ξ|| (eq. 15; Lemma 2/3/5 and Prop. 3
+holds the columns z_t, s = softmax(zᵀq/√d) (B, N), ξ = V z s, ξ̄ = ξ/||ξ|| (Eq. (1)), Σ_ξ̄ = diag σ'(Wξ̄) (Eq. (3)),
+Δ_z = (z/√d)(I_N − s 1ᵀ) (Eq. (4)), A_z = diag(s) (Eq. (2)), M = (I − ξ̄ξ̄ᵀ)/||ξ|| (Eq. (15); Lemma 2/3/5 and Prop. 3
 print the factor 1/||ξ̄|| = 1, a typo — docs note 7-8), Q = U Σ_ξ̄ W M, C_x = Σ_j (p̂_j − p_j) E(j).
 Only the paper's model is supported: sphere normalisation, no biases, no norm gains.
 """
@@ -30,7 +30,7 @@ def build_clustering_head(p: int, N: int, k: int, d: int, h: int, *, a: float = 
                           R: float = 10.0, beta: float = 20.0, lam: float = 10.0, mu: float = 10.0,
                           informative: tuple[int, ...] | list[int] | None = None,
                           dtype: torch.dtype = torch.float64) -> tuple[Params, ModelSpec]:
-    """The explicit clustering head of paper §3, Fig. 1 (realises Fig. 1 / Prop. 1's (P1)-(P4)); S = 1 params.
+    """The explicit clustering head of paper Sec. 3, Fig. 1 (realises Fig. 1 / Prop. 1's (P1)-(P4)); S = 1 params.
 
     Case A (d ≥ p+1): E(v) = a·e_v, ê = e_p. Case B (p = 2, d = 2): E = (∓a, 0), ê = e_1. P(t) = b·ê on the
     informative positions, −R·ê elsewhere; q = β·ê; V = I. ξ then depends only on the prefix count vector and
@@ -70,7 +70,7 @@ def build_clustering_head(p: int, N: int, k: int, d: int, h: int, *, a: float = 
 
 
 def _interpolation_coefficients(p: int, K: int) -> torch.Tensor:
-    """C[v, i] with Σ_i C[v,i] ReLU(S − τ_i) = 1{S mod p = v} on S = 0..K (paper §3, Fig. 1 (c))."""
+    """C[v, i] with Σ_i C[v,i] ReLU(S − τ_i) = 1{S mod p = v} on S = 0..K (paper Sec. 3, Fig. 1 (c))."""
     S = torch.arange(K + 1)
     g = (S[None] % p == torch.arange(p)[:, None]).to(torch.float64)           # g_v(S), (p, K+1)
     delta = g[:, 1] - g[:, 0]
@@ -96,15 +96,15 @@ def _state(params: Params, x: torch.Tensor, spec: ModelSpec, printed: bool = Fal
     z, s, xi, xi_n = acts["z"][0], acts["attn"][0], acts["xi"][0], acts["xi_n"][0]
     V, W, U = params["V"][0], params["W"][0], params["U"][0]
     pre = acts["pre"][0]
-    sig_prime = _gelu_prime(pre)                                                  # diag of Σ_ξ̄ (eq. 3)
+    sig_prime = _gelu_prime(pre)                                                  # diag of Σ_ξ̄ (Eq. (3))
     Nn, d = z.shape[-2], z.shape[-1]
     eye_n = torch.eye(Nn, dtype=z.dtype, device=z.device)
-    delta = z.transpose(-1, -2) @ (eye_n - s[:, :, None]) / math.sqrt(d)      # Δ_z = (z/√d)(I − s1ᵀ) (eq. 4)
+    delta = z.transpose(-1, -2) @ (eye_n - s[:, :, None]) / math.sqrt(d)      # Δ_z = (z/√d)(I − s1ᵀ) (Eq. (4))
     vz_t = z @ V.T                                                                # (Vz)ᵀ, (B, N, d)
     kq = delta @ (s[:, :, None] * vz_t)                                           # Δ_z A_z (Vz)ᵀ, (B, d, d)
     eye_d = torch.eye(d, dtype=z.dtype, device=z.device)
     factor = 1.0 if printed else 1 / xi.norm(dim=-1)[:, None, None]
-    M = factor * (eye_d - xi_n[:, :, None] * xi_n[:, None, :])                    # eq. (15)
+    M = factor * (eye_d - xi_n[:, :, None] * xi_n[:, None, :])                    # Eq. (15)
     Q = (U * sig_prime[:, None, :]) @ W @ M                                       # Q = U Σ_ξ̄ W M
     return {"z": z, "s": s, "pooled": acts["pooled"][0], "xi_n": xi_n, "hidden": acts["hidden"][0],
             "sig_prime": sig_prime, "kq": kq, "Q": Q, "logits": acts["logits"][0]}
@@ -137,7 +137,7 @@ def logit_grads(params: Params, x: torch.Tensor, spec: ModelSpec, *, printed: bo
 
 
 def closed_form_grads(params: Params, x: torch.Tensor, y: torch.Tensor, spec: ModelSpec) -> dict[str, torch.Tensor]:
-    """Lemma 1/3 grouped as in Prop. 3 eq. (7) / App. C.2: ∇_θ L = E_x[...C_x] for the mean CE on (x, y).
+    """Lemma 1/3 grouped as in Prop. 3 Eq. (7) / App. C.2: ∇_θ L = E_x[...C_x] for the mean CE on (x, y).
 
     ∇_q L = E[Δ_z A_z (Vz)ᵀ(I+Qᵀ)C_x], ∇_V L = E[(I+Qᵀ)C_x (zs)ᵀ], ∇_W L = E[Σ_ξ̄ Uᵀ C_x ξ̄ᵀ],
     ∇_U L = E[C_x σ(Wξ̄)ᵀ]; shapes (d,), (d,d), (h,d), (d,h) (no seed axis)."""
@@ -149,7 +149,7 @@ def closed_form_grads(params: Params, x: torch.Tensor, y: torch.Tensor, spec: Mo
 
 
 def stationarity_residuals(params: Params, x: torch.Tensor, y: torch.Tensor, spec: ModelSpec) -> dict[str, float]:
-    """Norms of the four stationarity expressions of Prop. 3 eq. (7), plus their joint norm ("total")."""
+    """Norms of the four stationarity expressions of Prop. 3 Eq. (7), plus their joint norm ("total")."""
     g = closed_form_grads(params, x, y, spec)
     out = {n: float(t.norm()) for n, t in g.items()}
     out["total"] = math.sqrt(sum(v * v for v in out.values()))
@@ -187,7 +187,7 @@ def _norms(params: Params, spec: ModelSpec) -> tuple[float, float, float, float]
 
 
 def bound_paper(params: Params, x: torch.Tensor, spec: ModelSpec) -> float:
-    """B̂ of Prop. 4 / eq. (33) as printed ("2n" read as 2N): ||∇_θ L||² ≤ B̂·𝓔 claimed, with B = max|E_vi|,
+    """B̂ of Prop. 4 / Eq. (33) as printed ("2n" read as 2N): ||∇_θ L||² ≤ B̂·𝓔 claimed, with B = max|E_vi|,
     B̂ = 4dB²[(2N√d||V||(1+√(2/π)||W||²||U||))² + d(1+2||W||||U||)² + 4||U||² + ||W||²]. Not a valid bound in
     general (it uses ||M||op = 1 and ||zᵀ||op ≤ √d; docs note 11); ``x`` is unused, kept for symmetry."""
     B, nV, nW, nU = _norms(params, spec)

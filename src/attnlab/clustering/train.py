@@ -1,4 +1,4 @@
-"""Adam on sparse modular addition, many seeds in one vectorised computation (paper 4 App. A; paper App. A, §9).
+"""Adam on sparse modular addition, many seeds in one vectorised computation (paper 4 App. A; paper App. A, Sec. 9).
 
 The loop reads top to bottom like a plain PyTorch training script; the twists are the leading seed axis S on
 every parameter and the step itself: ``step.loss_and_grads`` (the backward pass written out) and a packed Adam,
@@ -314,7 +314,7 @@ def train(cfg: TrainConfig, *, device: torch.device | str = "cpu", params: Param
     S, dtype = len(seeds), cfg.torch_dtype
     data = make_data(task, cfg, seeds, device)
     if params is None or batch_gens is None:
-        init, gens = streams.initial(cfg.streams, spec, seeds, dtype, device)
+        init, gens = streams.initial(cfg.streams, spec, seeds, dtype, device, cfg.pal_table_rows)
         params, batch_gens = params if params is not None else init, batch_gens or gens
     init = params
     flat = Flat({k: v.detach().to(device=device, dtype=dtype) for k, v in init.items()})
@@ -371,7 +371,7 @@ def train(cfg: TrainConfig, *, device: torch.device | str = "cpu", params: Param
 
 def transfer(params: Params, spec: ModelSpec, cfg: TrainConfig, *, device: torch.device | str = "cpu",
              **kwargs: Any) -> History:
-    """Finetune trained models on modulus ``cfg.p`` ≥ spec.p (App. A.2, Figs 6, 14, 15): new token rows ~ N(0,1)
+    """Finetune trained models on modulus ``cfg.p`` ≥ spec.p (App. A.2, Figs. 6, 14, 15): new token rows ~ N(0,1)
     from each seed's init stream (none when the table already has p' rows, as pal's 3-row table for p' = 3, or
     when p' = p: the same task continued on a new training set with a fresh Adam, as pal's finetune.py allows),
     every other parameter carried over, a fresh Adam state and a new training set of ``cfg.n_train``

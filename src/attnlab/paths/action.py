@@ -1,4 +1,4 @@
-"""The action S({U^(ℓ)}) of the finite-width theory and its analytic gradient (Eqs. 11-12, 32-34).
+"""The action S({U^(ℓ)}) of the finite-width theory and its analytic gradient (Eqs. (11)-(12), (32)-(34)).
 
 With n_ℓ = Π_{k≥ℓ} H_k partial paths at level ℓ, order parameters U^(ℓ) (n_ℓ × n_ℓ, ℓ = 1..L) and the
 scalar u = U^(L+1), and the convention U^(L+2) = 1, H_{L+1} = 1, the action (32)-(33) reads
@@ -14,7 +14,7 @@ level-ℓ order parameter is a Wishart matrix with N_ℓ degrees of freedom arou
 of the entropy is weighted by N_ℓ/N̄ and uses σ_ℓ⁻² (σ_a⁻² at ℓ = L+1), the energy by α = P/N̄ with
 N̄ = max_ℓ N_ℓ (any N̄ gives the same U*), and σ_0² multiplies the kernel (:class:`PathKernels`). Equal widths
 and variances give the paper's action above.
-Its gradient (re-derived from Eqs. 32-34, checked by finite differences: check A3):
+Its gradient (re-derived from Eqs. (32)-(34), checked by finite differences: check A3):
 
     ∂S/∂U^(ℓ) = σ⁻² I_{H_ℓ} ⊗ (U^(ℓ+1))⁻¹ − (U^(ℓ))⁻¹
                 + [ℓ ≥ 2] (H_{ℓ−1}(U^(ℓ))⁻¹ − σ⁻²(U^(ℓ))⁻¹ Σ_h U^(ℓ−1)_[h,h] (U^(ℓ))⁻¹) + [ℓ = 1] α B,
@@ -163,7 +163,7 @@ class Action:
         return self(As)
 
     def residuals(self, Us: Sequence[Tensor], grads: Sequence[Tensor]) -> list[float]:
-        """Relative stationarity residuals ‖U G U‖/‖U‖ per level: the §2.4 equations (e.g. the Riccati form
+        """Relative stationarity residuals ‖U G U‖/‖U‖ per level: the Sec. 2.4 equations (e.g. the Riccati form
         σ⁻²U(I⊗W)⁻¹U + (H−1)U = σ⁻²Σ_h U_[h,h]) are U (∂S/∂U) U = 0."""
         return [float((U @ G @ U).norm() / U.norm()) for U, G in zip(Us, grads, strict=True)]
 

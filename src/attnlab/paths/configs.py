@@ -61,7 +61,7 @@ class TheoryNumerics(BaseModel):
 
 
 class Sampling(TheoryNumerics):
-    """Posterior sampling (blocked Gibbs of Eq. 8; App. F samples it by Hamiltonian Monte Carlo)."""
+    """Posterior sampling (blocked Gibbs of Eq. (8); App. F samples it by Hamiltonian Monte Carlo)."""
 
     sample_widths: tuple[int, ...] = Field((10, 50), description="widths N that are also sampled ([] = none)",
                                            json_schema_extra={"allowed": "[], or integers each > 0; with "

@@ -7,7 +7,7 @@ What dominates (the counts below follow the code, not the paper's asymptotics):
 * Markov task (Sec. 4.1, App. G; Figs. 2c-e, 5b-c, check C): building a problem, i.e. sampling P + P*
   sequences and the attention logits x_sᵀA_h x_t of every non-uniform head, (T+1)·D² per sequence and head
   (D = N0 + T + 1); the run builds one per GP reference layout and per fresh GP test set (``gp_test_sets``).
-  Then the blocked Gibbs sampler (Eq. 8; chains × sweeps × a sweep's matrix products and P×P Choleskys,
+  Then the blocked Gibbs sampler (Eq. (8); chains × sweeps × a sweep's matrix products and P×P Choleskys,
   plus one pass over the test set per kept sample); the saddle-point theory (App. E) is small beside them.
 * One-shot task (Sec. 4.2, App. H; Figs. 3, 6, 3e-f, 7): the gradient-descent model's Adam steps
   (3 × batch × one episode's forward: values T·N², queries / keys 2·T·G·N0, attention T²·(G + N) per head),

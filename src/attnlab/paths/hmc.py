@@ -1,12 +1,12 @@
-"""Hamiltonian Monte Carlo of the network's posterior (Eq. 8/19), vectorised over chains.
+"""Hamiltonian Monte Carlo of the network's posterior (Eqs. (8)/(19)), vectorised over chains.
 
 The posterior the blocked Gibbs sampler (:mod:`attnlab.paths.train`) draws from,
 
     p(Θ | data) ∝ exp(−‖f(X; Θ) − Y‖² / (2τ)) · Π_blocks N(θ_b; 0, σ_b² I),     Θ = (V⁰, {V^ℓ}, a),
 
-with f the network's output through the path features (Eq. 5, :func:`attnlab.paths.model.forward_paths`), per-layer
+with f the network's output through the path features (Eq. (5), :func:`attnlab.paths.model.forward_paths`), per-layer
 widths (N_1, ..., N_L, N_a) and per-block prior variances (σ_0², σ_1², ..., σ_L², σ_a²) allowed (the public code's
-generalisation; equal widths and one σ² give the paper's Eq. 8). App. F of the paper samples it by NUTS (numpyro).
+generalisation; equal widths and one σ² give the paper's Eq. (8)). App. F of the paper samples it by NUTS (numpyro).
 Two kernels: ``hmc``, a fixed number of leapfrog steps per transition, and ``nuts``, the No-U-Turn sampler's
 adaptive trajectory length (:mod:`attnlab.paths.nuts`); for both the step size is tuned per chain during burn-in
 by dual averaging (Hoffman & Gelman 2014, Alg. 5; target acceptance 0.8, numpyro's default). The chains move in

@@ -1,8 +1,8 @@
-"""Path-path kernels, the renormalised kernel K(U) and the predictor statistics (Eqs. 9-10, 29-31).
+"""Path-path kernels, the renormalised kernel K(U) and the predictor statistics (Eqs. (9)-(10), (29)-(31)).
 
-C_ππ'(x, x') = ξ^π(x)·ξ^π'(x')/D is the overlap of the attentioned inputs of two paths (Eq. 10/74), and
+C_ππ'(x, x') = ξ^π(x)·ξ^π'(x')/D is the overlap of the attentioned inputs of two paths (Eqs. (10)/(74)), and
 
-    K(x, x') = (σ²/n) Σ_{π,π'} U_ππ' C_ππ'(x, x')                      (Eq. 10/73, σ² from the V⁰ integral)
+    K(x, x') = (σ²/n) Σ_{π,π'} U_ππ' C_ππ'(x, x')                      (Eqs. (10)/(73), σ² from the V⁰ integral)
 
 For a training set the n(n+1)/2 distinct P×P blocks are precomputed once (the block form), so that K(U) and
 the contraction ⟨M, C_ππ'⟩ the energy gradient needs are each one matrix-vector product over the stored
@@ -67,7 +67,7 @@ class Problem:
 
     @property
     def sigma0(self) -> float:
-        """σ_0², the variance of V⁰ that multiplies the kernel (Eq. 10)."""
+        """σ_0², the variance of V⁰ that multiplies the kernel (Eq. (10))."""
         return self.var[0]
 
     @property
@@ -176,12 +176,12 @@ class SingularKernelError(FloatingPointError):
 
 def invertibility(kern: PathKernels, U: Tensor, tau: float = 0.0, with_temperature: bool = False) -> dict[str, float]:
     """The public code's kernel-invertibility test (``--test_kernel_invertibility[_with_temperature]``): the
-    spectrum of the P×P kernel K(U) (K(U) + τI ``with_temperature``), for U = U_GP the GP kernel of Eq. 10.
+    spectrum of the P×P kernel K(U) (K(U) + τI ``with_temperature``), for U = U_GP the GP kernel of Eq. (10).
 
     Returns ``kernel_min_eig``, ``kernel_max_eig``, ``kernel_cond`` (λ_max/λ_min; inf when λ_min ≤ 0),
     ``kernel_nonpositive`` (eigenvalues ≤ 0, the public code's count) and ``kernel_singular`` (1.0 when
     λ_min ≤ P·ε·λ_max, the matrix-rank tolerance of LAPACK / numpy: singular to working precision, ε of the
-    kernel's dtype). The energy (Eq. 12) needs (K + τI)⁻¹: a singular K means P exceeds what the paths can
+    kernel's dtype). The energy (Eq. (12)) needs (K + τI)⁻¹: a singular K means P exceeds what the paths can
     fit (above capacity) and the solve then hangs on τ alone."""
     K = kern.K(U)
     if with_temperature:
@@ -215,7 +215,7 @@ def check_invertibility(kern: PathKernels, U: Tensor, tau: float, mode: str) -> 
 
 @dataclass(frozen=True)
 class Prediction:
-    """Posterior predictor statistics on a test set (Eqs. 29-30) and the observables derived from them."""
+    """Posterior predictor statistics on a test set (Eqs. (29)-(30)) and the observables derived from them."""
 
     mean: Tensor  # ⟨f*⟩ (P*,)
     var: Tensor  # ⟨δf*²⟩ (P*,)

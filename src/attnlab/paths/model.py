@@ -1,13 +1,13 @@
 """The deep multi-head attention network of Sec. 2 / App. A, in its two equal forms.
 
 Inputs are batches X (P, T, D) of T tokens of width D (= the paper's N0). Every layer ℓ has H_ℓ heads whose
-attention is computed from the *bare* input (Eq. 3/16): Ω^{ℓh}_{st} = softmax_s(x_sᵀ A^{ℓh} x_t), with A a
+attention is computed from the *bare* input (Eqs. (3)/(16)): Ω^{ℓh}_{st} = softmax_s(x_sᵀ A^{ℓh} x_t), with A a
 D×D bilinear logit matrix (hand-built, random, or A = W_Kᵀ W_Q/(D√G) from query/key weights). Since Ω does
 not depend on the value weights, it is computed once per data set.
 
-* layer recursion (Eqs. 1-4): x^(1) = V⁰x/√D, X^(ℓ+1) = (N H_ℓ)^{-1/2} Σ_h V^{ℓh} X^(ℓ) Ω^{ℓh},
+* layer recursion (Eqs. (1)-(4)): x^(1) = V⁰x/√D, X^(ℓ+1) = (N H_ℓ)^{-1/2} Σ_h V^{ℓh} X^(ℓ) Ω^{ℓh},
   f = a·x^(L+1)_{t*}/√N  — :func:`forward`;
-* path sum (Eqs. 5-7): f = (n N D)^{-1/2} Σ_π V_eff^π V⁰ ξ^π over the n = Π_ℓ H_ℓ paths π = (h_1..h_L),
+* path sum (Eqs. (5)-(7)): f = (n N D)^{-1/2} Σ_π V_eff^π V⁰ ξ^π over the n = Π_ℓ H_ℓ paths π = (h_1..h_L),
   V_eff^π = N^{-L/2} a V^{L h_L}···V^{1 h_1}, ξ^π = Xᵀ Ω^{1h_1}···Ω^{Lh_L} r — :func:`forward_paths`.
 
 Paths are ordered lexicographically with h_1 most significant (the order of Fig. 2c's U). The path features ξ are built
@@ -44,7 +44,7 @@ def check_heads(heads: Sequence[Tensor], D: int, Hs: Sequence[int] | None = None
 
 
 def readout_vector(T: int, readout: str | int, dtype=torch.float64, device=None) -> Tensor:
-    """r ∈ R^T with x_{t*} = Xᵀ r: ``"mean"`` (1/T, Eq. 18) or a token index t* (negative counts from the end)."""
+    """r ∈ R^T with x_{t*} = Xᵀ r: ``"mean"`` (1/T, Eq. (18)) or a token index t* (negative counts from the end)."""
     if readout == "mean":
         return torch.full((T,), 1.0 / T, dtype=dtype, device=device)
     if isinstance(readout, int) and -T <= readout < T:
@@ -114,7 +114,7 @@ def attentions(X: Tensor, heads: Sequence[Tensor], nonlinearity: str = "softmax"
 
 def path_features(X: Tensor, heads: Sequence[Tensor], readout: str | int, omegas: Sequence[Tensor] | None = None,
                   chunk: int = 4096, nonlinearity: str = "softmax") -> Tensor:
-    """Ξ (P, n, D): the attentioned inputs ξ^π of Eq. 7 for every example and path (h_1 most significant).
+    """Ξ (P, n, D): the attentioned inputs ξ^π of Eq. (7) for every example and path (h_1 most significant).
 
     Right-to-left tree: a^(L) = Ω^L r, a^(ℓ)_{(h, π_{ℓ+1})} = Ω^{ℓh} a^(ℓ+1)_{π_{ℓ+1}}, then ξ = Xᵀ a^(1). Only
     the readout column of the last layer's Ω is computed (:func:`readout_attention`). Examples are processed
@@ -141,7 +141,7 @@ def path_features(X: Tensor, heads: Sequence[Tensor], readout: str | int, omegas
 
 
 def path_features_naive(X: Tensor, heads: Sequence[Tensor], readout: str | int) -> Tensor:
-    """Reference for :func:`path_features`: Eq. 7 path by path, multiplied left to right, Xᵀ Ω¹ Ω² ··· r."""
+    """Reference for :func:`path_features`: Eq. (7) path by path, multiplied left to right, Xᵀ Ω¹ Ω² ··· r."""
     Om = attentions(X, heads)
     r = readout_vector(X.shape[1], readout, X.dtype, X.device)
     feats = []
@@ -212,7 +212,7 @@ def forward(X: Tensor, heads: Sequence[Tensor], w: Weights, readout: str | int, 
 
 
 def effective_weights(w: Weights) -> Tensor:
-    """V_eff^π = N^{-L/2} a V^{L h_L} ··· V^{1 h_1} for every path (Eq. 6): (C, n, N_1), h_1 most significant
+    """V_eff^π = N^{-L/2} a V^{L h_L} ··· V^{1 h_1} for every path (Eq. (6)): (C, n, N_1), h_1 most significant
     (per-layer widths: each product over the summed width N_{ℓ+1})."""
     b = w.a[:, None, :]  # (C, 1, N_{L+1}): partial products over π_{ℓ+1}
     for V in reversed(w.V):
@@ -231,7 +231,7 @@ def forward_paths(Xi: Tensor, w: Weights) -> Tensor:
 
 
 def order_parameter(w: Weights) -> Tensor:
-    """Empirical U^{ππ'} = N_1^{-1} V_eff^π · V_eff^{π'} (Eq. 13) of each weight draw: (C, n, n)."""
+    """Empirical U^{ππ'} = N_1^{-1} V_eff^π · V_eff^{π'} (Eq. (13)) of each weight draw: (C, n, n)."""
     veff = effective_weights(w)
     return veff @ veff.mT / w.V0.shape[-2]
 

@@ -29,7 +29,7 @@ TINY = {
     "sample": {"P": 40, "P_test": 50, "sample_widths": (10,), "chains": 2, "burn_in": 20, "samples": 10, "thin": 2},
 }
 
-# the order parameter U^{ππ'} of the Markov runs (paper 3, Eqs. 10, 13): one index column per path
+# the order parameter U^{ππ'} of the Markov runs (paper 3, Eqs. (10), (13)): one index column per path
 PATH_PAIRS = {"U": ("path", "path_prime")}
 AGREEMENT = "U_corr U_gate_b10 U_gate_b9 U_rel_fro acc_diff f_rel_err pearson var_ratio"  # pipeline.agreement
 THEORY = "S accuracy converged energy gen_error hessian_min_eig max_grad residual tau time"

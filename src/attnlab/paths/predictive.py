@@ -1,12 +1,12 @@
 """Samples of the predictor from a saved result: a run's stored order parameter U → draws of f(x*), no solve.
 
 Given U (e.g. a run's ``theory_U`` at one width) the theory's posterior of the test outputs is Gaussian with the
-renormalised kernel K(U) (Eqs. 29-31):
+renormalised kernel K(U) (Eqs. (29)-(31)):
 
     f* ~ N(k*ᵀ(K + τI)⁻¹Y, K** − k*ᵀ(K + τI)⁻¹k*),      K(x, x') = (σ_0²/n) Σ_ππ' U_ππ' C_ππ'(x, x'),
 
 so joint draws over the whole test set need the P*×P* test kernel K** and one Cholesky factor; nothing of the
-saddle point (Eqs. 11-12) is recomputed. :func:`sample_predictor` returns them, its mean and variance are those
+saddle point (Eqs. (11)-(12)) is recomputed. :func:`sample_predictor` returns them, its mean and variance are those
 of :func:`attnlab.paths.kernels.predict`.
 """
 

@@ -1,4 +1,4 @@
-"""Posterior sampling of the network (Eq. 8/19): an exact blocked Gibbs sampler, vectorised over chains.
+"""Posterior sampling of the network (Eqs. (8)/(19)): an exact blocked Gibbs sampler, vectorised over chains.
 
 Given all other layers the output is linear in each weight block — a, {V^{Lh}}_h, ..., {V^{1h}}_h, V⁰ — and
 the prior is Gaussian, so every conditional is an exact Gaussian. A block θ_b with f = Φ_b θ_b is
@@ -11,7 +11,7 @@ b^(ℓ); for V⁰ the Gram matrix ΦΦᵀ = Σ_ππ' (b_π·b_π') C_ππ' is re
 kernels, so no N·D-wide design matrix is formed. Sweep order a, V^L, ..., V^1, V⁰; chains start from the prior.
 
 From each kept sample the sampler records the test predictions f(x*), the training error and the empirical
-order parameter U = N⁻¹ V_eff V_effᵀ = n b^(1) b^(1)ᵀ (Eq. 13). :func:`simulate` is the paired API's simulation
+order parameter U = N⁻¹ V_eff V_effᵀ = n b^(1) b^(1)ᵀ (Eq. (13)). :func:`simulate` is the paired API's simulation
 side: the same observables, with the same names, as :func:`attnlab.paths.theory.predict`.
 """
 

@@ -2,7 +2,7 @@
 details'), the choices of docs/studies/potts.md where it does not, and the two scales.
 
 Validation happens before any work: C < 2, L < 2, a non-symmetric J or U (or J with a non-zero diagonal), β < 0,
-ν <= 2 (precision Ω/√L + νI not positive definite), L > C for eq. (2)'s one-hot positions, or an unknown model
+ν <= 2 (precision Ω/√L + νI not positive definite), L > C for Eq. (2)'s one-hot positions, or an unknown model
 name stop with one line naming the key, the value and what is allowed.
 """
 

@@ -10,7 +10,7 @@ What dominates (the counts follow the code, not the paper's asymptotics):
   n_chains·L·C·L. The set is memoised within a process, so a check pays it once; each run counts it (the
   estimate of a run started alone).
 * Mini-batch training (Figs. 2a-d): Adam steps × (a step's fixed cost + 3 × the forward pass of the batch), the
-  forward of factored attention L·(L + C²) per sequence, of eq. (2)'s layer 2L²C + LC², of the vanilla
+  forward of factored attention L·(L + C²) per sequence, of Eq. (2)'s layer 2L²C + LC², of the vanilla
   transformer per token n_layers·(8d² + 2Ld) + the embedding and the head, plus the per-epoch evaluations
   (the vanilla model's on all L masked copies of each evaluated sequence).
 * L-BFGS (Fig. 3-right, consistency, equivalence): iterations × (the two-loop recursion's fixed cost and its
@@ -72,7 +72,7 @@ def _dataset(c) -> float:
 
 
 def _factored(c) -> float:
-    """Forward of factored attention (eq. (4)), one sequence: attend L², logits L·C²."""
+    """Forward of factored attention (Eq. (4)), one sequence: attend L², logits L·C²."""
     return c.L * (c.L + c.C**2)
 
 
@@ -107,7 +107,7 @@ def fig2(c) -> float:
 
 
 def fig2d(c) -> float:
-    """Fig. 2d: the data set and the Adam steps of len(a_values)·seeds stacked eq. (2) layers (forward
+    """Fig. 2d: the data set and the Adam steps of len(a_values)·seeds stacked Eq. (2) layers (forward
     2L²C + LC² per sequence), evaluated every epoch on the test set (loss and maps)."""
     S = len(c.a_values) * c.seeds
     f = 2 * c.L**2 * c.C + c.L * c.C**2

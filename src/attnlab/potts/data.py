@@ -1,10 +1,10 @@
-"""The generalised Potts model of paper 2, eqs. (1), (5), (6) (Eq. (1)): structure, conditionals, exact
+"""The generalised Potts model of paper 2, Eqs. (1), (5), (6) (Eq. (1)): structure, conditionals, exact
 enumeration, Hamming statistics, the optimal MLM loss and the seeded data sets of the experiments.
 
     potts = PottsModel(J, U, beta)                 # validated: L, C >= 2, J = Jᵀ with zero diagonal, U = Uᵀ, β >= 0
-    potts.energy(c)                                # H(c) = -½ Σ_ij J_ij U[c_i, c_j], eq. (1); c (n, L) colours
-    potts.conditional_logp(c)                      # (n, L, C): log p(s_i = α | s_\\i), eq. (5)
-    potts.pseudo_loglik(c)                         # eq. (6); the optimal MLM loss (Fig. 2a) is its negative
+    potts.energy(c)                                # H(c) = -½ Σ_ij J_ij U[c_i, c_j], Eq. (1); c (n, L) colours
+    potts.conditional_logp(c)                      # (n, L, C): log p(s_i = α | s_\\i), Eq. (5)
+    potts.pseudo_loglik(c)                         # Eq. (6); the optimal MLM loss (Fig. 2a) is its negative
     J = make_J(20, "er", rng, p=0.2); U = make_U(20, rng)           # planted structures (the paper's Fig. 2 set-up)
     data = potts_dataset(PottsSpec())              # the seeded `cpu_fig2` set-up (docs), memoised
 
@@ -38,7 +38,7 @@ def _as64(x, name: str) -> Tensor:
 
 
 def check_couplings(J, U, beta: float, tol: float = 1e-10) -> tuple[Tensor, Tensor]:
-    """Validate (J, U, β) of eq. (1); return float64 copies. Errors say what to change."""
+    """Validate (J, U, β) of Eq. (1); return float64 copies. Errors say what to change."""
     J, U = _as64(J, "J"), _as64(U, "U")
     L, C = J.shape[0], U.shape[0]
     if L < 2:
@@ -60,7 +60,7 @@ def check_couplings(J, U, beta: float, tol: float = 1e-10) -> tuple[Tensor, Tens
 
 @dataclass(frozen=True, eq=False)
 class PottsModel:
-    """Generalised Potts model H(s) = -½ Σ_ij J_ij s_iᵀ U s_j at inverse temperature β, eq. (1)."""
+    """Generalised Potts model H(s) = -½ Σ_ij J_ij s_iᵀ U s_j at inverse temperature β, Eq. (1)."""
 
     J: Tensor
     U: Tensor
@@ -92,7 +92,7 @@ class PottsModel:
         return PottsModel(self.J, self.U, beta)
 
     def energy(self, c: Tensor) -> Tensor:
-        """H(c) = -½ Σ_{i≠j} J_ij U[c_i, c_j] of eq. (1) for colours c (..., L) → (...)."""
+        """H(c) = -½ Σ_{i≠j} J_ij U[c_i, c_j] of Eq. (1) for colours c (..., L) → (...)."""
         Uc = self.U[c.unsqueeze(-1), c.unsqueeze(-2)]  # (..., L, L): U[c_i, c_j]
         return -0.5 * (self.J * Uc).sum((-1, -2))
 
@@ -101,11 +101,11 @@ class PottsModel:
         return self.beta * torch.einsum("ij,...jc->...ic", self.J, self.U[c])
 
     def conditional_logp(self, c: Tensor) -> Tensor:
-        """log p(s_i = α | s_\\i) of eq. (5), shape (..., L, C)."""
+        """log p(s_i = α | s_\\i) of Eq. (5), shape (..., L, C)."""
         return torch.log_softmax(self.local_fields(c), dim=-1)
 
     def pseudo_loglik(self, c: Tensor) -> Tensor:
-        """L^PL = (1/ML) Σ_{μ,i} log p(s_i^μ | s_\\i^μ), eq. (6), for colours c (M, L)."""
+        """L^PL = (1/ML) Σ_{μ,i} log p(s_i^μ | s_\\i^μ), Eq. (6), for colours c (M, L)."""
         return true_class_logp(self.conditional_logp(c), c).mean()
 
     def optimal_loss(self, c: Tensor) -> float:

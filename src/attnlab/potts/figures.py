@@ -66,7 +66,7 @@ def fig2(result: Result, config) -> dict:
 
 
 def fig2d(result: Result, config) -> object:
-    """Fig. 2d: final test loss vs the mixing a of eq. (2), mean ± std over seeds; right: corr(Ā, J)."""
+    """Fig. 2d: final test loss vs the mixing a of Eq. (2), mean ± std over seeds; right: corr(Ā, J)."""
     a = np.asarray(config.a_values)
     s = result.summary
     fig, (ax, ax2) = figure(2, width=3.8, height=3.1)

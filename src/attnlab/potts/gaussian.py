@@ -3,13 +3,13 @@ Eq. (7), Eqs. (7), (10)).
 
     prob = make_problems(L=200, nu=3.0, n=30, generator=g)    # 30 independent GOE problems, masked site i = 0
     X, y = sample(prob, M, generator=g)                       # x = m_\\i/√L (n, M, L-1), y = m_i (n, M)
-    A = ridge(X, y, lam)                                      # eq. (7) in the eq. (10) convention, (n, L-1)
+    A = ridge(X, y, lam)                                      # Eq. (7) in the Eq. (10) convention, (n, L-1)
     errors(prob, A)                                           # ε_g = Δ + (A-θ)ᵀS(A-θ)/L exactly, with q, m, ρ
     sim = simulate(L=200, nu=3.0, lam=1e-3, alphas=[...], n_real=30, generator=g)   # Trajectory over α
 
 Magnetisations m ~ N(0, Σ), Σ = P⁻¹, P = Ω/√L + νI with Ω GOE (off-diagonal variance 1, diagonal 2); ν > 2
 keeps P positive definite (semicircle on [-2, 2]). The masked spin is the exact Gaussian conditional,
-y = θ·x + √Δ ξ with x = m_\\i/√L, θ = -Ω_{i,\\i}/P_ii and Δ = 1/P_ii (the paper's eq. (16) with J_i := Ω_{i,\\i}).
+y = θ·x + √Δ ξ with x = m_\\i/√L, θ = -Ω_{i,\\i}/P_ii and Δ = 1/P_ii (the paper's Eq. (16) with J_i := Ω_{i,\\i}).
 Everything is batched over problems.
 """
 
@@ -121,7 +121,7 @@ def ridge(X: Tensor, y: Tensor, lam: float) -> Tensor:
 
 
 def errors(prob: GaussianProblem, A: Tensor) -> dict[str, Tensor]:
-    """Exact generalisation error of A, eq. (8): ε_g = Δ + (A-θ)ᵀS(A-θ)/L = ρ + Δ + q - 2m (Eq. (10))."""
+    """Exact generalisation error of A, Eq. (8): ε_g = Δ + (A-θ)ᵀS(A-θ)/L = ρ + Δ + q - 2m (Eq. (10))."""
     L = prob.L
     q = _quad(prob.S, A, A) / L
     m = _quad(prob.S, prob.theta, A) / L

@@ -35,7 +35,7 @@ def finite_l(config) -> tuple[int, str]:
 
 
 def eq2_forward(models: int, n: int, L: int, C: int) -> int:
-    """Peak bytes of one forward pass of eq. (2) (``model.perturbed_logits``, float32, d = C) for ``models`` stacked
+    """Peak bytes of one forward pass of Eq. (2) (``model.perturbed_logits``, float32, d = C) for ``models`` stacked
     models on n sequences, then the MLM loss: the scores z, the attention A and its masked copy (3·L² per
     sequence and site), the keys a·E s + P, the values, the two halves of the output and its log-softmax (≤ 4·C):
     4·models·n·L·(3L + 4C)."""
@@ -43,7 +43,7 @@ def eq2_forward(models: int, n: int, L: int, C: int) -> int:
 
 
 def fig2d(config) -> tuple[int, str]:
-    """Fig. 2d: len(a_values) × seeds models of eq. (2) trained at once. The largest pass is the loss of every
+    """Fig. 2d: len(a_values) × seeds models of Eq. (2) trained at once. The largest pass is the loss of every
     model on the whole training (or test) set, before training and at each evaluation; a training step holds about
     three forward passes of one batch for the backward pass."""
     models = len(config.a_values) * config.seeds

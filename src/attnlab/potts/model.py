@@ -1,5 +1,5 @@
-"""The networks of paper 2 (Eqs. (2), (4)): factored self-attention, eq. (4); self-attention with the position/embedding
-mixing a, eq. (2); the vanilla post-LN transformer of the UvA tutorial; the MLM cross-entropy, eq. (3).
+"""The networks of paper 2 (Eqs. (2), (4)): factored self-attention, Eq. (4); self-attention with the position/embedding
+mixing a, Eq. (2); the vanilla post-LN transformer of the UvA tutorial; the MLM cross-entropy, Eq. (3).
 
 The factored and perturbed layers are functions of explicit, stacked parameters with any leading model axes
 (``W (..., L, L)``, ``V (..., C, C)``), so many seeds or configurations train as one tensor program::
@@ -7,7 +7,7 @@ The factored and perturbed layers are functions of explicit, stacked parameters 
     logits = factored_logits(c, W, V)                  # c (n, L) or (..., n, L) colours -> (..., n, L, C)
     loss = mlm_loss(logits, c)                         # (...,) mean cross-entropy over sequences and sites
     A = attention(W)                                   # (..., L, L), rows sum to 1, A_ii = the sink
-    W, V = potts_representation(potts)                 # exact softmax representation of eq. (5) (docs note 6)
+    W, V = potts_representation(potts)                 # exact softmax representation of Eq. (5) (docs note 6)
     model = VanillaTransformer(C=20, L=20, n_layers=1); logits, cache = model.run_with_cache(x)
 
 Every site i of a sequence is predicted with s_i replaced by the masking token t = 0; for the factored layer the
@@ -34,7 +34,7 @@ def one_hot(c: Tensor, C: int, dtype: torch.dtype) -> Tensor:
 
 
 def attention(W: Tensor, attn: Attn = "softmax") -> Tensor:
-    """Factored attention A from position scores W = QᵀK (..., L, L), eq. (4).
+    """Factored attention A from position scores W = QᵀK (..., L, L), Eq. (4).
 
     'softmax' normalises each row over all k including k = i: the diagonal is the "sink", mass that multiplies
     the zero value of the masked token (docs/studies/potts.md note 5). 'softmax_nosink' masks the diagonal before the
@@ -68,7 +68,7 @@ def attend(A_off: Tensor, c: Tensor, C: int) -> Tensor:
 
 
 def factored_logits(c: Tensor, W: Tensor, V: Tensor, attn: Attn = "softmax") -> Tensor:
-    """h_iα = Σ_{j≠i} A_ij (V s_j)_α, eq. (4): logits of every masked site, shape (..., n, L, C)."""
+    """h_iα = Σ_{j≠i} A_ij (V s_j)_α, Eq. (4): logits of every masked site, shape (..., n, L, C)."""
     L, C, n = W.shape[-1], V.shape[-1], c.shape[-2]
     A = attention(W, attn)
     A_off = A * (1 - torch.eye(L, dtype=A.dtype, device=A.device))  # s_i = t = 0
@@ -78,7 +78,7 @@ def factored_logits(c: Tensor, W: Tensor, V: Tensor, attn: Attn = "softmax") -> 
 
 
 def mlm_loss(logits: Tensor, c: Tensor, weights: Tensor | None = None) -> Tensor:
-    """MLM cross-entropy -(1/L) Σ_i log p̃_i(c_i), averaged over sequences (optionally weighted), eq. (3)."""
+    """MLM cross-entropy -(1/L) Σ_i log p̃_i(c_i), averaged over sequences (optionally weighted), Eq. (3)."""
     per_seq = -true_class_logp(torch.log_softmax(logits, -1), c).mean(-1)  # (..., n)
     if weights is None:
         return per_seq.mean(-1)
@@ -87,7 +87,7 @@ def mlm_loss(logits: Tensor, c: Tensor, weights: Tensor | None = None) -> Tensor
 
 def factored_loss_grad(c: Tensor, W: Tensor, V: Tensor, weights: Tensor | None = None,
                        attn: Attn = "softmax") -> tuple[Tensor, Tensor, Tensor]:
-    """MLM loss of eq. (4) and its closed-form gradient in (W, V): with Y = A_off s (the attended one-hot
+    """MLM loss of Eq. (4) and its closed-form gradient in (W, V): with Y = A_off s (the attended one-hot
     spins), h = Y Vᵀ and G = ∂loss/∂h = (p̃ - s)/(nL): ∂V = Σ Gᵀ Y, ∂A_ij = Σ_n (G V)_{n,i,c_nj} (j ≠ i), and the
     softmax Jacobian ∂W_ij = A_ij (∂A_ij - Σ_k A_ik ∂A_ik). Batched over leading model axes; c (..., n, L);
     ``weights`` (..., n) weight the sequences. Y and ∂A are a scatter-add and a gather over the one-hot positions,
@@ -145,7 +145,7 @@ def potts_representation(potts: PottsModel, kappa: float | None = None,
     return W, U / kappa
 
 
-# -- eq. (2): self-attention with the position/embedding mixing a -------------------------------------------------
+# -- Eq. (2): self-attention with the position/embedding mixing a -------------------------------------------------
 
 
 def perturbed_logits(c: Tensor, W: Tensor, V: Tensor, a: Tensor | float, E: Tensor | None = None,
@@ -155,7 +155,7 @@ def perturbed_logits(c: Tensor, W: Tensor, V: Tensor, a: Tensor | float, E: Tens
     z_ij = (E t + p_i)ᵀ QᵀK (a E s_j + p_j) depends on Q, K only through W = QᵀK (..., d, d), which is what is
     passed (and trained): z_ij = W_i·(a E s_j + p_j), and for j = i the key is p_i, z_ii = W_ii. Values
     v_j = V(E s_j + a p_j), v_i = a V p_i. V (..., d, d); E (..., d, C) or None for E = I (d = C); a a scalar or
-    (...,). With a = 0 this is eq. (4) with W[:L, :L]. ``return_attention`` also returns A (..., n, L, L).
+    (...,). With a = 0 this is Eq. (4) with W[:L, :L]. ``return_attention`` also returns A (..., n, L, L).
     """
     L, d = c.shape[-1], W.shape[-1]
     if d < L:

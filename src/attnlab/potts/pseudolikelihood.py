@@ -1,4 +1,4 @@
-"""Pseudo-likelihood inference of the inverse Potts problem with factored attention (eq. (6), Eq. (6)).
+"""Pseudo-likelihood inference of the inverse Potts problem with factored attention (Eq. (6), Eq. (6)).
 
     res = fit_lbfgs(samples, data, lam=1e-2)      # samples (S, M, L): S independent fits in one computation
     res.A(), res.V, res.test_loss, res.converged
@@ -43,7 +43,7 @@ class PLFit:
 
 def pl_objective(c: Tensor, lam: Tensor | float, reg_form: Literal["sum", "mean"] = "sum", attn: Attn = "softmax",
                  weights: Tensor | None = None) -> Callable[[Tensor], tuple[Tensor, Tensor]]:
-    """f(x) for stacked x = (vec W, vec V) (S, L² + C²): mean MLM loss + λ/(2M) ||x||² ('sum', eq. (7)'s form,
+    """f(x) for stacked x = (vec W, vec V) (S, L² + C²): mean MLM loss + λ/(2M) ||x||² ('sum', Eq. (7)'s form,
     fading as M grows) or + λ/2 ||x||² ('mean') (Eq. (7)), with its closed-form gradient."""
     S, M, L = c.shape
     lam_t = torch.as_tensor(lam, dtype=torch.float64, device=c.device).expand(S)

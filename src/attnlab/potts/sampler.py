@@ -5,7 +5,7 @@
     run.energies         # (n_chains, n_samples) H of each saved configuration
     run.summary()        # flip rate, integrated autocorrelation time and R-hat of the energy, Hamming statistics
 
-Every update draws c_i ~ softmax_α(F_i(α)) from the current state, eq. (5), by inverse CDF (the probabilities in
+Every update draws c_i ~ softmax_α(F_i(α)) from the current state, Eq. (5), by inverse CDF (the probabilities in
 float32, exact up to that rounding; the fields in float64). The local fields of all chains are kept in one
 (n_chains, L, C) tensor and updated incrementally after each move, F_k += J_ki (U[new] - U[old]), so an update
 costs O(n_chains · L · C) whatever the degree (docs/studies/potts.md); they are recomputed from scratch at every saved
@@ -134,7 +134,7 @@ def gibbs(
         u = torch.rand(n_chains, L, 1, generator=generator, device=device, dtype=torch.float32)
         before = c.clone()
         for g, Jg in zip(groups, cols, strict=True):
-            # inverse-CDF draw from softmax_α(β F_iα), eq. (5); fields accumulate in float64, the draw is float32
+            # inverse-CDF draw from softmax_α(β F_iα), Eq. (5); fields accumulate in float64, the draw is float32
             cdf = torch.softmax((b * fields[:, g]).float(), -1).cumsum_(-1)  # (n, |g|, C)
             new = (cdf < u[:, g] * cdf[..., -1:]).sum(-1).clamp_(max=C - 1)
             fields += Jg @ (U[new] - U[c[:, g]])  # (L, |g|) @ (n, |g|, C) -> (n, L, C)

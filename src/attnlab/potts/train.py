@@ -7,7 +7,7 @@ same loss: ``pseudolikelihood.py``).
     fit = train_vanilla(data, n_layers=1, seed=0, optim=Optim(lr=1e-3, epochs=60))
     sim = simulate(data, "factored", ...)                                     # the paired API (theory.potts_optimum)
 
-Stacked models ('factored' eq. (4), 'perturbed' eq. (2)) carry a leading model axis; each model draws its
+Stacked models ('factored' Eq. (4), 'perturbed' Eq. (2)) carry a leading model axis; each model draws its
 initialisation and its batch order from its own generators, so a model's run does not depend on which models
 train beside it. A batch is ``batch`` sequences, each contributing its L masked predictions (docs note 21); the
 vanilla transformer masks one random site per sequence while training (an unbiased estimate of the same loss,
@@ -129,7 +129,7 @@ def _epoch_maps(rows: list[dict]) -> Tensor | None:
 def init_params(kind: str, n_models: int, L: int, C: int, gens: Sequence[torch.Generator], dtype: torch.dtype,
                 attn: Attn = "softmax", init_scale: float = 0.1, v_scale: float = 0.01) -> dict[str, Tensor]:
     """Initial stacked parameters. factored: W ~ N(0, s²) (near-uniform attention; 'linear': 1/L + N(0, s²)),
-    V ~ v_scale² N(0, 1/C); perturbed (eq. (2), trained through W = QᵀK, d = C): the same draws, so that a = 0
+    V ~ v_scale² N(0, 1/C); perturbed (Eq. (2), trained through W = QᵀK, d = C): the same draws, so that a = 0
     trains exactly like the factored layer.
 
     V starts near 0 on purpose: the first, attention-blind stage of training then aligns V with U. From an O(1)
@@ -165,7 +165,7 @@ def stacked_logits(kind: str, params: dict[str, Tensor], c: Tensor, attn: Attn =
 @torch.no_grad()
 def attention_maps(kind: str, params: dict[str, Tensor], c: Tensor, attn: Attn = "softmax",
                    a: Tensor | None = None) -> Tensor:
-    """(S, L, L) attention of each stacked model; for eq. (2) the mean over sequences c of the masked rows."""
+    """(S, L, L) attention of each stacked model; for Eq. (2) the mean over sequences c of the masked rows."""
     if kind == "factored":
         return attention(params["W"], attn)
     _, A = perturbed_logits(c, params["W"], params["V"], a, return_attention=True)

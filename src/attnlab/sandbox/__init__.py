@@ -1,4 +1,4 @@
-"""The live visual sandbox: a local web app to start, watch, scrub and compare runs (paper 4 §4.1, issue 5).
+"""The live visual sandbox: a local web app to start, watch, scrub and compare runs (paper 4 Sec. 4.1, issue 5).
 
 ``attnlab sandbox`` serves it on 127.0.0.1 (``server.serve``); the ASGI app and its JSON API live in ``api``, the
 training jobs in ``jobs``, run-store access in ``store``, the start form in ``forms``; studies contribute panels

@@ -1,11 +1,11 @@
 """The architecture both sides of the paired API read: one validated, immutable description of a transformer
-encoder at initialisation (paper Sec. 2), and the β conventions of Eq. 11 and App. B.1.
+encoder at initialisation (paper Sec. 2), and the β conventions of Eq. (11) and App. B.1.
 
 ``Architecture`` is what ``train.simulate`` builds random networks from and what ``theory.predict`` iterates
-Eq. 19 for. Experiment configs inherit its fields (flat keys, so ``--set beta=3`` works) and call
+Eq. (19) for. Experiment configs inherit its fields (flat keys, so ``--set beta=3`` works) and call
 ``config.arch()``.
 
-β conventions (Eq. 11, App. B.1; docs/studies/signal.md, Notes on the paper): the theory's β is the *per-head score*
+β conventions (Eq. (11), App. B.1; docs/studies/signal.md, Notes on the paper): the theory's β is the *per-head score*
 scale, Var(s_ab) = β² log T. The authors' code sets σ_qk² = β √(log T)/d_k, so with H heads its β is the per-head β
 divided by H (``beta_convention="authors_dk"``). ``T_init`` is the length the Q/K scale was set for (e.g. the 512
 positions of BERT) and ``T`` the number of keys actually attended; the theory then sees β_T = β √(log T_init / log
@@ -27,7 +27,7 @@ Convention = Literal["per_head_score", "authors_dk"]
 
 class Architecture(BaseModel):
     """A post-LN (or pre-LN) transformer encoder at initialisation: sizes, Q/K scale β, residual strengths α
-    (which multiply the skip branch, Eq. 5) and weight variances in fan-in units (Sec. 2)."""
+    (which multiply the skip branch, Eq. (5)) and weight variances in fan-in units (Sec. 2)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -80,12 +80,12 @@ class Architecture(BaseModel):
 
     @property
     def beta_theory(self) -> float:
-        """The β the REM of T keys sees: β_score √(log T_init / log T) (Eq. 11 at the attended length)."""
+        """The β the REM of T keys sees: β_score √(log T_init / log T) (Eq. (11) at the attended length)."""
         return self.beta_score * math.sqrt(math.log(self.t_init) / math.log(self.T))
 
     @property
     def qk_std(self) -> float:
-        """Per-entry std of W_Q and W_K giving Var(s) = β_score² log T_init (Eq. 11, exact second moment)."""
+        """Per-entry std of W_Q and W_K giving Var(s) = β_score² log T_init (Eq. (11), exact second moment)."""
         return qk_std_from_beta(self.beta_score, self.d, self.t_init)
 
     def replace(self, **changes) -> Architecture:
@@ -93,7 +93,7 @@ class Architecture(BaseModel):
 
 
 def qk_std_from_beta(beta: float, d: int, T: int) -> float:
-    """σ_qk with σ_qk⁴ d² = β² log T (per-head score convention of Eq. 11)."""
+    """σ_qk with σ_qk⁴ d² = β² log T (per-head score convention of Eq. (11))."""
     return math.sqrt(beta * math.sqrt(math.log(T)) / d)
 
 

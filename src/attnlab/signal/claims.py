@@ -31,7 +31,7 @@ def _s(ctx: ClaimContext, exp: str, key: str) -> float:
     return ctx.summary(f"{S}.{exp}", key)
 
 
-# -- exact identities (Eqs. 13, 14, 16, 19, B.22, App. B.1) ------------------------------------------------------------
+# -- exact identities (Eqs. (13), (14), (16), (19), (B.22), App. B.1) --------------------------------------------------
 
 _CLOSED_FORMS = [  # (value, reference) pairs, the references evaluated by hand from the closed forms
     (lambda: rem.beta_c(0.0), 1.414214), (lambda: rem.beta_c(0.5), 2.0),
@@ -92,12 +92,12 @@ claim("signal.mlp_kernel_vs_wide_mlp", "Eqs. 17–18, B.22",
 
 
 def _draw_qk(n: int, dk: int, d: int, std: float, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """n independent (W_Q, W_K) of one head, i.i.d. N(0, std²) entries (Eq. 11's initialisation)."""
+    """n independent (W_Q, W_K) of one head, i.i.d. N(0, std²) entries (Eq. (11)'s initialisation)."""
     return tuple(torch.randn((n, dk, d), generator=gen, dtype=F64) * std for _ in range(2))
 
 
 def _score_moments(ctx) -> tuple[float, float]:
-    """Eq. 10 against the sample Gram of 8 tokens (d = 64, 4000 draws); Eq. 11 variance in both conventions."""
+    """Eq. (10) against the sample Gram of 8 tokens (d = 64, 4000 draws); Eq. (11) variance in both conventions."""
     from attnlab.signal.data import prescribed_cosine
 
     gen = torch.Generator().manual_seed(0)
@@ -115,7 +115,7 @@ def _score_moments(ctx) -> tuple[float, float]:
         if H == 1:
             z = (s / var.sqrt()).reshape(n, T * T)
             corr = (z.T @ z / n).reshape(T, T, T, T)           # Corr(s_ab, s_cd)
-            pred = torch.einsum("ac,bd->abcd", G, G)           # Eq. 10: ∝ G_ac G_bd
+            pred = torch.einsum("ac,bd->abcd", G, G)           # Eq. (10): ∝ G_ac G_bd
             a, b, c, e = torch.meshgrid(*(torch.arange(T),) * 4, indexing="ij")
             kinds = {"same query": (a == c) & (b != e) & (a != b) & (a != e),
                      "same key": (b == e) & (a != c) & (a != b) & (c != b),
@@ -136,7 +136,7 @@ claim("signal.score_variance_eq11", "Eq. 11, App. B.1",
       lambda ctx: _score_moments(ctx)[1], 0.05, "le")
 
 
-# -- the REM: IPR, entropy, universality of β_c (Eqs. 11, 13, B.18, Figs. B.1, 3) ------------------------------------
+# -- the REM: IPR, entropy, universality of β_c (Eqs. (11), (13), (B.18), Figs. B.1, 3) --------------------------------
 
 
 def _frozen_ipr(ctx) -> float:
@@ -215,7 +215,7 @@ claim("signal.sa_layer_vs_eq14_frozen", "Eq. 14, Fig. 3", "deep in the frozen ph
       "fig3: max |sim − Eq. 14| at β = 3 over ρ ≤ 0.5", lambda ctx: _s(ctx, "fig3", "max_dev_eq14_beta3"), 0.05, "le")
 
 
-# -- depth: theory vs simulation, α_c (Eq. 19, Sec. 3.3, Figs. 1c-e) ---------------------------------------------------
+# -- depth: theory vs simulation, α_c (Eq. (19), Sec. 3.3, Figs. 1c-e) -------------------------------------------------
 
 claim("signal.depth_theory_vs_sim", "Eq. 19, Figs. 1d/e",
       "iterating Eq. 19 predicts the mean cosine of every layer of random post-LN transformers",

@@ -1,4 +1,4 @@
-"""Claims of paper 1 measured through ``attnlab map`` on real architectures (Eq. 19 with each layer's own
+"""Claims of paper 1 measured through ``attnlab map`` on real architectures (Eq. (19) with each layer's own
 parameters; the trainability diagram of Fig. 1c, Sec. 3.3); imported by :mod:`attnlab.signal.claims`."""
 
 from __future__ import annotations

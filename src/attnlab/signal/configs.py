@@ -85,7 +85,7 @@ class TrainabilityConfig(Config, ArchFields):
 
 
 class DepthConfig(Config, ArchFields, CorpusMixin):
-    """Figs. 1d/e: mean cosine over depth, simulation (inits × sequences) against Eq. 19 from the measured ρ_0."""
+    """Figs. 1d/e: mean cosine over depth, simulation (inits × sequences) against Eq. (19) from the measured ρ_0."""
 
     inputs: Literal["corpus", "synthetic"] = Field("corpus", description="corpus windows through random embeddings | "
                                                           "synthetic tokens of input cosine rho0")
@@ -107,7 +107,7 @@ class DepthConfig(Config, ArchFields, CorpusMixin):
 
 
 class SALayerConfig(Config, ArchFields):
-    """Fig. 3: output cosine of one SA head over (β, input ρ): Eq. 14, finite-T MC and simulation."""
+    """Fig. 3: output cosine of one SA head over (β, input ρ): Eq. (14), finite-T MC and simulation."""
 
     betas: tuple[Annotated[float, Field(gt=0, le=1e4)], ...] = Field(
         (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0), min_length=2,
@@ -178,7 +178,7 @@ class TanhConfig(Config, ArchFields):
 
 
 class REMConfig(Config, ArchFields):
-    """Figs. B.1/B.2: q_sa, S/log T, q^SA and p^SA against β: Eq. 13 / B.18 and finite-T simulations."""
+    """Figs. B.1/B.2: q_sa, S/log T, q^SA and p^SA against β: Eqs. (13)/(B.18) and finite-T simulations."""
 
     betas: tuple[Annotated[float, Field(gt=0, le=1e4)], ...] = Field(
         tuple(0.25 * i for i in range(1, 25)), min_length=2,

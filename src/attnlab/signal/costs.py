@@ -32,7 +32,7 @@ ROW_ENTRY = 30.0  # ns per entry of rem.row_stats (float32: normals, 4 passes, s
 EIG = 1.5  # ns per T³ of torch.linalg.eigvals on a T × T matrix (float64, measured)
 STORY = 2e5  # ns to generate and WordPiece-tokenize one bundled story (measured: 6000 in about 1 s)
 OP = 1e4  # ns of dispatch per torch operation (small tensors)
-MAP_POINT = 100.0  # ns per grid point of one block map of Eq. 19 (about 50 float64 elementwise operations)
+MAP_POINT = 100.0  # ns per grid point of one block map of Eq. (19) (about 50 float64 elementwise operations)
 MAP_CALL = 50 * OP  # one block map's dispatch (about 50 operations)
 OVERLAP_GRID = 57 * 41  # rem.OverlapTable's default (β, ρ) grid
 TANH_THEORY = 3e9  # Fig. 5's tanh quadratures (block maps, fixed points, σ_w,c² bisection): size-free, measured
@@ -64,7 +64,7 @@ def table(T: int) -> float:
 
 
 def theory_map(points: int, layers: int) -> float:
-    """Eq. 19's block map iterated ``layers`` times on ``points`` grid points (one broadcast call per layer)."""
+    """Eq. (19)'s block map iterated ``layers`` times on ``points`` grid points (one broadcast call per layer)."""
     return layers * (MAP_CALL + MAP_POINT * points)
 
 
@@ -94,7 +94,7 @@ def fig3(c) -> float:
 
 @cost_model("signal.universality")
 def universality(c) -> float:
-    """β_c universality (Eqs. 11, 13): per (d, H, T), |β| × n_inits SA slots as in Fig. 3 (with d_ff = d)."""
+    """β_c universality (Eqs. (11), (13)): per (d, H, T), |β| × n_inits SA slots as in Fig. 3 (with d_ff = d)."""
     total = 0.0
     for d, H, T in c.combos:
         slot = RANDN * (T * d + 5 * d * d) + MULADD * (3 * T * d * d + 2 * T * T * d) + SCORE * H * T * T \

@@ -105,7 +105,7 @@ def depth(result: Result, config) -> object:
 
 
 def sa_layer(result: Result, config) -> object:
-    """Fig. 3: Eq. 14 (left) and one simulated SA head (middle) over (β, ρ_in); IPR crossings (right)."""
+    """Fig. 3: Eq. (14) (left) and one simulated SA head (middle) over (β, ρ_in); IPR crossings (right)."""
     a = result.arrays
     fig, axes = figure(3, width=4.0, height=3.4)
     kw = {"cmap": "viridis", "vmin": 0, "vmax": 1, "shading": "auto", "rasterized": True}

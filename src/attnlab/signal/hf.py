@@ -6,7 +6,7 @@ value and output projections folded into σ_v² (Sec. 2, App. B.3), W_1 / W_2 fa
 reports its phase (entropy collapse if β ≥ β_c, else the rank-collapse-prone low-variance phase), α_c for its
 depth, and ρ_L at its current residual strength.
 
-``reinit(model, beta, alpha_sa)`` sets W_Q, W_K to the Eq. 11 scale of β (zero biases) and the SA residual
+``reinit(model, beta, alpha_sa)`` sets W_Q, W_K to the Eq. (11) scale of β (zero biases) and the SA residual
 strength to α_SA. HF computes LN(dense(SA) + x); since LN is scale invariant, LN(α x + SA) = LN(x + SA/α), so
 α_SA is realised exactly at initialisation by dividing the attention output projection by α (no module is
 patched). ``propagate(model, ids)`` measures the per-layer mean cosine of a real HF model.
@@ -101,7 +101,7 @@ def diagnose(obj, T: int | None = None, rho0: float = 0.0, eps: float = 1e-2) ->
 
 @torch.no_grad()
 def reinit(model, beta: float, alpha_sa: float = 1.0, T: int | None = None, seed: int = 0):
-    """Re-initialise W_Q, W_K of every layer for per-head score β (Eq. 11, biases zeroed) and set α_SA (see
+    """Re-initialise W_Q, W_K of every layer for per-head score β (Eq. (11), biases zeroed) and set α_SA (see
     module doc); returns the model. ``T`` is the length the scale is set for (default max positions)."""
     _require()
     if beta <= 0:
@@ -157,7 +157,7 @@ __all__ = ["architecture", "bert", "diagnose", "propagate", "reinit"]
 
 def score_std(model, T: int, layer: int = 0, seed: int = 12345) -> float:
     """Std of the per-head scores s = q·k/√d_head of one layer on T random tokens of norm √d (drawn from ``seed``,
-    not reinit's, so that x is independent of W_Q): β √(log T) after :func:`reinit` to β (Eq. 11)."""
+    not reinit's, so that x is independent of W_Q): β √(log T) after :func:`reinit` to β (Eq. (11))."""
     cfg = _config(model)
     d, H = cfg.hidden_size, cfg.num_attention_heads
     lay = _layers(model)[layer].attention.self

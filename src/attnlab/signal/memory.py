@@ -88,7 +88,7 @@ def fig5(config) -> tuple[int, str]:
 
 @memory_model("signal.figC3")
 def fig_c3(config) -> tuple[int, str]:
-    """Fig. C.3: every β of ``table_betas`` in one call, then the finite-T theory's Monte Carlo table (Eq. 19 at
+    """Fig. C.3: every β of ``table_betas`` in one call, then the finite-T theory's Monte Carlo table (Eq. (19) at
     finite T, 4 repetitions): the larger of the two."""
     a = config.arch(alpha_sa=0.0, alpha_mlp=0.0)
     sim = propagation(a, config.n_inits, config.n_seqs, len(config.table_betas))

@@ -6,7 +6,7 @@ with their own β and α_SA), so a whole ensemble propagates or trains in one ba
     h  = LN(α_SA x + SA(X))          SA(X)_a = concat_h Σ_b A^h_ab (W_V^h x_b + b_V^h),  A = softmax(s)   (2, 3, 5a)
     x' = LN(α_MLP h + MLP(h))         MLP(h) = W_2 φ(W_1 h + b_1) + b_2                                     (4, 5b)
 
-with s^h_ab = (W_Q^h x_a)·(W_K^h x_b)/√d_k, no Q/K biases, no output projection, LN(x) = √d x/‖x‖ (Eq. 1) or
+with s^h_ab = (W_Q^h x_a)·(W_K^h x_b)/√d_k, no Q/K biases, no output projection, LN(x) = √d x/‖x‖ (Eq. (1)) or
 a centring LayerNorm without affine; the pre-LN variant is x ← α_SA x + SA(LN x); x ← α_MLP x + MLP(LN x).
 
 Named activations (TransformerLens-style): ``hook(name, tensor)`` is called with
@@ -30,7 +30,7 @@ BLOCK_KEYS = ("wq", "wk", "wv", "bv", "w1", "b1", "w2", "b2")
 
 
 def layer_norm(x: torch.Tensor, kind: str) -> torch.Tensor:
-    """Eq. 1 (``rms``: √d x/‖x‖) or a centring LayerNorm without affine (``layernorm``, eps 1e-12 as HF)."""
+    """Eq. (1) (``rms``: √d x/‖x‖) or a centring LayerNorm without affine (``layernorm``, eps 1e-12 as HF)."""
     if kind == "rms":
         return x * math.sqrt(x.shape[-1]) / x.norm(dim=-1, keepdim=True).clamp(min=1e-30)
     return nn.functional.layer_norm(x, x.shape[-1:], eps=1e-12)
@@ -46,7 +46,7 @@ def _slot(v, P: int, x: torch.Tensor) -> torch.Tensor:
 
 def init_block(arch: Architecture, P: int, gen: torch.Generator | None = None, device=None,
                qk_std=None, dtype=torch.float32) -> dict[str, torch.Tensor]:
-    """Random parameters of one block for P slots (Sec. 2): W_Q, W_K ~ N(0, σ_qk²) with σ_qk from β (Eq. 11),
+    """Random parameters of one block for P slots (Sec. 2): W_Q, W_K ~ N(0, σ_qk²) with σ_qk from β (Eq. (11)),
     W_V ~ N(0, σ_v²/d), W_1 ~ N(0, σ_w²/d), W_2 ~ N(0, σ_w²/d_ff), biases N(0, σ_b²).
 
     ``qk_std`` (a scalar or a (P,) tensor) overrides the Q/K std, e.g. one β per slot."""
@@ -77,7 +77,7 @@ def linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> t
 
 def attention(x: torch.Tensor, p: dict[str, torch.Tensor], H: int, key_mask: torch.Tensor | None = None,
               hook: Hook | None = None, name: str = "") -> torch.Tensor:
-    """Multi-head self-attention without output projection (Eqs. 2–3): x (P, B, T, d) → (P, B, T, d)."""
+    """Multi-head self-attention without output projection (Eqs. (2)-(3)): x (P, B, T, d) → (P, B, T, d)."""
     P, B, T, d = x.shape
     dk = d // H
 
@@ -95,13 +95,13 @@ def attention(x: torch.Tensor, p: dict[str, torch.Tensor], H: int, key_mask: tor
 
 
 def mlp(x: torch.Tensor, p: dict[str, torch.Tensor], activation: str) -> torch.Tensor:
-    """W_2 φ(W_1 x + b_1) + b_2 (Eq. 4), per slot."""
+    """W_2 φ(W_1 x + b_1) + b_2 (Eq. (4)), per slot."""
     return linear(phi(activation, linear(x, p["w1"], p["b1"])), p["w2"], p["b2"])
 
 
 def block(x: torch.Tensor, p: dict[str, torch.Tensor], arch: Architecture, *, alpha_sa=None, alpha_mlp=None,
           key_mask: torch.Tensor | None = None, hook: Hook | None = None, layer: int = 0) -> torch.Tensor:
-    """One transformer block (Eq. 5) on x (P, B, T, d); ``alpha_sa``/``alpha_mlp`` may be (P,) tensors."""
+    """One transformer block (Eq. (5)) on x (P, B, T, d); ``alpha_sa``/``alpha_mlp`` may be (P,) tensors."""
     P = x.shape[0]
     a_sa = _slot(arch.alpha_sa if alpha_sa is None else alpha_sa, P, x)
     a_mlp = _slot(arch.alpha_mlp if alpha_mlp is None else alpha_mlp, P, x)

@@ -25,7 +25,7 @@ TINY = {
     "fig1f": {**MLM, "rank_L": 3, "entropy_L": 2},
 }
 
-# the per-layer observables of a depth run (ρ^l of paper 1, Eq. 19, the IPR, entropy, …) hold one column per
+# the per-layer observables of a depth run (ρ^l of paper 1, Eq. (19), the IPR, entropy, …) hold one column per
 # configuration (β, α_SA) it propagates: index ``condition`` into the run's ``betas``, ``alphas`` arrays
 CONDITIONS = {"*": ("condition",)}
 

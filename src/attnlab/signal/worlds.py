@@ -1,5 +1,5 @@
 """The world where each asserted claim of paper 1 is false (``falsify``, :mod:`attnlab.core.worlds`): a perturbed
-theory (Eqs. 13, 14, 19), the wrong activation, skips restored, swapped arms. Attached to the registered claims by
+theory (Eqs. (13), (14), (19)), the wrong activation, skips restored, swapped arms. Attached to the registered claims by
 :func:`attach` (imported by :mod:`attnlab.signal.claims`). Each world shrinks its experiment; a patched world has
 overrides of its own, so that no other world reuses its runs."""
 
@@ -22,7 +22,7 @@ def _times(by: float):
 
 
 def _theory_alpha(by: float):
-    """Eq. 19 evaluated at ``by`` × the networks' residual strength α_SA."""
+    """Eq. (19) evaluated at ``by`` × the networks' residual strength α_SA."""
     def wrap(f):
         def predict(arch, rho0, L=None, *, alpha_sa=None, **k):
             if alpha_sa is None:

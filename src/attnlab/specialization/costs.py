@@ -2,7 +2,7 @@
 multiply-add of the reduced loss (10) on one Monte-Carlo sample, head and token (about 2 ns on one CPU thread).
 
 * The gradient flow (12) (:func:`attnlab.specialization.theory.predict`): a gradient on S batched runs costs
-  S·N_mc·H·L·(F + H + ELEM) (the scores χ = m χ* + r ξ, eq. (11), their adjoint, and the activation's
+  S·N_mc·H·L·(F + H + ELEM) (the scores χ = m χ* + r ξ, Eq. (11), their adjoint, and the activation's
   elementwise work). Euler takes τ_max / δ gradients; the adaptive Bogacki-Shampine solver 3 per accepted step,
   whose length is the recording interval Δτ when that is shorter than :data:`FREE_STEP` (measured: 1000 steps
   for τ_max = 1000, Δτ = 1), else about :data:`FREE_STEP` (measured 3-10 τ for τ_max = 600-1000, Figs. 5, 7).

@@ -36,7 +36,7 @@ TINY = {
     "split_time": {**SPEC, "D": 200, "seeds": 2, "tau_max": 20.0, "record_every": 1.0},
 }
 
-# the order parameters of paper 0 (Eqs. 8-9: m, q, p and rr = r rᵀ; with b, v and the loss) of the SGD and ODE
+# the order parameters of paper 0 (Eqs. (8)-(9): m, q, p and rr = r rᵀ; with b, v and the loss) of the SGD and ODE
 # trajectories, per seed of the batch trained (or integrated) at once
 ORDER = {"loss v": ("seed",), "b": ("seed", "head"), "m": ("seed", "head", "feature"),
          "q rr": ("seed", "head", "head_prime"), "p": ("seed", "feature", "feature_prime")}

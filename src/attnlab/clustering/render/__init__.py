@@ -1,4 +1,4 @@
-"""Visual sandbox of paper 4 (§4.1–4.4, Figs 1–6, 8, 10–13): every internal quantity of the d = 2
+"""Visual sandbox of paper 4 (Secs. 4.1–4.4, Figs. 1–6, 8, 10–13): every internal quantity of the d = 2
 model drawn in the plane at any snapshot of a run.
 
 ``panels`` holds pure panel-data functions (numpy dicts, no matplotlib; registry ``PANELS``; coordinates and

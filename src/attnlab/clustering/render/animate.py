@@ -1,4 +1,4 @@
-"""Frames and animations of the visual sandbox over a run's snapshots (paper §4.1, §4.3).
+"""Frames and animations of the visual sandbox over a run's snapshots (paper Sec. 4.1, Sec. 4.3).
 
 One ``SnapshotRenderer`` figure is reused for every frame (axes cleared and redrawn, layout computed once).
 GIF goes through pillow (matplotlib's ``PillowWriter``); MP4 needs ``ffmpeg`` on PATH and fails with a clear

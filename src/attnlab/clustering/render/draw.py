@@ -1,4 +1,4 @@
-"""Matplotlib drawing of each sandbox panel (paper §4.1, Figs 1–6, 8, 10–13): ``DRAW[name](ax, data)`` draws the
+"""Matplotlib drawing of each sandbox panel (paper Sec. 4.1, Figs. 1–6, 8, 10–13): ``DRAW[name](ax, data)`` draws the
 pure data of ``panels.py``. Colours: position t (tab20), class y (house ``COLORS``), neuron i (``COLORS``)."""
 
 from __future__ import annotations

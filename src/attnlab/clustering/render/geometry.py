@@ -1,4 +1,4 @@
-"""Coordinates of the sandbox's geometry panels (paper §4.1; off the plane when d ≠ 2): pure numpy.
+"""Coordinates of the sandbox's geometry panels (paper Sec. 4.1; off the plane when d ≠ 2): pure numpy.
 
 d = 2: the plane itself; d = 3: the space itself (3-D coordinates); d > 3 (or a forced plane): a 2-D PCA
 projection with explained-variance labels "PC1 (xx%)". Also label grouping for coincident points and the

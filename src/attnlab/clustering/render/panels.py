@@ -1,4 +1,4 @@
-"""Pure panel data of the visual sandbox (paper §4.1, Figs 1–6, 8, 11–12). No matplotlib here.
+"""Pure panel data of the visual sandbox (paper Sec. 4.1, Figs. 1–6, 8, 11–12). No matplotlib here.
 
 Every compute function has the signature ``fn(params, spec, task, *, history=None, seed=0, epoch=None, **opts)``
 with ``params`` one model (S = 1, torch or numpy) and returns a plain dict of numpy arrays, strings and
@@ -28,7 +28,7 @@ from attnlab.clustering.model import ModelSpec, activation, forward, normalize
 from attnlab.clustering.render.geometry import Frame, group_annotations, square_box
 
 Data = dict[str, Any]
-CLASS_MARKERS = ("s", "o", "^", "D", "v", "P", "X", "*")  # class y = 0, 1, 2 → square, circle, triangle (§4.1)
+CLASS_MARKERS = ("s", "o", "^", "D", "v", "P", "X", "*")  # class y = 0, 1, 2 → square, circle, triangle (Sec. 4.1)
 EPS_GRID = np.logspace(-5, 2, 50)                            # activation-sparsity thresholds (App. A.1, Fig. 7)
 GRAD_GROUPS = ("E", "P", "q", "V", "W", "U")
 
@@ -51,7 +51,7 @@ def as_params(params: Mapping[str, Any]) -> dict[str, torch.Tensor]:
 
 
 def sentence_styles(task: Task, x: torch.Tensor, prefix_id: np.ndarray) -> Data:
-    """§4.1 styling of probe sentences: colour = prefix (hue by count vector, lightness jitter by prefix),
+    """Sec. 4.1 styling of probe sentences: colour = prefix (hue by count vector, lightness jitter by prefix),
     marker = class (CLASS_MARKERS)."""
     ms = task.multiset_id(x).numpy()
     y = task.labels(x).numpy()
@@ -144,7 +144,7 @@ def positions(params, spec: ModelSpec, task: Task, **_: Any) -> Data:
 
 
 def embeddings(params, spec: ModelSpec, task: Task, **_: Any) -> Data:
-    """Panel 3a: unnormalised E(x)+P(t), colour = position t, annotated (x,t); min norm (spikes, §4.4)."""
+    """Panel 3a: unnormalised E(x)+P(t), colour = position t, annotated (x,t); min norm (spikes, Sec. 4.4)."""
     m = as_params(params)
     e, xs, ts = _token_table(m, spec, task)
     pts = e[0].numpy()
@@ -186,7 +186,7 @@ def _sentences(params, spec: ModelSpec, task: Task, n_suffixes: int | None, prob
 
 
 def xi(params, spec: ModelSpec, task: Task, *, n_suffixes: int | None = 4, probe_seed: int = 0, **_: Any) -> Data:
-    """Panel 6 (Figs 1–4, 8): sentence embeddings ξ of the probe sentences (colour = prefix, marker = class)."""
+    """Panel 6 (Figs. 1–4, 8): sentence embeddings ξ of the probe sentences (colour = prefix, marker = class)."""
     _, _, acts, style = _sentences(params, spec, task, n_suffixes, probe_seed)
     fr = Frame(spec.d, acts["xi"], center=True)
     return {"title": r"sentence embeddings $\xi$", "frame": fr.as_dict(), "points": fr.project(acts["xi"]),
@@ -212,7 +212,7 @@ def psi(params, spec: ModelSpec, task: Task, *, n_suffixes: int | None = 4, prob
 
 def levels(params, spec: ModelSpec, task: Task, *, n_suffixes: int | None = 4, probe_seed: int = 0,
            grid: int = 200, **_: Any) -> Data:
-    """Panel 7 (Figs 8, 11): p̂(·|ξ) on a G×G grid over the probe ξ's bounding box padded 20 % (made square for
+    """Panel 7 (Figs. 8, 11): p̂(·|ξ) on a G×G grid over the probe ξ's bounding box padded 20 % (made square for
     equal aspect); probs (G, G, p) with rows = y. For d ≥ 3 the grid lies on the PCA plane of ξ (a slice)."""
     m, _, acts, style = _sentences(params, spec, task, n_suffixes, probe_seed)
     fr = Frame(spec.d, acts["xi"], center=True, plane=True)
@@ -238,7 +238,7 @@ def mlp(params, spec: ModelSpec, task: Task, **_: Any) -> Data:
 
 # ----------------------------------------------------------------------------------------------- other panels
 def attention(params, spec: ModelSpec, task: Task, *, n_attention: int = 12, probe_seed: int = 0, **_: Any) -> Data:
-    """Panel 4 (Figs 5–6): attention a(x) ∈ Δ_N for probe sentences (rows sum to 1) with their tokens."""
+    """Panel 4 (Figs. 5–6): attention a(x) ∈ Δ_N for probe sentences (rows sum to 1) with their tokens."""
     x = attention_probe(task, n_attention, probe_seed)
     a = _forward(as_params(params), x, spec)["attn"]
     toks = x.numpy()
@@ -287,14 +287,14 @@ def _curves(history, panel: str, metrics: list[str], seed: int, epoch: float | N
 
 def loss(params, spec: ModelSpec, task: Task, *, history=None, seed: int = 0, epoch: float | None = None,
          **_: Any) -> Data:
-    """Panel 9 (Figs 8–9): train/test loss and accuracy vs epoch with a cursor at the shown snapshot."""
+    """Panel 9 (Figs. 8–9): train/test loss and accuracy vs epoch with a cursor at the shown snapshot."""
     return _curves(history, "loss", ["train_loss", "test_loss", "train_acc", "test_acc"], seed, epoch,
                    "loss and accuracy")
 
 
 def grads(params, spec: ModelSpec, task: Task, *, history=None, seed: int = 0, epoch: float | None = None,
           per_step: bool = False, **_: Any) -> Data:
-    """Panel 10a (Figs 9, 13, 17): per-group gradient norms ||∇_E L||, …, ||∇_U L|| vs epoch (log scale): the
+    """Panel 10a (Figs. 9, 13, 17): per-group gradient norms ||∇_E L||, …, ||∇_U L|| vs epoch (log scale): the
     full-batch epoch metrics, or the logged mini-batch step metrics (``per_step``, or when no epoch ones)."""
     names, d = [f"grad_{g}" for g in GRAD_GROUPS], None
     if history is not None and history.step_metrics and (
@@ -311,7 +311,7 @@ def grads(params, spec: ModelSpec, task: Task, *, history=None, seed: int = 0, e
 
 def min_norm(params, spec: ModelSpec, task: Task, *, history=None, seed: int = 0, epoch: float | None = None,
              **_: Any) -> Data:
-    """Panel 10c (§4.4, Fig. 10): min_{x,t} ||E(x)+P(t)|| and min_x ||ξ(x)|| vs epoch (small ⇒ spike risk)."""
+    """Panel 10c (Sec. 4.4, Fig. 10): min_{x,t} ||E(x)+P(t)|| and min_x ||ξ(x)|| vs epoch (small ⇒ spike risk)."""
     return _curves(history, "min_norm", ["min_token_norm", "min_xi_norm"], seed, epoch, "min-norm monitor")
 
 

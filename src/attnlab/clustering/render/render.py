@@ -1,4 +1,4 @@
-"""Offline matplotlib renderer of the visual sandbox (paper §4.1–4.4, Figs 1–6, 8, 10–13).
+"""Offline matplotlib renderer of the visual sandbox (paper Secs. 4.1–4.4, Figs. 1–6, 8, 10–13).
 
 ``draw_panel(ax, name, data)`` draws one panel from the pure data of ``panels.py``; ``SnapshotRenderer`` lays
 out a list of panels in a grid and redraws the same figure for successive snapshots (animations);

@@ -1,4 +1,4 @@
-"""Claims of paper 4 on training dynamics and loss spikes (§4.3, §4.4, Prop. 2/4; docs checks D5, D7,
+"""Claims of paper 4 on training dynamics and loss spikes (Sec. 4.3, Sec. 4.4, Prop. 2/4; docs checks D5, D7,
 D8), measured on the runs of ``spikes.py`` (``ctx.run`` reuses them from the store).
 
 Registered at the scale where they were measured to hold (quick; the paper-scale runs take hours and were not
@@ -100,7 +100,7 @@ def prop4_paper_violation_fraction(summaries: Iterable[dict[str, Any]]) -> float
 
 def prop4_along_training(result: Result) -> Measured:
     """Prop. 4 along training, reported: the largest ||∇L||² / (bound_corrected·𝓔) over the checked snapshots, with
-    the printed B̂'s largest ratio and violations in the detail (eq. (33); docs note 11)."""
+    the printed B̂'s largest ratio and violations in the detail (Eq. (33); docs note 11)."""
     units = [u for u in str(result.summary["units"]).split(",") if f"{u}/prop4/grad_sq" in result.arrays]
     if not units:
         return Measured(math.nan, "no run of the paper's model (sphere normaliser) to check")

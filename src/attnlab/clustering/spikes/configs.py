@@ -1,5 +1,5 @@
-"""Configs of paper 4's training-dynamics experiments (§4.3-4.4, App. A.4): Figs 9/17 (two-stage learning and
-gradient norms), Fig. 10 (the normaliser's curvature), Figs 11-13, 18 (loss spikes) and the spike remedies, with
+"""Configs of paper 4's training-dynamics experiments (Secs. 4.3-4.4, App. A.4): Figs. 9/17 (two-stage learning and
+gradient norms), Fig. 10 (the normaliser's curvature), Figs. 11-13, 18 (loss spikes) and the spike remedies, with
 their quick and paper scales. Quick scale uses k = 2 (a 2-sparse parity escapes its plateau within ~20-60 epochs
 at d = 2, 3 and 64 on one core; k = 3 mostly does not within 150 epochs at d = 2, k = 5 rarely within 1000);
 paper scale the paper's k = 5 and 1000 epochs. Spike runs use lr = 1e-2, where spikes are frequent.
@@ -14,13 +14,13 @@ from pydantic import Field, model_validator
 from attnlab.clustering.configs import TrainConfig
 from attnlab.core.config import Config
 
-#: keys a ``remedies`` variant may change (paper §4.4)
+#: keys a ``remedies`` variant may change (paper Sec. 4.4)
 VARIANT_KEYS = ("norm", "grad_clip", "h", "weight_decay", "lr", "adam_eps", "mlp_lr_factor", "batch_size")
 
 
 # ----------------------------------------------------------------------------------------------- configs
 class DynamicsConfig(TrainConfig):
-    """Figs 9/17: one mini-batch run (``batch_size``) and, with ``full_batch``, one full-batch run (batch =
+    """Figs. 9/17: one mini-batch run (``batch_size``) and, with ``full_batch``, one full-batch run (batch =
     n_train) per embedding dimension in ``dims``; full-batch gradient norms are logged every ``log_every`` epochs."""
 
     dims: tuple[int, ...] | None = Field(None, description="embedding dimensions d, one pair of runs each (None: d)",
@@ -43,7 +43,7 @@ class DynamicsConfig(TrainConfig):
 
 
 class SpikeConfig(TrainConfig):
-    """Figs 11–13, 18: mini-batch runs with loss-spike detection (docs note 17)."""
+    """Figs. 11–13, 18: mini-batch runs with loss-spike detection (docs note 17)."""
 
     dims: tuple[int, ...] | None = Field(None, description="embedding dimensions d, one run each (None: d)",
                                          json_schema_extra={"allowed": "at least one dimension, each 1 to 4096 "
@@ -77,7 +77,7 @@ class CurvatureConfig(Config):
 
 
 class RemediesConfig(TrainConfig):
-    """Spike remedies (§4.4; paper §4.4): spike onsets per 1000 epochs for each variant of the base
+    """Spike remedies (Sec. 4.4; paper Sec. 4.4): spike onsets per 1000 epochs for each variant of the base
     config. A variant is "baseline" or "key=value[,key=value]" with keys in VARIANT_KEYS."""
 
     variants: tuple[str, ...] = Field(

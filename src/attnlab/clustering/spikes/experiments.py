@@ -1,7 +1,7 @@
-"""Training dynamics of paper 4 (§4.3–4.4, App. A.4; paper §4.3-4.4, App. A.4; docs/studies/clustering.md): two-stage
-learning and per-layer gradient norms (Figs 9, 17), the curvature of x ↦ x/||x|| (Fig. 10), loss spikes and
-the feed-forward mechanism behind them (Figs 11, 12), loss spikes vs gradient-norm spikes (Figs 13, 18) and
-the spike remedies of §4.4 (``remedies``; the paper gives no spike counts — every count here is ours).
+"""Training dynamics of paper 4 (Secs. 4.3-4.4, App. A.4; docs/studies/clustering.md): two-stage
+learning and per-layer gradient norms (Figs. 9, 17), the curvature of x ↦ x/||x|| (Fig. 10), loss spikes and
+the feed-forward mechanism behind them (Figs. 11, 12), loss spikes vs gradient-norm spikes (Figs. 13, 18) and
+the spike remedies of Sec. 4.4 (``remedies``; the paper gives no spike counts — every count here is ours).
 
 Config in (``configs.py``), tables and arrays out, no plotting (drawings in ``figures.py``). Every trained run is stored
 with ``History.to_arrays(prefix)`` (prefix = the unit name + "/"), so figures and claims reopen it.
@@ -64,9 +64,9 @@ def _nanstat(fn: Callable, a: np.ndarray) -> float:
     return float(fn(a)) if a.size else math.nan
 
 
-# ----------------------------------------------------------------------------------------------- Figs 9, 17
+# ----------------------------------------------------------------------------------------------- Figs. 9, 17
 def two_stage(h: History) -> dict[str, np.ndarray]:
-    """Per-seed two-stage statistics (§4.3; docs checks): t_cluster, t_fit, the two loss drops, the D5 peak/plateau
+    """Per-seed two-stage statistics (Sec. 4.3; docs checks): t_cluster, t_fit, the two loss drops, the D5 peak/plateau
     ratio (eligible: t_cluster ≥ 8 and the test accuracy reached 0.9), the same ratio anchored on the loss drop
     (``dynamics.drop_peak_ratio``), final CE and full-batch grad norm."""
     em, ep = h.epoch_metrics, h.epochs
@@ -178,7 +178,7 @@ def jacobian_norm(norm: str, r: np.ndarray, d: int = 2, eps: float = 1e-5, angle
 
 
 def _moves(norm: str, r: np.ndarray, eta: float, eps: float) -> dict[str, np.ndarray]:
-    """||f(x+δ) − f(x)|| at ||x|| = r for δ = −η x/||x|| (the §4.4 step) and δ ⊥ x of size η."""
+    """||f(x+δ) − f(x)|| at ||x|| = r for δ = −η x/||x|| (the Sec. 4.4 step) and δ ⊥ x of size η."""
     spec = ModelSpec(d=2, norm=norm, norm_eps=eps)
     x = torch.as_tensor(r, dtype=F64)[:, None] * torch.tensor([1.0, 0.0], dtype=F64)
     f = lambda z: normalize(z, spec)  # noqa: E731
@@ -308,7 +308,7 @@ def choose_spike(h: History, st: dict[str, np.ndarray], rank: int = 0) -> tuple[
 
 
 def anatomy(h: History, seed: int, before: int, after: int) -> dict[str, np.ndarray]:
-    """Figs 11/12 quantities at two snapshots on the probe grid: ξ, MLP output and margin moves, assemblers
+    """Figs. 11/12 quantities at two snapshots on the probe grid: ξ, MLP output and margin moves, assemblers
     u_i (columns of U): norms and pairwise cosines, receptor norms (float64)."""
     x, _, _ = h.task.probe_grid()
     y = h.task.labels(x)

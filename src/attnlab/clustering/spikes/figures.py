@@ -1,8 +1,8 @@
-"""Figures of the training-dynamics experiments (paper 4 Figs 9–13, 17, 18 and the spike remedies).
+"""Figures of the training-dynamics experiments (paper 4 Figs. 9–13, 17, 18 and the spike remedies).
 
 Each function takes the stored ``Result`` (and its config) and returns a matplotlib figure in the house style
 (``core.plotting``); runs are reopened with ``History.from_arrays(result.arrays, prefix)``. Geometry panels of
-Figs 11/12 are the sandbox's (``sandbox.PANELS``) computed from the stored snapshots.
+Figs. 11/12 are the sandbox's (``sandbox.PANELS``) computed from the stored snapshots.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _marks(ax, st: dict[str, np.ndarray], i: int) -> None:
     _vlines(ax, st["t_fit"][i], color=RED, ls="--", lw=1.1)
 
 
-# ----------------------------------------------------------------------------------------------- Figs 9, 17
+# ----------------------------------------------------------------------------------------------- Figs. 9, 17
 def dynamics(result, config) -> Figure:
     """Fig. 9 / 17: per run (row) loss, accuracy, per-layer mini-batch grad norms (log), full-batch per-layer grad
     norms (linear) and Prop. 4 along training; dotted = detected loss drops, dashed green/red = t_cluster / t_fit."""
@@ -181,7 +181,7 @@ def curvature(result, config) -> Figure:
     return fig
 
 
-# ----------------------------------------------------------------------------------------------- Figs 11, 12
+# ----------------------------------------------------------------------------------------------- Figs. 11, 12
 def _spike_run(result) -> tuple[History, int, int, int, int]:
     h = History.from_arrays(result.arrays, "run/")
     seed, entry, before, after = (int(v) for v in result.arrays["spike"])
@@ -293,7 +293,7 @@ def spike_mlp(result, config) -> Figure:
     return fig
 
 
-# ----------------------------------------------------------------------------------------------- Figs 13, 18
+# ----------------------------------------------------------------------------------------------- Figs. 13, 18
 def spike_grads(result, config) -> Figure:
     """Fig. 13 / 18: per d, the loss (mini-batch per step, full batch per epoch) and the total gradient norm of the
     seed with most spike onsets (red: onsets), and the D7 ratio of every onset of every seed."""

@@ -1,4 +1,4 @@
-"""Claims of the multi-seed experiments of paper 4 (Figs 7, 14, 16, 19; check D2, D3, D6).
+"""Claims of the multi-seed experiments of paper 4 (Figs. 7, 14, 16, 19; check D2, D3, D6).
 
 Each claim reads a stored run of ``sweeps`` (``ctx.run``) through a measuring function of a ``Result`` (tested at
 tiny size in ``tests/clustering/test_sweeps.py``). The learnability checks D2/D3 pin their configs explicitly.

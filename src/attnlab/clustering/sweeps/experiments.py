@@ -1,4 +1,4 @@
-"""Multi-seed statistics of paper 4: activation sparsity vs success (Figs 7, 19; App. A.1, A.4), transfer
+"""Multi-seed statistics of paper 4: activation sparsity vs success (Figs. 7, 19; App. A.1, A.4), transfer
 p = 2 → p' (Fig. 14; App. A.2) and the hyper-parameter ablation (Fig. 16; App. A.3).
 Checks D2, D3, D6 and notes 13, 15, 16 of docs/studies/clustering.md.
 
@@ -69,9 +69,9 @@ def longest_below(acc: np.ndarray, epochs: np.ndarray, level: float = 0.6) -> np
     return out
 
 
-# ----------------------------------------------------------------------------------------------- Figs 7, 19
+# ----------------------------------------------------------------------------------------------- Figs. 7, 19
 class SparsityConfig(TrainConfig):
-    """Figs 7/19 (App. A.1, A.4): n_seeds models per d trained for ``epochs``, then the activation sparsity
+    """Figs. 7/19 (App. A.1, A.4): n_seeds models per d trained for ``epochs``, then the activation sparsity
     sparsity_ε = P(|σ(Wξ̄)| < ε) over the probe sentences (paper App. A.1) against the final test accuracy."""
 
     ds: tuple[int, ...] | None = Field(None, description="embedding dimensions d, one run of n_seeds models each, "

@@ -1,4 +1,4 @@
-"""Figures of the multi-seed experiments of paper 4 (Figs 7, 14, 16, 19) from stored results (no training)."""
+"""Figures of the multi-seed experiments of paper 4 (Figs. 7, 14, 16, 19) from stored results (no training)."""
 
 from __future__ import annotations
 

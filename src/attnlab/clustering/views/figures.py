@@ -1,4 +1,4 @@
-"""Plotly drawing of the clustering sandbox panels (paper 4 §4.1): ``FIGURES[name](data, ctx)`` draws the pure data
+"""Plotly drawing of the clustering sandbox panels (paper 4 Sec. 4.1): ``FIGURES[name](data, ctx)`` draws the pure data
 of ``attnlab.clustering.render.panels`` with the offline renderer's visual vocabulary (colour = position t,
 circle = informative / square = spurious, marker = class y, query in red), plus hover texts: a token's (x, t), a
 sentence's tokens, class and p̂(y|x), a neuron's index.

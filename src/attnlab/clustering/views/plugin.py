@@ -1,4 +1,4 @@
-"""The clustering study in the sandbox (paper 4 §4.1): every panel of the offline renderer, live while a run trains.
+"""The clustering study in the sandbox (paper 4 Sec. 4.1): every panel of the offline renderer, live while a run trains.
 
 Frames are the run's parameter snapshots (time = epoch), variants its seeds. Panel data comes from
 ``attnlab.clustering.render.panels`` (the offline renderer's own functions, with coarser level-line grids for
@@ -112,7 +112,7 @@ class ClusteringPlugin(StudyPlugin):
         return f"live: training, last snapshot at epoch {view.times[-1]:g}"
 
     def render_run(self, run_dir: Path, out: Path, **options: Any) -> Path:
-        """The visual sandbox of paper 4 §4.1 drawn offline (:func:`attnlab.clustering.render.render_run`)."""
+        """The visual sandbox of paper 4 Sec. 4.1 drawn offline (:func:`attnlab.clustering.render.render_run`)."""
         from attnlab.clustering.render import render_run
 
         return render_run(run_dir, out, **options)

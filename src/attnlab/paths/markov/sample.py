@@ -1,4 +1,5 @@
-"""``paths.sample``: posterior samples of a stored run's network (Eq. 8/19), or more samples for a stored sampling run.
+"""``paths.sample``: posterior samples of a stored run's network (Eqs. (8)/(19)), or more samples for a stored
+sampling run.
 
 The public code samples a stored result with ``SAMPLE_posterior.py -f RESULT`` and concatenates new samples to the
 ones stored (App. F). Here the config names a stored run by its id, ``source`` (16 hex digits, in the same store):

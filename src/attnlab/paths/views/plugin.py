@@ -1,5 +1,5 @@
 """The paths study in the sandbox (paper 3): the order parameter U of a Bayesian deep multi-head attention network
-as its width N grows, theory (lines, saddle point of Eq. 9) and Gibbs samples (dots) overlaid; and head pruning.
+as its width N grows, theory (lines, saddle point of Eq. (9)) and Gibbs samples (dots) overlaid; and head pruning.
 
 * Markov task (Figs. 2c, 2e, 5c, and the generic task; ``markov``): frames are the widths N.
 * One-shot task (Figs. 3b-d, 6; ``oneshot``): frames are the widths N, variants the networks (L, Hs).

@@ -1,7 +1,7 @@
 """Claims of paper 2 on the Gaussian model (checks 13-19 of docs/studies/potts.md): the replica theory's solvers,
 limits, peak and large-α decay, and the ridge simulations against it (Fig. 3-left). The paper's ε_g ∝ α^-1/2 is
 reported, not asserted: the theory gives α^-1 for the excess ε_g − Δ (docs note 18). ε_g ≥ Δ for every fitted A
-is eq. (8) itself (ε_g − Δ is a quadratic form in A − θ): a unit test (tests/potts/test_theory.py), not a claim.
+is Eq. (8) itself (ε_g − Δ is a quadratic form in A − θ): a unit test (tests/potts/test_theory.py), not a claim.
 Each asserted claim names a world where it is false (``falsify``, sizes in ``potts/worlds.py``)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ R, F3L, FL = f3l.REPLICA, f3l.FIG3LEFT, f3l.FINITE_L
 
 
 def _early_iteration(saddle):
-    """The damped iteration of eqs. (36)-(42) stopped at a relative step of 1e-2 instead of 1e-12."""
+    """The damped iteration of Eqs. (36)-(42) stopped at a relative step of 1e-2 instead of 1e-12."""
     def wrapped(spec, alpha, lam, method="bisect", **kw):
         return saddle(spec, alpha, lam, method, **({**kw, "tol": 1e-2} if method == "iterate" else kw))
     return wrapped

@@ -1,6 +1,6 @@
 """Claims of paper 2 as checks: checks 1-21 of docs/studies/potts.md ('Checks') with their tolerances.
 
-Claims that read a figure reuse that figure's run in the store (``ctx.run``); exact identities (eq. (5) vs the
+Claims that read a figure reuse that figure's run in the store (``ctx.run``); exact identities (Eq. (5) vs the
 energy, Gibbs exactness, the a = 0 reduction, the closed-form gradient) and the high-temperature Hamming trend are
 computed directly. Fig. 3-right's rise, fall and peak are asserted on converged L-BFGS fits (float64, warm-started
 along M): a sweep with an unconverged fit measures NaN, with the count in the detail. Two statements of the paper

@@ -1,5 +1,5 @@
 """Fig. 2 of paper 2: factored attention against vanilla transformers on Potts data (Fig. 2a-c), and the
-mixing a of positions into keys and values of eq. (2) (Fig. 2d): configs, runs and declarations."""
+mixing a of positions into keys and values of Eq. (2) (Fig. 2d): configs, runs and declarations."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class Fig2Config(PottsDataConfig, Training):
 
 
 class Fig2dConfig(PottsDataConfig, Training):
-    """Fig. 2d: test loss vs the position/embedding mixing a of eq. (2), several seeds per a, one computation."""
+    """Fig. 2d: test loss vs the position/embedding mixing a of Eq. (2), several seeds per a, one computation."""
 
     a_values: tuple[float, ...] = Field((0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0), min_length=2,
                                         description="mixings a >= 0 of positions and embeddings in eq. (2) "

@@ -1,5 +1,5 @@
 """Theory of paper 2: the replica-symmetric zero-temperature solution for the linear factored layer on Gaussian data
-(eqs. (8), (36)-(42) in the corrected form of docs/studies/potts.md notes 11-17).
+(Eqs. (8), (36)-(42) in the corrected form of docs/studies/potts.md notes 11-17).
 
     th = predict(alphas, lam=1e-3, nu=3.0)                    # Trajectory over α: eps_g, eps_train, q, m, rho, V
     sp = saddle(semicircle(3.0, "exact"), alpha, lam, method="bisect" | "brent" | "iterate")
@@ -12,7 +12,7 @@ eigenvalues of S⁻¹ are ν + x, x on the semicircle, and the teacher weight is
 1/(ν² + νx + 1) (the exact Gaussian conditional). The equations (docs/studies/potts.md, 'Equations'):
 
     V̂ = m̂ = α/(1+V),  q̂ = α(ρ+Δ+q-2m)/(1+V)²,  V = ∫μ s/(λ+V̂s),  m = m̂ ∫τ s²/(λ+V̂s),
-    q = ∫[q̂ μ s² + m̂² τ s³]/(λ+V̂s)²,   ε_g = ρ + Δ + q - 2m  (eq. (8)),   ε_train = ε_g/(1+V)².
+    q = ∫[q̂ μ s² + m̂² τ s³]/(λ+V̂s)²,   ε_g = ρ + Δ + q - 2m  (Eq. (8)),   ε_train = ε_g/(1+V)².
 
 Solvers: 'bisect' (default) brackets the one-dimensional equation G(V) = ∫μ s/(λ + αs/(1+V)) - V = 0 in log V,
 vectorised over any batch of (α, λ, spectra) on any device, then q solves its linear equation; 'brent' does the same

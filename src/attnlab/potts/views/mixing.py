@@ -1,4 +1,4 @@
-"""Fig. 2d (fig2d; frames = epochs, variants = the mixing a of eq. (2)): the test loss vs a at the shown epoch (mean
+"""Fig. 2d (fig2d; frames = epochs, variants = the mixing a of Eq. (2)): the test loss vs a at the shown epoch (mean
 ± std over seeds, the last frame is Fig. 2d), corr(A, J) vs a, loss and corr vs epoch per a."""
 
 from __future__ import annotations

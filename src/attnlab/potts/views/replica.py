@@ -1,4 +1,4 @@
-"""Fig. 3-left and the replica theory (eqs. (8), (36)-(42); frames = α = M/L).
+"""Fig. 3-left and the replica theory (Eqs. (8), (36)-(42); frames = α = M/L).
 
 * fig3left, finite_l (variants = λ): the replica ε_g(α) and training error (lines; fig3left: the paper's teacher weight
   solid, the exact one dashed; finite_l: the problem's finite-L theory solid, L → ∞ dashed) against ridge simulations

@@ -1,5 +1,5 @@
 """Experiments on one attention layer (paper 1): the SA phase diagram (Fig. 3), the universality of β_c in d, H
-and T (Eqs. 11, 13), the REM order parameters against β (Figs. B.1, B.2) and the attention spectrum (Fig. C.1).
+and T (Eqs. (11), (13)), the REM order parameters against β (Figs. B.1, B.2) and the attention spectrum (Fig. C.1).
 
 Random streams: ``init`` (network weights), ``mc`` (the score field's Monte Carlo).
 """
@@ -35,7 +35,7 @@ def rem_key(kind: str, rho: float, T: int, beta: float) -> str:
 
 
 def sa_layer(config: SALayerConfig, ctx: RunContext) -> Result:
-    """Output cosine and IPR of one SA head over (β, ρ): simulation, finite-T MC (mean of ratios), Eq. 14."""
+    """Output cosine and IPR of one SA head over (β, ρ): simulation, finite-T MC (mean of ratios), Eq. (14)."""
     arch = config.arch(H=1)
     bb, rr = (np.asarray(v, dtype=float).ravel() for v in np.meshgrid(config.betas, config.rhos, indexing="ij"))
     C, n = bb.size, config.n_inits
@@ -117,7 +117,7 @@ experiment(STUDY, "fig3", SALayerConfig.with_defaults(
 
 def universality(config: UniversalityConfig, ctx: RunContext) -> Result:
     """IPR of real attention layers on orthogonal tokens vs β for several (d, H, T): the crossing β* of a fixed
-    IPR level is the same for every d and H (Eq. 11 scaling), and the frozen-phase IPR does not depend on T."""
+    IPR level is the same for every d and H (Eq. (11) scaling), and the frozen-phase IPR does not depend on T."""
     base = config.arch()
     B = np.asarray(config.betas)
     rows, curves, summary = [], {}, {}
@@ -165,7 +165,7 @@ experiment(STUDY, "universality", UniversalityConfig, ref="Eqs. 11, 13, Sec. 3.1
 
 def rem_order_parameters(config: REMConfig, ctx: RunContext) -> Result:
     """Figs. B.1/B.2: IPR and S/log T of attention rows vs β for several T and ρ (simulation of the score field)
-    against Eq. 13, B.18 and the Eq. 15 heuristic; q^SA, p^SA (full T×T matrices) against B.17."""
+    against Eqs. (13), (B.18) and the Eq. (15) heuristic; q^SA, p^SA (full T×T matrices) against B.17."""
     B = torch.tensor(config.betas, dtype=F64)
     fine = torch.linspace(min(config.betas), max(config.betas), 400, dtype=F64)
     rows, arrays, summary = [], {"betas": B.numpy(), "fine_betas": fine.numpy()}, {}

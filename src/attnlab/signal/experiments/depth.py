@@ -1,4 +1,4 @@
-"""Experiments over depth (paper 1): the trainability diagram (Fig. 1c), the cosine over depth against Eq. 19
+"""Experiments over depth (paper 1): the trainability diagram (Fig. 1c), the cosine over depth against Eq. (19)
 (Figs. 1d, 1e, and a synthetic (β, α_SA) grid), the critical residual strength α_c(L) (Sec. 3.3), the tanh
 depth transition (Fig. 5) and the block without skips (Fig. C.3, App. C.3).
 
@@ -99,7 +99,7 @@ experiment(STUDY, "fig1c", TrainabilityConfig.with_defaults("Fig1cConfig", L=60,
 
 def depth(config: DepthConfig, ctx: RunContext) -> Result:
     """Mean pairwise cosine over layers: random-init networks (dots, mean ± std over inits × sequences) against
-    Eq. 19 iterated from the measured layer-0 cosine (asymptotic, and finite-T)."""
+    Eq. (19) iterated from the measured layer-0 cosine (asymptotic, and finite-T)."""
     arch = config.arch()
     if config.hf_std is not None:  # an off-the-shelf init: β from its Q/K std (App. B.1)
         arch = arch.replace(beta=beta_from_std(config.hf_std, arch.d, arch.H, arch.t_init, arch.beta_convention))
@@ -179,7 +179,7 @@ experiment(STUDY, "depth", DepthConfig.with_defaults(
 
 
 def alpha_critical(config: AlphaCConfig, ctx: RunContext) -> Result:
-    """α_c(L, ε) by bisection, and random networks at L = sim_L over α_SA: ρ_L measured vs Eq. 19."""
+    """α_c(L, ε) by bisection, and random networks at L = sim_L over α_SA: ρ_L measured vs Eq. (19)."""
     arch = config.arch()
     ac = diagram.alpha_c(arch, config.Ls, config.eps_list, rho0=config.rho0).numpy()
     mlp_only = diagram.rho_L(arch, torch.tensor([1e6]), config.Ls, rho0=config.rho0)[:, 0].numpy()

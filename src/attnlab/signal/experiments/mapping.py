@@ -1,8 +1,8 @@
-"""``attnlab map`` measured on real architectures (paper 1, Eq. 19 with each layer's own parameters, Sec. 3.3).
+"""``attnlab map`` measured on real architectures (paper 1, Eq. (19) with each layer's own parameters, Sec. 3.3).
 
 ``map_families``: families of post-LN encoders (``transformers`` models built from their configs at the family's
 standard initialisation, every Linear N(0, init_std²); nothing downloaded) at several depths: the map's predicted
-ρ_ℓ (Eq. 19 iterated layer by layer from the measured ρ_0, asymptotic attention of Eq. 13) against ρ_ℓ measured
+ρ_ℓ (Eq. (19) iterated layer by layer from the measured ρ_0, asymptotic attention of Eq. (13)) against ρ_ℓ measured
 through the model's own forward, max over layers of the difference per (family, depth).
 
 ``map_fix_training``: a model the map places in a collapse phase and its ``--apply``-fixed version

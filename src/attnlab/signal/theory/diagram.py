@@ -1,7 +1,7 @@
 """Trainability diagrams (Fig. 1c, App. A.1): entropy collapse / rank collapse / trainable over (β, α_SA).
 
 A point is *entropy-collapsed* (red, 2) when β ≥ β_c(ρ_0) — the first layer already condenses on orthogonal-ish
-tokens; otherwise Eq. 19 is iterated L times and the point is *rank-collapsed* (yellow, 1) if ρ_L ≥ 1 − ε,
+tokens; otherwise Eq. (19) is iterated L times and the point is *rank-collapsed* (yellow, 1) if ρ_L ≥ 1 − ε,
 else *trainable* (blue, 0). The whole grid is one broadcast tensor computation per layer, and α_c(L) (the
 smallest α_SA with ρ_L < 1 − ε) is found by a vectorised bisection over every (L, ε) pair at once.
 """

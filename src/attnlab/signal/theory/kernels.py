@@ -1,11 +1,11 @@
-"""Mean-field kernels of the two-layer MLP (paper Sec. 3.4, App. B.8; Eqs. 17–18 = B.20–B.21, B.22).
+"""Mean-field kernels of the two-layer MLP (paper Sec. 3.4, App. B.8; Eqs. (17)-(18) = B.20–B.21, B.22).
 
 An LN'd token (q⁰ = 1) with cosine ρ passes W_1 (variance σ_w1²/d), φ, W_2 (variance σ_w2²/d_ff) and biases
 σ_b²: after W_1, q¹ = σ_w1² + σ_b², p¹ = σ_w1² ρ + σ_b², c¹ = p¹/q¹; after φ and W_2,
 q² = σ_w2² E φ(u)² + σ_b², p² = σ_w2² E φ(u_1)φ(u_2) + σ_b² with (u_1, u_2) of variance q¹ and correlation c¹.
 
 ReLU has the arc-cosine closed form f(c) (Cho & Saul; B.22); any other φ (tanh, GELU) uses probabilists'
-composite Gauss–Legendre quadrature against the Gaussian density (1-D for Eq. 17, 2-D for Eq. 18), and
+composite Gauss–Legendre quadrature against the Gaussian density (1-D for Eq. (17), 2-D for Eq. (18)), and
 :func:`mlp_moments` switches to
 a tabulated, linearly interpolated kernel for large batches (diagrams).
 """
@@ -36,7 +36,7 @@ def phi(name: str, u: torch.Tensor) -> torch.Tensor:
 
 
 def dphi(name: str, u: torch.Tensor) -> torch.Tensor:
-    """φ'(u), for the stability of ρ = 1 (F'(1) of Eq. 19, Fig. 5)."""
+    """φ'(u), for the stability of ρ = 1 (F'(1) of Eq. (19), Fig. 5)."""
     if name == "relu":
         return (u > 0).to(u.dtype)
     if name == "tanh":
@@ -73,7 +73,7 @@ def _pdf(z: torch.Tensor) -> torch.Tensor:
 
 
 def gauss_moment(name: str, q: float, fn=None) -> float:
-    """E φ(√q z)² (Eq. 17's integral); ``fn`` replaces φ² by another function of u."""
+    """E φ(√q z)² (Eq. (17)'s integral); ``fn`` replaces φ² by another function of u."""
     z, w, _ = _rule()
     u = math.sqrt(q) * z
     vals = phi(name, u) ** 2 if fn is None else fn(u)
@@ -81,7 +81,7 @@ def gauss_moment(name: str, q: float, fn=None) -> float:
 
 
 def gauss_cross(name: str, q: float, c) -> torch.Tensor:
-    """E φ(u_1) φ(u_2), u_1 = √q z_1, u_2 = √q (c z_1 + √(1−c²) z_2) (Eq. 18).
+    """E φ(u_1) φ(u_2), u_1 = √q z_1, u_2 = √q (c z_1 + √(1−c²) z_2) (Eq. (18)).
 
     Tensor-product composite rule; for each z_1 node the z_2 panels are shifted (by less than a panel) so
     that the kink of φ(u_2) at c z_1 + √(1−c²) z_2 = 0 falls on a panel boundary: ReLU then matches the
@@ -99,7 +99,7 @@ def gauss_cross(name: str, q: float, c) -> torch.Tensor:
 
 
 def gauss_dphi2(name: str, q: float) -> float:
-    """E φ'(√q z)², the slope of the kernel at c = 1 (Eq. 18; Sec. 3.4)."""
+    """E φ'(√q z)², the slope of the kernel at c = 1 (Eq. (18); Sec. 3.4)."""
     return gauss_moment(name, q, fn=lambda u: dphi(name, u) ** 2)
 
 
@@ -119,7 +119,7 @@ def _interp(xs: torch.Tensor, ys: torch.Tensor, x: torch.Tensor) -> torch.Tensor
 
 def mlp_moments(rho, activation: str = "relu", sigma_w2: float = 0.2, sigma_b2: float = 4e-4,
                 sigma_w2_out: float | None = None, table_above: int = 16):
-    """(q², p², c¹) of the MLP output for LN'd inputs with cosine ρ (Eqs. 17–18; B.22 for ReLU).
+    """(q², p², c¹) of the MLP output for LN'd inputs with cosine ρ (Eqs. (17)-(18); B.22 for ReLU).
 
     ``sigma_w2_out`` is the second layer's variance (default σ_w², as in the paper). Non-ReLU kernels use
     the 2-D quadrature of :func:`gauss_cross`, through a 513-point table (linear interpolation, relative

@@ -1,13 +1,13 @@
-"""Signal propagation through a full transformer block and its iteration over depth (paper Secs. 3.3–3.4, Eq. 19).
+"""Signal propagation through a full transformer block and its iteration over depth (paper Secs. 3.3–3.4, Eq. (19)).
 
-One block (post-LN, Secs. 3.2–3.4): Eq. 13 → (q_SA, p_SA) (Eq. 8) → residual and LN, Eq. 16 → MLP kernel,
-Eqs. 17–18 / B.22 → residual and LN, Eq. 19. Every function broadcasts over tensors of ρ, β and α_SA, so a
+One block (post-LN, Secs. 3.2–3.4): Eq. (13) → (q_SA, p_SA) (Eq. (8)) → residual and LN, Eq. (16) → MLP kernel,
+Eqs. (17)-(18)/(B.22) → residual and LN, Eq. (19). Every function broadcasts over tensors of ρ, β and α_SA, so a
 200 × 200 trainability diagram is one tensor computation per layer. The pre-LN extension (not in the paper)
 tracks (q, p) instead of ρ alone.
 
 ``predict(arch, rho0)`` is the theory side of the paired API: a :class:`Trajectory` over layers l = 0..L with
 the same observables as ``train.simulate`` (``rho``, ``rho_mid``, ``q``, ``ipr``, ``entropy``,
-``q_attn_out``, ``q_mlp_out``; block observables are NaN at l = 0). ``finite_T=True`` replaces Eq. 13 by the
+``q_attn_out``, ``q_mlp_out``; block observables are NaN at l = 0). ``finite_T=True`` replaces Eq. (13) by the
 finite-T Monte Carlo of the score field (App. B.7), tabulated once (:class:`rem.OverlapTable`).
 """
 
@@ -32,14 +32,14 @@ def _t(x) -> torch.Tensor:
 
 
 def theory_beta(arch: Architecture, beta=None) -> torch.Tensor:
-    """The REM β of Eq. 13 for ``beta`` given in ``arch``'s convention (default ``arch.beta``)."""
+    """The REM β of Eq. (13) for ``beta`` given in ``arch``'s convention (default ``arch.beta``)."""
     if beta is None:
         return _t(arch.beta_theory)
     return _t(beta) * (arch.beta_theory / arch.beta)
 
 
 def _attention(arch, beta, rho, table):
-    """(q_sa, p_sa, S/log T) at the block's input cosine: Eq. 13 and p_sa = 0, or the finite-T table."""
+    """(q_sa, p_sa, S/log T) at the block's input cosine: Eq. (13) and p_sa = 0, or the finite-T table."""
     if table is not None:
         return table(beta, rho)
     q = rem.q_sa(beta, rho)
@@ -59,14 +59,14 @@ def block(rho, arch: Architecture, beta=None, alpha_sa=None, table: rem.OverlapT
     rho = _t(rho).clamp(0.0, 1.0)
     rho, beta, a_sa = torch.broadcast_tensors(rho, beta, a_sa)
     qsa, psa, ent = _attention(arch, beta, rho, table)
-    q_attn = sv2 * (rho + (1 - rho) * qsa) + sb2                                  # Eq. 8
+    q_attn = sv2 * (rho + (1 - rho) * qsa) + sb2                                  # Eq. (8)
     p_attn = sv2 * (rho + (1 - rho) * psa) + sb2
     if arch.ln_position == "post":
-        rho_mid = rem.sa_cosine(beta, rho, qsa, psa, sv2, sb2, a_sa)               # Eq. 16
-        q2, p2, _ = mlp_moments(rho_mid, arch.activation, arch.sigma_w2, sb2, arch.sw2_out)      # Eqs. 17-18 / B.22
+        rho_mid = rem.sa_cosine(beta, rho, qsa, psa, sv2, sb2, a_sa)               # Eq. (16)
+        q2, p2, _ = mlp_moments(rho_mid, arch.activation, arch.sigma_w2, sb2, arch.sw2_out)      # Eqs. (17)-(18)/(B.22)
         den = q2 + a_mlp**2
         out = torch.where(den > 0, (p2 + a_mlp**2 * rho_mid) / den.clamp(min=1e-300), torch.ones_like(den))
-        out = torch.where(rho >= 1, torch.ones_like(out), out.clamp(0.0, 1.0))      # Eq. 19
+        out = torch.where(rho >= 1, torch.ones_like(out), out.clamp(0.0, 1.0))      # Eq. (19)
         q_out = torch.ones_like(out)
     else:  # pre-LN (an extension): the residual stream keeps its norm; attention and MLP see LN(x)
         q = torch.ones_like(rho) if q is None else _t(q)
@@ -82,7 +82,7 @@ def block(rho, arch: Architecture, beta=None, alpha_sa=None, table: rem.OverlapT
 
 def iterate(rho0, arch: Architecture, L: int | None = None, beta=None, alpha_sa=None,
             table: rem.OverlapTable | None = None) -> dict[str, torch.Tensor]:
-    """Eq. 19 iterated L times from ρ_0: each observable as a tensor (L+1, *shape); block observables NaN at 0."""
+    """Eq. (19) iterated L times from ρ_0: each observable as a tensor (L+1, *shape); block observables NaN at 0."""
     L = arch.L if L is None else L
     rho = _t(rho0).clamp(0.0, 1.0)
     shape = torch.broadcast_shapes(rho.shape, theory_beta(arch, beta).shape, _t(arch.alpha_sa if alpha_sa is None
@@ -115,7 +115,7 @@ def predict(arch: Architecture, rho0, L: int | None = None, *, beta=None, alpha_
 
 
 def slope_at_one(arch: Architecture, sigma_w2=None, alpha_sa=None) -> float:
-    """F'(1) of the post-LN block map (low-variance phase; Eq. 19, Fig. 5):
+    """F'(1) of the post-LN block map (low-variance phase; Eq. (19), Fig. 5):
     [α_SA²/(σ_v² + σ_b² + α_SA²)] · [(σ_w⁴ E φ'(√q¹ z)² + α_MLP²)/(q² + α_MLP²)]."""
     sw2 = arch.sigma_w2 if sigma_w2 is None else sigma_w2
     a = arch.alpha_sa if alpha_sa is None else alpha_sa

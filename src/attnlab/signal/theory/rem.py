@@ -1,10 +1,10 @@
 """Self-attention as a Random Energy Model (paper Secs. 3.1–3.2, App. B.2–B.7, C.1).
 
-Closed forms (asymptotic in log T): the critical β_c(ρ) = √(2/(1−ρ)) (Eq. 13), the IPR q_sa (Eq. 13 = B.12),
+Closed forms (asymptotic in log T): the critical β_c(ρ) = √(2/(1−ρ)) (Eq. (13)), the IPR q_sa (Eq. (13) = B.12),
 the normalised row entropy (B.18), the frozen-phase entropy under Poisson–Dirichlet weights, the one-layer
-cosine update (Eq. 14) and the finite-T heuristic (Eq. 15 / B.19).
+cosine update (Eq. (14)) and the finite-T heuristic (Eqs. (15)/(B.19)).
 
-Finite T: the exact second-order Gaussian field of the scores (Eq. 10, App. B.2),
+Finite T: the exact second-order Gaussian field of the scores (Eq. (10), App. B.2),
 s_ab = σ_s [ρ G + √(ρ(1−ρ)) (g_a + h_b) + (1−ρ) e_ab], in which G and g_a cancel in the softmax, is sampled
 directly (:func:`mc_overlaps`) for q_sa, p_sa and the mean-of-ratios output cosine; :class:`OverlapTable`
 caches it on a (β, ρ) grid for depth iterations and diagrams. All functions broadcast over tensors.
@@ -24,13 +24,13 @@ def _t(x, device=None) -> torch.Tensor:
 
 
 def beta_c(rho) -> torch.Tensor:
-    """Critical β of the REM row with input cosine ρ: √(2/(1−ρ)) (Eq. 13); +inf at ρ = 1."""
+    """Critical β of the REM row with input cosine ρ: √(2/(1−ρ)) (Eq. (13)); +inf at ρ = 1."""
     rho = _t(rho).clamp(0.0, 1.0)
     return torch.sqrt(2.0 / (1.0 - rho))
 
 
 def q_sa(beta, rho) -> torch.Tensor:
-    """Asymptotic IPR E Σ_b A_ab²: 0 for β < β_c(ρ), 1 − β_c/β above (Eq. 13)."""
+    """Asymptotic IPR E Σ_b A_ab²: 0 for β < β_c(ρ), 1 − β_c/β above (Eq. (13))."""
     beta, rho = torch.broadcast_tensors(_t(beta), _t(rho))
     return (1.0 - beta_c(rho) / beta).clamp(min=0.0)
 
@@ -57,7 +57,7 @@ def effective_keys(beta, rho=0.0) -> torch.Tensor:
 
 
 def sa_cosine(beta, rho, qsa=None, psa=None, sigma_v2=1.0, sigma_b2=0.0, alpha=0.0) -> torch.Tensor:
-    """Cosine after one SA layer (and a skip of strength α): Eq. 14 (σ_v² = 1, σ_b² = α = 0) and Eq. 16.
+    """Cosine after one SA layer (and a skip of strength α): Eq. (14) (σ_v² = 1, σ_b² = α = 0) and Eq. (16).
 
     ρ' = (σ_v² p_SA + σ_b² + α² ρ)/(σ_v² q_SA + σ_b² + α²) with q_SA = ρ + (1−ρ) q_sa, p_SA = ρ + (1−ρ) p_sa.
     The 0/0 of uniform attention on orthogonal tokens (ρ = 0, q_sa = 0) is its physical limit ρ' = 1.
@@ -72,14 +72,14 @@ def sa_cosine(beta, rho, qsa=None, psa=None, sigma_v2=1.0, sigma_b2=0.0, alpha=0
 
 
 def q_sa_finite_heuristic(beta, rho, T: int) -> torch.Tensor:
-    """Eq. 15 / B.19: below β_c the row spreads over e^S keys, q_sa(T) ≈ T^{−(1−β²/β_c²)}; Eq. 13 above."""
+    """Eqs. (15)/(B.19): below β_c the row spreads over e^S keys, q_sa(T) ≈ T^{−(1−β²/β_c²)}; Eq. (13) above."""
     beta, rho = torch.broadcast_tensors(_t(beta), _t(rho))
     s = entropy_norm(beta, rho)
     return torch.where(s > 0, float(T) ** (-s), q_sa(beta, rho))
 
 
 def q_sa_annealed(beta, rho, T: int) -> torch.Tensor:
-    """Annealed IPR e^{σ_s²(1−ρ)}/T = T^{β²(1−ρ) − 1}: exact to leading order while β²(1−ρ) < 1/2 (Eq. 15;
+    """Annealed IPR e^{σ_s²(1−ρ)}/T = T^{β²(1−ρ) − 1}: exact to leading order while β²(1−ρ) < 1/2 (Eq. (15);
     docs/studies/signal.md, Notes on the paper)."""
     beta, rho = torch.broadcast_tensors(_t(beta), _t(rho))
     return float(T) ** (beta**2 * (1 - rho) - 1)
@@ -87,7 +87,7 @@ def q_sa_annealed(beta, rho, T: int) -> torch.Tensor:
 
 def p_sa_annealed(beta, rho, T: int) -> torch.Tensor:
     """Sub-leading cross-overlap of two rows in the annealed region, p_sa ≈ T^{−(1 − β²ρ(1−ρ))} (B.13–B.16,
-    App. B.5): → 0 as T → ∞, which is why Eq. 14 keeps p^SA = ρ."""
+    App. B.5): → 0 as T → ∞, which is why Eq. (14) keeps p^SA = ρ."""
     beta, rho = torch.broadcast_tensors(_t(beta), _t(rho))
     return float(T) ** (-(1 - beta**2 * rho * (1 - rho)))
 
@@ -97,7 +97,7 @@ def p_sa_annealed(beta, rho, T: int) -> torch.Tensor:
 
 def sample_attention(beta, rho, T: int, n_rep: int, gen: torch.Generator | None = None,
                      device=None, dtype=F64) -> torch.Tensor:
-    """Attention matrices (…, n_rep, T, T) drawn from the Gaussian score field of Eq. 10 (App. B.2, B.7).
+    """Attention matrices (…, n_rep, T, T) drawn from the Gaussian score field of Eq. (10) (App. B.2, B.7).
 
     ``beta`` and ``rho`` broadcast to a batch shape; the key field h_b is shared by all rows (correlation ρ
     between two rows' key-dependent parts), the row field cancels in the softmax.
@@ -142,7 +142,7 @@ def mc_overlaps(beta, rho, T: int, n_rep: int = 4, gen: torch.Generator | None =
     """Finite-T q_sa, p_sa, IPR/entropy and the measured SA output cosine, by Monte Carlo (App. B.7, Sec. 3.2.2).
 
     ``cos`` is the mean over pairs a ≠ c of C_ac/√(C_aa C_cc) with C = σ_v²(ρ + (1−ρ) A Aᵀ) + σ_b² (the
-    experiments' "mean of ratios"); ``cos_ratio`` is Eq. 14/16 with the MC q_sa, p_sa ("ratio of means").
+    experiments' "mean of ratios"); ``cos_ratio`` is Eqs. (14)/(16) with the MC q_sa, p_sa ("ratio of means").
     Costs O(n_rep T³) per point; points are processed in chunks of ``chunk`` floats.
     """
     beta, rho = torch.broadcast_tensors(_t(beta, device), _t(rho, device))

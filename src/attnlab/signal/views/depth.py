@@ -1,5 +1,5 @@
 """The signal depth runs in the sandbox (Figs. 1d/e and the synthetic (β, α_SA) grid, α_c(L) check, Fig. 5 tanh,
-Fig. C.3 no skip): the time axis is the layer l, variants are the run's configurations. Lines are theory (Eq. 19
+Fig. C.3 no skip): the time axis is the layer l, variants are the run's configurations. Lines are theory (Eq. (19)
 iterated from the measured ρ_0; dashed: its finite-T twin), dots the random networks (mean ± std over inits ×
 sequences).
 
@@ -8,7 +8,7 @@ sequences).
   (Fig. 5 left). Fig. 5 stores its map; for the other runs the asymptotic map is evaluated once on opening
   (``theory.block``) and shown only where it reproduces the stored iteration.
 * ``observables`` (frame): every per-layer observable at l, theory against simulation (ρ, ρ after SA, IPR q_sa
-  Eq. 13, entropy S/log T B.18, ‖SA out‖²/d Eq. 8, ‖MLP out‖²/d Eqs. 17-18); ``configs``: ρ_l of every
+  Eq. (13), entropy S/log T B.18, ‖SA out‖²/d Eq. (8), ‖MLP out‖²/d Eqs. (17)-(18)); ``configs``: ρ_l of every
   configuration at l (which ones have collapsed by this depth).
 * ``rho``, ``entropy`` (series, all configurations, the shown one bold), ``ipr``, ``rho_mid``, ``norms`` and the
   theory-simulation gap ``deviation`` (off by default).

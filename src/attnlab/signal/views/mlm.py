@@ -1,6 +1,6 @@
 """The signal MLM runs in the sandbox (Figs. 4, C.2, 1f): time = training step, variants = seeds (and the two arms
 of Fig. 1f); series of the held-out loss (training loss dotted) and the layer-1 attention entropy per (β, α_SA),
-frames of loss and entropy across the swept parameter at a step (β_c = √2 of Eq. 13 dashed: entropy collapse above
+frames of loss and entropy across the swept parameter at a step (β_c = √2 of Eq. (13) dashed: entropy collapse above
 it) and of the entropy per layer."""
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def open_mlm(experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapping
         from attnlab.signal.arch import Architecture
 
         arch = Architecture(**{k: config[k] for k in Architecture.model_fields if k in config})
-        beta_c = math.sqrt(2.0) * arch.beta / arch.beta_theory  # Eq. 13 at ρ = 0, in the run's β convention
+        beta_c = math.sqrt(2.0) * arch.beta / arch.beta_theory  # Eq. (13) at ρ = 0, in the run's β convention
     except (ValueError, TypeError):
         pass
     notes = [f"{len(times)} logged steps to step {int(times[-1])}; held-out loss and attention on held-out "

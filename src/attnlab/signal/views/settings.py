@@ -1,5 +1,5 @@
 """The configurations of a signal depth run read from its stored arrays: per-layer theory (asymptotic, finite-T)
-and simulation of each, and the block map ρ_l → ρ_{l+1} (Eq. 19) that the cobweb panel draws."""
+and simulation of each, and the block map ρ_l → ρ_{l+1} (Eq. (19)) that the cobweb panel draws."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 
 from attnlab.core.config import ConfigError
 
-MAP_TOL = 1e-6  # the evaluated block map must reproduce the stored Eq. 19 iteration to this
+MAP_TOL = 1e-6  # the evaluated block map must reproduce the stored Eq. (19) iteration to this
 
 
 @dataclass
@@ -89,7 +89,7 @@ def depth_settings(experiment: str, arrays: Mapping[str, np.ndarray],
 
 def attach_maps(settings: list[Setting], pairs: list[tuple[Any, Any]], config: Mapping[str, Any],
                 changes: Mapping[str, Any]) -> str | None:
-    """Evaluate the asymptotic block map (Eq. 19) of each setting once; None, or why the cobweb is not shown."""
+    """Evaluate the asymptotic block map (Eq. (19)) of each setting once; None, or why the cobweb is not shown."""
     import torch
 
     from attnlab.signal import theory

@@ -1,4 +1,4 @@
-"""Exact identities of paper 0 registered as claims: eqs. (3)-(4), (8)-(11), Prop. III.1, Lemmas A.1, A.3.
+"""Exact identities of paper 0 registered as claims: Eqs. (3)-(4), (8)-(11), Prop. III.1, Lemmas A.1, A.3.
 
 Each measure returns the largest deviation from an identity that holds to round-off (or, for Prop. III.1 at
 finite D, to the O(1/D) finite-size and Monte-Carlo error): they check that the theory's reduced variables

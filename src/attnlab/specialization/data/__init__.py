@@ -1,4 +1,4 @@
-"""Data of paper 0: the spikes k*_f (eq. (1)), the laws of θ, the sequences of eq. (2), and the SGD's data stream.
+"""Data of paper 0: the spikes k*_f (Eq. (1)), the laws of θ, the sequences of Eq. (2), and the SGD's data stream.
 
 * :mod:`.laws` — the laws P_θ (flipping spike, one-hot, isotropic / non-isotropic Gaussian, generic);
 * :mod:`.sequences` — spikes, sequences and :class:`SGDStream` (the SGD's data as a function of (seed, step,

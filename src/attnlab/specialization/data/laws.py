@@ -1,4 +1,4 @@
-"""Laws of θ of paper 0 (Sec. II): the spike strengths planted in the relevant token, eq. (2).
+"""Laws of θ of paper 0 (Sec. II): the spike strengths planted in the relevant token, Eq. (2).
 
 Laws (all immutable, hashable frozen dataclasses, subclasses of ``ThetaLaw``):
 
@@ -15,7 +15,7 @@ Laws (all immutable, hashable frozen dataclasses, subclasses of ``ThetaLaw``):
 ==================  =========================  ==========================================================
 
 Λ is returned *exactly*, constants included (they cancel in the Bayes posterior softmax_ℓ Λ(χ*_ℓ) of
-eq. (16)); the optional ``p = K* K*ᵀ`` gives the finite-D weight e^{-θᵀpθ/2} (docs/studies/specialization.md).
+Eq. (16)); the optional ``p = K* K*ᵀ`` gives the finite-D weight e^{-θᵀpθ/2} (docs/studies/specialization.md).
 Randomness always comes from an explicit ``torch.Generator``; samples are drawn on the generator's device.
 """
 
@@ -33,7 +33,7 @@ _F64 = torch.float64
 def symsqrt(a: Tensor) -> Tensor:
     """Symmetric PSD square root of the symmetric part of ``a`` (..., n, n): eigh, eigenvalues clamped at 0.
 
-    Used for Gaussian sampling, for r = symsqrt(q − m p⁻¹ mᵀ) (eq. (9)) and for P = p^{1/2} (the finite-D
+    Used for Gaussian sampling, for r = symsqrt(q − m p⁻¹ mᵀ) (Eq. (9)) and for P = p^{1/2} (the finite-D
     p-correction)."""
     w, u = torch.linalg.eigh((a + a.mT) / 2)
     return (u * w.clamp(min=0).sqrt().unsqueeze(-2)) @ u.mT
@@ -69,11 +69,11 @@ class ThetaLaw:
         raise NotImplementedError
 
     def log_marginal(self, c: Tensor, p: Tensor | None = None) -> Tensor:
-        """Λ(c) = log ∫ exp(θᵀc − θᵀpθ/2) P_θ(dθ) for c of shape (..., F) (eq. (16); p = I_F default)."""
+        """Λ(c) = log ∫ exp(θᵀc − θᵀpθ/2) P_θ(dθ) for c of shape (..., F) (Eq. (16); p = I_F default)."""
         raise NotImplementedError
 
     def log_marginal_weight(self, c: Tensor, p: Tensor | None = None) -> Tensor:
-        """Alias of :meth:`log_marginal` (the name in eq. (16)'s derivation)."""
+        """Alias of :meth:`log_marginal` (the name in Eq. (16)'s derivation)."""
         return self.log_marginal(c, p)
 
     def support(self) -> tuple[Tensor, Tensor]:

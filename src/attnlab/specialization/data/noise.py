@@ -1,6 +1,6 @@
 """Counter-based Gaussian noise for the SGD's sequences: each token is a pure function of (seed, step, sequence).
 
-The noise of eq. (2) (x_μℓ ~ N(0, I_D)) comes from a counter-based stream. Its counter is SplitMix64 (Steele,
+The noise of Eq. (2) (x_μℓ ~ N(0, I_D)) comes from a counter-based stream. Its counter is SplitMix64 (Steele,
 Lea & Flood, OOPSLA 2014: the generator of Java's SplittableRandom, which passes BigCrush): word ``c`` of a
 seed's stream is SplitMix64's output function at the state ``key + c·γ`` mod 2^64, and the counter of word j of
 sequence i at SGD step t is

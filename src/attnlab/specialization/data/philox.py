@@ -1,6 +1,6 @@
-"""The ``philox`` token stream of the SGD (eqs. (2), (5)-(6)): Triton's own ``tl.randn4x``, reproduced in torch.
+"""The ``philox`` token stream of the SGD (Eqs. (2), (5)-(6)): Triton's own ``tl.randn4x``, reproduced in torch.
 
-Each token x_μℓd of eq. (2) at SGD step t is a pure function of the run's seed and the counters (t, i, ℓ, d), i
+Each token x_μℓd of Eq. (2) at SGD step t is a pure function of the run's seed and the counters (t, i, ℓ, d), i
 the sequence in the step's batch of N_b, so a GPU kernel can draw it in registers where it is used
 (:mod:`attnlab.specialization.train.fused_philox`) and a chunk of any size draws the same token. The generator is
 the one of ``tl.randn`` / ``tl.randint`` (Salmon, Moraes, Dror & Shaw, SC 2011): Philox-4x32 with 10 rounds on the
@@ -20,7 +20,7 @@ where it matters, ``umulhi`` exact): the Philox words and the uniforms equal Tri
 agree to a few float32 ulp (log, sqrt, sin, cos of torch against Triton's libdevice or, in the interpreter,
 numpy's). Box-Muller as in Triton: u ∈ [0, 1) from the word (x or ~x of the int32, × 4.6566127342e-10),
 u₁ clamped at 10⁻⁷ (|z| ≤ 5.68), θ = 2π u₂; lanes 0, 1 = r(cos θ, sin θ) of words 0, 1, lanes 2, 3 of words 2, 3.
-The ε and θ of eq. (2) come from the step's torch generator as in every stream (:class:`SGDStream`).
+The ε and θ of Eq. (2) come from the step's torch generator as in every stream (:class:`SGDStream`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Spikes and sequences of paper 0, eqs. (1)-(2); the SGD's counter-based data stream.
+"""Spikes and sequences of paper 0, Eqs. (1)-(2); the SGD's counter-based data stream.
 
 Public API (re-exported by :mod:`attnlab.specialization.data`)::
 
-    K_star = sample_spikes(F, D, generator=g)            # (F, D), rows k*_f ~ N(0, I_D / D), eq. (1)
+    K_star = sample_spikes(F, D, generator=g)            # (F, D), rows k*_f ~ N(0, I_D / D), Eq. (1)
     law = make_law("flip", 2, nu1=2.0, nu2=2.0)          # or FlipSpike(2.0, 2.0), OneHotSpike(4, 10.0), ...
     law.F, law.name, law.is_discrete
     theta = law.sample(n, generator=g)                   # (n, F)
@@ -42,7 +42,7 @@ def sample_spikes(
     dtype: torch.dtype = torch.float32,
     orthonormal: bool = False,
 ) -> Tensor:
-    """K* ∈ R^{F×D} with rows k*_f ~ N(0, I_D/D) iid, eq. (1).
+    """K* ∈ R^{F×D} with rows k*_f ~ N(0, I_D/D) iid, Eq. (1).
 
     ``orthonormal=True`` orthonormalises the rows (so p = K*K*ᵀ = I_F exactly): a deviation from (1)
     for tests only.
@@ -57,10 +57,10 @@ def sample_spikes(
 
 
 # ---------------------------------------------------------------------------------------------
-# sequences, eq. (2)
+# sequences, Eq. (2)
 # ---------------------------------------------------------------------------------------------
 class SequenceBatch(NamedTuple):
-    """n sequences of eq. (2): X (n, L, D), eps (n,) int64 in [0, L), theta (n, F), y = X[μ, eps_μ] (n, D)."""
+    """n sequences of Eq. (2): X (n, L, D), eps (n,) int64 in [0, L), theta (n, F), y = X[μ, eps_μ] (n, D)."""
 
     X: Tensor
     eps: Tensor
@@ -69,7 +69,7 @@ class SequenceBatch(NamedTuple):
 
 
 def plant(X: Tensor, eps: Tensor, theta: Tensor, K_star: Tensor) -> Tensor:
-    """In place: X[μ, eps_μ] += θ_μ K* (the spike k̂ = K*ᵀθ of eq. (2)). Works with extra leading dims."""
+    """In place: X[μ, eps_μ] += θ_μ K* (the spike k̂ = K*ᵀθ of Eq. (2)). Works with extra leading dims."""
     theta = theta.to(K_star.dtype)
     spike = theta[..., 0:1] * K_star[..., None, 0, :]  # (..., n, D): Σ_f θ_f k*_f term by term (not a GEMM, whose
     for f in range(1, K_star.shape[-2]):  # rounding may depend on n), so a sequence's tokens never depend on n
@@ -96,7 +96,7 @@ def iter_sequences(
     dtype: torch.dtype = torch.float32,
     out: Tensor | None = None,
 ) -> Iterator[SequenceBatch]:
-    """Yield n iid sequences of eq. (2) in chunks of at most ``chunk`` sequences (≤ chunk·L·D floats at once).
+    """Yield n iid sequences of Eq. (2) in chunks of at most ``chunk`` sequences (≤ chunk·L·D floats at once).
 
     All ε and θ are drawn first (small), then the noise chunk by chunk, all from ``generator`` (whose device
     must be ``K_star``'s). The stream depends on ``chunk``: equal (n, chunk, seed) ⇒ identical data.
@@ -129,7 +129,7 @@ def sample_sequences(
     generator: torch.Generator,
     dtype: torch.dtype = torch.float32,
 ) -> SequenceBatch:
-    """n iid sequences of eq. (2) in one batch (X holds n·L·D floats; use :func:`iter_sequences` for more)."""
+    """n iid sequences of Eq. (2) in one batch (X holds n·L·D floats; use :func:`iter_sequences` for more)."""
     return next(iter_sequences(law, K_star, n, L=L, generator=generator, chunk=n, dtype=dtype))
 
 
@@ -161,7 +161,7 @@ class SGDStream:
 
     def tokens(self, out: Tensor, step: int, first: int, eps: Tensor, theta: Tensor, K_star: Tensor) -> Tensor:
         """Sequences ``first … first + n − 1`` of step ``step`` into ``out`` (S, n, L, D): noise, then the spike
-        θ_μ K* planted at ε_μ (eq. (2))."""
+        θ_μ K* planted at ε_μ (Eq. (2))."""
         n = out.shape[1]
         noise.fill_gaussian(out, noise.step_keys(self.keys, step, self.batch, self.W), first, self.batch, self.method)
         return plant(out, eps[:, first : first + n], theta[:, first : first + n], K_star)

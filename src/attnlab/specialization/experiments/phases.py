@@ -108,7 +108,7 @@ def escape(config: EscapeConfig, ctx: RunContext) -> Result:
             title="τ^s at D = 10^4: when the heads of Fig. 1 split, over random inits")
 def split_time(config: SplitTimeConfig, ctx: RunContext) -> Result:
     """The flow from the order parameters m(0) = K K*ᵀ, q(0) = K Kᵀ, p = K* K*ᵀ of ``seeds`` random inits at D
-    (spikes and keys drawn as the SGD's, eq. (1) and Sec. II), p-corrected; τ^s per seed and threshold, and the
+    (spikes and keys drawn as the SGD's, Eq. (1) and Sec. II), p-corrected; τ^s per seed and threshold, and the
     growth rate λ of |m_12 − m_22| while it is between 2× its start and 0.1 (log-linear fit)."""
     law = config.theta_law()
     g = torch.Generator().manual_seed(ctx.seed("init") % 2**31)

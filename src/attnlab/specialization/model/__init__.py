@@ -1,5 +1,5 @@
-"""The model of paper 0: multi-head single-location attention, eq. (3), with the activations σ of eqs. (3)-(4)
-and (17) (softmax, softmax-1, Bayes-softmax), and its order parameters, eqs. (8)-(9).
+"""The model of paper 0: multi-head single-location attention, Eq. (3), with the activations σ of Eqs. (3)-(4)
+and (17) (softmax, softmax-1, Bayes-softmax), and its order parameters, Eqs. (8)-(9).
 
 * :mod:`.activations` — σ(χ, b, v; h) and ``TRAINABLE``;
 * :mod:`.attention` — the functional core :func:`attend`, the ``nn.Module``, head pruning, the keys' init and

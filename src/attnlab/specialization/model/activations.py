@@ -1,4 +1,4 @@
-"""Attention activations σ of paper 0, eqs. (3)-(4) and (17).
+"""Attention activations σ of paper 0, Eqs. (3)-(4) and (17).
 
 Stable API (imported by :mod:`.attention` and the theory)::
 
@@ -16,7 +16,7 @@ Activations (all differentiable, permutation-equivariant in ℓ):
 
 * ``softmax``  : σ_hℓ = e^{χ_hℓ} / Σ_ℓ' e^{χ_hℓ'}            (ignores b, v; rows sum to 1)
 * ``softmax1`` : σ_hℓ = v e^{χ_hℓ} / (e^{b_h} + Σ_ℓ' e^{χ_hℓ'}) (sink e^{b_h}; stable for huge scores)
-* ``bsoftmax`` : σ_hℓ = e^{χ_hℓ+b_h} / ((1/H) Σ_h'ℓ' e^{χ_h'ℓ'+b_h'})   eq. (4); ignores v;
+* ``bsoftmax`` : σ_hℓ = e^{χ_hℓ+b_h} / ((1/H) Σ_h'ℓ' e^{χ_h'ℓ'+b_h'})   Eq. (4); ignores v;
   Σ_hℓ σ = H and it is invariant under b -> b + c.
 
 ``TRAINABLE[name]`` lists which of ('b', 'v') the activation depends on (the others have identically
@@ -47,12 +47,12 @@ def _as_b(b, chi: Tensor) -> Tensor:
 
 
 def softmax(chi: Tensor, b=None, v=None) -> Tensor:
-    """Softmax over tokens, per head; b and v are ignored (eq. (3) with σ = softmax)."""
+    """Softmax over tokens, per head; b and v are ignored (Eq. (3) with σ = softmax)."""
     return torch.softmax(chi, dim=-1)
 
 
 def softmax1(chi: Tensor, b=None, v=None) -> Tensor:
-    """Softmax-1 with head-wise sink e^{b_h} and global scale v (eq. (3), Sec. II).
+    """Softmax-1 with head-wise sink e^{b_h} and global scale v (Eq. (3), Sec. II).
 
     Stable at large scores: with M_h = max(b_h, max_ℓ χ_hℓ),
     σ_hℓ = v e^{χ_hℓ-M_h} / (e^{b_h-M_h} + Σ_ℓ' e^{χ_hℓ'-M_h}).
@@ -70,7 +70,7 @@ def softmax1_fixed(chi: Tensor, b=None, v=None) -> Tensor:
 
 
 def bsoftmax(chi: Tensor, b=None, v=None) -> Tensor:
-    """Bayes-softmax, eq. (4): H * softmax over the flattened (head, token) entries of χ + b; ignores v."""
+    """Bayes-softmax, Eq. (4): H * softmax over the flattened (head, token) entries of χ + b; ignores v."""
     z = chi + _as_b(b, chi)
     H, L = z.shape[-2], z.shape[-1]
     flat = torch.softmax(z.reshape(*z.shape[:-2], H * L), dim=-1)

@@ -1,4 +1,4 @@
-"""The multi-head single-location attention estimator of paper 0, eq. (3), its init (Sec. II) and order
+"""The multi-head single-location attention estimator of paper 0, Eq. (3), its init (Sec. II) and order
 parameters (8)-(9).
 
     model = SingleLocationAttention(H, D, "softmax1", generator=g)  # init: k_h ~ N(0, η² I/D)
@@ -35,7 +35,7 @@ def init_keys(
     device: torch.device | str | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> Tensor:
-    """K(0) ∈ R^{H×D}, rows k_h ~ N(0, η² I_D / D) iid (Sec. II, before eq. (5)); drawn in float64, then cast."""
+    """K(0) ∈ R^{H×D}, rows k_h ~ N(0, η² I_D / D) iid (Sec. II, before Eq. (5)); drawn in float64, then cast."""
     k = torch.randn(H, D, generator=generator, device=torch.device(generator.device), dtype=torch.float64)
     return (eta / math.sqrt(D) * k).to(device=device or k.device, dtype=dtype)
 
@@ -56,7 +56,7 @@ def attend(X: Tensor, K: Tensor, b: Tensor, v: Tensor, activation: str) -> dict[
 
 
 class SingleLocationAttention(nn.Module):
-    """ŷ(X) = (1/H) Σ_h σ(XKᵀ, b, v; h)ᵀ X, eq. (3): H keys K (H, D), biases b (H,), scale v ().
+    """ŷ(X) = (1/H) Σ_h σ(XKᵀ, b, v; h)ᵀ X, Eq. (3): H keys K (H, D), biases b (H,), scale v ().
 
     Parameters ``K``, ``b``, ``v`` are nn.Parameters; pass ``K`` (and optionally ``b``, ``v``) to build
     from given values, otherwise K is drawn by :func:`init_keys` from ``generator`` and b = 0, v = 1.
@@ -135,7 +135,7 @@ def prune_heads(model: SingleLocationAttention, keep: Sequence[int]) -> SingleLo
     """A new model made of the heads ``keep`` only (Fig. 7).
 
     Fig. 7's rescaling rule (docs/studies/specialization.md, Notes on the paper) is the model itself on fewer heads:
-    ŷ = (1/|keep|) Σ_{h∈keep} σ_hᵀX; for B-softmax both head sums of eq. (4) run over kept heads; softmax-1 keeps
+    ŷ = (1/|keep|) Σ_{h∈keep} σ_hᵀX; for B-softmax both head sums of Eq. (4) run over kept heads; softmax-1 keeps
     its trained b_h and v.
     """
     keep = list(keep)
@@ -155,7 +155,7 @@ def prune_heads(model: SingleLocationAttention, keep: Sequence[int]) -> SingleLo
 
 
 # ---------------------------------------------------------------------------------------------
-# order parameters, eqs. (8)-(9)
+# order parameters, Eqs. (8)-(9)
 # ---------------------------------------------------------------------------------------------
 class OrderParameters(NamedTuple):
     """m = K K*ᵀ (*B, H, F), q = K Kᵀ (*B, H, H), p = K* K*ᵀ (*B, F, F), rr = q − m p⁻¹ mᵀ (*B, H, H)

@@ -16,9 +16,9 @@ Tensor = torch.Tensor
 
 
 def bayes_posterior(chi_star: Tensor, law, p: Tensor | None = None) -> Tensor:
-    """π_ℓ = P(ε = ℓ | χ*) = softmax_ℓ Λ(χ*_{:,ℓ}), eq. (16) in reduced variables; χ* (..., F, L) -> (..., L).
+    """π_ℓ = P(ε = ℓ | χ*) = softmax_ℓ Λ(χ*_{:,ℓ}), Eq. (16) in reduced variables; χ* (..., F, L) -> (..., L).
 
-    Λ is the law's ``log_marginal`` (closed form per law, eq. (16)); ``p`` the finite-D weight."""
+    Λ is the law's ``log_marginal`` (closed form per law, Eq. (16)); ``p`` the finite-D weight."""
     lam = law.log_marginal(chi_star.mT, p)  # (..., L)
     return torch.softmax(lam, dim=-1)
 

@@ -1,6 +1,6 @@
 """The gradient flow (12) of paper 0 (Prop. III.2) in the order parameters (m, r, b, v), and its trajectory.
 
-Order parameters (eqs. (8)-(9)): m = K K*ᵀ (H,F), q = K Kᵀ (H,H), p = K* K*ᵀ (F,F), r with r rᵀ = q − m p⁻¹ mᵀ.
+Order parameters (Eqs. (8)-(9)): m = K K*ᵀ (H,F), q = K Kᵀ (H,H), p = K* K*ᵀ (F,F), r with r rᵀ = q − m p⁻¹ mᵀ.
 The flow runs on the reduced loss (:mod:`.loss`) over fixed Monte-Carlo samples (:mod:`.samples`, App. B), r
 unconstrained. Finite-D p-correction (docs/studies/specialization.md): with P = p^{1/2} the flow is run on
 m̃ = m P⁻¹ with θ replaced by Pθ. :func:`integrate_flow` has two solvers ('euler': App. B's algorithm;
@@ -56,7 +56,7 @@ def integrate_flow(params: dict, samples, activation: str, taus, *, P: Tensor | 
                    solver: str = "euler", dt: float = 0.02, grad: str | None = None, rtol: float = 1e-3,
                    atol: float = 1e-4, dt_max: float = 10.0, stop_tol: float | None = None,
                    max_steps: int = 10_000_000) -> dict:
-    """Integrate dw/dτ = -∇_w Ẽ_σ(w), w = (m, r, b, v) batched (eq. (12)), recording at times ``taus``.
+    """Integrate dw/dτ = -∇_w Ẽ_σ(w), w = (m, r, b, v) batched (Eq. (12)), recording at times ``taus``.
 
     ``samples``: an :class:`MCSamples` (fixed, common random numbers) or a callable ``step -> MCSamples``
     (fresh samples each step, Fig. 8; Euler only). ``P``: p^{1/2} for the p-correction (m is then m̃).

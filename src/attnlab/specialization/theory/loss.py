@@ -1,6 +1,6 @@
 """The reduced population loss (10)-(11) of paper 0 on fixed Monte-Carlo samples, and its gradient.
 
-χ = m χ* + r ξ (eq. (11)); Ẽ_σ(m, r, b, v) = E Σ_ℓ (δ_ℓε − s_ℓ)² (eq. (10)). Everything is vectorised over a
+χ = m χ* + r ξ (Eq. (11)); Ẽ_σ(m, r, b, v) = E Σ_ℓ (δ_ℓε − s_ℓ)² (Eq. (10)). Everything is vectorised over a
 leading batch axis S of independent (m, r, b, v): m (S,H,F), r (S,H,H), b (S,H), v (S,).
 :func:`reduced_loss` is the autodiff reference, :func:`loss_and_grad` the hand-derived gradient (fast).
 """
@@ -26,7 +26,7 @@ def _batch(m, r, b, v):
 
 
 def scores(m: Tensor, r: Tensor, prep: dict) -> Tensor:
-    """χ = m χ* + r ξ (eq. (11)) for a batch: (S, H, N, L)."""
+    """χ = m χ* + r ξ (Eq. (11)) for a batch: (S, H, N, L)."""
     Z = prep["Z"]
     S, H = m.shape[:2]
     N, L = Z.shape[1], Z.shape[2]
@@ -37,7 +37,7 @@ def scores(m: Tensor, r: Tensor, prep: dict) -> Tensor:
 
 
 def reduced_loss(m: Tensor, r: Tensor, b, v, prep: dict, activation: str, per_sample: bool = False) -> Tensor:
-    """Ẽ_σ(m, r, b, v), eq. (10), MC estimate on ``prep`` (from :meth:`MCSamples.prepare`); autodiff-able.
+    """Ẽ_σ(m, r, b, v), Eq. (10), MC estimate on ``prep`` (from :meth:`MCSamples.prepare`); autodiff-able.
 
     Batched inputs m (S,H,F), r (S,H,H), b (S,H), v (S,) -> (S,); unbatched m (H,F) -> scalar.
     ``per_sample``: return the (S, N) per-sample losses Σ_ℓ (δ_ℓ0 - s_ℓ)² instead (unweighted).

@@ -1,4 +1,4 @@
-"""Training of paper 0's attention by online SGD, eqs. (5)-(6).
+"""Training of paper 0's attention by online SGD, Eqs. (5)-(6).
 
 * :mod:`.sgd` — :func:`simulate_sgd`: many seeds at once, the batch streamed in chunks, resumable;
 * :mod:`.fused` — the step's Triton kernels (CUDA only): the tokens never touch GPU memory;

@@ -1,11 +1,11 @@
-"""One fused Triton kernel per SGD step (eqs. (5)-(6)) on the ``philox`` stream: no token touches memory.
+"""One fused Triton kernel per SGD step (Eqs. (5)-(6)) on the ``philox`` stream: no token touches memory.
 
 One program per (seed, block of sequences) draws each token in registers from its counter
 (:mod:`attnlab.specialization.data.philox`: ``tl.randn4x(seed, ((t·N_b + i)·L + ℓ)·⌈D/4⌉ + ⌊d/4⌋)``, lane d mod 4)
-with the spike θ_μ K* planted at ε_μ (eq. (2)), twice:
+with the spike θ_μ K* planted at ε_μ (Eq. (2)), twice:
 
 1. over tiles of d: the scores χ = X Kᵀ (H, L) and the Gram matrix G = X Xᵀ (L, L) of each sequence; then, in
-   registers, the activation σ (softmax, softmax-1, Bayes-softmax: eqs. (3)-(4)), s = mean_h σ, a = s − e_ε,
+   registers, the activation σ (softmax, softmax-1, Bayes-softmax: Eqs. (3)-(4)), s = mean_h σ, a = s − e_ε,
    the loss aᵀGa/D and ∂/∂χ, ∂/∂b, ∂/∂v by hand (:func:`attnlab.specialization.train.sgd.gram_head` does them by
    autograd); ∂/∂χ (H·L floats per sequence) goes to a small scratch the same program reads back;
 2. over tiles of d: ∇K += ∂χ_μ X_μ for the block's sequences, written once per block.
@@ -108,7 +108,7 @@ if fused.triton is not None:
                 chi += _chi_lane(x0, kp, hs, d0, H, D) + _chi_lane(x1, kp, hs, d0 + 1, H, D)
                 chi += _chi_lane(x2, kp, hs, d0 + 2, H, D) + _chi_lane(x3, kp, hs, d0 + 3, H, D)
                 gram += _gram_lane(x0) + _gram_lane(x1) + _gram_lane(x2) + _gram_lane(x3)
-            # the activation and its gradient, eqs. (3)-(4), in registers
+            # the activation and its gradient, Eqs. (3)-(4), in registers
             if ACT == 2:  # Bayes-softmax: H · softmax over all (h, ℓ) of χ + b
                 z = tl.where(valid, chi + b[:, None], -1.0e30)
                 big = tl.max(tl.max(z, axis=1), axis=0)

@@ -1,4 +1,4 @@
-"""Online mini-batch SGD of the single-location attention, eqs. (5)-(6).
+"""Online mini-batch SGD of the single-location attention, Eqs. (5)-(6).
 
     res = simulate_sgd(FlipSpike(2, 2), H=2, L=5, D=500, activation="softmax", tau_max=30, seeds=[0, 1])
     res.trajectory["m"]       # (T, S, H, F) at τ = γ t;  also q, p, rr, b, v, loss
@@ -42,7 +42,7 @@ def seed_generator(seed: int, stream: int, device: torch.device | str = "cpu") -
 
 
 # ---------------------------------------------------------------------------------------------
-# loss and gradient of eq. (6)
+# loss and gradient of Eq. (6)
 # ---------------------------------------------------------------------------------------------
 def _chunk_sums(X: Tensor, y: Tensor, K: Tensor, b: Tensor, v: Tensor, activation: str):
     """Sums over the n sequences of a chunk of the per-sequence loss ||y − ŷ||²/D and of its gradients.
@@ -67,7 +67,7 @@ def _chunk_sums(X: Tensor, y: Tensor, K: Tensor, b: Tensor, v: Tensor, activatio
 
 
 def _chunk_sums_gram(X: Tensor, eps: Tensor, K: Tensor, b: Tensor, v: Tensor, activation: str):
-    """:func:`_chunk_sums` for y = X_ε (the sequences of eq. (2)), with one pass over X instead of three.
+    """:func:`_chunk_sums` for y = X_ε (the sequences of Eq. (2)), with one pass over X instead of three.
 
     With a = s − e_ε the error is ŷ − y = Σ_ℓ a_ℓ X_ℓ, so with the Gram matrices G = X Xᵀ (L×L per sequence)
     the loss is aᵀGa/D and ∂/∂s = 2Ga/D; X is read by the scores, by G and by ∇K only. ``eps`` (S, n).
@@ -96,7 +96,7 @@ def gram_head(scores: Tensor, G: Tensor, eps: Tensor, b: Tensor, v: Tensor, acti
 
 
 def _chunk_sums_autograd(X: Tensor, y: Tensor, K: Tensor, b: Tensor, v: Tensor, activation: str):
-    """Same as :func:`_chunk_sums` by plain autograd of eq. (6) (reference and benchmark)."""
+    """Same as :func:`_chunk_sums` by plain autograd of Eq. (6) (reference and benchmark)."""
     with torch.enable_grad():
         params = [t.detach().requires_grad_() for t in (K, b, v)]
         out = attend(X, *params, activation)["output"]
@@ -319,7 +319,7 @@ def simulate_sgd(
                 records[name].append(value.detach().cpu().clone())
         if t == T:
             break
-        K = K - gamma * gK  # eq. (5); b (v) stay frozen for activations that ignore them
+        K = K - gamma * gK  # Eq. (5); b (v) stay frozen for activations that ignore them
         b = b if gb is None else b - gamma * gb
         v = v if gv is None else v - gamma * gv
         t += 1

@@ -1,8 +1,8 @@
 """The specialization study in the sandbox (paper 0): head trajectories m_h(τ) in the feature plane, the loss vs τ
 with the Bayes risk dashed, theory (lines) and simulation (dots) overlaid.
 
-Opens the SGD-vs-theory runs (Figs 1, 9, 10: variants = activations, both sources) and the theory trajectory
-runs (Figs 2-4, 12-19: variants = the figure's panels). Frames are the recorded times τ; the trajectory panel
+Opens the SGD-vs-theory runs (Figs. 1, 9, 10: variants = activations, both sources) and the theory trajectory
+runs (Figs. 2-4, 12-19: variants = the figure's panels). Frames are the recorded times τ; the trajectory panel
 draws each head's path up to the shown τ over its whole path (faint), so the axes stay put while scrubbing.
 Arrays are read with ``core.trajectory.Trajectory.from_arrays``, the study's own layout.
 """
@@ -100,7 +100,7 @@ PLANES = {"plane12": (0, 1), "plane13": (0, 2)}
 
 def open_sim_vs_theory(experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapping[str, Any],
                        config: Mapping[str, Any]) -> View:
-    """Figs 1, 9, 10: one variant per activation, theory and SGD simulation overlaid."""
+    """Figs. 1, 9, 10: one variant per activation, theory and SGD simulation overlaid."""
     runs, variants = [], []
     for act in config.get("activations", ()):
         a = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith(f"{act}/")}
@@ -113,7 +113,7 @@ def open_sim_vs_theory(experiment: str, arrays: Mapping[str, np.ndarray], summar
 
 def open_trajectories(experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapping[str, Any],
                       config: Mapping[str, Any]) -> View:
-    """Figs 2-4, 12-19: one variant per panel of the figure, theory only."""
+    """Figs. 2-4, 12-19: one variant per panel of the figure, theory only."""
     runs, variants = [], []
     for i, p in enumerate(config.get("panels", ())):
         pre = f"panel{i}/"
