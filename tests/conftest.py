@@ -20,7 +20,7 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "my_study"
 if "toy" not in {ep.name for ep in entry_points(group="attnlab.studies")}:
     sys.path.insert(0, str(EXAMPLE))
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(EXAMPLE), os.environ.get("PYTHONPATH")]))
-    os.environ["ATTNLAB_PLUGINS"] = "my_study.experiments,my_study.claims"
+    os.environ["ATTNLAB_PLUGINS"] = "my_study.study"
     os.environ["ATTNLAB_SANDBOX_PLUGINS"] = "my_study.views.plugin"
     from attnlab.core import experiment as _experiment
 

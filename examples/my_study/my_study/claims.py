@@ -6,6 +6,7 @@ import numpy as np
 
 from attnlab.core.claims import claim
 from attnlab.core.worlds import World
+from my_study.experiments import WALK
 from my_study.theory import diffusion_ratio
 
 
@@ -13,7 +14,7 @@ def _diffusion(ctx) -> float:
     """E|x_T|² / (dim·T) over a few seeds: 1 for a unit-variance walk without drift."""
     values = []
     for seed in range(4):
-        r = ctx.run("toy.walk", seed=seed)
+        r = ctx.run(WALK, seed=seed)
         steps, dim = r.arrays["path"].shape
         values.append(r.summary["final_norm"] ** 2 / (dim * steps))
     return float(np.mean(values))
@@ -23,4 +24,4 @@ claim("toy.diffusion", "—", "a unit-variance random walk diffuses: E|x_T|² = 
       "mean over 4 seeds of |x_T|²/(dim·T)", _diffusion, expected=diffusion_ratio(drift=0.0), relation="approx",
       tolerance=0.9,
       # where the statement is false: a walk with drift 1 moves ballistically, E|x_T|² ≈ dim·T² ≫ dim·T
-      falsify=World("a walk with drift 1 per step: |x_T|² grows as T², not T", overrides={"toy.walk": {"drift": 1.0}}))
+      falsify=World("a walk with drift 1 per step: |x_T|² grows as T², not T", overrides={WALK: {"drift": 1.0}}))

@@ -6,12 +6,9 @@ adds up a claim's missing runs with it."""
 
 from __future__ import annotations
 
-from attnlab.core.costs import cost_model
-
 RUN = 100_000  # a run's fixed cost: writing metrics.parquet, arrays.npz, the figure and the manifest (~0.1 s)
 STEP = 10  # a step's bookkeeping (a checkpoint offer, a progress tick, the path's copy): ~10 µs, measured 8-40
 
 
-@cost_model("toy.walk")
 def walk(config) -> float:
     return RUN + config.steps * (config.dim + STEP)

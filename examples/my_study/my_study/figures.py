@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from attnlab.core.experiment import Result
 from attnlab.core.plotting import figure
-from my_study.configs import WalkConfig
 
 
-def walk_figure(result: Result, config: WalkConfig):
+def walk_figure(result: Result, config):
     """The first coordinate of the path against the step."""
     fig, ax = figure()
     ax.plot(result.arrays["path"][:, 0])

@@ -3,9 +3,7 @@ fit), with what to reduce when it does not."""
 
 from __future__ import annotations
 
-from my_study.configs import WalkConfig
 
-
-def walk_memory(config: WalkConfig) -> tuple[int, str]:
+def walk_memory(config) -> tuple[int, str]:
     """What ``need_gib`` says (the walk itself needs a few bytes): lets tests exercise 'would not fit'."""
     return int(config.need_gib * 2**30), "lower need_gib"

@@ -8,12 +8,11 @@ import time
 import numpy as np
 import torch
 
-from my_study.configs import WalkConfig
 from my_study.data import increment
 from my_study.model import step
 
 
-def walk(config: WalkConfig, ctx) -> np.ndarray:
+def walk(config, ctx) -> np.ndarray:
     """The path x_1 … x_T, (steps, dim), on the run's device, from its ``data`` stream."""
     state = ctx.resume() or {"step": 0, "x": torch.zeros(config.dim, dtype=torch.float64, device=ctx.device),
                              "path": []}

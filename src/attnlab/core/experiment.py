@@ -235,7 +235,9 @@ def load_studies(studies: list[str] | tuple[str, ...] | None = None) -> None:
     """
     for module in deprecated_env("ATTNLAB_PLUGINS", "register the study under the entry-point group "
                                  f"'{STUDY_GROUP}' instead (see examples/my_study)"):
-        import_plugin(module, "ATTNLAB_PLUGINS")
+        declared = getattr(import_plugin(module, "ATTNLAB_PLUGINS"), "STUDY", None)
+        if _is_study(declared):
+            _load(declared)
     known = study_modules()
     for study in studies or known:
         if study not in known:
@@ -245,15 +247,20 @@ def load_studies(studies: list[str] | tuple[str, ...] | None = None) -> None:
         if declared is None and hasattr(package, "__path__"):  # a package whose study object is in its ``study``
             declared = getattr(_optional(f"{package.__name__}.study"), "STUDY", None)
         if _is_study(declared):
-            for exp in declared.experiments:
-                register(exp)
-            for module in declared.claims:
-                import_plugin(module, f"study {study!r} (its claims)")
+            _load(declared)
             continue
         if not hasattr(package, "__path__"):
             continue
         for room in ("experiments", "claims", "memory", "costs", "outputs"):
             _optional(f"{package.__name__}.{room}")
+
+
+def _load(study: Any) -> None:
+    """Register a :class:`~attnlab.core.study.Study`'s experiments and import the modules of its claims."""
+    for exp in study.experiments:
+        register(exp)
+    for module in study.claims:
+        import_plugin(module, f"study {study.name!r} (its claims)")
 
 
 def _optional(module: str) -> Any:

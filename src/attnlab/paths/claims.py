@@ -316,5 +316,3 @@ claim("paths.path_feature_tree", "Eq. 7 (check A10)", "the right-to-left tree co
                         X, list(heads)[::-1], readout, *a, **k)}))
 
 
-from attnlab.paths.markov import claims as markov_claims  # noqa: E402,F401  (B, C checks register themselves)
-from attnlab.paths.oneshot import claims as oneshot_claims  # noqa: E402,F401  (D checks)

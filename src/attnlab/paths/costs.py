@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import math
 
-from attnlab.core.costs import cost_model
-
 RUN_OVERHEAD = 1e9  # per run: imports, data set loading, writing the results (≈ 0.2 s)
 SWEEP_OVERHEAD = 2e6  # per Gibbs sweep (all chains at once): ~40 small tensor calls (≈ 0.3 ms)
 STEP_OVERHEAD = 2e7  # per Adam step: autograd, optimiser and episode sampling calls (≈ 3 ms)
@@ -69,7 +67,6 @@ def _markov_gibbs(c, n: int, L: int) -> float:
     return sum(_gibbs(c.P, n, D, L, int(N), c.chains, sweeps, kept, c.P + c.P_test) for N in c.sample_widths)
 
 
-@cost_model("paths.fig2c", "paths.fig2e", "paths.fig5c", "paths.generic")
 def markov_sweep(c) -> float:
     """Figs. 2c, 2e, 5c, check C: problem builds (network, GP layouts, GP test sets), theory, GPs, Gibbs chains."""
     Hs, _ = _heads(c)
@@ -83,7 +80,6 @@ def markov_sweep(c) -> float:
     return RUN_OVERHEAD + builds + theory + _markov_gibbs(c, n, L)
 
 
-@cost_model("paths.sample")
 def sample(c) -> float:
     """paths.sample: one problem build and the chains at every sampled width (at its own keys: a named source's
     sizes, and a continued run's earlier sweeps, are not read before the run)."""
@@ -91,7 +87,6 @@ def sample(c) -> float:
     return RUN_OVERHEAD + _build(c) + _markov_gibbs(c, math.prod(Hs), len(Hs))
 
 
-@cost_model("paths.fig2d", "paths.fig5b")
 def markov_kernels(c) -> float:
     """Figs. 2d and 5b: one problem build, one saddle point at N = alignment_width, P×P eigendecompositions."""
     Hs, _ = _heads(c)
@@ -122,7 +117,6 @@ def _oneshot_common(c, var, widths: int) -> tuple[float, int, int]:
     return gd + feats + theory, n, P_t
 
 
-@cost_model("paths.fig3", "paths.fig6")
 def oneshot_theory(c) -> float:
     """Figs. 3b-d and 6: per variant GD training and the theory over τ × N; the first one's Gibbs samples."""
     work = RUN_OVERHEAD
@@ -136,7 +130,6 @@ def oneshot_theory(c) -> float:
     return work
 
 
-@cost_model("paths.fig3ef", "paths.fig7")
 def head_pruning(c) -> float:
     """Figs. 3e-f and 7: per variant GD training, theory at score_width over τ, pruning passes on P_prune."""
     work = RUN_OVERHEAD

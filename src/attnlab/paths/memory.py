@@ -10,14 +10,10 @@ read before the run).
 
 from __future__ import annotations
 
-from attnlab.core.experiment import memory_model
-
 F64 = 8
 TEST_ARRAYS = 7  # features, noise, in-plane noise, their difference and scaled copies, the assembled inputs
 
 
-@memory_model("paths.fig2c", "paths.fig2e", "paths.fig5c", "paths.generic", "paths.fig2d", "paths.fig5b",
-              "paths.sample")
 def markov(config) -> tuple[int, str]:
     """8·TEST_ARRAYS·P*·(T+1)·(N0+T+1) bytes for the larger of the training and test sets."""
     P = max(config.P, config.P_test)

@@ -4,7 +4,7 @@
 
 import math
 
-from attnlab.core.outputs import outputs
+from attnlab.core.outputs import Outputs, declare
 from attnlab.paths.keys import net_key, path_key, pruned_key, set_key, width_key
 
 MARKOV = {"P": 40, "P_test": 100, "widths": (10, 100), "sample_widths": (10,), "chains": 2, "burn_in": 20,
@@ -80,8 +80,9 @@ def markov_arrays(c) -> dict:
     return out
 
 
-for _name in ("fig2c", "fig2e", "fig5c", "generic"):
-    outputs(f"paths.{_name}", tiny=TINY[_name], index=PATH_PAIRS, summary=markov_summary, arrays=markov_arrays)
+def markov_outputs(name: str) -> Outputs:
+    """The outputs of a Markov sweep (``paths.fig2c``, ``fig2e``, ``fig5c``, ``generic``), with its tiny check."""
+    return declare(tiny=TINY[name], index=PATH_PAIRS, summary=markov_summary, arrays=markov_arrays)
 
 
 
@@ -93,19 +94,19 @@ def sample_summary(c) -> list[str]:
 
 # paths.sample: the chains' statistics per width (S widths, n paths and P* test points of the sampled problem, the
 # source's when a run is named) and each width's chain state (``state_N<N>/…``, markov.sample.pack)
-outputs("paths.sample", tiny=TINY["sample"], index=PATH_PAIRS, summary=sample_summary,
+SAMPLE = declare(tiny=TINY["sample"], index=PATH_PAIRS, summary=sample_summary,
         arrays={"sim_U": (None, None, None), "sim_f_mean sim_f_var": (None, None), "y_test": (None,),
                 "sim_accuracy sim_ess sim_gen_error sim_rhat sim_tau sim_time sim_train_mse": (None,),
                 "state_N*": None})
 
-outputs("paths.fig2d", tiny=TINY["fig2d"],
+FIG2D = declare(tiny=TINY["fig2d"],
         summary="kta_fw kta_gp max_grad top5_overlap_fw top5_overlap_gp top5_ratio",
         arrays={
             "U": (None, None),
             "eig_fw eig_gp overlap_fw overlap_gp": (None,),
         })
 
-outputs("paths.fig5b", tiny=TINY["fig5b"],
+FIG5B = declare(tiny=TINY["fig5b"],
         summary=("contrast_fw contrast_gp contrast_path0 contrast_path1 contrast_path2 contrast_path3 "
                  "relative_spread_path0 relative_spread_path1 relative_spread_path2 relative_spread_path3"),
         arrays={
@@ -202,7 +203,11 @@ def pruning_arrays(c) -> dict:
     return out
 
 
-outputs("paths.fig3", tiny=TINY["fig3"], summary=oneshot_summary, arrays=oneshot_arrays)
-outputs("paths.fig6", tiny=TINY["fig6"], summary=oneshot_summary, arrays=oneshot_arrays)
-outputs("paths.fig3ef", tiny=TINY["fig3ef"], summary=pruning_summary, arrays=pruning_arrays)
-outputs("paths.fig7", tiny=TINY["fig7"], summary=pruning_summary, arrays=pruning_arrays)
+def oneshot_outputs(name: str) -> Outputs:
+    """The outputs of a one-shot theory run (``paths.fig3``, ``fig6``), with its tiny check."""
+    return declare(tiny=TINY[name], summary=oneshot_summary, arrays=oneshot_arrays)
+
+
+def pruning_outputs(name: str) -> Outputs:
+    """The outputs of a head-pruning run (``paths.fig3ef``, ``fig7``), with its tiny check."""
+    return declare(tiny=TINY[name], summary=pruning_summary, arrays=pruning_arrays)

@@ -20,6 +20,7 @@ from attnlab.core.worlds import World, scale_arrays, scale_summary, swap_summary
 from attnlab.paths import model
 from attnlab.paths.keys import path_key, set_key, width_key
 from attnlab.paths.markov import data
+from attnlab.paths.markov.experiments import FIG2C, FIG2D, FIG2E, FIG5C, GENERIC
 
 _GP = {lay: set_key("acc_gp", lay) for lay in ("good", "all", "good_denoising", "good_uniform")}
 _TH = {N: width_key("acc_theory", N) for N in (10, 10000)}  # A_theory at N = 10, 10⁴
@@ -31,8 +32,8 @@ SEEDS = (0, 1, 2, 3)  # the Markov checks' seeds: data, test data and random hea
 def fig2c(ctx: ClaimContext, seed: int, **kw) -> Result:
     """Fig. 2c's run for a seed: seed 0 as configured (with sampling), the others (and any variant) theory only."""
     if seed == 0 and not kw:
-        return ctx.run("paths.fig2c")
-    return ctx.run("paths.fig2c", seed=seed, sample_widths=(), **kw)
+        return ctx.run(FIG2C)
+    return ctx.run(FIG2C, seed=seed, sample_widths=(), **kw)
 
 
 def worst(ctx: ClaimContext, fn, kind: str, **kw) -> float:
@@ -155,7 +156,7 @@ def _monotone(s, a) -> float:
 # Small runs (four widths, no Hessian, no sampling, 2 extra GP test sets); the worlds that patch the theory get
 # their own overrides (gp_test_sets = 1, n_pcs = 29) so that their runs never share the store with unpatched ones.
 _SMALL_CFG = {"widths": (10, 50, 1000, 10_000), "hessian": False, "sample_widths": (), "gp_test_sets": 2}
-_SMALL = {"paths.fig2c": _SMALL_CFG}
+_SMALL = {FIG2C: _SMALL_CFG}
 _FROZEN_CFG = {**_SMALL_CFG, "gp_test_sets": 1}
 
 
@@ -170,11 +171,11 @@ def _no_renormalisation(solve):
 
 
 _NOISY = World("noisier data (σ⊥ = 5, Fig. 2e's) on which the good path alone is far below 94 %",
-               {"paths.fig2c": {**_SMALL_CFG, "sigma_perp": 5.0}})
+               {FIG2C: {**_SMALL_CFG, "sigma_perp": 5.0}})
 _FROZEN = World("a theory without the finite-width renormalisation (α = 0 in the action: U stays at its GP value "
                 "σ^{2(L+1)} I at every N): nothing is suppressed, correlated or gained at N = 10",
-                {"paths.fig2c": _FROZEN_CFG, "paths.fig2e": _FROZEN_CFG, "paths.fig5c": _FROZEN_CFG,
-                 "paths.fig2d": {"n_pcs": 29}},
+                {FIG2C: _FROZEN_CFG, FIG2E: _FROZEN_CFG, FIG5C: _FROZEN_CFG,
+                 FIG2D: {"n_pcs": 29}},
                 patch={"attnlab.paths.theory:solve": _no_renormalisation})
 
 
@@ -183,17 +184,17 @@ _SAMPLED = {"widths": (10, 50), "sample_widths": (10, 50), "chains": 2, "burn_in
 # the patched sampler's runs get sizes of their own (P_test 150, 60 samples), so that no other world reuses them
 _WIDE_SAMPLER = World("a Gibbs sampler that draws the posterior of a network 10 times wider than the theory's N: "
                       "its U stays nearer the GP value while the theory's is renormalised",
-                      {"paths.fig2c": {**_SAMPLED, "P_test": 150, "samples": 60},
-                       "paths.generic": {"burn_in": 200, "samples": 60, "thin": 1}},
+                      {FIG2C: {**_SAMPLED, "P_test": 150, "samples": 60},
+                       GENERIC: {"burn_in": 200, "samples": 60, "thin": 1}},
                       patch={"attnlab.paths.train:GibbsSampler": lambda G: lambda pb, N, *a, **k: G(pb, 10 * N, *a,
                                                                                                      **k)})
 _HOT_SAMPLER = World("a Gibbs sampler at a temperature 10^4 times the theory's: it draws nearly the prior, whose mean "
                      "predictor ignores the training labels",
-                     {"paths.generic": {"burn_in": 200, "samples": 50, "thin": 1}},
+                     {GENERIC: {"burn_in": 200, "samples": 50, "thin": 1}},
                      patch={"attnlab.paths.train:GibbsSampler": lambda G: lambda pb, N, tau, *a, **k: G(
                          pb, N, tau * 1e4, *a, **k)})
 _UNMIXED = World("chains stopped after 8 sweeps from their independent prior draws, no warm-up: they have not mixed",
-                 {"paths.fig2c": {**_SAMPLED, "burn_in": 0, "samples": 8}})
+                 {FIG2C: {**_SAMPLED, "burn_in": 0, "samples": 8}})
 
 
 def _informative_paths(experiment: str, result: Result) -> Result:
@@ -285,7 +286,7 @@ for _sfx, _kw, _ref in (("", {}, ""), ("_last_token", {"readout": -1}, "; B11: l
 
 
 def _b6(ctx: ClaimContext) -> float:
-    return min(ctx.run("paths.fig2d", seed=s).summary["top5_ratio"] for s in SEEDS)
+    return min(ctx.run(FIG2D, seed=s).summary["top5_ratio"] for s in SEEDS)
 
 
 claim("paths.alignment_improves", "Fig. 2d (check B6)", "at N = 10 the kernel's top PCs overlap the labels much more "
@@ -296,27 +297,27 @@ claim("paths.alignment_improves", "Fig. 2d (check B6)", "at N = 10 the kernel's 
 
 claim("paths.denoising_gp_gain", "Fig. 2e (check B7)", "at σ⊥ = 5 the denoising path helps already in the GP limit",
       "fig2e: GP(good + denoising) − GP(good)",
-      lambda ctx: (lambda s: s[_GP["good_denoising"]] - s[_GP["good"]])(ctx.run("paths.fig2e").summary),
+      lambda ctx: (lambda s: s[_GP["good_denoising"]] - s[_GP["good"]])(ctx.run(FIG2E).summary),
       0.08, "ge", falsify=World("the two GP lines swapped: good + denoising is then below good alone",
-                                {"paths.fig2e": _SMALL_CFG}, swap_summary(_GP["good_denoising"], _GP["good"])))
+                                {FIG2E: _SMALL_CFG}, swap_summary(_GP["good_denoising"], _GP["good"])))
 claim("paths.denoising_fw_gain", "Fig. 2e (check B7)", "the cross-path kernel gives a larger finite-width gain",
       "fig2e: A_theory(N=10) − GP(good + denoising)",
-      lambda ctx: (lambda s: s[_TH[10]] - s[_GP["good_denoising"]])(ctx.run("paths.fig2e").summary),
+      lambda ctx: (lambda s: s[_TH[10]] - s[_GP["good_denoising"]])(ctx.run(FIG2E).summary),
       0.10, "ge", falsify=_FROZEN)
 claim("paths.denoising_anticorrelation", "Fig. 2e (check B7)", "U anti-correlates the good and denoising paths",
       "fig2e: ρ = U_(1,1)(2,1)/√(U_gg U_dd) at N = 10 (paths ordered good, denoising)",
-      lambda ctx: rho_gd(U_at(ctx.run("paths.fig2e").arrays, 10), 0, 1), -0.5, "le", falsify=_FROZEN)
+      lambda ctx: rho_gd(U_at(ctx.run(FIG2E).arrays, 10), 0, 1), -0.5, "le", falsify=_FROZEN)
 claim("paths.denoising_monotone", "Fig. 2e (check B7b)", "over N the good + denoising accuracy decreases to GP",
       "fig2e: largest increase between consecutive widths, plus |A(10⁴) − GP| (slack 0.01)",
       lambda ctx: (lambda r: max(float(np.max(np.diff(r.arrays["theory_accuracy"]))),
                                  abs(r.summary[_TH[10000]] - r.summary[_GP["good_denoising"]])))(
-          ctx.run("paths.fig2e")), 0.01, "le",
+          ctx.run(FIG2E)), 0.01, "le",
       falsify=World("the theory's accuracy curve reversed in N: it then grows with the width",
-                    {"paths.fig2e": _SMALL_CFG}, _increasing))
+                    {FIG2E: _SMALL_CFG}, _increasing))
 claim("paths.uniform_denoising_head", "Fig. 5c (check B8)",
       "with the random denoising head made uniform the finite-width gain is the same",
       "fig5c: A_theory(N=10) − GP(good + uniform)",
-      lambda ctx: (lambda s: s[_TH[10]] - s[_GP["good_uniform"]])(ctx.run("paths.fig5c").summary),
+      lambda ctx: (lambda s: s[_TH[10]] - s[_GP["good_uniform"]])(ctx.run(FIG5C).summary),
       0.05, "ge", falsify=_FROZEN)
 
 # -- B9, B10: theory vs sampling ----------------------------------------------------------------------------
@@ -325,7 +326,7 @@ claim("paths.uniform_denoising_head", "Fig. 5c (check B8)",
 def _s(key: str):
     """fig2c's summary value, or NaN with the reason when the run did not sample that width."""
     def measure(ctx: ClaimContext) -> float | Measured:
-        summ = ctx.run("paths.fig2c").summary
+        summ = ctx.run(FIG2C).summary
         if key not in summ:
             return Measured(float("nan"), f"fig2c has no {key}: that width was not sampled at this scale")
         return summ[key]
@@ -344,7 +345,7 @@ for _key, _what, _exp, _rel in (
           _rel, falsify=_UNMIXED if _key.startswith("rhat") else _WIDE_SAMPLER)
 claim("paths.sampling_matches_theory_variance", "Eq. 30 (check B9)", "the sampled predictive variance matches Eq. 30",
       "fig2c, N = 10: |mean sampled var / mean theory var − 1|",
-      lambda ctx: abs(ctx.run("paths.fig2c").summary[width_key("var_ratio", 10)] - 1), 0.15, "le",
+      lambda ctx: abs(ctx.run(FIG2C).summary[width_key("var_ratio", 10)] - 1), 0.15, "le",
       falsify=_WIDE_SAMPLER)
 claim("paths.sampling_matches_theory_U_N50", "Fig. 2c (check B10)", "at N = 50 the sampled U agrees more tightly",
       "fig2c, N = 50: max_ππ' |U_s − U_th| / (0.07|U_th| + 0.05) (pass ≤ 1)", _s("U_gate_b10_N50"), 1.0, "le",
@@ -358,10 +359,10 @@ claim("paths.sampling_U_correlation_N50", "Fig. 2c (check B10)", "at N = 50 samp
 claim("paths.generic_sampler_U", "check C (Eqs. 8, 9 on random heads)",
       "on random heads (Hs = [3,3], mean readout) sampled U matches the theory",
       "generic: relative Frobenius error ‖U_s − U_th‖/‖U_th‖ at N = 10",
-      lambda ctx: ctx.run("paths.generic").summary[width_key("U_rel_fro", 10)], 0.15, "le",
+      lambda ctx: ctx.run(GENERIC).summary[width_key("U_rel_fro", 10)], 0.15, "le",
       falsify=_WIDE_SAMPLER)
 claim("paths.generic_sampler_predictor", "check C (Eq. 29 on random heads)",
       "on random heads the sampled mean predictor matches the theory",
       "generic: Pearson(f̄_samples, ⟨f⟩_theory) at N = 10",
-      lambda ctx: ctx.run("paths.generic").summary[width_key("pearson", 10)], 0.95, "ge",
+      lambda ctx: ctx.run(GENERIC).summary[width_key("pearson", 10)], 0.95, "ge",
       falsify=_HOT_SAMPLER)

@@ -19,11 +19,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnlab.core.experiment import Result, experiment
+from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Units
-from attnlab.paths import diagnostics, kernels, theory
+from attnlab.paths import costs, diagnostics, kernels, memory, outputs, theory
 from attnlab.paths.configs import HeadSpec, MarkovConfig
 from attnlab.paths.keys import path_key, set_key, width_key
 from attnlab.paths.markov import data, figures, files, public
@@ -205,14 +205,22 @@ GenericConfig = MarkovConfig.with_defaults(
     doc="Check C (docs/studies/paths.md): random heads on both layers (Hs = [3, 3], × 0.3), mean readout, P = 60, "
         "τ = 0.05, N = 10.")
 
-experiment(STUDY, "fig2c", Fig2cConfig, ref="Fig. 2c", figure=figures.markov_sweep, headline=True,
-           title="Markov task: accuracy and U vs N, theory vs Gibbs samples")(markov_sweep)
-experiment(STUDY, "fig2e", Fig2eConfig, ref="Fig. 2e", figure=figures.markov_sweep,
-           title="Markov task: good + denoising network, σ⊥ = 5")(markov_sweep)
-experiment(STUDY, "fig5c", Fig5cConfig, ref="Fig. 5c", figure=figures.markov_sweep,
-           title="Markov task: Fig. 2e with a uniform denoising head")(markov_sweep)
-experiment(STUDY, "generic", GenericConfig, ref="check C", figure=figures.markov_sweep,
-           title="Solver and sampler on random heads (Hs = [3, 3])")(markov_sweep)
+FIG2C = Experiment(
+    STUDY, "fig2c", Fig2cConfig, markov_sweep, ref="Fig. 2c", figure=figures.markov_sweep, headline=True,
+    title="Markov task: accuracy and U vs N, theory vs Gibbs samples",
+    memory=memory.markov, cost=costs.markov_sweep, outputs=outputs.markov_outputs("fig2c"))
+FIG2E = Experiment(
+    STUDY, "fig2e", Fig2eConfig, markov_sweep, ref="Fig. 2e", figure=figures.markov_sweep,
+    title="Markov task: good + denoising network, σ⊥ = 5",
+    memory=memory.markov, cost=costs.markov_sweep, outputs=outputs.markov_outputs("fig2e"))
+FIG5C = Experiment(
+    STUDY, "fig5c", Fig5cConfig, markov_sweep, ref="Fig. 5c", figure=figures.markov_sweep,
+    title="Markov task: Fig. 2e with a uniform denoising head",
+    memory=memory.markov, cost=costs.markov_sweep, outputs=outputs.markov_outputs("fig5c"))
+GENERIC = Experiment(
+    STUDY, "generic", GenericConfig, markov_sweep, ref="check C", figure=figures.markov_sweep,
+    title="Solver and sampler on random heads (Hs = [3, 3])",
+    memory=memory.markov, cost=costs.markov_sweep, outputs=outputs.markov_outputs("generic"))
 
 
 # -- Figs. 2d and 5b: alignment and kernels ------------------------------------------------------------
@@ -242,8 +250,10 @@ def fig2d(config: MarkovConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
-experiment(STUDY, "fig2d", Fig2dConfig, ref="Fig. 2d", figure=figures.fig2d,
-           title="Markov task: kernel-PC overlap with the labels, N = 10 vs GP")(fig2d)
+FIG2D = Experiment(
+    STUDY, "fig2d", Fig2dConfig, fig2d, ref="Fig. 2d", figure=figures.fig2d,
+    title="Markov task: kernel-PC overlap with the labels, N = 10 vs GP",
+    memory=memory.markov, cost=costs.markov_kernels, outputs=outputs.FIG2D)
 
 Fig5bConfig = MarkovConfig.with_defaults("Fig5bConfig", sample_widths=(), doc="Fig. 5b: the kernels.")
 
@@ -278,5 +288,7 @@ def fig5b(config: MarkovConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame([{"name": k, "value": v} for k, v in summary.items()]), arrays, summary)
 
 
-experiment(STUDY, "fig5b", Fig5bConfig, ref="Fig. 5b", figure=figures.fig5b,
-           title="Markov task: same-path kernels, GP and renormalised kernels")(fig5b)
+FIG5B = Experiment(
+    STUDY, "fig5b", Fig5bConfig, fig5b, ref="Fig. 5b", figure=figures.fig5b,
+    title="Markov task: same-path kernels, GP and renormalised kernels",
+    memory=memory.markov, cost=costs.markov_kernels, outputs=outputs.FIG5B)

@@ -34,11 +34,11 @@ from pydantic import Field
 
 from attnlab.core.config import ConfigError, resolve_from
 from attnlab.core.context import RunContext
-from attnlab.core.experiment import Result, experiment, get
+from attnlab.core.experiment import Experiment, Result, get
 from attnlab.core.rng import Streams
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Units
-from attnlab.paths import kernels, train
+from attnlab.paths import costs, kernels, memory, outputs, train
 from attnlab.paths.configs import MarkovConfig
 from attnlab.paths.keys import width_key
 from attnlab.paths.markov.experiments import STUDY, markov_problem
@@ -204,5 +204,7 @@ def sample(config: SampleConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(frames), arrays, summary)
 
 
-experiment(STUDY, "sample", SampleConfig, ref="App. F",
-           title="Posterior samples of a stored run's network, appended to a stored sampling run")(sample)
+SAMPLE = Experiment(
+    STUDY, "sample", SampleConfig, sample, ref="App. F",
+    title="Posterior samples of a stored run's network, appended to a stored sampling run",
+    memory=memory.markov, cost=costs.sample, outputs=outputs.SAMPLE)

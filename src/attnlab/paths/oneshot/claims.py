@@ -24,6 +24,7 @@ from attnlab.core.worlds import World, swap_summary
 from attnlab.paths.configs import Variant
 from attnlab.paths.keys import net_key, pruned_key
 from attnlab.paths.oneshot import data, episodes
+from attnlab.paths.oneshot.experiments import FIG3, FIG3EF, FIG6
 from attnlab.paths.outputs import TINY
 
 V = Variant().name  # the main text's network, L = 2, H = 4
@@ -144,7 +145,7 @@ claim("paths.gd_model_learns", "App. H.1 (check D2)", "the gradient-descent mode
       "fig3ef: best validation accuracy of the GD model (unseen validation classes)",
       _on("fig3ef", lambda s, o: s[_v("gd_best_val")]), 0.75, "ge",
       falsify=World("40 Adam steps of a 16-wide model on synthetic glyphs: a GD model that has not learnt the task",
-                    overrides={"paths.fig3ef": {**TINY["fig3ef"], "P_prune": 400}}))
+                    overrides={FIG3EF: {**TINY["fig3ef"], "P_prune": 400}}))
 
 # -- D3 and Fig. 3b-d: the theory with the GD model's Q/K ------------------------------------------------------
 
@@ -164,7 +165,7 @@ def _shift_U(experiment: str, result: Result) -> Result:
 
 
 _U_OFF = World("U* off GP's by 0.5 in an off-diagonal entry at every width (a theory that does not converge to GP)",
-               overrides={"paths.fig3": {**TINY["fig3"], "widths": (10, 1000, 10_000)}}, result=_shift_U)
+               overrides={FIG3: {**TINY["fig3"], "widths": (10, 1000, 10_000)}}, result=_shift_U)
 
 claim("paths.oneshot_U_near_gp_at_1000", "Fig. 3b, App. H.2.1 (check D3)", "with transplanted Q/K, U at N = 1000 is "
       "within 0.3 of U_GP up to its overall scale", "fig3: max |U*/ū − I| at N = 1000, τ*, with ū = tr U*/n "
@@ -222,7 +223,7 @@ def _swap_fw_gp(experiment: str, result: Result) -> Result:
 _SWAP_FW_GP = World(
     "the two arms swapped (the GP's per-episode correctness read as the finite-width network's at N = 10): where "
     "the GP is as good or better, the finite-width network does not beat it",
-    overrides={"paths.fig3": TINY["fig3"], "paths.fig6": {**TINY["fig6"], "variants": (
+    overrides={FIG3: TINY["fig3"], FIG6: {**TINY["fig6"], "variants": (
         {"L": 2, "Hs": (4, 4), "G": 4}, {"L": 3, "Hs": (3, 3, 3), "G": 4})}}, result=_swap_fw_gp)
 
 
@@ -247,7 +248,7 @@ claim("paths.oneshot_gd_sign_agreement", "Fig. 3c (check D3)", "the GD model's e
       "theory's U", "fig3: fraction of the 10 largest off-diagonal theory entries (N = 10) whose sign U_GD shares "
       "(chance: 0.5; ≥ 0.8 has probability 5.5% by chance)", _sign_agreement, 0.8, "ge",
       falsify=World("the GD model's empirical U with every sign flipped: it keeps none of the theory's signs",
-                    overrides={"paths.fig3": TINY["fig3"]}, result=lambda e, r: (r.arrays.update(
+                    overrides={FIG3: TINY["fig3"]}, result=lambda e, r: (r.arrays.update(
                         {_v("U_gd"): -r.arrays[_v("U_gd")]}) if _v("U_gd") in r.arrays else None, r)[1]))
 def _block_share(ctx: ClaimContext) -> Measured:
     """Share of U*(N = 10, τ*)'s off-diagonal |U| mass in pairs of paths sharing h_1 (Fig. 3c)."""
@@ -277,7 +278,7 @@ _both("Quick scale: these digits' heads couple paths across h_1 (the paper says 
       "sharing h_1; 'mostly': > ½ (no structure: the share of such pairs, 0.2 for H = 4)", measure=_block_share,
       expected=0.5, relation="ge",
       falsify=World("U's paths relabelled (h_1, h_2) → (h_2, h_1): its blocks are by the second-layer head, and the "
-                    "pairs sharing h_1 carry the share of unstructured pairs", overrides={"paths.fig3": TINY["fig3"]},
+                    "pairs sharing h_1 carry the share of unstructured pairs", overrides={FIG3: TINY["fig3"]},
                     result=_h2_blocks))
 _NO_SAMPLER_WORLD = ("samples and theory are compared inside the fig3 run (pipeline.agreement); a world with a "
                      "broken sampler needs a patched run kept apart from the store's unpatched ones, not built yet")
@@ -356,7 +357,7 @@ claim("paths.lowest_score_small_drop", "Fig. 3e (check D4)", "the lowest-score h
       "head), ID, < 0 (unpaired SE over P_prune episodes: conservative); two independent GD seeds, both must hold",
       _pruning("fig3ef", V, _lowest_minus_highest, lambda s, o: _heads(s, o, 0.0)), 0.0, "le", blocks=2,
       falsify=World("the lowest- and highest-score heads' drops swapped: the head the theory ranks lowest costs "
-                    "the more", overrides={"paths.fig3ef": _SMALL_PRUNE},
+                    "the more", overrides={FIG3EF: _SMALL_PRUNE},
                     result=swap_summary(_v("drop_lowest_score", "id"), _v("drop_highest_score", "id"))))
 _both(_QUICK_HEADS, id="paths.score_tracks_drop", ref="Fig. 3e (check D4)",
       statement="accuracy drops track the head scores",
@@ -366,7 +367,7 @@ _both(_QUICK_HEADS, id="paths.score_tracks_drop", ref="Fig. 3e (check D4)",
                                         + _heads(s, o, v), why="the single-head drops are all equal"),
       expected=0.64, relation="ge",
       falsify=World("the head scores ranked upside down (score → −score): the Spearman correlation with the drops "
-                    "changes sign", overrides={"paths.fig3ef": _SMALL_PRUNE},
+                    "changes sign", overrides={FIG3EF: _SMALL_PRUNE},
                     result=lambda e, r: (r.summary.update({k: -x for k, x in r.summary.items()
                                                            if "spearman_score_drop" in k}), r)[1]))
 _both(_QUICK_HEADS, id="paths.prune_two_heads_id", ref="Fig. 3f", statement="pruning the two lowest-score heads "
@@ -383,7 +384,7 @@ _both(_QUICK_HEADS, id="paths.prune_two_heads_ood", ref="Fig. 3f", statement="pr
                        f"{s[pruned_key(V, 2, o)]:.3f}; " + _heads(s, o, 0.0)),
       expected=0.0, relation="ge",
       falsify=World("the full and the pruned model swapped: pruning lowers the OOD accuracy",
-                    overrides={"paths.fig3ef": _SMALL_PRUNE},
+                    overrides={FIG3EF: _SMALL_PRUNE},
                     result=swap_summary(pruned_key(V, 2, "digits"), _v("acc_full", "digits"))))
 
 # -- paper scale only: Figs. 6 and 7 -------------------------------------------------------------------------

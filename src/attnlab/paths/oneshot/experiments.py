@@ -26,11 +26,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnlab.core.experiment import Result, experiment
+from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Units
-from attnlab.paths import kernels, model
+from attnlab.paths import costs, kernels, model, outputs
 from attnlab.paths.configs import OneShotConfig, Variant
 from attnlab.paths.keys import net_key, pruned_key, set_key
 from attnlab.paths.oneshot import figures, pruning
@@ -169,10 +169,14 @@ Fig6Config = OneShotConfig.with_defaults(
                       "taus": (0.05, 0.1, 0.25, 0.5, 1.0)}, "paper": {"ood": PAPER_OOD}},
     doc="Fig. 6: accuracy vs N for (L, H) = (2, 4) and (3, 3), ID and OOD; U of the (3, 3) network at N = 10.")
 
-experiment(STUDY, "fig3", Fig3Config, ref="Fig. 3b-d", figure=figures.fig3,
-           title="One-shot task: accuracy vs N, U (theory / sampled / GD), kernel alignment")(oneshot_theory)
-experiment(STUDY, "fig6", Fig6Config, ref="Fig. 6", figure=figures.fig6,
-           title="One-shot task: (L, H) = (2, 4) and (3, 3)")(oneshot_theory)
+FIG3 = Experiment(
+    STUDY, "fig3", Fig3Config, oneshot_theory, ref="Fig. 3b-d", figure=figures.fig3,
+    title="One-shot task: accuracy vs N, U (theory / sampled / GD), kernel alignment",
+    cost=costs.oneshot_theory, outputs=outputs.oneshot_outputs("fig3"))
+FIG6 = Experiment(
+    STUDY, "fig6", Fig6Config, oneshot_theory, ref="Fig. 6", figure=figures.fig6,
+    title="One-shot task: (L, H) = (2, 4) and (3, 3)",
+    cost=costs.oneshot_theory, outputs=outputs.oneshot_outputs("fig6"))
 
 
 # -- Figs. 3e-f and 7: head pruning -------------------------------------------------------------------
@@ -256,7 +260,11 @@ Fig7Config = OneShotConfig.with_defaults(
                       "taus": (0.1, 0.25, 0.5, 1.0)}, "paper": {"ood": PAPER_OOD}},
     doc="Fig. 7: head pruning for H = 4 and H = 8 heads per layer.")
 
-experiment(STUDY, "fig3ef", Fig3efConfig, ref="Fig. 3e-f", figure=figures.pruning, headline=True,
-           title="Head pruning of the GD model by scores from the theory's U")(head_pruning)
-experiment(STUDY, "fig7", Fig7Config, ref="Fig. 7", figure=figures.pruning,
-           title="Head pruning for H = 4 and H = 8")(head_pruning)
+FIG3EF = Experiment(
+    STUDY, "fig3ef", Fig3efConfig, head_pruning, ref="Fig. 3e-f", figure=figures.pruning, headline=True,
+    title="Head pruning of the GD model by scores from the theory's U",
+    cost=costs.head_pruning, outputs=outputs.pruning_outputs("fig3ef"))
+FIG7 = Experiment(
+    STUDY, "fig7", Fig7Config, head_pruning, ref="Fig. 7", figure=figures.pruning,
+    title="Head pruning for H = 4 and H = 8",
+    cost=costs.head_pruning, outputs=outputs.pruning_outputs("fig7"))

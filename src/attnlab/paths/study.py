@@ -1,0 +1,17 @@
+"""Paper 3's study, declared in one place: its experiments (the hidden-Markov-chain task, Sec. 4.1 and App. G: Figs.
+2c-e, 5b-c, a generic check and sampling a stored run; the one-shot image task, Sec. 4.2 and App. H: Figs. 3, 6, 7),
+the modules of its claims and its sandbox views."""
+
+from __future__ import annotations
+
+from attnlab.core.study import Study
+from attnlab.paths.markov.experiments import FIG2C, FIG2D, FIG2E, FIG5B, FIG5C, GENERIC
+from attnlab.paths.markov.sample import SAMPLE
+from attnlab.paths.oneshot.experiments import FIG3, FIG3EF, FIG6, FIG7
+
+STUDY = Study(
+    "paths", "Attention paths in a Bayesian deep multi-head attention network (paper 3)",
+    experiments=(FIG2C, FIG2E, FIG5C, GENERIC, FIG2D, FIG5B, SAMPLE, FIG3, FIG6, FIG3EF, FIG7),
+    claims=("attnlab.paths.claims", "attnlab.paths.markov.claims", "attnlab.paths.oneshot.claims"),
+    views="attnlab.paths.views.plugin",
+)
