@@ -15,11 +15,11 @@ import torch
 
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.config import resolve
-from attnlab.core.experiment import get
+from attnlab.core.experiment import Experiment, get
 from attnlab.signal import theory
 from attnlab.signal.arch import Architecture, beta_from_std
-from attnlab.signal.experiments.attention import rem_key
-from attnlab.signal.experiments.depth import no_skip_key, tanh_key
+from attnlab.signal.experiments.attention import FIG3, FIGB1, FIGC1, UNIVERSALITY, rem_key
+from attnlab.signal.experiments.depth import ALPHAC, DEPTH, FIG1C, FIG1D, FIG1E, FIG5, FIGC3, no_skip_key, tanh_key
 from attnlab.signal.model import init_block, mlp
 from attnlab.signal.theory import kernels, rem
 
@@ -27,8 +27,8 @@ F64 = torch.float64
 S = "signal"
 
 
-def _s(ctx: ClaimContext, exp: str, key: str) -> float:
-    return ctx.summary(f"{S}.{exp}", key)
+def _s(ctx: ClaimContext, exp: Experiment, key: str) -> float:
+    return ctx.summary(exp, key)
 
 
 # -- exact identities (Eqs. (13), (14), (16), (19), (B.22), App. B.1) --------------------------------------------------
@@ -140,48 +140,48 @@ claim("signal.score_variance_eq11", "Eq. 11, App. B.1",
 
 
 def _frozen_ipr(ctx) -> float:
-    return max(abs(_s(ctx, "figB1", rem_key("ipr", 0, 4096, b)) - float(rem.q_sa(b, 0.0))) for b in (3, 5))
+    return max(abs(_s(ctx, FIGB1, rem_key("ipr", 0, 4096, b)) - float(rem.q_sa(b, 0.0))) for b in (3, 5))
 
 
 claim("signal.q_sa_frozen_phase", "Eq. 13, Fig. B.1", "above β_c the IPR of a row tends to q_sa = 1 − β_c/β",
       "figB1: score-field rows at T = 4096, ρ = 0; max over β ∈ {3, 5} of |IPR − (1 − √2/β)|", _frozen_ipr,
       0.1, "le")
 claim("signal.q_sa_annealed_vanishes", "Eq. 13, Fig. B.1", "below β_c the IPR vanishes with T (attention spreads)",
-      "figB1: IPR at β = 0.5, T = 1024, ρ = 0", lambda ctx: _s(ctx, "figB1", rem_key("ipr", 0, 1024, 0.5)), 0.01, "le")
+      "figB1: IPR at β = 0.5, T = 1024, ρ = 0", lambda ctx: _s(ctx, FIGB1, rem_key("ipr", 0, 1024, 0.5)), 0.01, "le")
 claim("signal.entropy_annealed", "Eq. B.18, Fig. B.1", "below β_c the row entropy is S/log T = 1 − β²/β_c²",
       "figB1: |S/log T − 0.875| at β = 0.5, T = 4096, ρ = 0",
-      lambda ctx: abs(_s(ctx, "figB1", rem_key("entropy", 0, 4096, 0.5)) - 0.875), 0.02, "le")
+      lambda ctx: abs(_s(ctx, FIGB1, rem_key("entropy", 0, 4096, 0.5)) - 0.875), 0.02, "le")
 claim("signal.beta_c_independent_of_d_H", "Eqs. 11, 13, Sec. 3.1",
       "with Var(s) = β² log T the transition β does not depend on the width d or the number of heads H",
       "universality: real attention layers on orthogonal tokens, β* where the IPR crosses 0.3, for (d, H) ∈ "
-      "{(256, 1), (512, 1), (512, 4)} at T = 256 (d ≥ T); (max − min)/mean", lambda ctx: _s(ctx, "universality",
+      "{(256, 1), (512, 1), (512, 4)} at T = 256 (d ≥ T); (max − min)/mean", lambda ctx: _s(ctx, UNIVERSALITY,
                                                                                  "beta_star_spread_dH"), 0.05, "le")
 claim("signal.frozen_phase_independent_of_T", "Eq. 11, Sec. 3.2.3",
       "under the log T scaling the frozen phase is T-independent: an O(1) number of attended keys",
       "universality: IPR at β = 3 for T ∈ {64, 256, 512} (d = 512, H = 1); max − min",
-      lambda ctx: _s(ctx, "universality", "ipr_beta3_spread_T"), 0.1, "le")
+      lambda ctx: _s(ctx, UNIVERSALITY, "ipr_beta3_spread_T"), 0.1, "le")
 claim("signal.beta_c_rho_scaling", "Eq. 13, Fig. 3", "the transition moves with the input cosine as "
       "β_c(ρ) ∝ 1/√(1−ρ)", "fig3: β*(ρ) where a real SA head's IPR crosses 0.3 (T = 256); spread of β*·√(1−ρ) "
-      "over ρ ∈ {0, 0.25, 0.5}", lambda ctx: _s(ctx, "fig3", "beta_star_scaled_spread"), 0.10, "le")
+      "over ρ ∈ {0, 0.25, 0.5}", lambda ctx: _s(ctx, FIG3, "beta_star_scaled_spread"), 0.10, "le")
 claim("signal.finite_T_shift_below", "Sec. 3.2.2, Eq. 15, Fig. 3",
       "finite sequences move the transition to lower β than the T → ∞ theory",
       "fig3: β*(ρ)/[β_c(ρ)/(1 − 0.3)] (measured IPR = 0.3 vs Eq. 13 = 0.3), largest over ρ ∈ {0, 0.25, 0.5}",
-      lambda ctx: _s(ctx, "fig3", "shift_ratio_max"), 0.9, "le")
+      lambda ctx: _s(ctx, FIG3, "shift_ratio_max"), 0.9, "le")
 claim("signal.finite_T_shift_size", "Sec. 3.2.2, Fig. 3", "… by a bounded amount at T = 256",
-      "fig3: the same ratio, smallest over ρ ∈ {0, 0.25, 0.5}", lambda ctx: _s(ctx, "fig3", "shift_ratio_min"),
+      "fig3: the same ratio, smallest over ρ ∈ {0, 0.25, 0.5}", lambda ctx: _s(ctx, FIG3, "shift_ratio_min"),
       0.65, "ge")
 FINITE_D = (1, 2, 4)  # widths of the finite-d scan, in units of the scale's fig3 T: d ∈ {T, 2T, 4T}
 
 
 def _fig3_size(ctx: ClaimContext) -> tuple[int, int]:
     """(T, d) of the scale's own fig3 run (paper: the figure's T = d = 512; quick: T = 256, d = 1024)."""
-    config = resolve(get(f"{S}.fig3").config, ctx.scale, {})
+    config = resolve(get(FIG3).config, ctx.scale, {})
     return config.T, config.d
 
 
 def _sa_vs_mc(ctx: ClaimContext) -> Measured:
     T, d = _fig3_size(ctx)
-    dev = _s(ctx, "fig3", "max_dev_mc")
+    dev = _s(ctx, FIG3, "max_dev_mc")
     return Measured(dev, f"fig3 at its {ctx.scale} size, T = {T}, d = {d}: max |sim − MC| = {dev:.4f}; the MC is the "
                     "d → ∞ limit, and the simulated cosine sits below it by a finite-width gap at small ρ "
                     "(signal.sa_layer_finite_d_gap)")
@@ -192,7 +192,7 @@ def _finite_d_gap(ctx: ClaimContext) -> Measured:
     (nan: a gap ≤ 0)."""
     T = _fig3_size(ctx)[0]
     ds = [k * T for k in FINITE_D]
-    runs = [ctx.run(f"{S}.fig3", T=T, d=d, betas=(0.5, 0.75), rhos=(0.0, 0.05), n_inits=16, n_rep=8) for d in ds]
+    runs = [ctx.run(FIG3, T=T, d=d, betas=(0.5, 0.75), rhos=(0.0, 0.05), n_inits=16, n_rep=8) for d in ds]
     gaps = [float((r.arrays["mc_cos"] - r.arrays["sim_cos"]).mean()) for r in runs]
     slope = float(np.polyfit(np.log(ds), np.log(gaps), 1)[0]) if min(gaps) > 0 else float("nan")
     return Measured(slope, f"mean finite-T MC − simulated output cosine at T = {T}, β ∈ {{0.5, 0.75}}, "
@@ -212,7 +212,7 @@ claim("signal.sa_layer_finite_d_gap", "Sec. 3.2.2, Fig. 3 right, App. B.7",
       "β ∈ {0.5, 0.75} × ρ ∈ {0, 0.05}, its log-log slope in d (the finite-T Monte Carlo is the d → ∞ limit)",
       _finite_d_gap, -1.0, "approx", 0.35)
 claim("signal.sa_layer_vs_eq14_frozen", "Eq. 14, Fig. 3", "deep in the frozen phase Eq. 14 holds already at T = 256",
-      "fig3: max |sim − Eq. 14| at β = 3 over ρ ≤ 0.5", lambda ctx: _s(ctx, "fig3", "max_dev_eq14_beta3"), 0.05, "le")
+      "fig3: max |sim − Eq. 14| at β = 3 over ρ ≤ 0.5", lambda ctx: _s(ctx, FIG3, "max_dev_eq14_beta3"), 0.05, "le")
 
 
 # -- depth: theory vs simulation, α_c (Eq. (19), Sec. 3.3, Figs. 1c-e) -------------------------------------------------
@@ -222,49 +222,49 @@ claim("signal.depth_theory_vs_sim", "Eq. 19, Figs. 1d/e",
       "depth: T = 64, d = 128, L = 24, 8 inits × 4 sequences, (β, α_SA) ∈ {(0.1, 0.25), (0.1, 0.5), (0.1, 1), "
       "(0.1, 2), (3, 1)}; max over layers and configurations of |sim − theory| (Eq. 19 with the finite-T "
       "Monte-Carlo q_sa, p_sa of Eq. 15's corrections)",
-      lambda ctx: _s(ctx, "depth", "max_dev_finite_T"), 0.1, "le", scales=("quick",))
+      lambda ctx: _s(ctx, DEPTH, "max_dev_finite_T"), 0.1, "le", scales=("quick",))
 claim("signal.depth_asymptotic_theory", "Eqs. 13, 19, Figs. 1d/e",
       "the T → ∞ theory (Eq. 19 with Eq. 13) predicts the same runs, as the theory lines of Figs. 1d/e do",
       "depth at each scale (quick: T = 64, d = 128, L = 24, 8 × 4; paper: T = 128, d = 256, L = 60, 10 × 10): max "
       "over layers and configurations of |sim − Eq. 19 with Eq. 13|, the quick finite-T twin's tolerance",
-      lambda ctx: _s(ctx, "depth", "max_dev"), 0.1, "le")
+      lambda ctx: _s(ctx, DEPTH, "max_dev"), 0.1, "le")
 claim("signal.depth_theory_vs_sim_medium", "Eq. 19, Figs. 1d/e", "… tighter at larger T and d",
       "depth at paper scale (T = 128, d = 256, L = 60, 10 inits × 10 sequences); max |sim − finite-T theory|",
-      lambda ctx: _s(ctx, "depth", "max_dev_finite_T"), 0.04, "le", scales=("paper",))
+      lambda ctx: _s(ctx, DEPTH, "max_dev_finite_T"), 0.04, "le", scales=("paper",))
 claim("signal.fig1d_theory_vs_sim", "Fig. 1d, Sec. 3.2.2",
       "a 60-layer model with the standard HF Q/K init (low β) follows the theory on corpus text, α_SA ∈ {1, 2, 4}",
       "fig1d: stories corpus through random embeddings, 8 inits × 4 sequences; max over layers of "
       "|sim − finite-T theory| (Eq. 19 with "
-      "the Monte-Carlo q_sa, p_sa at the model's T)", lambda ctx: _s(ctx, "fig1d", "max_dev_finite_T"), 0.05, "le")
+      "the Monte-Carlo q_sa, p_sa at the model's T)", lambda ctx: _s(ctx, FIG1D, "max_dev_finite_T"), 0.05, "le")
 claim("signal.fig1d_asymptotic_theory", "Fig. 1d, Sec. 3.2.2",
       "far from β_c, as for the standard HF init of Fig. 1d, finite-size effects are negligible: the T → ∞ theory "
       "describes signal propagation accurately", "fig1d: max over layers and α_SA of |sim − Eq. 19 with Eq. 13|, "
-      "the tolerance of the finite-T twin; two seed blocks", lambda ctx: _s(ctx, "fig1d", "max_dev"), 0.05, "le",
+      "the tolerance of the finite-T twin; two seed blocks", lambda ctx: _s(ctx, FIG1D, "max_dev"), 0.05, "le",
       blocks=2)
 claim("signal.fig1e_theory_vs_sim", "Fig. 1e",
       "in the high-variance phase (β = 3) the signal survives 12 layers as the theory predicts",
       "fig1e: max over layers of |sim − theory| (asymptotic Eq. 19)",
-      lambda ctx: _s(ctx, "fig1e", "max_dev"), 0.05, "le")
+      lambda ctx: _s(ctx, FIG1E, "max_dev"), 0.05, "le")
 claim("signal.alpha_c_increases_with_L", "Sec. 3.3, Fig. 1c",
       "the critical residual strength α_c(L) grows with depth", "fig1c: smallest increment of α_c(L) between "
       "consecutive depths of L ∈ {6, …, 200} for ε ∈ {0.1, 0.01, 0.001}",
-      lambda ctx: _s(ctx, "fig1c", "alpha_c_min_step"), 1e-3, "ge")
+      lambda ctx: _s(ctx, FIG1C, "alpha_c_min_step"), 1e-3, "ge")
 claim("signal.standard_alpha_collapses_at_L60", "Fig. 1f, App. A.1",
       "with α_SA = 1 (standard, HF) a 60-layer model at low β is in the rank-collapse phase",
-      "fig1c: α_c(60) at ε = 0.01, ρ_0 = 0 (must exceed 1)", lambda ctx: _s(ctx, "fig1c", "alpha_c"), 1.0, "ge")
+      "fig1c: α_c(60) at ε = 0.01, ρ_0 = 0 (must exceed 1)", lambda ctx: _s(ctx, FIG1C, "alpha_c"), 1.0, "ge")
 claim("signal.trainability_sim_agreement", "Fig. 1c, App. A.1",
       "the simulated diagram (first-layer entropy / IPR, ρ_L) lands in the theory's phase",
       "fig1c: fraction of the 5 × 5 simulated (β, α_SA) points, L = 60, classified as the theory classifies them",
-      lambda ctx: _s(ctx, "fig1c", "sim_agreement"), 0.9, "ge")
+      lambda ctx: _s(ctx, FIG1C, "sim_agreement"), 0.9, "ge")
 claim("signal.diagram_is_fast", "Fig. 1c (a 200 × 200 grid)",
       "a 60-layer trainability diagram on a 200 × 200 grid is one vectorised computation",
-      "fig1c: wall time of the theory diagram", lambda ctx: _s(ctx, "fig1c", "diagram_seconds"), 10.0, "le")
+      "fig1c: wall time of the theory diagram", lambda ctx: _s(ctx, FIG1C, "diagram_seconds"), 10.0, "le")
 claim("signal.alpha_above_critical_propagates", "Sec. 3.3, Eq. 19",
       "α_SA above α_c(L) keeps ρ_L < 1 − ε in simulation, below it the tokens collapse",
       "alphac: L = 24, ε = 0.1, β = 0.1, α_SA ∈ {0.5, …, 1.5}: fraction of α_SA whose simulated collapse "
-      "(ρ_24 ≥ 0.9) matches α_SA < α_c(24)", lambda ctx: _s(ctx, "alphac", "classification_agreement"), 1.0, "ge")
+      "(ρ_24 ≥ 0.9) matches α_SA < α_c(24)", lambda ctx: _s(ctx, ALPHAC, "classification_agreement"), 1.0, "ge")
 claim("signal.alpha_c_sim_vs_theory", "Eq. 19, Sec. 3.3", "… and ρ_24 itself matches the theory",
-      "alphac: max over α_SA of |ρ_24(sim) − ρ_24(theory)|", lambda ctx: _s(ctx, "alphac", "max_dev"), 0.06, "le")
+      "alphac: max over α_SA of |ρ_24(sim) − ρ_24(theory)|", lambda ctx: _s(ctx, ALPHAC, "max_dev"), 0.06, "le")
 
 
 # -- fixed points: ReLU vs tanh (Sec. 3.4, Fig. 5) ---------------------------------------------------------------
@@ -287,22 +287,22 @@ claim("signal.relu_no_fixed_point", "Sec. 3.4, App. B.8",
       "48 low-β ReLU blocks (σ_w², σ_v², σ_b², α_SA grid): count of fixed points in (0, 1) and of F'(1) > 1",
       _relu_fixed_points, 0.0, "le")
 claim("signal.tanh_critical_sigma_w2", "Fig. 5, Sec. 3.4", "tanh MLPs have a critical σ_w² where F'(1) = 1",
-      "fig5: σ_w,c² (α = 1, σ_v² = 1, σ_b² = 0)", lambda ctx: _s(ctx, "fig5", "sigma_w2_c"), (4.0, 16.0), "in")
+      "fig5: σ_w,c² (α = 1, σ_v² = 1, σ_b² = 0)", lambda ctx: _s(ctx, FIG5, "sigma_w2_c"), (4.0, 16.0), "in")
 claim("signal.tanh_fixed_point_sim", "Fig. 5, Sec. 3.4",
       "above σ_w,c² random tanh transformers keep ρ_l at the non-trivial fixed point ρ* < 1",
       "fig5: max over σ_w² ∈ {16, 32} of |ρ_100(sim) − ρ*| (ρ_100 < 0.95 required too: else 1)",
-      lambda ctx: max((abs(_s(ctx, "fig5", tanh_key("rho_L_sim", s)) - _s(ctx, "fig5", tanh_key("rho_star", s)))
-                       if _s(ctx, "fig5", tanh_key("rho_L_sim", s)) < 0.95 else 1.0) for s in (16, 32)), 0.1, "le")
+      lambda ctx: max((abs(_s(ctx, FIG5, tanh_key("rho_L_sim", s)) - _s(ctx, FIG5, tanh_key("rho_star", s)))
+                       if _s(ctx, FIG5, tanh_key("rho_L_sim", s)) < 0.95 else 1.0) for s in (16, 32)), 0.1, "le")
 claim("signal.tanh_small_sigma_collapses", "Fig. 5, Sec. 3.4", "below σ_w,c² the tanh transformer collapses",
-      "fig5: ρ_100 in simulation at σ_w² = 4", lambda ctx: _s(ctx, "fig5", tanh_key("rho_L_sim", 4)), 0.99, "ge")
+      "fig5: ρ_100 in simulation at σ_w² = 4", lambda ctx: _s(ctx, FIG5, tanh_key("rho_L_sim", 4)), 0.99, "ge")
 claim("signal.no_skip_low_beta_collapses", "App. C.3", "without skip connections a low-β block maps any input to ρ = 1",
       "figC3: ρ after one block from ρ_0 = 0.01 at β = 0.5, α_SA = α_MLP = 0",
-      lambda ctx: _s(ctx, "figC3", "rho1_beta0.5"), 0.999, "ge")
+      lambda ctx: _s(ctx, FIGC3, "rho1_beta0.5"), 0.999, "ge")
 
 
 def _no_skip_vs_sim(ctx) -> Measured:
     """figC3: the finite-T theory's largest deviation, with the T → ∞ theory's on the same runs in the detail."""
-    run = ctx.run(f"{S}.figC3")
+    run = ctx.run(FIGC3)
     s, a = run.summary, run.arrays
     betas = [float(b) for b in a["table_betas"]]
     asym = ", ".join(f"{s[no_skip_key('max_dev', b)]:.2f}" for b in betas)
@@ -324,14 +324,12 @@ claim("signal.no_skip_theory_vs_sim", "App. C.3, Eq. 15, Sec. 3.2.2",
 
 claim("signal.spectrum_standard_bulk", "App. C.1, Fig. C.1",
       "standard init (score std fixed): the attention bulk has radius O(1/√T), √(e^{σ²}−1)/√T = 0.041 at T = 1024",
-      "figC1: mean |λ_2| at T = 1024, σ_s = 1", lambda ctx: _s(ctx, "figC1", "lambda2_standard_T1024"),
+      "figC1: mean |λ_2| at T = 1024, σ_s = 1", lambda ctx: _s(ctx, FIGC1, "lambda2_standard_T1024"),
       (0.03, 0.06), "in")
 claim("signal.spectrum_rescaled_no_bulk", "App. C.1, Fig. C.1", "rescaled init (σ_s² = β² log T): no 1/√T bulk",
-      "figC1: mean |λ_2| at T = 1024, β = 2", lambda ctx: _s(ctx, "figC1", "lambda2_beta2_T1024"), 0.5, "ge")
+      "figC1: mean |λ_2| at T = 1024, β = 2", lambda ctx: _s(ctx, FIGC1, "lambda2_beta2_T1024"), 0.5, "ge")
 claim("signal.spectrum_standard_scaling", "App. C.1, Fig. C.1", "standard init: |λ_2| ∝ T^{−1/2}",
       "figC1: slope of log |λ_2| vs log T over T ∈ {64, …, 1024}",
-      lambda ctx: _s(ctx, "figC1", "slope_standard"), -0.5, "approx", 0.1)
+      lambda ctx: _s(ctx, FIGC1, "slope_standard"), -0.5, "approx", 0.1)
 
 
-import attnlab.signal.claims_mapping  # noqa: E402, F401  (the claims measured through attnlab map)
-from attnlab.signal import claims_training, worlds  # noqa: E402, F401  (the training claims; every claim's world)

@@ -10,6 +10,7 @@ import numpy as np
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.worlds import World
 from attnlab.signal.claims_training import T975
+from attnlab.signal.experiments.mapping import MAP_FAMILIES, MAP_FIX_TRAINING
 
 S = "signal"
 # Fixed before measuring: the study's gate for the T → ∞ theory at the standard HF initialisation (Fig. 1d,
@@ -21,7 +22,7 @@ FIX_EFFECT = 0.1  # nats: the smallest gain in held-out loss drop that counts as
 
 
 def _families(ctx: ClaimContext) -> Measured:
-    s = ctx.run(f"{S}.map_families").summary
+    s = ctx.run(MAP_FAMILIES).summary
     pairs = [k.removeprefix("max_dev_") for k in s if k.startswith("max_dev_")]
     per = "; ".join(f"{p.replace('_L', ' L = ')}: {s['max_dev_' + p]:.3f} at layer {s['worst_layer_' + p]:g} "
                     f"(ρ_L {s['rho_L_predicted_' + p]:.3f} predicted, {s['rho_L_measured_' + p]:.3f} measured)"
@@ -39,7 +40,7 @@ claim("signal.map_predicts_real_families", "Eq. 19, Sec. 3.2.2, App. B.1",
       "le", scales=("quick", "paper"),
       falsify=World("the theory's attention branch twice too strong in amplitude (σ_v² × 4 in every layer's "
                     "block map): the predicted cosine climbs faster than the models' own",
-                    overrides={f"{S}.map_families": {"families": ("bert",), "depths": (12,), "batch": 6}},
+                    overrides={MAP_FAMILIES: {"families": ("bert",), "depths": (12,), "batch": 6}},
                     patch={"attnlab.signal.mapping:_arch": lambda f: lambda spec, p, T: f(
                         spec, {**p, "sigma_v2": 4 * p["sigma_v2"]}, T)}))
 
@@ -47,7 +48,7 @@ claim("signal.map_predicts_real_families", "Eq. 19, Sec. 3.2.2, App. B.1",
 def _fix_trains(ctx: ClaimContext) -> Measured:
     """Paired by seed (same init of every other weight, head, data, masks): drop(fixed) − drop(original), drop =
     held-out loss before − after training; the lower end of its 95 % t interval."""
-    s = ctx.run(f"{S}.map_fix_training").summary
+    s = ctx.run(MAP_FIX_TRAINING).summary
     seeds = sorted(int(k.removeprefix("drop_fixed_seed")) for k in s if k.startswith("drop_fixed_seed"))
     diff = np.array([s[f"drop_fixed_seed{i}"] - s[f"drop_original_seed{i}"] for i in seeds])
     n = len(diff)
@@ -71,4 +72,4 @@ claim("signal.map_fix_trains", "Sec. 3.3, Fig. 1c, Fig. 1f",
       FIX_EFFECT, "ge", scales=("quick", "paper"),
       falsify=World("the fix not applied: the second arm is the original model, so it learns exactly as the "
                     "original does and the gain is zero",
-                    overrides={f"{S}.map_fix_training": {"fix": False, "steps": 60, "n_seeds": 2, "n_eval": 32}}))
+                    overrides={MAP_FIX_TRAINING: {"fix": False, "steps": 60, "n_seeds": 2, "n_eval": 32}}))

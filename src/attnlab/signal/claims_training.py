@@ -8,13 +8,14 @@ import math
 import numpy as np
 
 from attnlab.core.claims import ClaimContext, Measured, claim
-from attnlab.signal.experiments.training import slot_key
+from attnlab.core.experiment import Experiment
+from attnlab.signal.experiments.training import FIG1F, FIG4, FIGC2, slot_key
 
 S = "signal"
 
 
-def _s(ctx: ClaimContext, exp: str, key: str) -> float:
-    return ctx.summary(f"{S}.{exp}", key)
+def _s(ctx: ClaimContext, exp: Experiment, key: str) -> float:
+    return ctx.summary(exp, key)
 
 
 # -- training (Figs. 4, C.2, 1f) ---------------------------------------------------------------
@@ -22,14 +23,14 @@ def _s(ctx: ClaimContext, exp: str, key: str) -> float:
 claim("signal.entropy_collapse_blocks_training", "Fig. 4, Sec. 3.2.3",
       "a 1-layer model initialised in the entropy-collapse phase fails to train at lr 5e-4 while low β trains",
       "fig4 (repeat-MLM, d = 64, T = 64, 1000 steps): min over 2 seeds of loss(β = 5) − loss(β = 0.5)",
-      lambda ctx: _s(ctx, "fig4", "loss_gap_min"), 0.8, "ge", scales=("quick",))
+      lambda ctx: _s(ctx, FIG4, "loss_gap_min"), 0.8, "ge", scales=("quick",))
 claim("signal.entropy_collapsed_at_init", "Fig. 4, Sec. 3.2.3", "β = 5 starts with collapsed attention entropy",
-      "fig4: largest initial S/log T of the β = 5 models", lambda ctx: _s(ctx, "fig4", "entropy_init_high_beta_max"),
+      "fig4: largest initial S/log T of the β = 5 models", lambda ctx: _s(ctx, FIG4, "entropy_init_high_beta_max"),
       0.2, "le")
 
 
 def _frozen_entropy(ctx) -> Measured:
-    run = ctx.run(f"{S}.fig4")
+    run = ctx.run(FIG4)
     s, a = run.summary, run.arrays
     slots = list(zip(a["slot_betas"], a["slot_alphas"], a["slot_seeds"], strict=True))
 
@@ -59,7 +60,7 @@ def _best_loss(run, beta: float) -> tuple[float, float]:
 def _low_lr(ctx) -> Measured:
     """The Fig. C.2 gap, with what it can say: a gap is evidence only where the low-β model has learned (its loss
     below half of where it started)."""
-    c2, f4 = ctx.run(f"{S}.figC2"), ctx.run(f"{S}.fig4")
+    c2, f4 = ctx.run(FIGC2), ctx.run(FIG4)
     s = c2.summary
     lo, hi = s["beta_low"], s["beta_high"]
     (start, end_lo), (_, end_hi) = _best_loss(c2, lo), _best_loss(c2, hi)
@@ -86,8 +87,8 @@ def _low_lr_paired(ctx: ClaimContext) -> Measured:
     """Paired by seed (same init and data stream): gap(lr 5e-4) − gap(lr 1e-4), gap = final held-out loss of β = 5
     minus that of β = 0.5; the lower end of its 95 % t interval."""
     gaps = []
-    for exp in ("fig4", "figC2"):
-        run = ctx.run(f"{S}.{exp}", betas=(0.5, 5.0), n_seeds=LOW_LR_SEEDS)
+    for exp in (FIG4, FIGC2):
+        run = ctx.run(exp, betas=(0.5, 5.0), n_seeds=LOW_LR_SEEDS)
         gaps.append(np.array([run.summary[slot_key("loss_final", 5.0, 1.0, s)]
                               - run.summary[slot_key("loss_final", 0.5, 1.0, s)] for s in range(LOW_LR_SEEDS)]))
     diff = gaps[0] - gaps[1]
@@ -107,11 +108,11 @@ claim("signal.low_lr_mitigates_entropy_collapse", "Fig. C.2, App. C.2, Fig. 4",
 claim("signal.rank_collapse_blocks_training", "Fig. 1f, App. A.1",
       "a deep low-β model with α_SA below α_c(L) does not train; above α_c(L) it does",
       "fig1f rank arm: min over seeds of loss(α_SA low) − loss(α_SA high)",
-      lambda ctx: _s(ctx, "fig1f", "rank_gap_min"), 0.5, "ge", scales=("paper",))
+      lambda ctx: _s(ctx, FIG1F, "rank_gap_min"), 0.5, "ge", scales=("paper",))
 claim("signal.entropy_collapse_blocks_deep_training", "Fig. 1f, App. A.1",
       "a shallower model with β above β_c does not train; the same model at low β does",
       "fig1f entropy arm: min over seeds of loss(β high) − loss(β low)",
-      lambda ctx: _s(ctx, "fig1f", "entropy_gap_min"), 2.0, "ge", scales=("paper",))
+      lambda ctx: _s(ctx, FIG1F, "entropy_gap_min"), 2.0, "ge", scales=("paper",))
 
 
 # -- HuggingFace interop ---------------------------------------------------------------------------------------

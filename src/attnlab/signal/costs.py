@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import math
 
-from attnlab.core.costs import cost_model
-
 MULADD = 0.025  # ns per float32 multiply-add in a matmul
 MULADD64 = 0.05  # … in float64
 RANDN = 4.0  # ns per float32 normal sample, scaled
@@ -82,7 +80,6 @@ def corpus(c) -> float:
 # -- one attention layer -------------------------------------------------------------------------------------
 
 
-@cost_model("signal.fig3")
 def fig3(c) -> float:
     """Fig. 3: |β| × |ρ| × n_inits one-head SA slots (input, weights, attention) plus the finite-T MC of the grid."""
     a = c.arch(H=1)
@@ -92,7 +89,6 @@ def fig3(c) -> float:
     return OVERHEAD + points * c.n_inits * slot + mc(points, a.T, c.n_rep)
 
 
-@cost_model("signal.universality")
 def universality(c) -> float:
     """β_c universality (Eqs. (11), (13)): per (d, H, T), |β| × n_inits SA slots as in Fig. 3 (with d_ff = d)."""
     total = 0.0
@@ -103,7 +99,6 @@ def universality(c) -> float:
     return OVERHEAD + total
 
 
-@cost_model("signal.figB1")
 def fig_b1(c) -> float:
     """Figs. B.1/B.2: per ρ, row statistics of n_rep × (n_rows + 1) × T entries for every β and T, and the
     float64 MC at mc_T with max(2, n_rep // 4) draws."""
@@ -111,14 +106,12 @@ def fig_b1(c) -> float:
     return OVERHEAD + len(c.rhos) * (rows + mc(len(c.betas), c.mc_T, max(2, c.n_rep // 4)))
 
 
-@cost_model("signal.figC1")
 def fig_c1(c) -> float:
     """Fig. C.1: for the standard init and each β, one T_show eigendecomposition and n_rep at every T of Ts."""
     settings = 1 + len(c.betas)
     return OVERHEAD + settings * EIG * (c.T_show**3 + c.n_rep * sum(t**3 for t in c.Ts))
 
 
-@cost_model("signal.fig1ab")
 def fig1ab(c) -> float:
     """Fig. 1a/b: the stories and their WordPiece (one story then goes through one head: next to nothing)."""
     return OVERHEAD + corpus(c) + len(c.betas) * RANDN * 5 * c.d * c.d
@@ -127,7 +120,6 @@ def fig1ab(c) -> float:
 # -- depth ------------------------------------------------------------------------------------------------------
 
 
-@cost_model("signal.fig1c")
 def fig1c(c) -> float:
     """Fig. 1c: the n_β × n_α theory diagram over L layers, α_c(L) for every (L, ε) and at (L, ε), the finite-T
     table if asked, and the simulated |sim_β| × |sim_α| diagram (n_inits networks of L blocks each)."""
@@ -142,7 +134,6 @@ def fig1c(c) -> float:
     return OVERHEAD + work
 
 
-@cost_model("signal.fig1d", "signal.fig1e", "signal.depth")
 def depth(c) -> float:
     """Figs. 1d/e and the synthetic grid: per (β, α_SA) configuration n_inits networks of L blocks on n_seqs
     sequences (corpus: a random embedding table per network), the stories, and the finite-T table."""
@@ -154,7 +145,6 @@ def depth(c) -> float:
     return OVERHEAD + work + (table(a.T) if c.finite_T else 0.0) + theory_map(n, 2 * a.L)
 
 
-@cost_model("signal.alphac")
 def alphac(c) -> float:
     """Sec. 3.3: α_c(L, ε) for every (L, ε) and at (sim_L, sim_eps), and |sim_α| × n_inits simulated networks
     of sim_L blocks."""
@@ -164,7 +154,6 @@ def alphac(c) -> float:
     return OVERHEAD + work
 
 
-@cost_model("signal.fig5")
 def fig5(c) -> float:
     """Fig. 5: the tanh theory (quadratures, size-free) and, per simulated σ_w², n_inits networks of L blocks."""
     a = c.arch(activation="tanh")
@@ -172,7 +161,6 @@ def fig5(c) -> float:
     return OVERHEAD + TANH_THEORY + sim
 
 
-@cost_model("signal.figC3")
 def fig_c3(c) -> float:
     """Fig. C.3: the |ρ| × |β| one-block map, |β| depth iterations, |table_β| × n_inits simulated networks and the
     finite-T table (the simulated blocks' theory at finite T)."""
@@ -193,7 +181,6 @@ def train_step(d: int, ff: int, H: int, T: int, L: int, B: int, vocab: float, ma
     return 3 * B * per_seq
 
 
-@cost_model("signal.fig4", "signal.figC2", "signal.fig1f")
 def mlm(c) -> float:
     """Figs. 4, C.2, 1f: per arm, P = (β × α_SA values) × n_seeds models trained together for ``steps`` steps of
     ``batch`` sequences (plus the n_eval held-out forwards every log_every steps and the AdamW update), and the
@@ -220,7 +207,6 @@ def mlm(c) -> float:
 HF_LAYER = 5e7  # ns to construct one transformers encoder layer (modules, config, the init walk), Python-bound
 
 
-@cost_model("signal.map_families")
 def map_families(c) -> float:
     """``map_families``: per family and depth, building the model (HF_LAYER per layer, its weights drawn: 12 d²
     per layer and the embedding tables) and one forward of ``batch`` sequences of T tokens."""
@@ -233,7 +219,6 @@ def map_families(c) -> float:
     return OVERHEAD + len(c.families) * total
 
 
-@cost_model("signal.map_fix_training")
 def map_fix_training(c) -> float:
     """``map_fix_training``: per seed, two BERT arms (d_ff = 4d) of L layers trained ``steps`` steps of ``batch``
     repeat-task sequences (per-step dispatch of about 300 operations per layer), with n_log + 1 held-out

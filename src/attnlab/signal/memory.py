@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import inspect
 
-from attnlab.core.experiment import memory_model
 from attnlab.signal import train
 from attnlab.signal.theory import rem
 from attnlab.signal.train.simulation import OBSERVABLES
@@ -40,7 +39,6 @@ def mc_chunk(points: int, T: int, n_rep: int) -> int:
     return F64 * MC_ARRAYS * min(points, per) * n_rep * T * T
 
 
-@memory_model("signal.fig1d", "signal.fig1e", "signal.depth")
 def depth(config) -> tuple[int, str]:
     """One (β, α_SA) configuration at a time (n_inits slots, chunked as ``train.simulate`` does), then the
     finite-T table's Monte Carlo: the larger of the two."""
@@ -67,7 +65,6 @@ def propagation(a, n_inits: int, n_seqs: int, n_configs: int = 1) -> int:
 SIM = "lower T, d, n_seqs or n_inits"
 
 
-@memory_model("signal.alphac")
 def alphac(config) -> tuple[int, str]:
     """Fig. 1c: the networks of depth sim_L, every α_SA of ``sim_alphas`` in one call (the α_c(L) bisection of
     Sec. 3.3 holds a few numbers per depth)."""
@@ -78,7 +75,6 @@ def alphac(config) -> tuple[int, str]:
 TANH_THEORY = 64 * 2**20  # Fig. 5's theory: F(ρ) on 201 points, its fixed points and σ_w,c² (measured: 50 MiB)
 
 
-@memory_model("signal.fig5")
 def fig5(config) -> tuple[int, str]:
     """Fig. 5: one σ_w² of ``sim_sigma_w2s`` at a time, after the tanh block map's quadratures (``TANH_THEORY``,
     whatever the sizes)."""
@@ -86,7 +82,6 @@ def fig5(config) -> tuple[int, str]:
     return TANH_THEORY + propagation(a, config.n_inits, config.n_seqs), f"{SIM} or L"
 
 
-@memory_model("signal.figC3")
 def fig_c3(config) -> tuple[int, str]:
     """Fig. C.3: every β of ``table_betas`` in one call, then the finite-T theory's Monte Carlo table (Eq. (19) at
     finite T, 4 repetitions): the larger of the two."""
@@ -95,7 +90,6 @@ def fig_c3(config) -> tuple[int, str]:
     return max(sim, mc_chunk(OVERLAP_GRID, a.T, 4)), f"{SIM}, L or table_betas"
 
 
-@memory_model("signal.fig3")
 def sa_layer(config) -> tuple[int, str]:
     """The last chunk of SA-layer slots (chunks of 2·10⁷ // (T(T + 3d)) slots, one sequence each) is still held
     when the Monte Carlo over the (β, ρ) grid runs: the sum of the two."""
@@ -118,7 +112,6 @@ def mlm_slots(P: int, L: int, d: int, f: int, H: int, T: int, B: int, vocab: int
     return F32 * P * (4 * params + acts + logits)
 
 
-@memory_model("signal.fig4", "signal.figC2", "signal.fig1f")
 def mlm(config) -> tuple[int, str]:
     """One batched MLM run (Figs. 4, C.2: every β × α_SA × seed at once; Fig. 1f: its rank and entropy arms one
     after the other, so the larger of the two), plus the token windows (int64; the bundled stories are under

@@ -2,7 +2,7 @@
 (shapes over the config fields; None: an axis no field fixes), with the tiny overrides under which
 ``tests/core/test_outputs.py`` runs it and checks them."""
 
-from attnlab.core.outputs import outputs
+from attnlab.core.outputs import declare
 
 MLM = {"steps": 6, "log_every": 3, "batch": 4, "n_eval": 8, "d": 16, "T": 16, "d_ff": 16, "n_train": 64}
 # tiny overrides (on the quick scale) of each experiment's fast check
@@ -29,7 +29,7 @@ TINY = {
 # configuration (β, α_SA) it propagates: index ``condition`` into the run's ``betas``, ``alphas`` arrays
 CONDITIONS = {"*": ("condition",)}
 
-outputs("signal.fig1c", tiny=TINY["fig1c"],
+FIG1C = declare(tiny=TINY["fig1c"],
         summary=("alpha_c alpha_c_min_step beta_c diagram_seconds frac_entropy_collapse frac_rank_collapse "
                  "frac_trainable sim_agreement sim_gflop_per_s sim_seconds"),
         arrays={
@@ -40,7 +40,7 @@ outputs("signal.fig1c", tiny=TINY["fig1c"],
             "eps_list": ("len(eps_list)",),
         })
 
-outputs("signal.fig1d", tiny=TINY["fig1d"], index=CONDITIONS,
+FIG1D = declare(tiny=TINY["fig1d"], index=CONDITIONS,
         summary=("beta beta_theory entropy_1_sim_0 entropy_1_sim_1 max_dev max_dev_0 max_dev_1 "
                  "max_dev_finite_T rho0 rho_L_sim_0 rho_L_sim_1 rho_L_theory_0 rho_L_theory_1"),
         arrays={
@@ -53,7 +53,7 @@ outputs("signal.fig1d", tiny=TINY["fig1d"], index=CONDITIONS,
             "sim_flops": (),
         })
 
-outputs("signal.fig1e", tiny=TINY["fig1e"], index=CONDITIONS,
+FIG1E = declare(tiny=TINY["fig1e"], index=CONDITIONS,
         summary="beta beta_theory entropy_1_sim_0 max_dev max_dev_0 rho0 rho_L_sim_0 rho_L_theory_0",
         arrays={
             "alphas beta_theory betas": (1,),
@@ -65,7 +65,7 @@ outputs("signal.fig1e", tiny=TINY["fig1e"], index=CONDITIONS,
             "sim_time theory_time": (None,),
         })
 
-outputs("signal.depth", tiny=TINY["depth"], index=CONDITIONS,
+DEPTH = declare(tiny=TINY["depth"], index=CONDITIONS,
         summary=("beta beta_theory entropy_1_sim_0 entropy_1_sim_1 entropy_1_sim_2 entropy_1_sim_3 "
                  "entropy_1_sim_4 max_dev max_dev_0 max_dev_1 max_dev_2 max_dev_3 max_dev_4 rho0 rho_L_sim_0 "
                  "rho_L_sim_1 rho_L_sim_2 rho_L_sim_3 rho_L_sim_4 rho_L_theory_0 rho_L_theory_1 rho_L_theory_2 "
@@ -80,7 +80,7 @@ outputs("signal.depth", tiny=TINY["depth"], index=CONDITIONS,
             "sim_flops": (),
         })
 
-outputs("signal.fig3", tiny=TINY["fig3"],
+FIG3 = declare(tiny=TINY["fig3"],
         summary=("beta_star_mc_rho{rhos} beta_star_scaled_spread beta_star_sim_rho{rhos} "
                  "beta_star_theory_rho{rhos} input_cos_error max_dev_eq14_beta3 max_dev_mc shift_ratio_max "
                  "shift_ratio_min"),
@@ -92,14 +92,14 @@ outputs("signal.fig3", tiny=TINY["fig3"],
             "rhos": ("len(rhos)",),
         })
 
-outputs("signal.universality", tiny=TINY["universality"],
+UNIVERSALITY = declare(tiny=TINY["universality"],
         summary=("beta_star_32_1_32 beta_star_32_2_32 beta_star_spread_dH ipr_beta3_32_1_32 ipr_beta3_32_2_32 "
                  "ipr_beta3_spread_T"),
         arrays={
             "betas ipr_32_1_32 ipr_32_2_32": ("len(betas)",),
         })
 
-outputs("signal.alphac", tiny=TINY["alphac"],
+ALPHAC = declare(tiny=TINY["alphac"],
         summary=("alpha_c_L{Ls}_eps{eps_list} alpha_c_min_step alpha_c_sim_L classification_agreement max_dev "
                  "max_dev_all_layers rho_L_mlp_only_L{Ls}"),
         arrays={
@@ -115,13 +115,13 @@ outputs("signal.alphac", tiny=TINY["alphac"],
              "theory_rho_mid"): ("len(sim_alphas)", "len(sim_alphas)"),
         })
 
-outputs("signal.fig5", tiny=TINY["fig5"],
+FIG5 = declare(tiny=TINY["fig5"],
         summary="max_dev_16 relu_fixed_points rho_L_sim_16 rho_L_theory_16 rho_star_16 sigma_w2_c slope_16",
         arrays={
             "grid map_16 sigma_w2s sim_16 sim_sigma_w2s sim_std_16 theory_16": (None,),
         })
 
-outputs("signal.figB1", tiny=TINY["figB1"],
+FIGB1 = declare(tiny=TINY["figB1"],
         summary=("entropy_rho{rhos}_T64_beta0.5 entropy_rho{rhos}_T64_beta1 entropy_rho{rhos}_T64_beta2 "
                  "entropy_rho{rhos}_T64_beta3 entropy_rho{rhos}_T64_beta5 frozen_entropy_beta3 "
                  "ipr_rho{rhos}_T64_beta0.5 ipr_rho{rhos}_T64_beta1 ipr_rho{rhos}_T64_beta2 "
@@ -132,7 +132,7 @@ outputs("signal.figB1", tiny=TINY["figB1"],
             "fine_betas theory_entropy_rho{rhos} theory_ipr_rho{rhos}": (None,),
         })
 
-outputs("signal.figC1", tiny=TINY["figC1"],
+FIGC1 = declare(tiny=TINY["figC1"],
         summary=("bulk_radius_beta{betas}_T32 bulk_radius_standard_T32 lambda2_beta{betas}_T32 "
                  "lambda2_standard_T32 slope_beta{betas} slope_standard"),
         arrays={
@@ -140,7 +140,7 @@ outputs("signal.figC1", tiny=TINY["figC1"],
             "eig_beta{betas} eig_standard": ("T_show",),
         })
 
-outputs("signal.figC3", tiny=TINY["figC3"],
+FIGC3 = declare(tiny=TINY["figC3"],
         summary=("T d max_dev max_dev_beta{table_betas} max_dev_finite_T max_dev_finite_T_beta{table_betas} "
                  "rho1_beta0.5 rho_10_beta{table_betas} rho_1_beta{table_betas} rho_2_beta{table_betas} "
                  "rho_5_beta{table_betas}"),
@@ -157,7 +157,7 @@ outputs("signal.figC3", tiny=TINY["figC3"],
             "table_betas": ("len(table_betas)",),
         })
 
-outputs("signal.fig1ab", tiny=TINY["fig1ab"],
+FIG1AB = declare(tiny=TINY["fig1ab"],
         summary="entropy_beta{betas} ipr_beta{betas}",
         arrays={
             "attention": ("len(betas)", None, None),
@@ -165,7 +165,7 @@ outputs("signal.fig1ab", tiny=TINY["fig1ab"],
             "tokens": (None,),
         })
 
-outputs("signal.fig4", tiny=TINY["fig4"],
+FIG4 = declare(tiny=TINY["fig4"],
         summary=("beta_high beta_low entropy_change_high_beta_max entropy_final_beta{betas}_alpha1_seed0 "
                  "entropy_final_beta{betas}_alpha1_seed1 entropy_init_beta{betas}_alpha1_seed0 "
                  "entropy_init_beta{betas}_alpha1_seed1 entropy_init_high_beta_max "
@@ -178,7 +178,7 @@ outputs("signal.fig4", tiny=TINY["fig4"],
             "time": (None,),
         })
 
-outputs("signal.figC2", tiny=TINY["figC2"],
+FIGC2 = declare(tiny=TINY["figC2"],
         summary=("beta_high beta_low entropy_change_high_beta_max entropy_final_beta0.5_alpha1_seed0 "
                  "entropy_init_beta0.5_alpha1_seed0 entropy_init_high_beta_max loss_final_beta0.5_alpha1_seed0 "
                  "loss_gap_min steps"),
@@ -188,7 +188,7 @@ outputs("signal.figC2", tiny=TINY["figC2"],
             "slot_alphas slot_betas slot_seeds time": (None,),
         })
 
-outputs("signal.fig1f", tiny=TINY["fig1f"],
+FIG1F = declare(tiny=TINY["fig1f"],
         summary=("entropy_final_entropy_beta{entropy_betas}_alpha1_seed0 "
                  "entropy_final_rank_beta0.1_alpha{rank_alphas}_seed0 entropy_gap_min "
                  "entropy_init_entropy_beta{entropy_betas}_alpha1_seed0 "

@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnlab.core.experiment import Result, experiment
+from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.units import run_units
-from attnlab.signal import data, figures
+from attnlab.signal import costs, data, figures, memory, outputs
 from attnlab.signal.arch import qk_std_from_beta
 from attnlab.signal.configs import REMConfig, SALayerConfig, SpectrumConfig, UniversalityConfig
 from attnlab.signal.model import attention, init_block
@@ -103,13 +103,21 @@ def _crossing(xs: np.ndarray, ys: np.ndarray, level: float) -> float:
     return float(xs[i - 1] + (level - ys[i - 1]) * (xs[i] - xs[i - 1]) / (ys[i] - ys[i - 1]))
 
 
-experiment(STUDY, "fig3", SALayerConfig.with_defaults(
+FIG3 = Experiment(
+    STUDY, "fig3", SALayerConfig.with_defaults(
     "Fig3Config", T=512, d=512, H=1, sigma_v2=1.0, sigma_b2=0.0,
     # d = 1024 at quick scale: at d = 256 the simulated cosine sits 0.02-0.04 below the d → ∞ MC (finite-d)
     scales={"quick": {"T": 256, "d": 1024, "n_inits": 2, "betas": (0.5, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0),
                       "rhos": (0.0, 0.05, 0.2, 0.25, 0.5)}, "paper": {}},
     doc="Fig. 3: one SA head, output cosine over (β, ρ_in): Eq. 14 (left) vs experiment (right), T = d = 512."),
-    ref="Fig. 3", figure=figures.sa_layer, title="SA phase diagram: Eq. 14 vs one simulated SA head")(sa_layer)
+    sa_layer,
+    ref="Fig. 3",
+    figure=figures.sa_layer,
+    title="SA phase diagram: Eq. 14 vs one simulated SA head",
+    memory=memory.sa_layer,
+    cost=costs.fig3,
+    outputs=outputs.FIG3,
+)
 
 
 # -- universality of β_c -----------------------------------------------------------------------------------
@@ -156,8 +164,14 @@ def universality(config: UniversalityConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(rows), {"betas": B, **curves}, summary)
 
 
-experiment(STUDY, "universality", UniversalityConfig, ref="Eqs. 11, 13, Sec. 3.1", figure=figures.universality,
-           title="β_c independent of d and H; frozen-phase IPR independent of T")(universality)
+UNIVERSALITY = Experiment(
+    STUDY, "universality", UniversalityConfig, universality,
+    ref="Eqs. 11, 13, Sec. 3.1",
+    figure=figures.universality,
+    title="β_c independent of d and H; frozen-phase IPR independent of T",
+    cost=costs.universality,
+    outputs=outputs.UNIVERSALITY,
+)
 
 
 # -- Figs. B.1, B.2, C.1: the REM order parameters and the spectrum ------------------------------------------
@@ -194,8 +208,14 @@ def rem_order_parameters(config: REMConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
-experiment(STUDY, "figB1", REMConfig, ref="Figs. B.1, B.2 (App. B.4–B.7)", figure=figures.rem_order_parameters,
-           title="IPR q_sa, entropy, q^SA and p^SA vs β: REM theory vs simulated attention")(rem_order_parameters)
+FIGB1 = Experiment(
+    STUDY, "figB1", REMConfig, rem_order_parameters,
+    ref="Figs. B.1, B.2 (App. B.4–B.7)",
+    figure=figures.rem_order_parameters,
+    title="IPR q_sa, entropy, q^SA and p^SA vs β: REM theory vs simulated attention",
+    cost=costs.fig_b1,
+    outputs=outputs.FIGB1,
+)
 
 
 def spectrum(config: SpectrumConfig, ctx: RunContext) -> Result:
@@ -224,7 +244,13 @@ def spectrum(config: SpectrumConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
-experiment(STUDY, "figC1", SpectrumConfig, ref="Fig. C.1 (App. C.1)", figure=figures.spectrum,
-           title="Attention spectrum: standard vs REM-rescaled initialisation")(spectrum)
+FIGC1 = Experiment(
+    STUDY, "figC1", SpectrumConfig, spectrum,
+    ref="Fig. C.1 (App. C.1)",
+    figure=figures.spectrum,
+    title="Attention spectrum: standard vs REM-rescaled initialisation",
+    cost=costs.fig_c1,
+    outputs=outputs.FIGC1,
+)
 
 

@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnlab.core.experiment import Result, experiment
+from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import run_units
-from attnlab.signal import figures, theory, train
+from attnlab.signal import costs, figures, memory, outputs, theory, train
 from attnlab.signal.arch import beta_from_std
 from attnlab.signal.configs import AlphaCConfig, DepthConfig, NoSkipConfig, TanhConfig, TrainabilityConfig
 from attnlab.signal.data import corpus
@@ -89,9 +89,16 @@ def trainability(config: TrainabilityConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
-experiment(STUDY, "fig1c", TrainabilityConfig.with_defaults("Fig1cConfig", L=60, beta=0.1),
-           ref="Fig. 1c", figure=figures.trainability, headline=True,
-           title="Trainability diagram β × α_SA (60 layers): entropy / rank collapse / trainable")(trainability)
+FIG1C = Experiment(
+    STUDY, "fig1c", TrainabilityConfig.with_defaults("Fig1cConfig", L=60, beta=0.1),
+    trainability,
+    ref="Fig. 1c",
+    figure=figures.trainability,
+    headline=True,
+    title="Trainability diagram β × α_SA (60 layers): entropy / rank collapse / trainable",
+    cost=costs.fig1c,
+    outputs=outputs.FIG1C,
+)
 
 
 # -- Figs. 1d, 1e: cosine over depth, theory vs simulation ---------------------------------------------------
@@ -152,26 +159,49 @@ def _layers(arrays, prefix: str, source: str) -> Trajectory:
     return Trajectory.from_arrays(keep, prefix, time_name="layer", source=source)
 
 
-experiment(STUDY, "fig1d", DepthConfig.with_defaults(
+FIG1D = Experiment(
+    STUDY, "fig1d", DepthConfig.with_defaults(
     "Fig1dConfig", L=60, H=6, d=720, T=512, hf_std=0.02, alphas=(1.0, 2.0, 4.0), sigma_v2=0.2, sigma_w2=0.2,
     scales={"quick": {"d": 128, "H": 2, "T": 64, "n_inits": 8, "n_seqs": 4}, "paper": {}},
     doc="Fig. 1d: 60 layers, standard HF Q/K init (std 0.02: low β), α_SA ∈ {1, 2, 4}, stories corpus."),
-    ref="Fig. 1d", figure=figures.depth, headline=True,
-    title="Cosine over depth, theory vs simulation (60 layers, HF init, low β)")(depth)
-experiment(STUDY, "fig1e", DepthConfig.with_defaults(
+    depth,
+    ref="Fig. 1d",
+    figure=figures.depth,
+    headline=True,
+    title="Cosine over depth, theory vs simulation (60 layers, HF init, low β)",
+    memory=memory.depth,
+    cost=costs.depth,
+    outputs=outputs.FIG1D,
+)
+FIG1E = Experiment(
+    STUDY, "fig1e", DepthConfig.with_defaults(
     "Fig1eConfig", L=12, H=6, d=720, T=512, beta=3.0, alphas=(1.0,),
     scales={"quick": {"d": 128, "H": 2, "T": 64, "n_inits": 4, "n_seqs": 4}, "paper": {}},
     doc="Fig. 1e: 12 layers in the high-variance phase (per-head β = 3), stories corpus."),
-    ref="Fig. 1e", figure=figures.depth, title="Cosine over depth, high-β phase (12 layers)")(depth)
-experiment(STUDY, "depth", DepthConfig.with_defaults(
+    depth,
+    ref="Fig. 1e",
+    figure=figures.depth,
+    title="Cosine over depth, high-β phase (12 layers)",
+    memory=memory.depth,
+    cost=costs.depth,
+    outputs=outputs.FIG1E,
+)
+DEPTH = Experiment(
+    STUDY, "depth", DepthConfig.with_defaults(
     "DepthSyntheticConfig", L=24, d=128, T=64, inputs="synthetic", rho0=0.05,
     pairs=((0.1, 0.25), (0.1, 0.5), (0.1, 1.0), (0.1, 2.0), (3.0, 1.0)), n_inits=8, n_seqs=4,
     # 8 inits at quick scale: a β = 3 network attends in a frozen random pattern, so its ρ_l varies from one init
     # to the next (std 0.08 at l = 24); with 3 inits the mean wandered 0.06-0.11 from the theory, with 8 it is 0.045
     scales={"quick": {}, "paper": {"L": 60, "d": 256, "T": 128, "n_inits": 10, "n_seqs": 10}},
     doc="Figs. 1d/e on synthetic ρ_0 = 0.05 tokens, (β, α_SA) grid, theory vs simulation over depth."),
-    ref="Figs. 1d/e, Eq. 19", figure=figures.depth,
-    title="Cosine over depth on synthetic tokens, (β, α_SA) grid")(depth)
+    depth,
+    ref="Figs. 1d/e, Eq. 19",
+    figure=figures.depth,
+    title="Cosine over depth on synthetic tokens, (β, α_SA) grid",
+    memory=memory.depth,
+    cost=costs.depth,
+    outputs=outputs.DEPTH,
+)
 
 
 
@@ -208,8 +238,15 @@ def alpha_critical(config: AlphaCConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
-experiment(STUDY, "alphac", AlphaCConfig, ref="Fig. 1c, Sec. 3.3", figure=figures.alpha_critical,
-           title="Critical residual strength α_c(L) and the simulated check")(alpha_critical)
+ALPHAC = Experiment(
+    STUDY, "alphac", AlphaCConfig, alpha_critical,
+    ref="Fig. 1c, Sec. 3.3",
+    figure=figures.alpha_critical,
+    title="Critical residual strength α_c(L) and the simulated check",
+    memory=memory.alphac,
+    cost=costs.alphac,
+    outputs=outputs.ALPHAC,
+)
 
 
 def tanh_depth(config: TanhConfig, ctx: RunContext) -> Result:
@@ -253,11 +290,19 @@ def tanh_depth(config: TanhConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
-experiment(STUDY, "fig5", TanhConfig.with_defaults(
+FIG5 = Experiment(
+    STUDY, "fig5", TanhConfig.with_defaults(
     "Fig5Config", L=200, d=512, T=128, beta=0.1, alpha_sa=1.0, alpha_mlp=1.0, sigma_v2=1.0, sigma_b2=0.0,
     activation="tanh", scales=TanhConfig.scales,
     doc="Fig. 5: tanh MLP, low β, α = 1, σ_v² = 1, σ_b² = 0: block map and 200-layer propagation from ρ_0 = 0.1."),
-    ref="Fig. 5", figure=figures.tanh_depth, title="tanh: a non-trivial fixed point above a critical σ_w²")(tanh_depth)
+    tanh_depth,
+    ref="Fig. 5",
+    figure=figures.tanh_depth,
+    title="tanh: a non-trivial fixed point above a critical σ_w²",
+    memory=memory.fig5,
+    cost=costs.fig5,
+    outputs=outputs.FIG5,
+)
 
 
 def no_skip(config: NoSkipConfig, ctx: RunContext) -> Result:
@@ -291,7 +336,15 @@ def no_skip(config: NoSkipConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
-experiment(STUDY, "figC3", NoSkipConfig.with_defaults(
+FIGC3 = Experiment(
+    STUDY, "figC3", NoSkipConfig.with_defaults(
     "FigC3Config", L=10, sigma_w2=2.0, sigma_v2=1.0, sigma_b2=0.0, scales=NoSkipConfig.scales,
     doc="Fig. C.3: no skip connections, σ_w² = 2, σ_v² = 1, σ_b² = 0, ρ_0 = 0.01."),
-    ref="Fig. C.3 (App. C.3)", figure=figures.no_skip, title="Propagation without residual connections")(no_skip)
+    no_skip,
+    ref="Fig. C.3 (App. C.3)",
+    figure=figures.no_skip,
+    title="Propagation without residual connections",
+    memory=memory.fig_c3,
+    cost=costs.fig_c3,
+    outputs=outputs.FIGC3,
+)

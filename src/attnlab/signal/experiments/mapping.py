@@ -24,9 +24,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from attnlab.core.config import Config, ConfigError
-from attnlab.core.experiment import Result, experiment
-from attnlab.core.outputs import outputs
+from attnlab.core.experiment import Experiment, Result
+from attnlab.core.outputs import declare
 from attnlab.core.runs import RunContext
+from attnlab.signal import costs
 
 STUDY = "signal"
 Family = Literal["bert", "roberta", "electra", "distilbert"]
@@ -107,15 +108,21 @@ def map_families(config: MapFamiliesConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(rows), {"max_dev": dev, "depths": np.asarray(config.depths), **curves}, summary)
 
 
-experiment(STUDY, "map_families", MapFamiliesConfig, ref="Eq. 19, Sec. 3.2.2, App. B.1",
-           title="attnlab map on real families: predicted vs measured ρ_ℓ at initialisation")(map_families)
-outputs("signal.map_families", tiny={"families": ["bert", "distilbert"], "depths": [2, 3], "d": 32, "H": 2,
+MAP_FAMILIES_OUTPUTS = declare(tiny={"families": ["bert", "distilbert"], "depths": [2, 3], "d": 32, "H": 2,
                                      "T": 16, "batch": 4, "vocab": 100, "positions": 64},
         summary=("max_dev max_dev_{families}_L{depths} rho_L_predicted_{families}_L{depths} "
                  "rho_L_measured_{families}_L{depths} worst_layer_{families}_L{depths}"),
         arrays={"max_dev": ("len(families)", "len(depths)"), "depths": ("len(depths)",),
                 "rho_predicted rho_measured rho_se": ("len(families)", "len(depths)", "max(depths) + 1")},
         index={"max_dev": ("family", "depth"), "rho_*": ("family", "depth", "layer")})
+
+MAP_FAMILIES = Experiment(
+    STUDY, "map_families", MapFamiliesConfig, map_families,
+    ref="Eq. 19, Sec. 3.2.2, App. B.1",
+    title="attnlab map on real families: predicted vs measured ρ_ℓ at initialisation",
+    cost=costs.map_families,
+    outputs=MAP_FAMILIES_OUTPUTS,
+)
 
 
 class MapFixTrainingConfig(Config):
@@ -231,9 +238,7 @@ def map_fix_training(config: MapFixTrainingConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(rows), {"eval_loss": losses}, summary)
 
 
-experiment(STUDY, "map_fix_training", MapFixTrainingConfig, ref="Sec. 3.3, Fig. 1c, 1f",
-           title="attnlab map --apply: a collapsing model and its fix, trained")(map_fix_training)
-outputs("signal.map_fix_training", tiny={"L": 1, "d": 16, "H": 1, "T": 8, "steps": 3, "batch": 2, "n_eval": 4,
+MAP_FIX_TRAINING_OUTPUTS = declare(tiny={"L": 1, "d": 16, "H": 1, "T": 8, "steps": 3, "batch": 2, "n_eval": 4,
                                          "n_seeds": 2, "n_log": 1, "positions": 16, "vocab": 16},
         summary=lambda c: ["drop_gain_mean", "drop_gain_sd", "uniform_loss", "loss_start", "beta", "beta_c",
                            "alpha_c", "beta_fix", "alpha_fix",
@@ -241,3 +246,11 @@ outputs("signal.map_fix_training", tiny={"L": 1, "d": 16, "H": 1, "T": 8, "steps
                                                                                  "phase", "loss_original",
                                                                                  "loss_fixed"))],
         arrays={"eval_loss": ("n_seeds", 2, "n_log + 1")})
+
+MAP_FIX_TRAINING = Experiment(
+    STUDY, "map_fix_training", MapFixTrainingConfig, map_fix_training,
+    ref="Sec. 3.3, Fig. 1c, 1f",
+    title="attnlab map --apply: a collapsing model and its fix, trained",
+    cost=costs.map_fix_training,
+    outputs=MAP_FIX_TRAINING_OUTPUTS,
+)

@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnlab.core.experiment import Result, experiment
+from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Unit, Units
-from attnlab.signal import data, figures
+from attnlab.signal import costs, data, figures, memory, outputs
 from attnlab.signal.arch import qk_std_from_beta
 from attnlab.signal.configs import AttentionMapsConfig, DeepMLMConfig, MLMConfig, MLMTraining
 from attnlab.signal.data import corpus
@@ -59,8 +59,14 @@ def attention_maps(config: AttentionMapsConfig, ctx: RunContext) -> Result:
                                        "tokens": np.asarray(tok.decode(ids))}, summary)
 
 
-experiment(STUDY, "fig1ab", AttentionMapsConfig, ref="Fig. 1a, 1b", figure=figures.attention_maps,
-           title="Attention at initialisation: nearly uniform (low β) vs sharp (high β)")(attention_maps)
+FIG1AB = Experiment(
+    STUDY, "fig1ab", AttentionMapsConfig, attention_maps,
+    ref="Fig. 1a, 1b",
+    figure=figures.attention_maps,
+    title="Attention at initialisation: nearly uniform (low β) vs sharp (high β)",
+    cost=costs.fig1ab,
+    outputs=outputs.FIG1AB,
+)
 
 
 def _train(config: MLMTraining, ctx: RunContext, units: Units, arch, betas, alphas, key: str = "") -> Trajectory:
@@ -135,16 +141,32 @@ _MLM_QUICK = {"corpus": "repeat", "d": 64, "T": 64, "d_ff": 64, "betas": (0.5, 5
 # TinyStories (200 000 stories packed into 512-token windows, revisited over the 33 000 steps); corpus=tinystories
 # with corpus_path reads the real files.
 _MLM_PAPER = {"corpus": "stories", "d": 768, "T": 512, "n_stories": 200_000, "steps": 33_000}
-experiment(STUDY, "fig4", MLMConfig.with_defaults(
+FIG4 = Experiment(
+    STUDY, "fig4", MLMConfig.with_defaults(
     "Fig4Config", L=1, H=1, betas=(0.1, 0.5, 1.0, 2.0, 3.0, 5.0), lr=5e-4,
     scales={"quick": _MLM_QUICK, "paper": _MLM_PAPER},
     doc="Fig. 4: 1 layer, 1 head, MLM at lr 5e-4 from β on both sides of β_c."),
-    ref="Fig. 4", figure=figures.mlm_betas, title="Entropy collapse blocks training (1 layer, lr 5e-4)")(mlm_betas)
-experiment(STUDY, "figC2", MLMConfig.with_defaults(
+    mlm_betas,
+    ref="Fig. 4",
+    figure=figures.mlm_betas,
+    title="Entropy collapse blocks training (1 layer, lr 5e-4)",
+    memory=memory.mlm,
+    cost=costs.mlm,
+    outputs=outputs.FIG4,
+)
+FIGC2 = Experiment(
+    STUDY, "figC2", MLMConfig.with_defaults(
     "FigC2Config", L=1, H=1, betas=(0.1, 0.5, 1.0, 2.0, 3.0, 5.0), lr=1e-4,
     scales={"quick": {**_MLM_QUICK, "n_seeds": 1}, "paper": _MLM_PAPER},
     doc="Fig. C.2: Fig. 4 at the lower learning rate 1e-4."),
-    ref="Fig. C.2", figure=figures.mlm_betas, title="Fig. 4 at lr 1e-4")(mlm_betas)
+    mlm_betas,
+    ref="Fig. C.2",
+    figure=figures.mlm_betas,
+    title="Fig. 4 at lr 1e-4",
+    memory=memory.mlm,
+    cost=costs.mlm,
+    outputs=outputs.FIGC2,
+)
 
 
 def deep_mlm(config: DeepMLMConfig, ctx: RunContext) -> Result:
@@ -172,7 +194,8 @@ def deep_mlm(config: DeepMLMConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(r1 + r2), arrays, summary)
 
 
-experiment(STUDY, "fig1f", DeepMLMConfig.with_defaults(
+FIG1F = Experiment(
+    STUDY, "fig1f", DeepMLMConfig.with_defaults(
     "Fig1fConfig", H=6, d=720, T=512, lr=1e-4, rank_L=60, rank_alphas=(1.0, 4.0), entropy_L=12,
     entropy_betas=(3.0, 0.5),
     scales={"quick": {"corpus": "repeat", "d": 64, "H": 1, "T": 64, "d_ff": 64, "lr": 5e-4, "rank_L": 8,
@@ -182,4 +205,11 @@ experiment(STUDY, "fig1f", DeepMLMConfig.with_defaults(
         "paper scale each step of 64 sequences runs as 8 micro-batches: in one pass the 60-layer arm needs about "
         "340 GB (what autograd keeps of 60 layers: 6 × 512² scores and the token vectors of each sequence), with "
         "micro-batches of 8 about 47 GB."),
-    ref="Fig. 1f", figure=figures.deep_mlm, title="Only the trainable initialisation learns (MLM)")(deep_mlm)
+    deep_mlm,
+    ref="Fig. 1f",
+    figure=figures.deep_mlm,
+    title="Only the trainable initialisation learns (MLM)",
+    memory=memory.mlm,
+    cost=costs.mlm,
+    outputs=outputs.FIG1F,
+)
