@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from attnlab.core.claims import ClaimContext, check, claims, failed
+from attnlab.core.experiment import get
 from attnlab.core.runs import RunStore
 
 torch.set_num_threads(1)
@@ -28,7 +29,8 @@ def tiny_ctx(tmp_path_factory):
     """A claim context whose runs are shrunk by ``TINY``, sharing one store across the module."""
     original = ClaimContext.run
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ClaimContext, "run", lambda self, exp, **kw: original(self, exp, **{**TINY.get(exp, {}), **kw}))
+        mp.setattr(ClaimContext, "run",
+                   lambda self, exp, **kw: original(self, exp, **{**TINY.get(get(exp).key, {}), **kw}))
         yield ClaimContext("quick", RunStore(tmp_path_factory.mktemp("claims")))
 
 
@@ -39,7 +41,7 @@ class FakeCtx:
         self.summaries = summaries
 
     def run(self, name, **_):
-        return SimpleNamespace(summary=self.summaries[name.split(".", 1)[1]])
+        return SimpleNamespace(summary=self.summaries[get(name).name])
 
 
 MINE = ("ideal_head_accuracy", "ideal_head_stationary", "ideal_head_six_clusters", "ideal_head_clusters_p3_N12_k5",
@@ -96,7 +98,7 @@ class ArraysCtx:
         self.arrays = arrays
 
     def run(self, name, **_):
-        return SimpleNamespace(arrays=self.arrays[name.split(".", 1)[1]], summary={})
+        return SimpleNamespace(arrays=self.arrays[get(name).name], summary={})
 
 
 def test_fig5_claim_compares_own_and_other_initialisations():

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from attnlab.clustering.circuits import other_corr
+from attnlab.clustering.experiments import CIRCUITS, FIG1, FIG5, FIG8, STATIONARITY, TRANSFER_CIRCUIT
 from attnlab.clustering.intervals import mean_interval
 from attnlab.clustering.keys import check_key, scaled_key
 from attnlab.core.claims import ClaimContext, Measured, claim
@@ -29,7 +30,7 @@ def _num(v: float | None) -> float:
 
 
 def _fig1(ctx: ClaimContext) -> dict:
-    return ctx.run(f"{S}.fig1").summary
+    return ctx.run(FIG1).summary
 
 
 def _relu_head(build):
@@ -43,13 +44,13 @@ def _relu_head(build):
 # λ = μ = 1 (c = 0.1 of the Prop. 1 caveat): GeLU units that are not ReLU-like, the head misclassifies sentences
 SOFT = World("the construction at λ = μ = 1, where its GeLU units are not ReLU-like: it misclassifies sentences "
              "and its gradient is far from zero, so it is neither correct nor stationary",
-             overrides={f"{S}.fig1": {"lam": 1.0, "mu": 1.0}})
+             overrides={FIG1: {"lam": 1.0, "mu": 1.0}})
 # β = 1, R = 0.5: the query barely prefers the informative positions and the suffix tokens keep their values, so ξ
 # depends on the suffix (16 clusters instead of 6 at p = 2, k = 5; 100 instead of 10 at p = 3, N = 8, k = 3)
 UNFOCUSED = World("the query scale β = 1 (not 20) and the spurious-position scale R = 0.5 (not 10): attention "
                   "spreads over a suffix whose tokens keep their values, so ξ depends on the suffix and does not form "
                   "the C(k+p−1, k) multiset clusters",
-                  overrides={f"{S}.fig1": {"beta": 1.0, "R": 0.5}})
+                  overrides={FIG1: {"beta": 1.0, "R": 0.5}})
 
 
 claim(
@@ -107,7 +108,7 @@ claim(
     measure=lambda ctx: _fig1(ctx)[scaled_key("accuracy", 0.1)], expected=0.99, relation="le",
     falsify=World("ReLU units instead of GeLU: the construction is exact at every scale, so it does not break at "
                   "c = 0.1 (n_sample changed only to store the patched run apart)",
-                  overrides={f"{S}.fig1": {"n_sample": 10_000}},
+                  overrides={FIG1: {"n_sample": 10_000}},
                   patch={"attnlab.clustering.theory:build_clustering_head": _relu_head}),
 )
 
@@ -120,13 +121,13 @@ _SHARP_WHY = ("at c = 0.5 the head's gradient (≈ 3e-11) is far below Adam's ε
 
 
 def _stat(ctx: ClaimContext, c: float) -> dict:
-    return ctx.run(f"{S}.stationarity", c=c).summary
+    return ctx.run(STATIONARITY, c=c).summary
 
 
 # Adam at lr 0.3 takes steps of ≈ 0.3 per parameter from the first one: the run leaves the head
 KICKED = World("Adam at lr 0.3 (not 1e-3) for 5 epochs: every step moves each parameter by ≈ 0.3, so training does "
                "not keep the head (accuracy drops, the cross-entropy rises)",
-               overrides={f"{S}.stationarity": {"lr": 0.3, "epochs": 5}})
+               overrides={STATIONARITY: {"lr": 0.3, "epochs": 5}})
 
 
 for _c in (0.2, 0.5):
@@ -139,7 +140,7 @@ for _c in (0.2, 0.5):
         measure=lambda ctx, c=_c: _stat(ctx, c)["accuracy_min"], expected=1.0, relation="ge",
         falsify=KICKED if _c == 0.2 else World("Adam started at the construction at c = 0.1 (λ = μ = 1), which is "
                                                "not a clustering head: it misclassifies sentences from the start",
-                                               overrides={f"{S}.stationarity": {"c": 0.1, "epochs": 5}}),
+                                               overrides={STATIONARITY: {"c": 0.1, "epochs": 5}}),
     )
     claim(
         id=f"{S}.stationary_under_training_ce{_tag}", ref="Prop. 1",
@@ -154,8 +155,8 @@ for _c in (0.2, 0.5):
 def _cluster_first(ctx: ClaimContext) -> float:
     """Fraction of solved clustering-type seeds (fig8 ∪ circuits) with t_cluster ≤ t_fit + 1; NaN below 2 seeds."""
     n = ok = 0
-    for name in ("fig8", "circuits"):
-        s = ctx.run(f"{S}.{name}").summary
+    for exp in (FIG8, CIRCUITS):
+        s = ctx.run(exp).summary
         n, ok = n + s["d4_n_clustering_solved"], ok + s["d4_n_cluster_first"]
     return ok / n if n >= 2 else math.nan
 
@@ -177,7 +178,7 @@ claim(
     statement="training finds 'faulty attention corrected by value' heads: suffix-invariant ξ with attention "
               "mass on t ≤ k below 0.9",
     how="circuits: number of solved models of head type value_corrected",
-    measure=lambda ctx: ctx.run(f"{S}.circuits").summary["n_value_corrected"], expected=1, relation="ge",
+    measure=lambda ctx: ctx.run(CIRCUITS).summary["n_value_corrected"], expected=1, relation="ge",
     falsify="value-corrected heads are found among many trained, solved seeds (circuits: 128 seeds × 200 epochs, "
             "≈ 2 min at quick); a smaller run finds none for lack of solved seeds, not because the statement is false",
 )
@@ -187,7 +188,7 @@ claim(
 def init_shapes_attention(ctx: ClaimContext) -> Measured:
     """Fig. 5: over the solved seeds, own-initialisation correlation of the final attention map minus its mean
     correlation with the other seeds' initial maps; the lower end of the 95 % interval of the mean difference."""
-    r = ctx.run(f"{S}.fig5")
+    r = ctx.run(FIG5)
     corr, solved = r.arrays["attn/attn_corr_matrix"], r.arrays["test_acc"] >= 0.9
     own, other = np.diag(corr)[solved], other_corr(corr)[solved]
     n = int(solved.sum())
@@ -208,7 +209,7 @@ claim(
     measure=init_shapes_attention, expected=0.0, relation="ge", blocks=2,
     falsify=World("each final attention map paired with the next seed's initial map (labels shuffled): a final map "
                   "is then no closer to 'its own' initialisation than to the others'",
-                  overrides={f"{S}.fig5": {"n_seeds": 16, "epochs": 120}},
+                  overrides={FIG5: {"n_seeds": 16, "epochs": 120}},
                   result=lambda exp, r: _roll_init(r)),
 )
 
@@ -229,7 +230,7 @@ def paired_lower(diff: np.ndarray) -> float:
 def transfer_focus(ctx: ClaimContext) -> Measured:
     """Fig. 6: attention mass on the informative positions after finetuning minus before it (the p = 2 model on
     p = 3 sentences), over the seeds whose p = 2 phase solved its task; the lower end of the 95 % interval."""
-    r = ctx.run(f"{S}.transfer_circuit")
+    r = ctx.run(TRANSFER_CIRCUIT)
     ok = r.arrays["model_pre/test_acc"] >= 0.9
     start, end = r.arrays["attn/attn_prefix_mass_start"][ok], r.arrays["attn/attn_prefix_mass_end"][ok]
     lo = paired_lower(end - start)
@@ -253,10 +254,8 @@ claim(
     measure=transfer_focus, expected=0.0, relation="ge", blocks=2,
     falsify=World("the attention masses before and after the p = 3 phase swapped: the finetuned model focuses less "
                   "on the informative tokens",
-                  overrides={f"{S}.transfer_circuit": {"n_seeds": 16, "epochs": 150, "epochs_new": 30}},
+                  overrides={TRANSFER_CIRCUIT: {"n_seeds": 16, "epochs": 150, "epochs_new": 30}},
                   result=swap_arrays("attn/attn_prefix_mass_start", "attn/attn_prefix_mass_end")),
 )
 
 
-from attnlab.clustering.spikes import claims as _spike_claims  # noqa: E402,F401  (register their claims)
-from attnlab.clustering.sweeps import claims as _sweep_claims  # noqa: E402,F401

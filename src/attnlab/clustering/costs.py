@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 from attnlab.clustering.data import MAX_ENUMERATION, PROBE_LIMIT
-from attnlab.core.costs import cost_model
 
 STEP_FIXED = 6e5       # dispatch of one step's ~120 kernels, in activation elements (≈ 1 ms on one CPU thread)
 EVAL_FIXED = 2e6       # dispatch of one evaluation's few hundred kernels
@@ -61,8 +60,6 @@ def unit_work(cfg: Any) -> float:
     return steps + n_evals * (EVAL_FIXED + S * per_eval) + data + UNIT_FIXED
 
 
-@cost_model("clustering.train", "clustering.circuits", "clustering.fig5", "clustering.fig8",
-            "clustering.stationarity")
 def single(cfg: Any) -> float:
     """One training unit of S seeds (Figs. 2-5, 8, the sandbox run; Prop. 1's stationarity run from the head)."""
     from attnlab.clustering.experiments import as_train_config
@@ -70,7 +67,6 @@ def single(cfg: Any) -> float:
     return unit_work(as_train_config(cfg)) + RUN_FIXED
 
 
-@cost_model("clustering.transfer_circuit")
 def transfer(cfg: Any) -> float:
     """Figs. 6, 15: pretraining on p, then finetuning on p_new for epochs_new."""
     from attnlab.clustering.experiments import as_train_config
@@ -79,7 +75,6 @@ def transfer(cfg: Any) -> float:
             + RUN_FIXED)
 
 
-@cost_model("clustering.fig9", "clustering.fig17")
 def dynamics(cfg: Any) -> float:
     """Figs. 9, 17: per dimension, a mini-batch unit and (full_batch) a full-batch unit (one step an epoch)."""
     from attnlab.clustering.spikes import experiments as K
@@ -94,7 +89,6 @@ def dynamics(cfg: Any) -> float:
     return work
 
 
-@cost_model("clustering.fig13", "clustering.fig18")
 def spikes(cfg: Any) -> float:
     """Figs. 13, 18: one mini-batch unit per dimension."""
     from attnlab.clustering.spikes import experiments as K
@@ -102,7 +96,6 @@ def spikes(cfg: Any) -> float:
     return sum(unit_work(K.dim_config(cfg, d)) for d in K.unit_dims(cfg)) + RUN_FIXED
 
 
-@cost_model("clustering.fig11", "clustering.fig12")
 def anatomy(cfg: Any) -> float:
     """Figs. 11, 12: one mini-batch unit at the first dimension (the dissected spike's run)."""
     from attnlab.clustering.spikes import experiments as K
@@ -110,7 +103,6 @@ def anatomy(cfg: Any) -> float:
     return unit_work(K.dim_config(cfg, K.unit_dims(cfg)[0])) + RUN_FIXED
 
 
-@cost_model("clustering.remedies")
 def remedies(cfg: Any) -> float:
     """Sec. 4.4 remedies: one unit per variant of the base config."""
     from attnlab.clustering.spikes.configs import parse_variant, plain_config
@@ -118,7 +110,6 @@ def remedies(cfg: Any) -> float:
     return sum(unit_work(plain_config(cfg, **parse_variant(v))) for v in cfg.variants) + RUN_FIXED
 
 
-@cost_model("clustering.fig7", "clustering.fig19")
 def sparsity(cfg: Any) -> float:
     """Figs. 7, 19: one lean unit per embedding dimension."""
     from attnlab.clustering.sweeps import experiments as W
@@ -126,7 +117,6 @@ def sparsity(cfg: Any) -> float:
     return sum(unit_work(W.unit_config(cfg, d=d)) for d in cfg.dims()) + RUN_FIXED
 
 
-@cost_model("clustering.fig14")
 def fig14(cfg: Any) -> float:
     """Fig. 14: the p phase, scratch units on each p' in ps (the p phase reused when it has ``epochs``) and
     finetuning units on each p' in ft_ps."""
@@ -138,7 +128,6 @@ def fig14(cfg: Any) -> float:
     return work + sum(unit_work(W.unit_config(cfg, p=q)) for q in cfg.ft_ps)
 
 
-@cost_model("clustering.fig16")
 def fig16(cfg: Any) -> float:
     """Fig. 16: one lean unit per setting of the ablation axes (the default shared)."""
     from attnlab.clustering.sweeps import experiments as W
@@ -146,7 +135,6 @@ def fig16(cfg: Any) -> float:
     return sum(unit_work(W.unit_config(cfg, **change)) for change in cfg.settings().values()) + RUN_FIXED
 
 
-@cost_model("clustering.fig1")
 def fig1(cfg: Any) -> float:
     """Fig. 1: no training; per constructed head (the main one, its rescalings, the C3 checks) a forward and an
     autograd gradient over its sentences (all p^N when ≤ 2^16, else n_sample) and the head metrics' probe passes."""
@@ -158,7 +146,6 @@ def fig1(cfg: Any) -> float:
     return main + sum(head(*c) for c in cfg.check_configs) + RUN_FIXED
 
 
-@cost_model("clustering.fig10")
 def fig10(cfg: Any) -> float:
     """Fig. 10: closed-form Jacobian norms on n_r radii for 4 normalisers (numpy; the set-up dominates)."""
     return 4 * cfg.n_r * 100 + RUN_FIXED

@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 from pydantic import Field, model_validator
 
-from attnlab.clustering import analysis, dynamics, figures, theory
+from attnlab.clustering import analysis, costs, dynamics, figures, memory, outputs, theory
 from attnlab.clustering.circuits import (
     attention_change,
     choose_two_stage_seed,
@@ -35,7 +35,7 @@ from attnlab.clustering.model import ModelSpec, forward
 from attnlab.clustering.train import train, transfer
 from attnlab.clustering.units import epoch_frame, train_units
 from attnlab.core.config import Config
-from attnlab.core.experiment import Result, experiment
+from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.units import Unit
 
@@ -111,8 +111,6 @@ def ideal_head_metrics(params: dict, spec: ModelSpec, task: Task, x: torch.Tenso
     return out
 
 
-@experiment(STUDY, "fig1", IdealHeadConfig, ref="Fig. 1", figure=figures.fig1, headline=True,
-            title="Ideal clustering head (§3.2 construction): stationary, C(k+p−1,k) clusters")
 def fig1(config: IdealHeadConfig, ctx: RunContext) -> Result:
     """The Sec. 3.2 construction for (p, N, k, d, h), its metrics (C3), the Prop. 1 caveat (C4) and other sizes."""
     consts = {k: getattr(config, k) for k in ("a", "b", "R", "beta", "lam", "mu")}
@@ -139,6 +137,17 @@ def fig1(config: IdealHeadConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
+FIG1 = Experiment(
+    STUDY, "fig1", IdealHeadConfig, fig1,
+    ref="Fig. 1",
+    figure=figures.fig1,
+    headline=True,
+    title="Ideal clustering head (§3.2 construction): stationary, C(k+p−1,k) clusters",
+    cost=costs.fig1,
+    outputs=outputs.FIG1,
+)
+
+
 # ----------------------------------------------------------------------------------------------- D9
 class _Stationarity(TrainConfig):
     """Spec D9: start at the Sec. 3.2 construction with (λ, μ) = (10c, 10c), train every parameter (Adam lr 1e-3,
@@ -159,8 +168,6 @@ StationarityConfig = _Stationarity.with_defaults(
     snapshot_every=1, head_metrics=True)
 
 
-@experiment(STUDY, "stationarity", StationarityConfig, ref="Prop. 1", figure=figures.stationarity,
-            title="The clustering head is (nearly) stationary under Adam")
 def stationarity(config: StationarityConfig, ctx: RunContext) -> Result:
     """Train from the construction; the head should stay correct and its full-space CE should not increase."""
     params, spec = theory.build_clustering_head(config.p, config.N, config.k, config.d, config.spec().h,
@@ -181,6 +188,17 @@ def stationarity(config: StationarityConfig, ctx: RunContext) -> Result:
     return Result(epoch_frame(hist), hist.to_arrays("run/"), summary)
 
 
+STATIONARITY = Experiment(
+    STUDY, "stationarity", StationarityConfig, stationarity,
+    ref="Prop. 1",
+    figure=figures.stationarity,
+    title="The clustering head is (nearly) stationary under Adam",
+    memory=memory.stationarity_bytes,
+    cost=costs.single,
+    outputs=outputs.STATIONARITY,
+)
+
+
 # ----------------------------------------------------------------------------------------------- Figs. 2–4
 class _Circuits(TrainConfig):
     """Figs. 2–4: train S seeds at d = 2, classify every model (ideal / value_corrected / partial / fuzzy / failed,
@@ -195,8 +213,6 @@ CircuitsConfig = _Circuits.with_defaults(
     "1000 epochs.")
 
 
-@experiment(STUDY, "circuits", CircuitsConfig, ref="Figs. 2–4", figure=figures.circuits,
-            title="Circuit taxonomy of trained heads (value-corrected, partial, fuzzy)")
 def circuits(config: TrainConfig, ctx: RunContext) -> Result:
     """Train ``n_seeds`` models, measure the head metrics of each final model and its head type."""
     hist = train_units(ctx, {"run": as_train_config(config)}, "circuits")["run"]
@@ -214,6 +230,17 @@ def circuits(config: TrainConfig, ctx: RunContext) -> Result:
     return Result(run_frame(hist, m), arrays, summary)
 
 
+CIRCUITS = Experiment(
+    STUDY, "circuits", CircuitsConfig, circuits,
+    ref="Figs. 2–4",
+    figure=figures.circuits,
+    title="Circuit taxonomy of trained heads (value-corrected, partial, fuzzy)",
+    memory=memory.train_bytes,
+    cost=costs.single,
+    outputs=outputs.CIRCUITS,
+)
+
+
 # ----------------------------------------------------------------------------------------------- Fig. 5
 class _Fig5(TrainConfig):
     """Fig. 5: attention maps of probe sentences at the start and end of training (impact of initialisation)."""
@@ -228,8 +255,6 @@ Fig5Config = _Fig5.with_defaults(
     "1000 epochs.")
 
 
-@experiment(STUDY, "fig5", Fig5Config, ref="Fig. 5", figure=figures.fig5,
-            title="Attention at initialisation vs after training")
 def fig5(config: TrainConfig, ctx: RunContext) -> Result:
     """Attention maps before and after training; their correlation per seed (head metric 10)."""
     hist = train_units(ctx, {"run": as_train_config(config)}, "fig5")["run"]
@@ -253,6 +278,17 @@ def fig5(config: TrainConfig, ctx: RunContext) -> Result:
                           "final/attn_prefix_mass_end": ch["attn_prefix_mass_end"]})
     table = table.melt(id_vars="seed", var_name="observable").assign(epoch=int(hist.epochs[-1]))
     return Result(pd.concat([epoch_frame(hist), table], ignore_index=True), arrays, summary)
+
+
+FIG5 = Experiment(
+    STUDY, "fig5", Fig5Config, fig5,
+    ref="Fig. 5",
+    figure=figures.fig5,
+    title="Attention at initialisation vs after training",
+    memory=memory.train_bytes,
+    cost=costs.single,
+    outputs=outputs.FIG5,
+)
 
 
 # ----------------------------------------------------------------------------------------------- Figs. 6, 15
@@ -280,8 +316,6 @@ TransferConfig = _Transfer.with_defaults(
     "256 seeds, 1000 + 1000 epochs (≈ 30 min on one CPU thread).")
 
 
-@experiment(STUDY, "transfer_circuit", TransferConfig, ref="Figs. 6, 15", figure=figures.transfer_circuit,
-            title="Transfer of the circuit p = 2 → p = 3")
 def transfer_circuit(config: TrainConfig, ctx: RunContext) -> Result:
     """Pretrain on p, finetune on p_new from the pretrained weights (``train.transfer``)."""
     pre_cfg = as_train_config(config)
@@ -323,6 +357,17 @@ def transfer_circuit(config: TrainConfig, ctx: RunContext) -> Result:
     return Result(frame, arrays, summary)
 
 
+TRANSFER_CIRCUIT = Experiment(
+    STUDY, "transfer_circuit", TransferConfig, transfer_circuit,
+    ref="Figs. 6, 15",
+    figure=figures.transfer_circuit,
+    title="Transfer of the circuit p = 2 → p = 3",
+    memory=memory.transfer_bytes,
+    cost=costs.transfer,
+    outputs=outputs.TRANSFER_CIRCUIT,
+)
+
+
 # ----------------------------------------------------------------------------------------------- Fig. 8
 class _Fig8(TrainConfig):
     """Fig. 8: two-stage learning — ξ at 4 snapshots chosen from t_cluster / t_fit (t_c−5, t_c+1, (t_c+t_f)/2,
@@ -342,8 +387,6 @@ Fig8Config = _Fig8.with_defaults(
     doc=_Fig8.__doc__ + " Quick: k = 3, 128 seeds, 150 epochs (≈ 2.5 min); paper: k = 5, 100 seeds, 1000 epochs.")
 
 
-@experiment(STUDY, "fig8", Fig8Config, ref="Fig. 8", figure=figures.fig8, headline=True,
-            title="Two-stage learning: clustering first, then fitting the MLP")
 def fig8(config: TrainConfig, ctx: RunContext) -> Result:
     """Train seeds with per-epoch snapshots; pick the shown seed and its 4 snapshot epochs."""
     hist = train_units(ctx, {"run": as_train_config(config)}, "fig8")["run"]
@@ -364,6 +407,18 @@ def fig8(config: TrainConfig, ctx: RunContext) -> Result:
     return Result(run_frame(hist, m), arrays, summary)
 
 
+FIG8 = Experiment(
+    STUDY, "fig8", Fig8Config, fig8,
+    ref="Fig. 8",
+    figure=figures.fig8,
+    headline=True,
+    title="Two-stage learning: clustering first, then fitting the MLP",
+    memory=memory.train_bytes,
+    cost=costs.single,
+    outputs=outputs.FIG8,
+)
+
+
 # ----------------------------------------------------------------------------------------------- one run
 TrainRunConfig = TrainConfig.with_defaults(
     "TrainRunConfig", scales={"quick": {"k": 3, "epochs": 300}, "paper": {}},
@@ -371,8 +426,6 @@ TrainRunConfig = TrainConfig.with_defaults(
         "each snapshot. Quick: k = 3, 300 epochs; paper: the paper's k = 5, 1000 epochs.")
 
 
-@experiment(STUDY, "train", TrainRunConfig, ref="§4.1 (visual sandbox)", figure=figures.train_run,
-            title="Train any configuration and keep its snapshots (open it in `attnlab render` or the sandbox)")
 def train_run(config: TrainConfig, ctx: RunContext) -> Result:
     """Train ``n_seeds`` models with snapshots; per-seed circuit metrics and head types at the end. While it trains,
     the history so far is published under the same ``run/`` names for live viewers (``ctx.publish``: the sandbox)."""
@@ -404,5 +457,12 @@ def train_run(config: TrainConfig, ctx: RunContext) -> Result:
     return Result(run_frame(hist, m), arrays, summary)
 
 
-from attnlab.clustering.spikes import experiments as _spikes  # noqa: E402,F401  (register their experiments)
-from attnlab.clustering.sweeps import experiments as _sweeps  # noqa: E402,F401
+TRAIN = Experiment(
+    STUDY, "train", TrainRunConfig, train_run,
+    ref="§4.1 (visual sandbox)",
+    figure=figures.train_run,
+    title="Train any configuration and keep its snapshots (open it in `attnlab render` or the sandbox)",
+    memory=memory.train_bytes,
+    cost=costs.single,
+    outputs=outputs.TRAIN,
+)

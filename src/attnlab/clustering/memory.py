@@ -29,13 +29,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnlab.clustering import experiments as X
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.data import MAX_ENUMERATION
-from attnlab.clustering.spikes import experiments as K
 from attnlab.clustering.spikes.configs import parse_variant
-from attnlab.clustering.sweeps import experiments as W
-from attnlab.core.experiment import memory_model
 
 TAIL_CHUNK = 2**19        # hidden units per chunk of the record's closed-form tail (step.chunked_tail)
 
@@ -67,7 +63,6 @@ def per_seed_bytes(cfg: Any, device: str | None = None) -> int:
     return int(out)
 
 
-@memory_model("clustering.train", "clustering.circuits", "clustering.fig5", "clustering.fig8")
 def train_bytes(cfg: Any) -> tuple[int, str]:
     """The run's peak bytes (all seeds, plus the tail chunk and a fixed 64 MiB of workspace) and what to reduce."""
     f = 8 if cfg.dtype == "float64" else 4
@@ -99,18 +94,21 @@ def units_bytes(units: list[TrainConfig]) -> tuple[int, str]:
                             f"d = {units[i].d})"
 
 
-@memory_model("clustering.transfer_circuit")
 def transfer_bytes(cfg: Any) -> tuple[int, str]:
+    from attnlab.clustering import experiments as X  # lazily: the experiments declare these models
+
     return units_bytes([X.as_train_config(cfg), X.as_train_config(cfg, p=cfg.p_new, epochs=cfg.epochs_new)])
 
 
-@memory_model("clustering.stationarity")
 def stationarity_bytes(cfg: Any) -> tuple[int, str]:
+    from attnlab.clustering import experiments as X  # lazily: the experiments declare these models
+
     return train_bytes(X.as_train_config(cfg, n_seeds=1, epochs=cfg.epochs))
 
 
-@memory_model("clustering.fig9", "clustering.fig17")
 def dynamics_bytes(cfg: Any) -> tuple[int, str]:
+    from attnlab.clustering.spikes import experiments as K  # lazily: the experiments declare these models
+
     units = []
     for d in K.unit_dims(cfg):
         units.append(K.dim_config(cfg, d))
@@ -120,27 +118,32 @@ def dynamics_bytes(cfg: Any) -> tuple[int, str]:
     return units_bytes(units)
 
 
-@memory_model("clustering.fig11", "clustering.fig12", "clustering.fig13", "clustering.fig18")
 def spike_bytes(cfg: Any) -> tuple[int, str]:
+    from attnlab.clustering.spikes import experiments as K  # lazily: the experiments declare these models
+
     return units_bytes([K.dim_config(cfg, d) for d in K.unit_dims(cfg)])
 
 
-@memory_model("clustering.remedies")
 def remedies_bytes(cfg: Any) -> tuple[int, str]:
+    from attnlab.clustering.spikes import experiments as K  # lazily: the experiments declare these models
+
     return units_bytes([K.plain_config(cfg, **parse_variant(v)) for v in cfg.variants])
 
 
-@memory_model("clustering.fig7", "clustering.fig19")
 def sparsity_bytes(cfg: Any) -> tuple[int, str]:
+    from attnlab.clustering.sweeps import experiments as W  # lazily: the experiments declare these models
+
     return units_bytes([W.unit_config(cfg, d=d) for d in cfg.dims()])
 
 
-@memory_model("clustering.fig14")
 def fig14_bytes(cfg: Any) -> tuple[int, str]:
+    from attnlab.clustering.sweeps import experiments as W  # lazily: the experiments declare these models
+
     ps = sorted(set(cfg.ps) | set(cfg.ft_ps))
     return units_bytes([W.unit_config(cfg, epochs=cfg.phase1_epochs)] + [W.unit_config(cfg, p=q) for q in ps])
 
 
-@memory_model("clustering.fig16")
 def fig16_bytes(cfg: Any) -> tuple[int, str]:
+    from attnlab.clustering.sweeps import experiments as W  # lazily: the experiments declare these models
+
     return units_bytes([W.unit_config(cfg, **change) for change in cfg.settings().values()])

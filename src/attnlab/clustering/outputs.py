@@ -2,7 +2,7 @@
 (shapes over the config fields; None: an axis no field fixes), with the tiny overrides under which
 ``tests/core/test_outputs.py`` runs it and checks them."""
 
-from attnlab.core.outputs import outputs
+from attnlab.core.outputs import Outputs, declare
 
 # what ``circuits.circuit_metrics`` measures of each model (one value per seed)
 MODEL_METRICS = ("R_perm R_suffix attn_prefix_mass cluster_purity cluster_score grad_total head_type n_clusters "
@@ -54,7 +54,7 @@ TINY = {
             "mlp_lr_factors": [1.0]},
 }
 
-outputs("clustering.fig1", tiny=TINY["fig1"],
+FIG1 = declare(tiny=TINY["fig1"],
         summary=("R_perm R_suffix accuracy accuracy_c{scale_factors} accuracy_p3_N8_k3_d4 attn_prefix_mass "
                  "attn_prefix_mass_p3_N8_k3_d4 ce cluster_score grad_U grad_V grad_W grad_norm "
                  "grad_norm_c{scale_factors} grad_norm_p3_N8_k3_d4 grad_q head_type n_clusters "
@@ -67,14 +67,14 @@ outputs("clustering.fig1", tiny=TINY["fig1"],
             "ideal/q": (None,),
         })
 
-outputs("clustering.stationarity", tiny=TINY["stationarity"],
+STATIONARITY = declare(tiny=TINY["stationarity"],
         summary=("accuracy_end accuracy_min accuracy_start ce_end ce_increase ce_max ce_start "
                  "cluster_score_end grad_total_end grad_total_start"),
         arrays={
             "run/*": None,  # a History each
         })
 
-outputs("clustering.circuits", tiny=TINY["circuits"],
+CIRCUITS = declare(tiny=TINY["circuits"],
         summary=("attn_prefix_mass_solved_mean cluster_score_solved_mean d4_n_cluster_first "
                  "d4_n_clustering_solved n_clusters_solved_mean n_failed n_failed_misclassified n_fuzzy "
                  "n_ideal n_models n_partial n_solved n_value_corrected rep_failed"),
@@ -83,7 +83,7 @@ outputs("clustering.circuits", tiny=TINY["circuits"],
             per_model("model"): ("k",),
         })
 
-outputs("clustering.fig5", tiny=TINY["fig5"],
+FIG5 = declare(tiny=TINY["fig5"],
         summary=("attn_by_value0_end attn_by_value1_end attn_corr_mean attn_corr_min "
                  "attn_corr_other_solved_mean attn_corr_solved_mean attn_prefix_mass_end "
                  "attn_prefix_mass_start n_solved"),
@@ -93,7 +93,7 @@ outputs("clustering.fig5", tiny=TINY["fig5"],
             "attn/attn_corr attn/attn_prefix_mass_end attn/attn_prefix_mass_start test_acc": (None,),
         })
 
-outputs("clustering.transfer_circuit", tiny=TINY["transfer_circuit"],
+TRANSFER_CIRCUIT = declare(tiny=TINY["transfer_circuit"],
         summary=("attn_corr_new_mean attn_prefix_mass_new_end attn_prefix_mass_new_start n_ideal_clusters_pre "
                  "n_solved_new n_solved_pre rep_attn_corr_new rep_attn_prefix_mass_new_end "
                  "rep_attn_prefix_mass_new_start rep_head_type_new rep_head_type_pre rep_seed rep_test_acc_new "
@@ -107,7 +107,7 @@ outputs("clustering.transfer_circuit", tiny=TINY["transfer_circuit"],
             "rep": (),
         })
 
-outputs("clustering.fig8", tiny=TINY["fig8"],
+FIG8 = declare(tiny=TINY["fig8"],
         summary=("d4_n_cluster_first d4_n_clustering_solved drop1 drop2 n_solved seed_rule seed_shown "
                  "snapshot1 snapshot2 snapshot3 snapshot4 t_cluster t_fit test_acc"),
         arrays={
@@ -116,26 +116,26 @@ outputs("clustering.fig8", tiny=TINY["fig8"],
             "shown": (),
         })
 
-outputs("clustering.train", tiny=TINY["train"],
+TRAIN = declare(tiny=TINY["train"],
         summary="best_test_acc mean_test_acc n_failed n_fuzzy n_ideal n_partial n_solved n_value_corrected",
         arrays={
             "run/*": None,  # a History each
             per_model("model"): (None,),
         })
 
-outputs("clustering.fig9", tiny=TINY["fig9"],
+FIG9 = declare(tiny=TINY["fig9"],
         summary=per_unit(DROP_KEYS, "d2_full", "d2_mini", also="units"),
         arrays={
             "d2_full/* d2_mini/*": None,  # a History each
         })
 
-outputs("clustering.fig17", tiny=TINY["fig17"],
+FIG17 = declare(tiny=TINY["fig17"],
         summary=per_unit(DROP_KEYS, "d{dims}_mini", also="units"),
         arrays={
             "d16_mini/* d3_mini/*": None,  # a History each
         })
 
-outputs("clustering.fig10", tiny=TINY["fig10"],
+FIG10 = declare(tiny=TINY["fig10"],
         summary=("angle_deg_far angle_deg_near eta max_jac_rmsnorm max_jac_smooth max_jac_smooth_inf "
                  "max_jac_sphere max_rel_err_sphere_vs_1_over_r"),
         arrays={
@@ -145,8 +145,9 @@ outputs("clustering.fig10", tiny=TINY["fig10"],
             "picture/far picture/near": (None, None),
         })
 
-for name in ("fig11", "fig12"):  # one experiment function, several figures
-    outputs(f"clustering.{name}", tiny=TINY[name],
+def spike_run_outputs(name: str) -> Outputs:
+    """The outputs of one spike run (``clustering.fig11``, ``fig12``: one experiment function, several figures)."""
+    return declare(tiny=TINY[name],
             summary=per_unit(SPIKE_KEYS, "run", also="after/acc after/margin after/min_xi_norm after/u_abs_cos_mean "
                              "amplification before/acc before/margin before/min_xi_norm before/u_abs_cos_mean "
                              "dmlp_mean dxi_mean dxi_rel epoch_after epoch_before loss_after loss_before "
@@ -162,11 +163,14 @@ for name in ("fig11", "fig12"):  # one experiment function, several figures
                  "spike"): (None,),
             })
 
-for name, unit in (("fig13", "d2"), ("fig18", "d3")):  # one spike unit each at its tiny size
-    outputs(f"clustering.{name}", tiny=TINY[name], summary=per_unit(SPIKE_KEYS, unit, also="units"),
-            arrays={f"{unit}/*": None})  # a History
 
-outputs("clustering.remedies", tiny=TINY["remedies"],
+FIG11, FIG12 = spike_run_outputs("fig11"), spike_run_outputs("fig12")
+
+# one spike unit each at its tiny size; its History
+FIG13 = declare(tiny=TINY["fig13"], summary=per_unit(SPIKE_KEYS, "d2", also="units"), arrays={"d2/*": None})
+FIG18 = declare(tiny=TINY["fig18"], summary=per_unit(SPIKE_KEYS, "d3", also="units"), arrays={"d3/*": None})
+
+REMEDIES = declare(tiny=TINY["remedies"],
         summary=("{variants}:n_eligible {variants}:n_fitted {variants}:rate_eligible_mean {variants}:rate_mean "
                  "{variants}:rate_se {variants}:test_acc_final_mean"),
         arrays={
@@ -175,7 +179,7 @@ outputs("clustering.remedies", tiny=TINY["remedies"],
             "v0/train_loss v1/train_loss": (None, None),
         })
 
-outputs("clustering.fig7", tiny=TINY["fig7"],
+FIG7 = declare(tiny=TINY["fig7"],
         summary=("max_final_train_loss_d2 max_grad_ce_below_1e-3_d2 mean_test_acc_d2 n_ce_below_1e-3_d2 "
                  "n_models_d2 n_reach90_d2 n_reach99_d2 n_stuck100_d2 n_success_d2 sparsity_failed_d2 "
                  "sparsity_success_d2 spearman_d2 success_rate_d2"),
@@ -187,7 +191,7 @@ outputs("clustering.fig7", tiny=TINY["fig7"],
             "ds": (1,),
         })
 
-outputs("clustering.fig19", tiny=TINY["fig19"],
+FIG19 = declare(tiny=TINY["fig19"],
         summary=("max_final_train_loss_d{ds} max_grad_ce_below_1e-3_d{ds} mean_test_acc_d{ds} "
                  "n_ce_below_1e-3_d{ds} n_models_d{ds} n_reach90_d{ds} n_reach99_d{ds} n_stuck100_d{ds} "
                  "n_success_d{ds} sparsity_failed_d{ds} sparsity_success_d{ds} spearman_d{ds} "
@@ -201,7 +205,7 @@ outputs("clustering.fig19", tiny=TINY["fig19"],
             "d{ds}/grad_total d{ds}/test_acc d{ds}/train_loss d{ds}/tv_error": ("k", None),
         })
 
-outputs("clustering.fig14", tiny=TINY["fig14"],
+FIG14 = declare(tiny=TINY["fig14"],
         summary=("ideal_clusters max_acc_finetune_p3 max_acc_scratch_p{ps} mean_acc_finetune_p3 "
                  "mean_acc_finetune_p3_ideal mean_acc_finetune_p3_other mean_acc_scratch_p{ps} "
                  "min_gain_finetune n_ideal_clusters_pre n_perfect_finetune_p3 n_perfect_not_ideal_finetune_p3 "
@@ -213,7 +217,7 @@ outputs("clustering.fig14", tiny=TINY["fig14"],
             "pre/test_acc": (None, "k"),
         })
 
-outputs("clustering.fig16", tiny=TINY["fig16"],
+FIG16 = declare(tiny=TINY["fig16"],
         summary=("mean_acc_batch_size={batch_sizes} mean_acc_h=8 mean_acc_lr=0.01 mean_acc_mlp_lr_factor=1 "
                  "roughness_mean roughness_seed0 se_acc_batch_size={batch_sizes} se_acc_h=8 se_acc_lr=0.01 "
                  "se_acc_mlp_lr_factor=1 seed0_acc_batch_size={batch_sizes} seed0_acc_h=8 seed0_acc_lr=0.01 "

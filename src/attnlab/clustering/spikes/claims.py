@@ -20,6 +20,7 @@ import numpy as np
 from attnlab.clustering import dynamics
 from attnlab.clustering.intervals import mean_interval
 from attnlab.clustering.keys import unit_key
+from attnlab.clustering.spikes.experiments import FIG9, FIG13, REMEDIES
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Result
 from attnlab.core.worlds import World, swap_arrays
@@ -146,9 +147,9 @@ _EVENTS_WHY = ("the loss drop (spike) and the gradient peak are events of the sa
 
 
 def _d7(ctx: ClaimContext) -> Measured:
-    summaries = [ctx.run(f"{S}.fig13").summary]
+    summaries = [ctx.run(FIG13).summary]
     if d7_counts(summaries)[1] < 5:  # check D7's fallback: d = 2, k = 3, lr = 1e-2, 300 epochs, 8 seeds
-        summaries.append(ctx.run(f"{S}.fig13", k=3, lr=1e-2, epochs=300, n_seeds=8).summary)
+        summaries.append(ctx.run(FIG13, k=3, lr=1e-2, epochs=300, n_seeds=8).summary)
     ok, n = d7_counts(summaries)
     runs = f"over {len(summaries)} fig13 run(s)"
     if n < 5:
@@ -164,14 +165,14 @@ claim(
     how="fig9 mini-batch run (batch 32): over seeds whose loss sits ≥ 10 epochs on a plateau and that fit (≥ 2 "
         "needed), the fraction with max grad norm on [t_0, t_fit + 3] ≥ 5× its median on [t_0 − 25, t_0 − 2), t_0 "
         "the first epoch with the train loss 5 % below its epoch-5 value",
-    measure=lambda ctx: d5_fraction([ctx.run(f"{S}.fig9").summary]), expected=0.8, relation="ge",
+    measure=lambda ctx: d5_fraction([ctx.run(FIG9).summary]), expected=0.8, relation="ge",
     scales=("quick",), falsify=_EVENTS_WHY,
 )
 claim(
     id=f"{S}.drops_at_gradient_peaks_full_batch", ref="§4.3, Fig. 9",
     statement="in full-batch training (Fig. 9), the gradient norm during the loss drop is ≥ 5× its plateau median",
     how="fig9 full-batch run (lr 1e-2): the same fraction over its seeds",
-    measure=lambda ctx: d5_fraction([ctx.run(f"{S}.fig9").summary], "full"), expected=0.8, relation="ge",
+    measure=lambda ctx: d5_fraction([ctx.run(FIG9).summary], "full"), expected=0.8, relation="ge",
     falsify=_EVENTS_WHY,
 )
 claim(
@@ -187,12 +188,12 @@ claim(
               "||∇L|| = O(B̃·√𝓔)",
     how="fig9 (mini-batch and full-batch) + fig13 runs (d = 2, logged every 1-3 epochs): slope of log ||∇L|| against "
         "log 𝓔 over the epochs with 𝓔 < 1e-2, within each seed that gets there, pooled; ≥ 0.5 is Prop. 2's rate",
-    measure=lambda ctx: gradient_exponent(unit_curves(ctx.run(f"{S}.fig9")) + unit_curves(ctx.run(f"{S}.fig13"))),
+    measure=lambda ctx: gradient_exponent(unit_curves(ctx.run(FIG9)) + unit_curves(ctx.run(FIG13))),
     expected=0.5, relation="ge", scales=("quick",),
     falsify=World("a gradient floor: 1 added to every logged ||∇L|| (as a term that does not vanish with the error "
                   "would), so ||∇L|| no longer falls with 𝓔",
-                  overrides={f"{S}.fig9": {"n_seeds": 8, "epochs": 60, "full_batch": False},
-                             f"{S}.fig13": {"n_seeds": 8, "epochs": 60}},
+                  overrides={FIG9: {"n_seeds": 8, "epochs": 60, "full_batch": False},
+                             FIG13: {"n_seeds": 8, "epochs": 60}},
                   result=gradient_floor(1.0)),
 )
 claim(
@@ -201,7 +202,7 @@ claim(
     how="fig9: every snapshot (≤ 200) of the drawn seed of each run, float64 on the 4096-sentence probe grid; the "
         "max of ||∇L||² / (bound_corrected·𝓔), the printed B̂'s max ratio and violations in the detail. Reported: "
         "both hold by 1e5 to 1e8, a loose bound whose rate is asserted by solved_small_gradient*",
-    measure=lambda ctx: prop4_along_training(ctx.run(f"{S}.fig9")), relation="report",
+    measure=lambda ctx: prop4_along_training(ctx.run(FIG9)), relation="report",
 )
 # quick: the two variants the claim compares, on enough seeds to count a few dozen onsets (≈ 4 min on one core);
 # paper: the remedies run itself, whose paper scale has 256 seeds for this claim (RemediesConfigDefault)
@@ -212,8 +213,8 @@ claim(
     how="remedies (d = 2, lr 1e-2, same seeds; quick: k = 2, 256 seeds, 80 epochs, baseline and norm=smooth only): "
         "spike onsets per 1000 epochs with norm = smooth minus with the sphere, per seed; the upper end of the 95 % "
         "t-interval of its mean is below 0. The paper suggests the remedy without counts: the rates are ours",
-    measure=lambda ctx: smooth_minus_sphere(ctx.run(f"{S}.remedies", **(SMOOTH_QUICK if ctx.scale == "quick" else {}))),
+    measure=lambda ctx: smooth_minus_sphere(ctx.run(REMEDIES, **(SMOOTH_QUICK if ctx.scale == "quick" else {}))),
     expected=0.0, relation="le",
     falsify=World("the sphere's and the smoothed normaliser's onset rates swapped: the smoothed one spikes more",
-                  overrides={f"{S}.remedies": {"n_seeds": 32}}, result=swap_arrays("v0/rate", "v1/rate")),
+                  overrides={REMEDIES: {"n_seeds": 32}}, result=swap_arrays("v0/rate", "v1/rate")),
 )

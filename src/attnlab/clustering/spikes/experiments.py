@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnlab.clustering import dynamics, theory
+from attnlab.clustering import costs, dynamics, memory, outputs, theory
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.history import History
 from attnlab.clustering.keys import unit_key
@@ -42,7 +42,7 @@ from attnlab.clustering.spikes.configs import (
     plain_config,
 )
 from attnlab.clustering.units import epoch_frame, train_units
-from attnlab.core.experiment import Result, experiment
+from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 
 STUDY = "clustering"
@@ -158,10 +158,24 @@ def dynamics_run(config: DynamicsConfig, ctx: RunContext) -> Result:
     return Result(pd.concat(frames, ignore_index=True), arrays, summary)
 
 
-experiment(STUDY, "fig9", Fig9Config, ref="Fig. 9", figure=spike_figures.dynamics,
-           title="Escaping saddle points: loss drops and per-layer gradient-norm peaks (d = 2)")(dynamics_run)
-experiment(STUDY, "fig17", Fig17Config, ref="Fig. 17 (App. A.4)", figure=spike_figures.dynamics,
-           title="Loss drops and gradient-norm peaks for d = 3 and d = 64")(dynamics_run)
+FIG9 = Experiment(
+    STUDY, "fig9", Fig9Config, dynamics_run,
+    ref="Fig. 9",
+    figure=spike_figures.dynamics,
+    title="Escaping saddle points: loss drops and per-layer gradient-norm peaks (d = 2)",
+    memory=memory.dynamics_bytes,
+    cost=costs.dynamics,
+    outputs=outputs.FIG9,
+)
+FIG17 = Experiment(
+    STUDY, "fig17", Fig17Config, dynamics_run,
+    ref="Fig. 17 (App. A.4)",
+    figure=spike_figures.dynamics,
+    title="Loss drops and gradient-norm peaks for d = 3 and d = 64",
+    memory=memory.dynamics_bytes,
+    cost=costs.dynamics,
+    outputs=outputs.FIG17,
+)
 
 
 # ----------------------------------------------------------------------------------------------- Fig. 10
@@ -187,8 +201,6 @@ def _moves(norm: str, r: np.ndarray, eta: float, eps: float) -> dict[str, np.nda
     return {"back": (f(back) - f(x)).norm(dim=-1).numpy(), "side": (f(side) - f(x)).norm(dim=-1).numpy()}
 
 
-@experiment(STUDY, "fig10", CurvatureConfig, ref="Fig. 10, §4.4", figure=spike_figures.curvature,
-            title="High-curvature normalisation: x ↦ x/||x|| near the origin")
 def fig10(config: CurvatureConfig, ctx: RunContext) -> Result:
     """Jacobian norms (sphere = 1/r; smooth ≤ 1.5) and the effect of the same update near / far from 0."""
     r = np.logspace(math.log10(config.r_min), math.log10(config.r_max), config.n_r)
@@ -213,6 +225,16 @@ def fig10(config: CurvatureConfig, ctx: RunContext) -> Result:
     frame = pd.DataFrame([{"norm": n, "r": ri, "jacobian_norm": j} for n in ("sphere", "smooth", "smooth_inf",
                           "rmsnorm") for ri, j in zip(r, arrays[f"jac/{n}"], strict=True)])
     return Result(frame, arrays, summary)
+
+
+FIG10 = Experiment(
+    STUDY, "fig10", CurvatureConfig, fig10,
+    ref="Fig. 10, §4.4",
+    figure=spike_figures.curvature,
+    title="High-curvature normalisation: x ↦ x/||x|| near the origin",
+    cost=costs.fig10,
+    outputs=outputs.FIG10,
+)
 
 
 # ----------------------------------------------------------------------------------------------- spikes
@@ -283,10 +305,24 @@ def spike_run(config: SpikeConfig, ctx: RunContext) -> Result:
     return Result(frame, arrays, summary)
 
 
-experiment(STUDY, "fig13", Fig13Config, ref="Fig. 13, §4.4", figure=spike_figures.spike_grads,
-           title="Loss spikes and gradient-norm spikes (mini-batch, d = 2)")(spike_run)
-experiment(STUDY, "fig18", Fig18Config, ref="Fig. 18 (App. A.4)", figure=spike_figures.spike_grads,
-           title="Loss spikes and gradient-norm spikes for d = 3 and d = 64")(spike_run)
+FIG13 = Experiment(
+    STUDY, "fig13", Fig13Config, spike_run,
+    ref="Fig. 13, §4.4",
+    figure=spike_figures.spike_grads,
+    title="Loss spikes and gradient-norm spikes (mini-batch, d = 2)",
+    memory=memory.spike_bytes,
+    cost=costs.spikes,
+    outputs=outputs.FIG13,
+)
+FIG18 = Experiment(
+    STUDY, "fig18", Fig18Config, spike_run,
+    ref="Fig. 18 (App. A.4)",
+    figure=spike_figures.spike_grads,
+    title="Loss spikes and gradient-norm spikes for d = 3 and d = 64",
+    memory=memory.spike_bytes,
+    cost=costs.spikes,
+    outputs=outputs.FIG18,
+)
 
 
 def choose_spike(h: History, st: dict[str, np.ndarray], rank: int = 0) -> tuple[int, int, str]:
@@ -359,15 +395,27 @@ def spike_anatomy(config: SpikeConfig, ctx: RunContext) -> Result:
     return Result(epoch_frame(h), arrays, summary)
 
 
-experiment(STUDY, "fig11", Fig11Config, ref="Fig. 11, §4.4", figure=spike_figures.spike_levels,
-           title="High-curvature feed-forward: a loss spike as ξ crosses the decision lines")(spike_anatomy)
-experiment(STUDY, "fig12", Fig11Config, ref="Fig. 12, §4.4", figure=spike_figures.spike_mlp,
-           title="Small ξ change, big MLP response: heavy or correlated assemblers")(spike_anatomy)
+FIG11 = Experiment(
+    STUDY, "fig11", Fig11Config, spike_anatomy,
+    ref="Fig. 11, §4.4",
+    figure=spike_figures.spike_levels,
+    title="High-curvature feed-forward: a loss spike as ξ crosses the decision lines",
+    memory=memory.spike_bytes,
+    cost=costs.anatomy,
+    outputs=outputs.FIG11,
+)
+FIG12 = Experiment(
+    STUDY, "fig12", Fig11Config, spike_anatomy,
+    ref="Fig. 12, §4.4",
+    figure=spike_figures.spike_mlp,
+    title="Small ξ change, big MLP response: heavy or correlated assemblers",
+    memory=memory.spike_bytes,
+    cost=costs.anatomy,
+    outputs=outputs.FIG12,
+)
 
 
 # ----------------------------------------------------------------------------------------------- remedies
-@experiment(STUDY, "remedies", RemediesConfigDefault, ref="§4.4 remedies (§4.4)",
-            figure=spike_figures.remedies, title="Loss-spike remedies: spikes per 1000 epochs (our counts)")
 def remedies(config: RemediesConfig, ctx: RunContext) -> Result:
     """One run of the same seeds per variant; spike onsets per 1000 epochs (all epochs, and per 1000 epochs
     after the loss first fell below half its initial value, where the spike detector is armed)."""
@@ -395,3 +443,14 @@ def remedies(config: RemediesConfig, ctx: RunContext) -> Result:
         rows += [{"variant": v, "seed": sd, **{k: float(val[j]) for k, val in per.items()}}
                  for j, sd in enumerate(h.seeds)]
     return Result(pd.DataFrame(rows), arrays, summary)
+
+
+REMEDIES = Experiment(
+    STUDY, "remedies", RemediesConfigDefault, remedies,
+    ref="§4.4 remedies (§4.4)",
+    figure=spike_figures.remedies,
+    title="Loss-spike remedies: spikes per 1000 epochs (our counts)",
+    memory=memory.remedies_bytes,
+    cost=costs.remedies,
+    outputs=outputs.REMEDIES,
+)

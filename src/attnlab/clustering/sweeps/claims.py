@@ -16,7 +16,7 @@ import numpy as np
 from attnlab.clustering.intervals import mean_interval
 from attnlab.clustering.keys import bar_array, bar_key, bar_moduli, d_key
 from attnlab.clustering.spikes.claims import gradient_exponent, gradient_floor
-from attnlab.clustering.sweeps import experiments as _experiments  # noqa: F401  (registers what the claims run)
+from attnlab.clustering.sweeps.experiments import FIG7, FIG14, FIG16, FIG19
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Result
 from attnlab.core.worlds import World, scale_summary, swap_arrays, swap_summary
@@ -124,11 +124,11 @@ def sweep_curves(results: list[Result]) -> list[dict[str, np.ndarray]]:
 
 # ----------------------------------------------------------------------------------------------- claims
 def _fig7(ctx: ClaimContext) -> Result:
-    return ctx.run("clustering.fig7", **(D3 if ctx.scale == "quick" else {}))
+    return ctx.run(FIG7, **(D3 if ctx.scale == "quick" else {}))
 
 
 def _d2(ctx: ClaimContext) -> Result:
-    return ctx.run("clustering.fig19", **D2)
+    return ctx.run(FIG19, **D2)
 
 
 def _both(quick_why: str | None, **kw) -> None:
@@ -166,12 +166,12 @@ _LEARNABILITY = (
 )
 _SLOW = "Adam at lr 1e-5 (not 3e-3) for 50 epochs: no seed leaves the plateau"
 _WORLDS = {
-    "d2_k3": World(_SLOW, overrides={"clustering.fig7": {"lr": 1e-5, "epochs": 50}}),
+    "d2_k3": World(_SLOW, overrides={FIG7: {"lr": 1e-5, "epochs": 50}}),
     "d2_k3_stuck": World("a 1-sparse task (k = 1) that every seed solves within a few epochs: no seed stays at "
-                         "chance", overrides={"clustering.fig7": {"k": 1, "epochs": 120}}),
-    "d8_k5": World(_SLOW, overrides={"clustering.fig19": {"lr": 1e-5, "epochs": 50}}),
+                         "chance", overrides={FIG7: {"k": 1, "epochs": 120}}),
+    "d8_k5": World(_SLOW, overrides={FIG19: {"lr": 1e-5, "epochs": 50}}),
     "d8_k5_loss": World("Adam at lr 1.0 for 30 epochs: training diverges and the loss ends above chance",
-                        overrides={"clustering.fig19": {"lr": 1.0, "epochs": 30}}),
+                        overrides={FIG19: {"lr": 1.0, "epochs": 30}}),
 }
 # seed counts out of 16 (binomial spread ≈ 2) within 2 of their gate are measured on two seed blocks
 _BLOCKS = {"d2_k3": 2, "d8_k5": 2}
@@ -179,7 +179,8 @@ for _id, _check, _exp, _cfg, _name, _d, _expected, _rel, _statement, _how in _LE
     claim(id=f"clustering.learnability_{_id}", ref=f"Fig. 19, App. A.4 (check {_check})", statement=_statement,
           how=_how, expected=_expected, relation=_rel, scales=("quick",), falsify=_WORLDS[_id],
           blocks=_BLOCKS.get(_id, 1),
-          measure=lambda ctx, e=f"clustering.{_exp}", cfg=_cfg, key=d_key(_name, _d): ctx.summary(e, key, **cfg))
+          measure=lambda ctx, e={"fig7": FIG7, "fig19": FIG19}[_exp], cfg=_cfg, key=d_key(_name, _d):
+          ctx.summary(e, key, **cfg))
 claim(
     id="clustering.solved_small_gradient", ref="Prop. 2, Prop. 4",
     statement="solved ⇒ small gradient: the full-batch gradient norm vanishes with the error, ||∇L|| = O(B̃·√𝓔)",
@@ -216,20 +217,20 @@ claim(
     id="clustering.success_rises_with_d", ref="Fig. 19, App. A.4",
     statement="larger embeddings succeed more often (quick: d = 8 vs d = 2 at k = 3, 200 epochs)",
     how="fig19: success rate (final test acc > 0.9) at the largest d minus at the smallest d",
-    measure=lambda ctx: success_rate_slope(ctx.run("clustering.fig19")), expected=0.1, relation="ge",
+    measure=lambda ctx: success_rate_slope(ctx.run(FIG19)), expected=0.1, relation="ge",
     falsify=World("the success rates of the smallest and the largest d swapped: smaller embeddings succeed more",
-                  overrides={"clustering.fig19": {"ds": (2, 8), "n_seeds": 8, "epochs": 100}},
+                  overrides={FIG19: {"ds": (2, 8), "n_seeds": 8, "epochs": 100}},
                   result=swap_summary(d_key("success_rate", 2), d_key("success_rate", 8))),
 )
 claim(
     id="clustering.all_succeed_from_d8", ref="Fig. 19, App. A.4",
     statement="from d = 8 on, all 20 models succeed (test acc > 0.9)",
     how="fig19 paper scale: fewest successful models over d ∈ {8, 16, 32}",
-    measure=lambda ctx: min_success_from(ctx.run("clustering.fig19")), expected=20, relation="ge", scales=("paper",),
+    measure=lambda ctx: min_success_from(ctx.run(FIG19)), expected=20, relation="ge", scales=("paper",),
     falsify=World("Adam at lr 1e-5 for 30 epochs, 20 models at d = 8: no model leaves the plateau",
-                  overrides={"clustering.fig19": {"ds": (8,), "n_seeds": 20, "lr": 1e-5, "epochs": 30}}),
+                  overrides={FIG19: {"ds": (8,), "n_seeds": 20, "lr": 1e-5, "epochs": 30}}),
 )
-_FIG14_SMALL = {"clustering.fig14": {"n_seeds": 16, "pretrain_epochs": 100, "epochs": 100}}
+_FIG14_SMALL = {FIG14: {"n_seeds": 16, "pretrain_epochs": 100, "epochs": 100}}
 _SWAPPED = ("the finetuned and from-scratch arms swapped (runs paired by seed): training from scratch beats "
             "finetuning")
 
@@ -251,35 +252,35 @@ _TRANSFER = dict(ref="Fig. 14, App. A.2",
                  statement="finetuned from p = 2 beats training from scratch for every p ≥ 3 (mean test accuracy)")
 _both(None, id="clustering.transfer_beats_scratch", **_TRANSFER,
       how="fig14: min over p ∈ ft_ps ∩ ps of mean acc(finetuned) − mean acc(scratch)",
-      measure=lambda ctx: transfer_gain(ctx.run("clustering.fig14")), expected=0.0, relation="ge",
+      measure=lambda ctx: transfer_gain(ctx.run(FIG14)), expected=0.0, relation="ge",
       falsify=World(_SWAPPED, overrides=_FIG14_SMALL, result=_swap_arms))
 claim(id="clustering.transfer_beats_scratch_quick", **_TRANSFER,
       how="fig14 quick (d = 2, k = 3, p' ∈ {3, 4}, 128 runs a bar, 200 + 200 epochs): the smallest lower end over p' "
           "of the 95 % t-interval of the seed-paired gain acc(finetuned) − acc(scratch); the paper's bars are k = 5, "
           "1000 + 1000 epochs, p' ≤ 10, 250 runs",
-      measure=lambda ctx: transfer_gain_lower(ctx.run("clustering.fig14")), expected=0.0, relation="ge",
+      measure=lambda ctx: transfer_gain_lower(ctx.run(FIG14)), expected=0.0, relation="ge",
       scales=("quick",), blocks=2,  # lower end +0.017 against a spread of about its size
       falsify=World(_SWAPPED, overrides=_FIG14_SMALL, result=_swap_arms))
 _both(None, id="clustering.no_scratch_learning_p_gt_4", ref="App. A.2",
       statement="with N = 12 and 2048 points, 1000 epochs from scratch learn nothing for p > 4",
       how="fig14 paper scale: successful (test acc > 0.9) from-scratch runs summed over p ∈ [5, 10]",
-      measure=lambda ctx: scratch_successes_above(ctx.run("clustering.fig14")), expected=0, relation="le",
+      measure=lambda ctx: scratch_successes_above(ctx.run(FIG14)), expected=0, relation="le",
       falsify=World("a 1-sparse task (k = 1), which training from scratch learns at p = 5 within 60 epochs",
-                    overrides={"clustering.fig14": {"k": 1, "ps": (2, 5), "ft_ps": (5,), "n_seeds": 8,
+                    overrides={FIG14: {"k": 1, "ps": (2, 5), "ft_ps": (5,), "n_seeds": 8,
                                                     "pretrain_epochs": 20, "epochs": 60}}))
 _both(_FIG14_QUICK, id="clustering.transfer_perfect_needs_clusters", ref="App. A.2",
       statement="only finetuned runs whose p = 2 phase formed the C(k+1, k) clusters (6 at k = 5) reach 100 % "
                 "test accuracy",
       how="fig14: finetuned runs at 100 % test accuracy whose p = 2 ξ had n_clusters ≠ C(k+1, k)",
-      measure=lambda ctx: perfect_clusters(ctx.run("clustering.fig14")), expected=0, relation="le",
+      measure=lambda ctx: perfect_clusters(ctx.run(FIG14)), expected=0, relation="le",
       falsify="its world is the quick run itself (k = 3, 128 runs, 200 + 200 epochs: 4 perfect finetuned runs "
               "without the ideal clusters, the reported _quick twin), about 5 min, too slow for a test")
 claim(
     id="clustering.ablation_single_seed_rougher", ref="Fig. 16, App. A.3",
     statement="one seed varies much more across neighbouring hyper-parameter settings than the seed mean",
     how="fig16: mean |Δ test acc| between neighbouring settings, seed 0 over the seed mean (ratio ≥ 1.5)",
-    measure=lambda ctx: roughness_ratio(ctx.run("clustering.fig16")), expected=1.5, relation="ge",
+    measure=lambda ctx: roughness_ratio(ctx.run(FIG16)), expected=1.5, relation="ge",
     blocks=2,  # 1.68 at quick: one seed's roughness varies by more than the margin
     falsify=World("seed 0 as smooth as the seed mean: one seed varies no more than the average",
-                  overrides={"clustering.fig16": {"n_seeds": 8, "epochs": 20}}, result=_smooth_seed0),
+                  overrides={FIG16: {"n_seeds": 8, "epochs": 20}}, result=_smooth_seed0),
 )

@@ -16,14 +16,14 @@ import pandas as pd
 import torch
 from pydantic import Field, model_validator
 
-from attnlab.clustering import analysis
+from attnlab.clustering import analysis, costs, memory, outputs
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.data import n_multisets
 from attnlab.clustering.history import History
 from attnlab.clustering.keys import bar_array, bar_key, d_key
 from attnlab.clustering.sweeps import figures as sweep_figures
 from attnlab.clustering.train import train, transfer
-from attnlab.core.experiment import Result, experiment
+from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.units import Unit, run_units
 
@@ -142,10 +142,24 @@ def sparsity_sweep(config: SparsityConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
-experiment(STUDY, "fig7", Fig7Config, ref="Fig. 7", figure=sweep_figures.fig7,
-           title="Activation sparsity vs ε: successful models are denser (d = 2)")(sparsity_sweep)
-experiment(STUDY, "fig19", Fig19Config, ref="Fig. 19", figure=sweep_figures.fig19,
-           title="Sparsity and success rate vs embedding dimension d")(sparsity_sweep)
+FIG7 = Experiment(
+    STUDY, "fig7", Fig7Config, sparsity_sweep,
+    ref="Fig. 7",
+    figure=sweep_figures.fig7,
+    title="Activation sparsity vs ε: successful models are denser (d = 2)",
+    memory=memory.sparsity_bytes,
+    cost=costs.sparsity,
+    outputs=outputs.FIG7,
+)
+FIG19 = Experiment(
+    STUDY, "fig19", Fig19Config, sparsity_sweep,
+    ref="Fig. 19",
+    figure=sweep_figures.fig19,
+    title="Sparsity and success rate vs embedding dimension d",
+    memory=memory.sparsity_bytes,
+    cost=costs.sparsity,
+    outputs=outputs.FIG19,
+)
 
 
 # ----------------------------------------------------------------------------------------------- Fig. 14
@@ -238,8 +252,15 @@ def transfer_sweep(config: TransferSweepConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
-experiment(STUDY, "fig14", Fig14Config, ref="Fig. 14", figure=sweep_figures.fig14,
-           title="Transfer: finetuning from p = 2 beats training from scratch")(transfer_sweep)
+FIG14 = Experiment(
+    STUDY, "fig14", Fig14Config, transfer_sweep,
+    ref="Fig. 14",
+    figure=sweep_figures.fig14,
+    title="Transfer: finetuning from p = 2 beats training from scratch",
+    memory=memory.fig14_bytes,
+    cost=costs.fig14,
+    outputs=outputs.FIG14,
+)
 
 
 # ----------------------------------------------------------------------------------------------- Fig. 16
@@ -336,5 +357,12 @@ def roughness(table: pd.DataFrame) -> dict[str, float]:
             "roughness_mean": float(np.mean(mean)) if mean else float("nan")}
 
 
-experiment(STUDY, "fig16", Fig16Config, ref="Fig. 16", figure=sweep_figures.fig16,
-           title="Hyper-parameter ablation: test accuracy vs batch size, h, lr, MLP-lr factor")(ablation)
+FIG16 = Experiment(
+    STUDY, "fig16", Fig16Config, ablation,
+    ref="Fig. 16",
+    figure=sweep_figures.fig16,
+    title="Hyper-parameter ablation: test accuracy vs batch size, h, lr, MLP-lr factor",
+    memory=memory.fig16_bytes,
+    cost=costs.fig16,
+    outputs=outputs.FIG16,
+)
