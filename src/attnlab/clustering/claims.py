@@ -15,7 +15,8 @@ import math
 import numpy as np
 
 from attnlab.clustering.circuits import other_corr
-from attnlab.clustering.experiments import CIRCUITS, FIG1, FIG5, FIG8, STATIONARITY, TRANSFER_CIRCUIT
+from attnlab.clustering.experiments import CIRCUITS, FIG5, FIG8, STATIONARITY, TRANSFER_CIRCUIT
+from attnlab.clustering.ideal_head import FIG1
 from attnlab.clustering.intervals import mean_interval
 from attnlab.clustering.keys import check_key, scaled_key
 from attnlab.core.claims import ClaimContext, Measured, claim

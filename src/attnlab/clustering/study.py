@@ -4,8 +4,10 @@ Figs. 7, 14, 16, 19), the modules of its claims and its sandbox views."""
 
 from __future__ import annotations
 
-from attnlab.clustering.experiments import CIRCUITS, FIG1, FIG5, FIG8, STATIONARITY, TRAIN, TRANSFER_CIRCUIT
-from attnlab.clustering.spikes.experiments import FIG9, FIG10, FIG11, FIG12, FIG13, FIG17, FIG18, REMEDIES
+from attnlab.clustering.experiments import CIRCUITS, FIG5, FIG8, STATIONARITY, TRAIN, TRANSFER_CIRCUIT
+from attnlab.clustering.ideal_head import FIG1
+from attnlab.clustering.spikes.curvature import FIG10
+from attnlab.clustering.spikes.experiments import FIG9, FIG11, FIG12, FIG13, FIG17, FIG18, REMEDIES
 from attnlab.clustering.sweeps.experiments import FIG7, FIG14, FIG16, FIG19
 from attnlab.core.study import Study
 
