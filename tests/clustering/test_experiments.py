@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attnlab.clustering import circuits
-from attnlab.clustering import experiments as X
+from attnlab.clustering.data import Task
 from attnlab.clustering.history import History
 from attnlab.clustering.outputs import TINY
 from attnlab.core.config import ConfigError, resolve
@@ -81,7 +81,7 @@ def test_circuit_metrics_and_taxonomy_on_the_construction():
     leaky["P"][0, 5:] = torch.tensor([0.0, 1.0]) + 0.3 * torch.randn(7, 2, generator=torch.Generator().manual_seed(0),
                                                                      dtype=torch.float64)
     stacked = {k: torch.cat([params[k], leaky[k]])[None] for k in params}
-    task = X.Task(2, 12, 5)
+    task = Task(2, 12, 5)
     h = History(spec, task, [0, 1], np.array([0]), {k: v.numpy() for k, v in stacked.items()}, np.array([0]),
                 {"test_acc": np.array([[1.0, 1.0]])})
     m = circuits.circuit_metrics(h)
@@ -133,20 +133,20 @@ def test_interrupted_transfer_resumes_to_the_same_result(tmp_path, monkeypatch):
 
 def test_unseen_sentences_are_capped():
     """Task.unseen returns at most n sentences outside the train set (≈ 529k exist for p = 3, N = 12)."""
-    task = X.Task(3, 12, 3)
+    task = Task(3, 12, 3)
     train = task.sample(100, torch.Generator().manual_seed(0))
     u = task.unseen(train, 500, torch.Generator().manual_seed(1))
     assert u.shape == (500, 12) and int(u.max()) == 2 and len({tuple(r) for r in u.tolist()}) == 500
     seen = set(map(tuple, train.tolist()))
     assert not any(tuple(r) in seen for r in u.tolist())
-    small = X.Task(2, 6, 3)  # 64 sentences: the whole complement when it has ≤ n
+    small = Task(2, 6, 3)  # 64 sentences: the whole complement when it has ≤ n
     tr = small.sample(20, torch.Generator().manual_seed(0))
     assert len(small.unseen(tr, 500, torch.Generator().manual_seed(1))) == 64 - len({tuple(r) for r in tr.tolist()})
 
 
 def test_probe_grid_is_bounded():
-    x, _, suf = X.Task(10, 12, 5).probe_grid()      # 10^5 prefixes: one suffix each, not 16
+    x, _, suf = Task(10, 12, 5).probe_grid()      # 10^5 prefixes: one suffix each, not 16
     assert x.shape == (100_000, 12) and int(suf.max()) == 0
-    assert X.Task(2, 12, 5).probe_grid()[0].shape == (4096, 12)
+    assert Task(2, 12, 5).probe_grid()[0].shape == (4096, 12)
     with pytest.raises(ConfigError, match="too many for the probe grid"):
-        X.Task(97, 12, 5)
+        Task(97, 12, 5)
