@@ -37,8 +37,11 @@ def map_(
                                           "boundaries")] = 2.0,
     apply: Annotated[Path | None, typer.Option("--apply", help="write the re-initialised (fixed) checkpoint "
                                                "here")] = None,
-    out: Annotated[Path, typer.Option("--out", help="folder for map.json and the figure")] = Path("attnlab-map"),
+    out: Annotated[Path, typer.Option("--out", help="folder for map.json, the figure and map.html")] = Path(
+        "attnlab-map"),
     fmt: Annotated[str, typer.Option("--format", help="figure format: png or svg")] = "png",
+    page: Annotated[bool, typer.Option("--html/--no-html", help="write OUT/map.html, the interactive page "
+                                       "(self-contained, ~5 MB: plotly.js inlined; needs plotly)")] = True,
     json_out: Annotated[bool, typer.Option("--json", help="print the JSON document on stdout")] = False,
     seed: Annotated[int, typer.Option("--seed", help="random tokens and drawn weights")] = 0,
 ) -> None:
@@ -47,7 +50,8 @@ def map_(
     Reads the actual weights: β from Q/K (both conventions of App. B.1), σ_v² from the value and output
     projections, the MLP variances, activation, α_SA, α_MLP, LN placement. Shows the phase (trainable / rank
     collapse / entropy collapse), the margin to the nearest boundary, ρ_ℓ and the attention entropy predicted
-    (Eqs. (19), (B.18)) and measured, and the fix. Writes OUT/map.json and OUT/map.png (or .svg)."""
+    (Eqs. (19), (B.18)) and measured, and the fix. Writes OUT/map.json, OUT/map.png (or .svg) and OUT/map.html
+    (the interactive page)."""
     from attnlab.signal import mapping, mapping_read, mapping_report
 
     if (model is None) == (arch is None):
@@ -65,9 +69,17 @@ def map_(
     out.mkdir(parents=True, exist_ok=True)
     fig = mapping_report.save_figure(doc, out / f"map.{fmt}")
     (out / "map.json").write_text(mapping_report.to_json(doc))
+    written = f"figure → {fig}   JSON → {out / 'map.json'}"
+    if page:
+        from attnlab.signal import mapping_html
+
+        try:
+            written += f"   page → {mapping_html.save_html(doc, out / 'map.html')}"
+        except ConfigError as exc:  # plotly missing: the page is skipped, not the map
+            written += f"   (no page: {exc})"
     if json_out:
         print(mapping_report.to_json(doc))
         return
     for line in mapping_report.summary(doc):
         out_console.print(line, highlight=False, markup=False, soft_wrap=True)
-    out_console.print(f"figure → {fig}   JSON → {out / 'map.json'}", highlight=False, markup=False)
+    out_console.print(written, highlight=False, markup=False, soft_wrap=True)

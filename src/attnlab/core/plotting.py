@@ -9,6 +9,8 @@ from typing import Any
 
 import matplotlib
 
+from attnlab.core.config import ConfigError
+
 matplotlib.use("Agg")  # headless everywhere; the sandbox renders PNGs too
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
@@ -131,3 +133,18 @@ def _seed_panel(ax: Any, values: Any) -> None:
     ax.set_xlim(-0.6, 1.1)
     ax.set_xticks([])
     ax.legend(fontsize=7)
+
+
+def plotly_js(needed_for: str) -> Path:
+    """plotly.min.js as shipped inside the installed ``plotly`` Python package (no CDN, no download): the sandbox
+    serves it, ``attnlab map`` inlines it; ``needed_for`` names the user in the one-line error when it is missing."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(f"{needed_for} needs plotly: pip install 'attnlab[sandbox]'")
+    path = Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js"
+    if not path.is_file():
+        raise ConfigError(f"plotly is installed but has no bundled plotly.min.js at {path}")
+    return path
+

@@ -24,7 +24,6 @@ Host, Origin, body size) stands in front of all of it.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import logging
 import shutil
@@ -41,6 +40,7 @@ from starlette.concurrency import run_in_threadpool
 
 from attnlab.core.config import SCALES, ConfigError, resolve_from
 from attnlab.core.experiment import get
+from attnlab.core.plotting import plotly_js as core_plotly_js
 from attnlab.core.runs import RunStore
 from attnlab.sandbox import forms
 from attnlab.sandbox.messages import (
@@ -302,10 +302,4 @@ def add_page_routes(app: FastAPI, sb: Sandbox) -> None:
 
 def plotly_js() -> Path:
     """plotly.min.js as shipped inside the installed ``plotly`` Python package (no CDN, no download)."""
-    spec = importlib.util.find_spec("plotly")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("the sandbox needs the 'sandbox' extra: pip install 'attnlab[sandbox]' (missing: plotly)")
-    path = Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js"
-    if not path.is_file():
-        raise ConfigError(f"plotly is installed but has no bundled plotly.min.js at {path}")
-    return path
+    return core_plotly_js("the sandbox")

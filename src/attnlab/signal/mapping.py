@@ -23,6 +23,7 @@ from attnlab.core.config import ConfigError
 from attnlab.signal import mapping_measure as mm
 from attnlab.signal import mapping_read as mr
 from attnlab.signal.arch import Architecture, std_from_beta
+from attnlab.signal.mapping_read import one_thread
 from attnlab.signal.theory import diagram, propagation, rem
 
 PARAMS = ("beta", "beta_paper", "sigma_v2", "sigma_w2", "sigma_w2_out", "sigma_b2", "qk_std", "qk_bias_rms",
@@ -140,12 +141,14 @@ def map_model(obj, *, T: int = 64, batch: int = 32, text=None, measure: bool = T
     doc["rho0"] = r0
     table = rem.OverlapTable(T, seed=seed) if finite_T else None
     doc["theory"] = "finite-T (App. B.7)" if finite_T else "asymptotic in log T (Eqs. 13, 19)"
-    pred = predict_layers(spec, params, T, r0, start, table)
+    with one_thread():
+        pred = predict_layers(spec, params, T, r0, start, table)
     doc["predicted"] = pred
     mp = mean_params(params)
     doc["params"] = mp
     arch = _arch(spec, mp, T)
-    doc["map"] = place(arch, r0, eps, margin, table=table)
+    with one_thread():
+        doc["map"] = place(arch, r0, eps, margin, table=table)
     if measured is not None:
         diff = [m - p for m, p in zip(measured["rho"], pred["rho"], strict=True)]
         doc["difference"] = {"rho": diff, "max_abs_rho": max(abs(x) for x in diff if not math.isnan(x)),

@@ -11,6 +11,7 @@ GPT-2, Llama, ViT, …) give a Spec with ``covered = False`` and the reason; the
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from torch import nn
 
 from attnlab.core.config import ConfigError
 
-# post-LN encoders whose attention block is Eqs. 2-5 with an output projection (σ_v² folds W_V and W_O, Sec. 2)
+# post-LN encoders whose attention block is Eqs. (2)-(5) with an output projection (σ_v² folds W_V and W_O, Sec. 2)
 POST_LN = {"bert": "bert", "roberta": "bert", "electra": "bert", "camembert": "bert", "xlm-roberta": "bert",
            "ernie": "bert", "distilbert": "distilbert"}
 # outside the theory (paper 1 treats post-LN encoders): pre-LN decoders and encoders
@@ -89,10 +90,12 @@ def family_layers(d: int, ff: int, std: float) -> Callable[[int], Iterator[dict[
         gen = torch.Generator().manual_seed(seed)
         zero_d, zero_f, one = torch.zeros(d), torch.zeros(ff), torch.ones(d)
         while True:
-            n = lambda *s: torch.randn(s, generator=gen) * std  # noqa: E731
-            yield {"wq": n(d, d), "bq": zero_d, "wk": n(d, d), "bk": zero_d, "wv": n(d, d), "bv": zero_d,
-                   "wo": n(d, d), "bo": zero_d, "w1": n(ff, d), "b1": zero_f, "w2": n(d, ff), "b2": zero_d,
-                   "g1": one, "g2": one}
+            n = lambda *s: torch.randn(s, generator=gen).mul_(std)  # noqa: E731
+            with one_thread():  # the same draws at any thread count
+                w = {"wq": n(d, d), "bq": zero_d, "wk": n(d, d), "bk": zero_d, "wv": n(d, d), "bv": zero_d,
+                     "wo": n(d, d), "bo": zero_d, "w1": n(ff, d), "b1": zero_f, "w2": n(d, ff), "b2": zero_d,
+                     "g1": one, "g2": one}
+            yield w
 
     return draw
 
@@ -290,19 +293,40 @@ def _no_weights(cfg, folder) -> Spec:
     return spec
 
 
+@contextlib.contextmanager
+def one_thread():
+    """Run the theory and the reading of the weights on one torch thread. Their work is element-wise float64
+    arithmetic on ~1e4-1e7 values, a few ms an operation: a second thread gains little, and where the cores are shared
+    each parallel operation waits for the descheduled thread (measured on 2 busy cores: the theory of a 48-layer map
+    took 74 s at 2 threads, 4.5 s at one). One thread also makes those float64 sums independent of the thread count
+    (the measurement's float32 products keep every thread)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
+
+
 def rms(t: torch.Tensor | None) -> float:
-    return 0.0 if t is None else float(t.double().pow(2).mean().sqrt())
+    return 0.0 if t is None else float(t.to(torch.float64, copy=True).pow_(2).mean().sqrt())
 
 
 def layer_params(w: dict[str, Any], d: int, T_init: int, H: int) -> dict[str, float]:
     """One layer's theory parameters from its weights (Sec. 2, App. B.1): β_score = σ_q σ_k d/√(log T_init) (the
-    per-head score β of Eq. 11; App. B.1's β = β_score/H), σ_v² = (σ_V² d)(σ_O² d) (no W_O: σ_V² d), σ_w² = σ_1² d,
+    per-head score β of Eq. (11); App. B.1's β = β_score/H), σ_v² = (σ_V² d)(σ_O² d) (no W_O: σ_V² d), σ_w² = σ_1² d,
     σ_w2_out = σ_2² d_ff, σ_b² = the mean square of the value and MLP biases, and the LN gains."""
+    with one_thread():
+        return _layer_params(w, d, T_init, H)
+
+
+def _layer_params(w: dict[str, Any], d: int, T_init: int, H: int) -> dict[str, float]:
     ff = w["w1"].shape[0]
-    bq = rms(w["wq"]) * rms(w["wk"]) * d / math.sqrt(math.log(T_init))
+    sq, sk = rms(w["wq"]), rms(w["wk"])
+    bq = sq * sk * d / math.sqrt(math.log(T_init))
     sv2 = rms(w["wv"]) ** 2 * d * (1.0 if w["wo"] is None else rms(w["wo"]) ** 2 * d)
     biases = [b.double().flatten() for b in (w["bv"], w["b1"]) if b is not None]
     sb2 = float(torch.cat(biases).pow(2).mean()) if biases else 0.0
     return {"beta": bq, "beta_paper": bq / H, "sigma_v2": sv2, "sigma_w2": rms(w["w1"]) ** 2 * d,
-            "sigma_w2_out": rms(w["w2"]) ** 2 * ff, "sigma_b2": sb2, "qk_std": math.sqrt(rms(w["wq"]) * rms(w["wk"])),
+            "sigma_w2_out": rms(w["w2"]) ** 2 * ff, "sigma_b2": sb2, "qk_std": math.sqrt(sq * sk),
             "qk_bias_rms": max(rms(w["bq"]), rms(w["bk"])), "ln_gain_rms": rms(w["g1"]) if w["g1"] is not None else 1.0}
