@@ -118,3 +118,37 @@ def killed_and_resumed(tmp_path, monkeypatch):
         return clean, killed_at[0], resumed
 
     return run
+
+
+# -- the browser (Debian's Chromium driven by Playwright: the sandbox's page, attnlab map's page) --------------------
+CHROMIUM = os.environ.get("ATTNLAB_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip a browser test where there is no browser; on CI (``$CI``), fail: CI must run them."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run the browser tests: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def playwright():
+    """Playwright, driving Debian's Chromium (its own browser download does not work here)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        skip_or_fail("the browser tests need playwright (pinned in requirements.lock; pip install playwright)")
+    if not Path(CHROMIUM).exists():
+        skip_or_fail(f"the browser tests need Debian's Chromium at {CHROMIUM}: `apt-get install chromium` "
+                     "(`make test` installs it when run as root)")
+    with sync_playwright() as pw:
+        yield pw
+
+
+@pytest.fixture(scope="session")
+def chromium_options() -> dict:
+    """How every browser test launches Chromium (``playwright.chromium.launch(**chromium_options)``)."""
+    return {"executable_path": CHROMIUM, "headless": True, "args": CHROMIUM_ARGS}
+

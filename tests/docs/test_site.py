@@ -20,9 +20,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = os.environ.get("ATTNLAB_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 STUDIES = ("specialization", "signal", "potts", "paths", "clustering")
 
 
@@ -64,20 +61,12 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _skip_or_fail("the browser test needs playwright (pinned in requirements.lock)")
-    if not Path(CHROMIUM).exists():
-        _skip_or_fail(f"the browser test needs Debian's Chromium at {CHROMIUM}: `apt-get install chromium` "
-                      "(`make test` installs it when run as root)")
-    with sync_playwright() as pw:
-        ctx = pw.chromium.launch_persistent_context(str(tmp_path_factory.mktemp("chromium-profile")),
-                                                    executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-                                                    viewport={"width": 1400, "height": 900})
-        yield ctx
-        ctx.close()
+def browser(playwright, chromium_options, tmp_path_factory):
+    """Chromium (tests/conftest.py launches every browser test's) with a window of a reader's size."""
+    ctx = playwright.chromium.launch_persistent_context(str(tmp_path_factory.mktemp("chromium-profile")),
+                                                        **chromium_options, viewport={"width": 1400, "height": 900})
+    yield ctx
+    ctx.close()
 
 
 def pages(site: Path) -> list[str]:

@@ -8,7 +8,6 @@ every epoch and publishes live snapshots every 0.25 s, so job tests stop and res
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,11 +16,7 @@ import pytest
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))  # sandbox_helpers
-CHROMIUM = os.environ.get("ATTNLAB_CHROMIUM", "/usr/bin/chromium")
 from sandbox_helpers import BIG, SMALL, SPEC, Server, Stored, start_server, stop_server  # noqa: E402
-
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="session")
@@ -49,45 +44,25 @@ def server(stored) -> Iterator[Server]:
 
 # -- the browser ----------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def playwright():
-    """Playwright, driving Debian's Chromium (its own browser download does not work here)."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _skip_or_fail("the browser tests need playwright (pinned in requirements.lock; pip install playwright)")
-    if not Path(CHROMIUM).exists():
-        _skip_or_fail(f"the browser tests need Debian's Chromium at {CHROMIUM}: `apt-get install chromium` "
-                      "(`make test` installs it when run as root)")
-    with sync_playwright() as pw:
-        yield pw
-
-
-@pytest.fixture(scope="session")
-def browser(playwright, tmp_path_factory):
+def browser(playwright, chromium_options, tmp_path_factory):
     """Headless Chromium for the functional tests. It bypasses the page's Content-Security-Policy, which forbids
     ``eval``: Playwright's ``wait_for_function`` polls its predicate with it. ``strict_browser`` enforces it."""
     ctx = playwright.chromium.launch_persistent_context(
-        str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True,
-        args=CHROMIUM_ARGS, viewport={"width": 1600, "height": 2000}, accept_downloads=True, bypass_csp=True)
+        str(tmp_path_factory.mktemp("chromium-profile")), **chromium_options, viewport={"width": 1600, "height": 2000},
+        accept_downloads=True, bypass_csp=True)
     yield ctx
     ctx.close()
 
 
 @pytest.fixture(scope="session")
-def strict_browser(playwright):
+def strict_browser(playwright, chromium_options):
     """Headless Chromium as a user runs it: the page's Content-Security-Policy is enforced (wait with
     ``sandbox_helpers.wait_js``, not ``wait_for_function``)."""
-    chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    chromium = playwright.chromium.launch(**chromium_options)
     ctx = chromium.new_context(viewport={"width": 1600, "height": 2000})
     yield ctx
     ctx.close()
     chromium.close()
-
-
-def _skip_or_fail(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"CI must run the browser tests: {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture

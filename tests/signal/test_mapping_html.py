@@ -3,9 +3,7 @@ network), holding the map's numbers, and drawn by a real browser (Debian's Chrom
 the sandbox's browser tests skip when either is missing)."""
 
 import json
-import os
 import re
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,9 +15,6 @@ from attnlab.signal import mapping, mapping_html
 from attnlab.signal.arch import Architecture
 from attnlab.signal.model import Encoder
 
-CHROMIUM = os.environ.get("ATTNLAB_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SMALL = ["map", "--arch", "bert", "--layers", "3", "--hidden", "32", "--heads", "2", "--seq", "16", "--batch", "4"]
 
 
@@ -100,33 +95,19 @@ def test_outside_the_theory_the_page_shows_the_measured_curves_only():
 
 
 # -- the page in a real browser ---------------------------------------------------------------------------------------
-def _skip_or_fail(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"CI must run the browser tests: {reason}")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
-def page():
-    """A Chromium page (as tests/sandbox/conftest.py's ``page``: any uncaught page error fails the test)."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _skip_or_fail("the browser tests need playwright (pinned in requirements.lock; pip install playwright)")
-    if not Path(CHROMIUM).exists():
-        _skip_or_fail(f"the browser tests need Debian's Chromium at {CHROMIUM}: `apt-get install chromium` "
-                      "(`make test` installs it when run as root)")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        ctx = browser.new_context(viewport={"width": 1300, "height": 1200}, offline=True)  # no network at all
-        pg = ctx.new_page()
-        errors: list[str] = []
-        pg.on("pageerror", lambda exc: errors.append(str(exc)))
-        pg.errors = errors
-        yield pg
-        ctx.close()
-        browser.close()
-        assert not errors, errors
+def page(playwright, chromium_options):
+    """A Chromium page with no network (tests/conftest.py launches it; any uncaught page error fails the test)."""
+    browser = playwright.chromium.launch(**chromium_options)
+    ctx = browser.new_context(viewport={"width": 1300, "height": 1200}, offline=True)  # no network at all
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.errors = errors
+    yield pg
+    ctx.close()
+    browser.close()
+    assert not errors, errors
 
 
 def test_browser_draws_every_panel_offline(fixed_doc, page, tmp_path):
