@@ -13,9 +13,7 @@ import torch
 from attnlab.clustering import costs, outputs
 from attnlab.clustering.model import ModelSpec, normalize
 from attnlab.clustering.spikes import figures as spike_figures
-from attnlab.clustering.spikes.configs import (
-    CurvatureConfig,
-)
+from attnlab.clustering.spikes.configs import CurvatureConfig
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 
