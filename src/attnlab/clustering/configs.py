@@ -142,3 +142,15 @@ class TrainConfig(Config):
     @property
     def steps_per_epoch(self) -> int:
         return -(-self.n_train // self.batch_size)
+
+
+def as_train_config(cfg: TrainConfig, **changes: Any) -> TrainConfig:
+    """The plain ``TrainConfig`` part of an experiment config (plus ``changes``): what one training unit runs."""
+    values = {k: v for k, v in cfg.model_dump().items() if k in TrainConfig.model_fields}
+    return TrainConfig(**{**values, **changes})
+
+
+def unit_config(config: TrainConfig, **changes: Any) -> TrainConfig:
+    """The plain ``TrainConfig`` of one sweep unit: ``config``'s training fields, lean recording, then ``changes``."""
+    return as_train_config(config, **{"step_log_every": 0, "snapshot_every": 0, "head_metrics": False, **changes})
+

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from attnlab.clustering.configs import as_train_config, unit_config
 from attnlab.clustering.data import MAX_ENUMERATION, PROBE_LIMIT
+from attnlab.clustering.spikes.configs import dim_config, parse_variant, unit_dims
 
 STEP_FIXED = 6e5       # dispatch of one step's ~120 kernels, in activation elements (≈ 1 ms on one CPU thread)
 EVAL_FIXED = 2e6       # dispatch of one evaluation's few hundred kernels
@@ -62,14 +64,12 @@ def unit_work(cfg: Any) -> float:
 
 def single(cfg: Any) -> float:
     """One training unit of S seeds (Figs. 2-5, 8, the sandbox run; Prop. 1's stationarity run from the head)."""
-    from attnlab.clustering.experiments import as_train_config
 
     return unit_work(as_train_config(cfg)) + RUN_FIXED
 
 
 def transfer(cfg: Any) -> float:
     """Figs. 6, 15: pretraining on p, then finetuning on p_new for epochs_new."""
-    from attnlab.clustering.experiments import as_train_config
 
     return (unit_work(as_train_config(cfg)) + unit_work(as_train_config(cfg, p=cfg.p_new, epochs=cfg.epochs_new))
             + RUN_FIXED)
@@ -77,13 +77,12 @@ def transfer(cfg: Any) -> float:
 
 def dynamics(cfg: Any) -> float:
     """Figs. 9, 17: per dimension, a mini-batch unit and (full_batch) a full-batch unit (one step an epoch)."""
-    from attnlab.clustering.spikes import experiments as K
 
     work = RUN_FIXED
-    for d in K.unit_dims(cfg):
-        work += unit_work(K.dim_config(cfg, d))
+    for d in unit_dims(cfg):
+        work += unit_work(dim_config(cfg, d))
         if cfg.full_batch:
-            work += unit_work(K.dim_config(cfg, d, batch_size=cfg.n_train, lr=cfg.full_batch_lr or cfg.lr,
+            work += unit_work(dim_config(cfg, d, batch_size=cfg.n_train, lr=cfg.full_batch_lr or cfg.lr,
                                            epochs=cfg.full_batch_epochs or cfg.epochs,
                                            log_every=cfg.full_batch_log_every))
     return work
@@ -91,48 +90,42 @@ def dynamics(cfg: Any) -> float:
 
 def spikes(cfg: Any) -> float:
     """Figs. 13, 18: one mini-batch unit per dimension."""
-    from attnlab.clustering.spikes import experiments as K
 
-    return sum(unit_work(K.dim_config(cfg, d)) for d in K.unit_dims(cfg)) + RUN_FIXED
+    return sum(unit_work(dim_config(cfg, d)) for d in unit_dims(cfg)) + RUN_FIXED
 
 
 def anatomy(cfg: Any) -> float:
     """Figs. 11, 12: one mini-batch unit at the first dimension (the dissected spike's run)."""
-    from attnlab.clustering.spikes import experiments as K
 
-    return unit_work(K.dim_config(cfg, K.unit_dims(cfg)[0])) + RUN_FIXED
+    return unit_work(dim_config(cfg, unit_dims(cfg)[0])) + RUN_FIXED
 
 
 def remedies(cfg: Any) -> float:
     """Sec. 4.4 remedies: one unit per variant of the base config."""
-    from attnlab.clustering.spikes.configs import parse_variant, plain_config
 
-    return sum(unit_work(plain_config(cfg, **parse_variant(v))) for v in cfg.variants) + RUN_FIXED
+    return sum(unit_work(as_train_config(cfg, **parse_variant(v))) for v in cfg.variants) + RUN_FIXED
 
 
 def sparsity(cfg: Any) -> float:
     """Figs. 7, 19: one lean unit per embedding dimension."""
-    from attnlab.clustering.sweeps import experiments as W
 
-    return sum(unit_work(W.unit_config(cfg, d=d)) for d in cfg.dims()) + RUN_FIXED
+    return sum(unit_work(unit_config(cfg, d=d)) for d in cfg.dims()) + RUN_FIXED
 
 
 def fig14(cfg: Any) -> float:
     """Fig. 14: the p phase, scratch units on each p' in ps (the p phase reused when it has ``epochs``) and
     finetuning units on each p' in ft_ps."""
-    from attnlab.clustering.sweeps import experiments as W
 
     reuse = cfg.phase1_epochs == cfg.epochs
-    work = unit_work(W.unit_config(cfg, epochs=cfg.phase1_epochs)) + RUN_FIXED
-    work += sum(unit_work(W.unit_config(cfg, p=q)) for q in cfg.ps if not (q == cfg.p and reuse))
-    return work + sum(unit_work(W.unit_config(cfg, p=q)) for q in cfg.ft_ps)
+    work = unit_work(unit_config(cfg, epochs=cfg.phase1_epochs)) + RUN_FIXED
+    work += sum(unit_work(unit_config(cfg, p=q)) for q in cfg.ps if not (q == cfg.p and reuse))
+    return work + sum(unit_work(unit_config(cfg, p=q)) for q in cfg.ft_ps)
 
 
 def fig16(cfg: Any) -> float:
     """Fig. 16: one lean unit per setting of the ablation axes (the default shared)."""
-    from attnlab.clustering.sweeps import experiments as W
 
-    return sum(unit_work(W.unit_config(cfg, **change)) for change in cfg.settings().values()) + RUN_FIXED
+    return sum(unit_work(unit_config(cfg, **change)) for change in cfg.settings().values()) + RUN_FIXED
 
 
 def fig1(cfg: Any) -> float:

@@ -26,7 +26,7 @@ from attnlab.clustering.circuits import (
     run_frame,
     type_counts,
 )
-from attnlab.clustering.configs import TrainConfig
+from attnlab.clustering.configs import TrainConfig, as_train_config
 from attnlab.clustering.history import History
 from attnlab.clustering.train import train, transfer
 from attnlab.clustering.units import epoch_frame, train_units
@@ -38,12 +38,6 @@ STUDY = "clustering"
 
 
 # ----------------------------------------------------------------------------------------------- helpers
-def as_train_config(cfg: TrainConfig, **changes: Any) -> TrainConfig:
-    """The plain ``TrainConfig`` part of an experiment config (plus ``changes``)."""
-    values = {k: v for k, v in cfg.model_dump().items() if k in TrainConfig.model_fields}
-    return TrainConfig(**{**values, **changes})
-
-
 # ----------------------------------------------------------------------------------------------- Fig. 1
 
 

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnlab.clustering.configs import TrainConfig
+from attnlab.clustering.configs import TrainConfig, as_train_config, unit_config
 from attnlab.clustering.data import MAX_ENUMERATION
-from attnlab.clustering.spikes.configs import parse_variant
+from attnlab.clustering.spikes.configs import dim_config, parse_variant, unit_dims
 
 TAIL_CHUNK = 2**19        # hidden units per chunk of the record's closed-form tail (step.chunked_tail)
 
@@ -95,55 +95,47 @@ def units_bytes(units: list[TrainConfig]) -> tuple[int, str]:
 
 
 def transfer_bytes(cfg: Any) -> tuple[int, str]:
-    from attnlab.clustering import experiments as X  # lazily: the experiments declare these models
 
-    return units_bytes([X.as_train_config(cfg), X.as_train_config(cfg, p=cfg.p_new, epochs=cfg.epochs_new)])
+    return units_bytes([as_train_config(cfg), as_train_config(cfg, p=cfg.p_new, epochs=cfg.epochs_new)])
 
 
 def stationarity_bytes(cfg: Any) -> tuple[int, str]:
-    from attnlab.clustering import experiments as X  # lazily: the experiments declare these models
 
-    return train_bytes(X.as_train_config(cfg, n_seeds=1, epochs=cfg.epochs))
+    return train_bytes(as_train_config(cfg, n_seeds=1, epochs=cfg.epochs))
 
 
 def dynamics_bytes(cfg: Any) -> tuple[int, str]:
-    from attnlab.clustering.spikes import experiments as K  # lazily: the experiments declare these models
 
     units = []
-    for d in K.unit_dims(cfg):
-        units.append(K.dim_config(cfg, d))
+    for d in unit_dims(cfg):
+        units.append(dim_config(cfg, d))
         if cfg.full_batch:
-            units.append(K.dim_config(cfg, d, batch_size=cfg.n_train, lr=cfg.full_batch_lr or cfg.lr,
+            units.append(dim_config(cfg, d, batch_size=cfg.n_train, lr=cfg.full_batch_lr or cfg.lr,
                                        epochs=cfg.full_batch_epochs or cfg.epochs, log_every=cfg.full_batch_log_every))
     return units_bytes(units)
 
 
 def spike_bytes(cfg: Any) -> tuple[int, str]:
-    from attnlab.clustering.spikes import experiments as K  # lazily: the experiments declare these models
 
-    return units_bytes([K.dim_config(cfg, d) for d in K.unit_dims(cfg)])
+    return units_bytes([dim_config(cfg, d) for d in unit_dims(cfg)])
 
 
 def remedies_bytes(cfg: Any) -> tuple[int, str]:
-    from attnlab.clustering.spikes import experiments as K  # lazily: the experiments declare these models
 
-    return units_bytes([K.plain_config(cfg, **parse_variant(v)) for v in cfg.variants])
+    return units_bytes([as_train_config(cfg, **parse_variant(v)) for v in cfg.variants])
 
 
 def sparsity_bytes(cfg: Any) -> tuple[int, str]:
-    from attnlab.clustering.sweeps import experiments as W  # lazily: the experiments declare these models
 
-    return units_bytes([W.unit_config(cfg, d=d) for d in cfg.dims()])
+    return units_bytes([unit_config(cfg, d=d) for d in cfg.dims()])
 
 
 def fig14_bytes(cfg: Any) -> tuple[int, str]:
-    from attnlab.clustering.sweeps import experiments as W  # lazily: the experiments declare these models
 
     ps = sorted(set(cfg.ps) | set(cfg.ft_ps))
-    return units_bytes([W.unit_config(cfg, epochs=cfg.phase1_epochs)] + [W.unit_config(cfg, p=q) for q in ps])
+    return units_bytes([unit_config(cfg, epochs=cfg.phase1_epochs)] + [unit_config(cfg, p=q) for q in ps])
 
 
 def fig16_bytes(cfg: Any) -> tuple[int, str]:
-    from attnlab.clustering.sweeps import experiments as W  # lazily: the experiments declare these models
 
-    return units_bytes([W.unit_config(cfg, **change) for change in cfg.settings().values()])
+    return units_bytes([unit_config(cfg, **change) for change in cfg.settings().values()])

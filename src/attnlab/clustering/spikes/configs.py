@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from attnlab.clustering.configs import TrainConfig
+from attnlab.clustering.configs import TrainConfig, as_train_config
 from attnlab.core.config import Config
 
 #: keys a ``remedies`` variant may change (paper Sec. 4.4)
@@ -92,7 +92,7 @@ class RemediesConfig(TrainConfig):
             raise ValueError(f"key 'variants' = {self.variants}: needs distinct entries")
         for v in self.variants:
             try:
-                plain_config(self, **parse_variant(v))
+                as_train_config(self, **parse_variant(v))
             except ValueError as exc:
                 raise ValueError(f"key 'variants' = {v!r}: {' '.join(str(exc).split())}") from None
         return self
@@ -163,7 +163,11 @@ RemediesConfigDefault = RemediesConfig.with_defaults(
         "did (26 vs 1 onsets).")
 
 
-def plain_config(cfg: TrainConfig, **changes: Any) -> TrainConfig:
-    """The plain ``TrainConfig`` part of an experiment config, with ``changes``."""
-    values = {k: v for k, v in cfg.model_dump().items() if k in TrainConfig.model_fields}
-    return TrainConfig(**{**values, **changes})
+def unit_dims(config: DynamicsConfig | SpikeConfig) -> tuple[int, ...]:
+    return config.dims if config.dims is not None else (config.d,)
+
+
+def dim_config(config: TrainConfig, d: int, **changes: Any) -> TrainConfig:
+    """``config`` at dimension d: h = 4d unless given, snapshots only first/last above d = 8 (size)."""
+    snap = config.snapshot_every if d <= 8 else 0
+    return as_train_config(config, d=d, h=config.h, snapshot_every=snap, **changes)

@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 
 from attnlab.clustering import costs, dynamics, memory, outputs, theory
-from attnlab.clustering.configs import TrainConfig
+from attnlab.clustering.configs import TrainConfig, as_train_config
 from attnlab.clustering.history import History
 from attnlab.clustering.keys import unit_key
 from attnlab.clustering.model import forward
@@ -37,8 +37,9 @@ from attnlab.clustering.spikes.configs import (
     RemediesConfig,
     RemediesConfigDefault,
     SpikeConfig,
+    dim_config,
     parse_variant,
-    plain_config,
+    unit_dims,
 )
 from attnlab.clustering.units import epoch_frame, train_units
 from attnlab.core.experiment import Experiment, Result
@@ -47,16 +48,6 @@ from attnlab.core.runs import RunContext
 STUDY = "clustering"
 F64 = torch.float64
 # ----------------------------------------------------------------------------------------------- helpers
-def unit_dims(config: DynamicsConfig | SpikeConfig) -> tuple[int, ...]:
-    return config.dims if config.dims is not None else (config.d,)
-
-
-def dim_config(config: TrainConfig, d: int, **changes: Any) -> TrainConfig:
-    """``config`` at dimension d: h = 4d unless given, snapshots only first/last above d = 8 (size)."""
-    snap = config.snapshot_every if d <= 8 else 0
-    return plain_config(config, d=d, h=config.h, snapshot_every=snap, **changes)
-
-
 def _nanstat(fn: Callable, a: np.ndarray) -> float:
     a = np.asarray(a, dtype=float)
     a = a[np.isfinite(a)]
@@ -362,7 +353,7 @@ FIG12 = Experiment(
 def remedies(config: RemediesConfig, ctx: RunContext) -> Result:
     """One run of the same seeds per variant; spike onsets per 1000 epochs (all epochs, and per 1000 epochs
     after the loss first fell below half its initial value, where the spike detector is armed)."""
-    hists = train_units(ctx, {v: plain_config(config, **parse_variant(v)) for v in config.variants}, "remedies")
+    hists = train_units(ctx, {v: as_train_config(config, **parse_variant(v)) for v in config.variants}, "remedies")
     arrays: dict[str, np.ndarray] = {"variants": np.array(config.variants)}
     summary: dict[str, Any] = {}
     rows = []

@@ -17,7 +17,7 @@ import torch
 from pydantic import Field, model_validator
 
 from attnlab.clustering import analysis, costs, memory, outputs
-from attnlab.clustering.configs import TrainConfig
+from attnlab.clustering.configs import TrainConfig, unit_config
 from attnlab.clustering.data import n_multisets
 from attnlab.clustering.history import History
 from attnlab.clustering.keys import bar_array, bar_key, d_key
@@ -33,13 +33,6 @@ Curves = dict[str, np.ndarray]
 
 
 # ----------------------------------------------------------------------------------------------- units
-def unit_config(config: TrainConfig, **changes: Any) -> TrainConfig:
-    """The plain ``TrainConfig`` of one unit: ``config``'s training fields, lean recording, then ``changes``."""
-    base = {k: v for k, v in config.model_dump().items() if k in TrainConfig.model_fields}
-    lean = {"step_log_every": 0, "snapshot_every": 0, "head_metrics": False}
-    return TrainConfig(**{**base, **lean, **changes})
-
-
 def curves(hist: History) -> Curves:
     """Logged epochs, test accuracy, train loss, error 𝓔 and full-batch gradient norm (E, S), final parameters
     (S, ...)."""
