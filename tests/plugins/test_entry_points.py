@@ -23,8 +23,8 @@ def test_the_studies_and_the_example_are_installed_entry_points():
     studies = {ep.name: ep.value for ep in entry_points(group="attnlab.studies")}
     views = {ep.name: ep.value for ep in entry_points(group="attnlab.views")}
     assert "toy" in studies and "toy" in views, f"the example study is not installed: {INSTALL}"
-    declared = {"potts", "paths", "signal", "clustering"}  # entry points naming a Study object (docs/adding-a-study.md)
-    assert studies == {**{s: f"attnlab.{s}.study:STUDY" if s in declared else f"attnlab.{s}" for s in STUDIES},
+    # every entry point names a Study object (docs/adding-a-study.md)
+    assert studies == {**{s: f"attnlab.{s}.study:STUDY" for s in STUDIES},
                        "toy": "my_study.study:STUDY"}
     assert views == {**{s: f"attnlab.{s}.views.plugin" for s in STUDIES}, "toy": "my_study.views.plugin"}
 

@@ -58,7 +58,7 @@ SHORT = {  # horizons far too short for the events the claims time: the split, t
 
 class _ShortRuns(ClaimContext):
     def run(self, experiment, **overrides):
-        return super().run(experiment, **{**SHORT[experiment], **overrides})
+        return super().run(experiment, **{**SHORT[getattr(experiment, "key", experiment)], **overrides})
 
 
 @pytest.mark.parametrize("name", ["tau_s_fig1", "escape_time_increases_with_D", "escape_time_log_D",

@@ -14,9 +14,6 @@ multiply-add of the reduced loss (10) on one Monte-Carlo sample, head and token 
 
 from __future__ import annotations
 
-from attnlab.core.costs import cost_model
-from attnlab.specialization import experiments  # noqa: F401  (registers the experiments the models attach to)
-
 ELEM = 20  # elementwise work of the activation, its derivative and the loss, per score entry
 FREE_STEP = 6.0  # τ per accepted adaptive step when no record interval bounds it (measured 3-10)
 TOKEN = 10  # drawing one token coordinate from the splitmix stream and planting the spike
@@ -56,7 +53,6 @@ def bayes_work(n: int, L: int, F: int) -> float:
     return n * L * (F + 1) * (DRAW + ELEM)
 
 
-@cost_model("specialization.fig1", "specialization.fig9", "specialization.fig10")
 def sim_vs_theory(c) -> float:
     """Figs. 1, 9, 10: per activation, τ_max/γ SGD steps of N_b·L·D tokens plus the flow (12) from the SGD's init."""
     F = c.theta_law().F
@@ -66,14 +62,12 @@ def sim_vs_theory(c) -> float:
     return len(c.activations) * (sgd + theory) + bayes_work(200_000, c.L, F) + OVERHEAD
 
 
-@cost_model(*(f"specialization.fig{n}" for n in (2, 3, 4, 12, 13, 14, 16, 17, 18, 19)))
 def trajectories(c) -> float:
     """Figs. 2-4, 12-19: one flow (12) per panel at the panel's H, recorded every Δτ."""
     F = c.theta_law().F
     return sum(flow_work(c, p.H, F, record_every=c.record_every) for p in c.panels) + OVERHEAD
 
 
-@cost_model("specialization.fig8")
 def mc_resampling(c) -> float:
     """Fig. 8: two Euler flows (fixed samples, fresh samples each step: their draw added)."""
     F = c.theta_law().F
@@ -82,19 +76,16 @@ def mc_resampling(c) -> float:
     return 2 * flow + redraw + OVERHEAD
 
 
-@cost_model("specialization.phases")
 def phases(c) -> float:
     """Prop. III.3: two flows from the theory init (flip spike, isotropic Gaussian)."""
     return 2 * flow_work(c, c.H, c.F, record_every=c.record_every) + OVERHEAD
 
 
-@cost_model("specialization.escape")
 def escape(c) -> float:
     """Prop. III.4: per activation, one flow batched over the len(Ds) dimensions."""
     return len(c.activations) * flow_work(c, c.H, c.F, S=len(c.Ds), record_every=c.record_every) + OVERHEAD
 
 
-@cost_model("specialization.split_time")
 def split_time(c) -> float:
     """Fig. 1 text: one flow batched over ``seeds`` inits (drawn at dimension D), plus two Hessians of (10)."""
     inits = c.seeds * c.D * (c.H + c.F) * DRAW
@@ -107,7 +98,6 @@ def _trained(c, H: int, F: int, evals: int = 1) -> float:
     return flow_work(c, H, F, S=c.seeds) + c.seeds * evals * eval_work(c.eval_mc, H, c.L, F)
 
 
-@cost_model("specialization.fig5")
 def final_error(c) -> float:
     """Fig. 5: a trained point per (law, activation, H) and (law, activation, ν), and the Bayes risks."""
     A, laws = len(c.activations), len(c.laws)
@@ -116,21 +106,18 @@ def final_error(c) -> float:
     return work + bayes + OVERHEAD
 
 
-@cost_model("specialization.fig7")
 def pruning(c) -> float:
     """Fig. 7: per (law, activation) a trained point, then greedy pruning: 1 + Σ_k (H − k + 1) losses per run."""
     evals = 1 + sum(c.H - k + 1 for k in range(1, c.H))
     return len(c.laws) * len(c.activations) * _trained(c, c.H, c.F, evals) + OVERHEAD
 
 
-@cost_model("specialization.fig6")
 def attention_maps(c) -> float:
     """Fig. 6: per activation one flow to τ_max and the off-target mass on ``eval_mc`` fresh samples."""
     one = flow_work(c, c.H, c.F) + eval_work(c.eval_mc, c.H, c.L, c.F)
     return len(c.activations) * one + OVERHEAD
 
 
-@cost_model("specialization.fig11")
 def cosine_grid(c) -> float:
     """Fig. 11: one flow to τ_max per (ν1, ν2) of the grid."""
     return len(c.nu1s) * len(c.nu2s) * flow_work(c, c.H, c.theta_law().F) + OVERHEAD

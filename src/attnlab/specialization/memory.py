@@ -8,15 +8,12 @@ batches of the same size. A model returns the largest of its parts.
 
 from __future__ import annotations
 
-from attnlab.core.experiment import memory_model
-from attnlab.specialization import experiments  # noqa: F401  (registers the experiments the models attach to)
 from attnlab.specialization.train.budget import bayes_bytes, sgd_bytes, theory_bytes
 
 REDUCE_SGD = "lower D, batch (N_b) or n_mc, or use --device cuda"
 REDUCE = "lower n_mc / eval_mc, the heads or the seeds"
 
 
-@memory_model("specialization.fig1", "specialization.fig9", "specialization.fig10")
 def sim_vs_theory(config) -> tuple[int, str]:
     F = config.theta_law().F
     sgd = sgd_bytes(1, config.batch or config.D, config.L, config.D, config.H, F, 4, config.device)
@@ -24,7 +21,8 @@ def sim_vs_theory(config) -> tuple[int, str]:
     return max(sgd, theory, bayes_bytes(200_000, config.L, F)), REDUCE_SGD
 
 
-def _panels(config) -> tuple[int, str]:
+def panels(config) -> tuple[int, str]:
+    """Figs. 2-4, 12-19: one flow (12) at a time, at the largest H of the panels."""
     H = max(p.H for p in config.panels)
     return theory_bytes(config.n_mc, config.L, H, config.F), REDUCE
 
@@ -37,35 +35,27 @@ def _trained(config, H: int, F: int) -> tuple[int, str]:
                bayes_bytes(getattr(config, "bayes_mc", 0), config.L, F)), REDUCE
 
 
-@memory_model("specialization.fig5")
 def final_error(config) -> tuple[int, str]:
     return _trained(config, max(*config.Hs, config.H_nu), max(config.F_H, config.F_nu))
 
 
-@memory_model("specialization.fig7")
 def pruning(config) -> tuple[int, str]:
     return _trained(config, config.H, config.F)
 
 
-@memory_model("specialization.fig6")
 def attention_maps(config) -> tuple[int, str]:
     flow = theory_bytes(config.n_mc, config.L, config.H, config.F)
     return max(flow, theory_bytes(config.eval_mc, config.L, config.H, config.F, buffers=3)), REDUCE
 
 
-@memory_model("specialization.fig8", "specialization.fig11", "specialization.phases")
 def one_flow(config) -> tuple[int, str]:
     return theory_bytes(config.n_mc, config.L, config.H, config.F), REDUCE
 
 
-@memory_model("specialization.split_time")
 def split_time(config) -> tuple[int, str]:
     return theory_bytes(config.n_mc, config.L, config.H, config.F, runs=config.seeds), REDUCE
 
 
-@memory_model("specialization.escape")
 def escape(config) -> tuple[int, str]:
     return theory_bytes(config.n_mc, config.L, config.H, config.F, runs=len(config.Ds)), REDUCE
 
-
-memory_model(*(f"specialization.fig{n}" for n in (2, 3, 4, 12, 13, 14, 16, 17, 18, 19)))(_panels)

@@ -2,7 +2,7 @@
 (shapes over the config fields; None: an axis no field fixes), with the tiny overrides under which
 ``tests/core/test_outputs.py`` runs it and checks them."""
 
-from attnlab.core.outputs import outputs
+from attnlab.core.outputs import declare
 
 
 def panel(activation: str, H: int) -> list[dict]:
@@ -41,7 +41,7 @@ TINY = {
 ORDER = {"loss v": ("seed",), "b": ("seed", "head"), "m": ("seed", "head", "feature"),
          "q rr": ("seed", "head", "head_prime"), "p": ("seed", "feature", "feature_prime")}
 
-outputs("specialization.fig1", tiny=TINY["fig1"], index=ORDER,
+FIG1 = declare(tiny=TINY["fig1"], index=ORDER,
         summary=("bayes_risk loss_final_sim_softmax loss_final_theory_softmax max_db_softmax max_dloss_softmax "
                  "max_dm_softmax max_drr_softmax max_dv_softmax tau_s_sim_softmax tau_s_theory_softmax"),
         arrays={
@@ -52,7 +52,7 @@ outputs("specialization.fig1", tiny=TINY["fig1"], index=ORDER,
             "softmax/sim_time softmax/theory_time": (None,),
         })
 
-outputs("specialization.fig9", tiny=TINY["fig9"], index=ORDER,
+FIG9 = declare(tiny=TINY["fig9"], index=ORDER,
         summary=("bayes_risk loss_final_sim_{activations} loss_final_theory_{activations} max_db_{activations} "
                  "max_dloss_{activations} max_dm_{activations} max_drr_{activations} max_dv_{activations} "
                  "tau_s_sim_{activations} tau_s_theory_{activations}"),
@@ -66,7 +66,7 @@ outputs("specialization.fig9", tiny=TINY["fig9"], index=ORDER,
             "{activations}/sim_time {activations}/theory_time": (None,),
         })
 
-outputs("specialization.fig10", tiny=TINY["fig10"], index=ORDER,
+FIG10 = declare(tiny=TINY["fig10"], index=ORDER,
         summary=("bayes_risk loss_final_sim_bsoftmax loss_final_theory_bsoftmax max_db_bsoftmax "
                  "max_dloss_bsoftmax max_dm_bsoftmax max_drr_bsoftmax max_dv_bsoftmax tau_s_sim_bsoftmax "
                  "tau_s_theory_bsoftmax"),
@@ -79,7 +79,7 @@ outputs("specialization.fig10", tiny=TINY["fig10"], index=ORDER,
             "bsoftmax/sim_time bsoftmax/theory_time": ("F",),
         })
 
-outputs("specialization.fig2", tiny=TINY["fig2"], index=ORDER,
+FIG2 = declare(tiny=TINY["fig2"], index=ORDER,
         summary=("head_spread_0 head_spread_1 head_spread_2 head_spread_3 loss_final_0 loss_final_1 "
                  "loss_final_2 loss_final_3 sign_patterns_0 sign_patterns_1 sign_patterns_2 sign_patterns_3 "
                  "tau_feature1_0 tau_feature1_1 tau_feature1_2 tau_feature1_3 tau_feature2_0 tau_feature2_1 "
@@ -94,17 +94,18 @@ outputs("specialization.fig2", tiny=TINY["fig2"], index=ORDER,
             "panel1/q panel1/rr panel2/q panel2/rr panel3/q panel3/rr": (None, 1, None, None),
         })
 
-for name in ("fig3", "fig12", "fig13", "fig14", "fig16", "fig17", "fig18"):  # one experiment function, several figures
-    outputs(f"specialization.{name}", tiny=TINY[name], index=ORDER,
-            summary="head_spread_0 loss_final_0 sign_patterns_0 tau_feature1_0 tau_feature2_0",
-            arrays={
-                "panel0/b": (None, 1, "F"),
-                "panel0/loss panel0/v": (None, 1),
-                "panel0/m panel0/p panel0/q panel0/rr": (None, 1, "F", "F"),
-                "panel0/time": (None,),
-            })
+# one experiment function, several figures: each figure's declaration by name
+ONE_PANEL = {name: declare(tiny=TINY[name], index=ORDER,
+                           summary="head_spread_0 loss_final_0 sign_patterns_0 tau_feature1_0 tau_feature2_0",
+                           arrays={
+                               "panel0/b": (None, 1, "F"),
+                               "panel0/loss panel0/v": (None, 1),
+                               "panel0/m panel0/p panel0/q panel0/rr": (None, 1, "F", "F"),
+                               "panel0/time": (None,),
+                           })
+             for name in ("fig3", "fig12", "fig13", "fig14", "fig16", "fig17", "fig18")}
 
-outputs("specialization.fig4", tiny=TINY["fig4"], index=ORDER,
+FIG4 = declare(tiny=TINY["fig4"], index=ORDER,
         summary=("head_spread_0 head_spread_1 loss_final_0 loss_final_1 sign_patterns_0 sign_patterns_1 "
                  "tau_feature1_0 tau_feature1_1 tau_feature2_0 tau_feature2_1 tau_feature3_0 tau_feature3_1"),
         arrays={
@@ -116,7 +117,7 @@ outputs("specialization.fig4", tiny=TINY["fig4"], index=ORDER,
             "panel0/time panel1/time": ("F",),
         })
 
-outputs("specialization.fig19", tiny=TINY["fig19"], index=ORDER,
+FIG19 = declare(tiny=TINY["fig19"], index=ORDER,
         summary="head_spread_0 loss_final_0 sign_patterns_0 tau_feature1_0 tau_feature2_0 tau_feature3_0",
         arrays={
             "panel0/b": ("F", 1, None),
@@ -127,7 +128,10 @@ outputs("specialization.fig19", tiny=TINY["fig19"], index=ORDER,
             "panel0/time": ("F",),
         })
 
-outputs("specialization.fig5", tiny=TINY["fig5"],
+#: the trajectory figures' declarations by name (Figs. 2-4, 19 and the one-panel grids)
+TRAJECTORY = {"fig2": FIG2, "fig4": FIG4, "fig19": FIG19, **ONE_PANEL}
+
+FIG5 = declare(tiny=TINY["fig5"],
         summary="E_{laws}_bayes_H E_{laws}_bayes_nu2 E_{laws}_{activations}_H{Hs} E_{laws}_{activations}_nu2",
         arrays={
             ("H/{laws}/bayes/0/loss_eval H/{laws}/bayes/0/stderr H/{laws}/{activations}/{Hs}/loss "
@@ -140,7 +144,7 @@ outputs("specialization.fig5", tiny=TINY["fig5"],
              "nu/{laws}/{activations}/2.0/m nu/{laws}/{activations}/2.0/r"): (1, None, None),
         })
 
-outputs("specialization.fig6", tiny=TINY["fig6"],
+FIG6 = declare(tiny=TINY["fig6"],
         summary="loss_train_{activations} off_target_{activations}",
         arrays={
             "{activations}/b": (1, "H"),
@@ -151,7 +155,7 @@ outputs("specialization.fig6", tiny=TINY["fig6"],
             "{activations}/r": (1, "H", "H"),
         })
 
-outputs("specialization.fig7", tiny=TINY["fig7"],
+FIG7 = declare(tiny=TINY["fig7"],
         summary="E_flip_{activations}_pruned0 E_flip_{activations}_pruned1 E_flip_{activations}_pruned2",
         arrays={
             "flip/{activations}/b flip/{activations}/curves": (1, None),
@@ -161,7 +165,7 @@ outputs("specialization.fig7", tiny=TINY["fig7"],
             "flip/{activations}/r": (1, None, None),
         })
 
-outputs("specialization.fig8", tiny=TINY["fig8"], index=ORDER,
+FIG8 = declare(tiny=TINY["fig8"], index=ORDER,
         summary="max_abs_diff_m11 max_abs_diff_m12",
         arrays={
             "diff_m1": (None, None),
@@ -172,14 +176,14 @@ outputs("specialization.fig8", tiny=TINY["fig8"], index=ORDER,
             "fixed/time resampled/time": (None,),
         })
 
-outputs("specialization.fig11", tiny=TINY["fig11"],
+FIG11 = declare(tiny=TINY["fig11"],
         summary="cos_max cos_min monotone_down_in_nu2 monotone_up_in_nu1",
         arrays={
             "cos_m cos_q": (None, None),
             "nu1s nu2s": (None,),
         })
 
-outputs("specialization.phases", tiny=TINY["phases"], index=ORDER,
+PHASES = declare(tiny=TINY["phases"], index=ORDER,
         summary="dm1_at_tau1 gaussian_norm_ratio m1_at_tau5 split_change",
         arrays={
             "flip/b gaussian_iso/b": (None, 1, None),
@@ -189,7 +193,7 @@ outputs("specialization.phases", tiny=TINY["phases"], index=ORDER,
             "flip/time gaussian_iso/time": (None,),
         })
 
-outputs("specialization.escape", tiny=TINY["escape"],
+ESCAPE = declare(tiny=TINY["escape"],
         summary="increasing_bsoftmax slope_spread_bsoftmax tau_s_bsoftmax_D{Ds}",
         arrays={
             "bsoftmax/b": (None, None, None),
@@ -198,7 +202,7 @@ outputs("specialization.escape", tiny=TINY["escape"],
             "bsoftmax/time": (None,),
         })
 
-outputs("specialization.split_time", tiny=TINY["split_time"],
+SPLIT_TIME = declare(tiny=TINY["split_time"],
         summary=("D gap0_median plateau_rate plateau_tau rate_median saddle_rate seeds split_fraction_{thresholds} "
                  "tau_max tau_s_{thresholds}_max tau_s_{thresholds}_median tau_s_{thresholds}_min"),
         arrays={

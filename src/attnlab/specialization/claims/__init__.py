@@ -1,4 +1,5 @@
-"""Claims of paper 0 as checks, registered on import (``attnlab check specialization``).
+"""Claims of paper 0 as checks (``attnlab check specialization``), in the modules that
+:mod:`attnlab.specialization.study` names, in this order:
 
 * :mod:`.exact` — closed forms and constructions computed directly: Lemma A.4, the Hessian constants of (13),
   Props. IV.2, IV.3, the Bayes risk's monotonicity, redundant-head pruning;
@@ -8,9 +9,3 @@
 * :mod:`.identities` — exact identities of the model and its reduction (Prop. III.1, Lemmas A.1, A.3, Eq. (4)).
 * :mod:`.worlds` — for each asserted claim, a world where it is false (or why none is built; issue 26).
 """
-
-# isort: skip_file
-from attnlab.specialization.claims import exact  # noqa: F401  (register, in this order)
-from attnlab.specialization.claims import dynamics  # noqa: F401
-from attnlab.specialization.claims import trained  # noqa: F401
-from attnlab.specialization.claims import identities  # noqa: F401

@@ -13,9 +13,9 @@ import numpy as np
 
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.specialization.claims.worlds import RUN_WORLDS
-from attnlab.specialization.experiments.phases import escape_key, split_key
-from attnlab.specialization.experiments.sim_vs_theory import deviation_key
-from attnlab.specialization.experiments.trajectories import feature_time_key
+from attnlab.specialization.experiments.phases import ESCAPE, PHASES, SPLIT_TIME, escape_key, split_key
+from attnlab.specialization.experiments.sim_vs_theory import FIG9, deviation_key
+from attnlab.specialization.experiments.trajectories import FIG8, TRAJECTORY_FIGURES, feature_time_key
 
 ACTS = ("softmax", "softmax1", "bsoftmax")
 
@@ -31,7 +31,7 @@ def event(value, why: str) -> float | Measured:
 
 
 def _fig9_max(ctx: ClaimContext, observable: str) -> float:
-    return max(ctx.summary("specialization.fig9", deviation_key(observable, a)) for a in ACTS)
+    return max(ctx.summary(FIG9, deviation_key(observable, a)) for a in ACTS)
 
 
 for _obs, _what, _tol in (("m", "m", 0.07), ("rr", "q − m p⁻¹ mᵀ vs r rᵀ", 0.05), ("b", "b", 0.02),
@@ -46,7 +46,7 @@ for _obs, _what, _tol in (("m", "m", 0.07), ("rr", "q − m p⁻¹ mᵀ vs r r�
 
 
 def _bsoftmax_bias_sum(ctx: ClaimContext) -> float:
-    a = ctx.run("specialization.fig9").arrays
+    a = ctx.run(FIG9).arrays
     return max(float(np.abs(a[f"bsoftmax/{src}_b"].sum(-1)).max()) for src in ("sim", "theory"))
 
 
@@ -60,7 +60,7 @@ claim(
 
 
 def _mc_fixed(ctx: ClaimContext) -> float:
-    s = ctx.run("specialization.fig8").summary
+    s = ctx.run(FIG8).summary
     return max(v for k, v in s.items() if k.startswith("max_abs_diff"))
 
 
@@ -74,7 +74,7 @@ claim(
 
 def _tau_s_fig1(ctx: ClaimContext) -> Measured:
     """split_time: the median τ^s(0.2) over random inits at D = 10^4, with why it differs from ≈ 10."""
-    s = ctx.run("specialization.split_time").summary
+    s = ctx.run(SPLIT_TIME).summary
     D, n, horizon = int(s["D"]), int(s["seeds"]), float(s["tau_max"])
     med, frac = s.get(split_key(0.2, "median")), float(s[split_key(0.2, "fraction")])
     if not happened(med) or frac < 0.5:
@@ -105,7 +105,7 @@ claim(
 
 
 def _phase(key: str):
-    return lambda ctx: ctx.summary("specialization.phases", key)
+    return lambda ctx: ctx.summary(PHASES, key)
 
 
 for _key, _statement, _expected, _rel in (
@@ -125,7 +125,7 @@ for _key, _statement, _expected, _rel in (
 
 def _escape(key: str, reduce):
     def measure(ctx: ClaimContext) -> float | Measured:
-        res = ctx.run("specialization.escape")
+        res = ctx.run(ESCAPE)
         s = res.summary
         late = [k[6:] for k, v in s.items() if k.startswith("tau_s_") and not happened(v)]
         if late:
@@ -161,7 +161,7 @@ def _feature_time(res, f: int, panel: int) -> float | Measured:
 
 def _sequential(ctx: ClaimContext) -> float | Measured:
     """fig4: τ_2(0.5) − τ_1(0.5) for softmax and B-softmax (F = 3, ν̃ = (20, 10.5, 1)); the smaller one."""
-    res = ctx.run("specialization.fig4")
+    res = ctx.run(TRAJECTORY_FIGURES["fig4"])
     times = [[_feature_time(res, f, i) for f in (1, 2)] for i in (0, 1)]
     missing = [t for pair in times for t in pair if isinstance(t, Measured)]
     if missing:
@@ -170,7 +170,7 @@ def _sequential(ctx: ClaimContext) -> float | Measured:
 
 
 def _faster(ctx: ClaimContext) -> float | Measured:
-    res = ctx.run("specialization.fig4")
+    res = ctx.run(TRAJECTORY_FIGURES["fig4"])
     t_soft, t_b = _feature_time(res, 1, 0), _feature_time(res, 1, 1)
     if isinstance(t_b, Measured):
         return t_b
@@ -196,7 +196,7 @@ claim(
 def _quadrants(ctx: ClaimContext) -> float:
     """fig3 panel 0 (softmax, H = 4, ν = (8, 2)): quadrants (sign m_h1, sign m_h2) covered by heads with
     |m_h1| > 1 and |m_h2| > 0.05 at the end (Fig. 3)."""
-    m = ctx.run("specialization.fig3").arrays["panel0/m"][-1, 0]
+    m = ctx.run(TRAJECTORY_FIGURES["fig3"]).arrays["panel0/m"][-1, 0]
     ok = (np.abs(m[:, 0]) > 1) & (np.abs(m[:, 1]) > 0.05)
     return float(len({(np.sign(a), np.sign(b)) for a, b in m[ok, :2]}))
 

@@ -8,14 +8,14 @@ from scipy import stats
 
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.specialization.claims.worlds import RUN_WORLDS
-from attnlab.specialization.experiments.trained import final_key, off_target_key, pruned_key
+from attnlab.specialization.experiments.trained import FIG5, FIG6, FIG7, FIG11, final_key, off_target_key, pruned_key
 
 ACTS = ("softmax", "softmax1", "bsoftmax")
 
 
 def _fig5_ordering(ctx: ClaimContext) -> float:
     """Largest violation of E_Bayes ≤ E_B-softmax < E_softmax-1 ≤ E_softmax + 0.01 at H = 4 (Fig. 5); ≤ 0 holds."""
-    s = ctx.run("specialization.fig5").summary
+    s = ctx.run(FIG5).summary
     worst = -np.inf
     for law in ("flip", "gaussian_iso"):
         bay, bs, s1, sm = (s[final_key(law, "bayes")], *(s[final_key(law, a, H=4)] for a in
@@ -36,8 +36,8 @@ claim(
     id="specialization.bsoftmax_reaches_bayes", ref="Fig. 5 left, Prop. IV.2",
     statement="with H ≥ |support| = 4 heads, trained B-softmax reaches the Bayes risk (one-hot F = 4, ν = 10)",
     how="fig5: E_B-softmax(H=4) − E_Bayes for the one-hot law",
-    measure=lambda ctx: ctx.summary("specialization.fig5", final_key("flip", "bsoftmax", H=4))
-    - ctx.summary("specialization.fig5", final_key("flip", "bayes")),
+    measure=lambda ctx: ctx.summary(FIG5, final_key("flip", "bsoftmax", H=4))
+    - ctx.summary(FIG5, final_key("flip", "bayes")),
     expected=0.01, relation="le", blocks=2,
     falsify=RUN_WORLDS["bsoftmax_reaches_bayes"],
 )
@@ -45,7 +45,7 @@ claim(
 
 def _off_target(ctx: ClaimContext) -> float:
     """fig6: min(softmax − softmax-1, softmax-1 − B-softmax) of the attention mass on irrelevant tokens."""
-    soft, one, bs = (ctx.summary("specialization.fig6", off_target_key(a)) for a in ACTS)
+    soft, one, bs = (ctx.summary(FIG6, off_target_key(a)) for a in ACTS)
     return min(soft - one, one - bs)
 
 
@@ -64,7 +64,7 @@ def _cost(s: dict, law: str, act: str, k: int) -> float:
 
 
 def _one_head_per_feature(ctx: ClaimContext) -> float:
-    s = ctx.run("specialization.fig7").summary
+    s = ctx.run(FIG7).summary
     return max(_cost(s, "flip", a, 4) for a in ACTS)
 
 
@@ -85,7 +85,7 @@ def welch_lower(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> float:
 def _degrade_more(ctx: ClaimContext) -> Measured:
     """fig7: per init, the cost of pruning 6 of 8 heads; for each law and each of softmax-1, B-softmax, the lower end
     of the 95 % Welch interval of its mean cost minus softmax's (the inits of two activations are independent)."""
-    a = ctx.run("specialization.fig7").arrays
+    a = ctx.run(FIG7).arrays
     lows = {}
     for law in ("flip", "gaussian_iso"):
         cost = {act: a[f"{law}/{act}/curves"][:, 6] - a[f"{law}/{act}/curves"][:, 0] for act in ACTS}
@@ -100,7 +100,7 @@ def _degrade_more(ctx: ClaimContext) -> Measured:
 def _pruning_gaussian(ctx: ClaimContext) -> Measured:
     """The iso-Gaussian pruning cost, how many heads can go at ≤ 0.05, and the bound Fig. 5 puts on it: a pruned
     4-head model is no better than a trained one, so the cost is at least E(H=4) − E(H=8)."""
-    s, f5 = ctx.run("specialization.fig7").summary, ctx.run("specialization.fig5").summary
+    s, f5 = ctx.run(FIG7).summary, ctx.run(FIG5).summary
     H = 1 + max(int(k.rsplit("pruned", 1)[1]) for k in s if k.startswith("E_gaussian_iso_softmax_pruned"))
     costs = {a: _cost(s, "gaussian_iso", a, 4) for a in ACTS}
     rel = {a: costs[a] / s[pruned_key("gaussian_iso", a, 0)] for a in ACTS}
@@ -141,7 +141,7 @@ claim(
 
 
 def _cosine_monotone(ctx: ClaimContext) -> Measured:
-    s = ctx.run("specialization.fig11").summary
+    s = ctx.run(FIG11).summary
     up, down = s["monotone_up_in_nu1"], s["monotone_down_in_nu2"]
     return Measured(min(up, down), f"fraction of neighbouring grid pairs with the cosine non-decreasing in ν1: "
                                    f"{up:.2f}, non-increasing in ν2: {down:.2f} (cos from {s['cos_min']:.2f} to "

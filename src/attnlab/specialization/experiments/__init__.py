@@ -1,5 +1,5 @@
-"""Experiments of paper 0, one per figure (config in, tables and arrays out, no plotting), registered on import in
-the paper's order.
+"""Experiments of paper 0, one per figure (config in, tables and arrays out, no plotting), each declared whole as
+a constant beside its run function and listed, in the paper's order, by :mod:`attnlab.specialization.study`.
 
 * :mod:`.sim_vs_theory` — Figs. 1, 9, 10: SGD at finite D against the flow (12);
 * :mod:`.trajectories` — Figs. 2-4, 12-19: the heads' trajectories; Fig. 8: fixed vs resampled MC samples;
@@ -7,9 +7,3 @@ the paper's order.
 * :mod:`.phases` — Props. III.3, III.4: the unspecialised phase, the escape time vs D, τ^s of Fig. 1;
 * :mod:`.analysis` — measurements on trajectories and trained parameters.
 """
-
-# isort: skip_file
-from attnlab.specialization.experiments import sim_vs_theory  # noqa: F401  (registers Figs. 1, 9, 10)
-from attnlab.specialization.experiments import trajectories  # noqa: F401  (Figs. 2-4, 8, 12-19)
-from attnlab.specialization.experiments import trained  # noqa: F401  (Figs. 5-7, 11)
-from attnlab.specialization.experiments import phases  # noqa: F401  (Props. III.3, III.4)

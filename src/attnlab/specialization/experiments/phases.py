@@ -16,15 +16,17 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnlab.core.experiment import Result, experiment
+from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
-from attnlab.specialization import figures, theory
+from attnlab.specialization import costs, figures, memory, outputs, theory
 from attnlab.specialization.configs import EscapeConfig, PhasesConfig, SplitTimeConfig, law_from
 from attnlab.specialization.data import sample_spikes
 from attnlab.specialization.data.laws import symsqrt
 from attnlab.specialization.experiments import analysis
 from attnlab.specialization.model import init_keys, order_parameters
 from attnlab.specialization.theory.hessian import hessian_m
+
+STUDY = "specialization"
 
 
 def escape_key(name: str, activation: str, D: float | None = None) -> str:
@@ -38,9 +40,6 @@ def split_key(threshold: float, stat: str) -> str:
     return f"split_fraction_{threshold:g}" if stat == "fraction" else f"tau_s_{threshold:g}_{stat}"
 
 
-@experiment("specialization", "phases", PhasesConfig, ref="Prop. III.3",
-            title="Unspecialised phase: heads move together along E θ (flip), not at all if E θ = 0",
-            figure=figures.phases)
 def phases(config: PhasesConfig, ctx: RunContext) -> Result:
     """Theory from m ~ N(0, 1e-4), r = I for the flip spike (E θ ≠ 0) and the isotropic Gaussian (E θ = 0)."""
     taus = np.linspace(0, config.tau_max, round(config.tau_max / config.record_every) + 1)
@@ -67,6 +66,17 @@ def phases(config: PhasesConfig, ctx: RunContext) -> Result:
     return Result(pd.concat(frames, ignore_index=True), arrays, summary)
 
 
+PHASES = Experiment(
+    STUDY, "phases", PhasesConfig, phases,
+    ref="Prop. III.3",
+    title="Unspecialised phase: heads move together along E θ (flip), not at all if E θ = 0",
+    figure=figures.phases,
+    memory=memory.one_flow,
+    cost=costs.phases,
+    outputs=outputs.PHASES,
+)
+
+
 def _escape_init(H: int, F: int, D: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """m(0) = m̂/√D, q(0) = m mᵀ + r rᵀ with r = I + r̂/√D; m̂, r̂ ~ N(0, 1) drawn once from ``seed``."""
     g = torch.Generator().manual_seed(seed)
@@ -77,8 +87,6 @@ def _escape_init(H: int, F: int, D: float, seed: int) -> tuple[torch.Tensor, tor
     return m, m @ m.T + r @ r.T
 
 
-@experiment("specialization", "escape", EscapeConfig, ref="Prop. III.4",
-            title="Escape from the unspecialised saddle: τ_s grows like log D", figure=figures.escape)
 def escape(config: EscapeConfig, ctx: RunContext) -> Result:
     """The flow from the same O(D^{-1/2}) init direction at several D, on symmetrised MC samples (Prop. III.4)."""
     law = config.theta_law()
@@ -104,8 +112,17 @@ def escape(config: EscapeConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
-@experiment("specialization", "split_time", SplitTimeConfig, ref="Fig. 1 text, Prop. III.4", figure=figures.split_time,
-            title="τ^s at D = 10^4: when the heads of Fig. 1 split, over random inits")
+ESCAPE = Experiment(
+    STUDY, "escape", EscapeConfig, escape,
+    ref="Prop. III.4",
+    title="Escape from the unspecialised saddle: τ_s grows like log D",
+    figure=figures.escape,
+    memory=memory.escape,
+    cost=costs.escape,
+    outputs=outputs.ESCAPE,
+)
+
+
 def split_time(config: SplitTimeConfig, ctx: RunContext) -> Result:
     """The flow from the order parameters m(0) = K K*ᵀ, q(0) = K Kᵀ, p = K* K*ᵀ of ``seeds`` random inits at D
     (spikes and keys drawn as the SGD's, Eq. (1) and Sec. II), p-corrected; τ^s per seed and threshold, and the
@@ -141,6 +158,17 @@ def split_time(config: SplitTimeConfig, ctx: RunContext) -> Result:
         for stat in ("median", "min", "max"):
             summary[split_key(a, stat)] = float(getattr(col, stat)()) if np.isfinite(col).any() else np.nan
     return Result(table, {**tr.to_arrays(), "gap": gap}, summary)
+
+
+SPLIT_TIME = Experiment(
+    STUDY, "split_time", SplitTimeConfig, split_time,
+    ref="Fig. 1 text, Prop. III.4",
+    figure=figures.split_time,
+    title="τ^s at D = 10^4: when the heads of Fig. 1 split, over random inits",
+    memory=memory.split_time,
+    cost=costs.split_time,
+    outputs=outputs.SPLIT_TIME,
+)
 
 
 def _split_rate(activation: str, prep: dict, m: np.ndarray, rr: np.ndarray) -> float:

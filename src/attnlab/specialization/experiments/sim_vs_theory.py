@@ -13,11 +13,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from attnlab.core.experiment import Result, experiment
+from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Unit, run_units
-from attnlab.specialization import figures, theory, train
+from attnlab.specialization import costs, figures, memory, outputs, theory, train
 from attnlab.specialization.configs import ACTIVATIONS, SimVsTheoryConfig, record_times
 from attnlab.specialization.experiments import analysis
 from attnlab.specialization.theory.bayes import bayes_risk
@@ -99,9 +99,31 @@ def sim_vs_theory(config: SimVsTheoryConfig, ctx: RunContext) -> Result:
     return Result(pd.concat(frames, ignore_index=True), arrays, summary)
 
 
-experiment(STUDY, "fig1", Fig1Config, ref="Fig. 1", figure=figures.sim_vs_theory, headline=True,
-           title="SGD vs theory, softmax (L=10, H=2, flip)")(sim_vs_theory)
-experiment(STUDY, "fig9", Fig9Config, ref="Fig. 9", figure=figures.sim_vs_theory,
-           title="SGD vs theory, three activations (flip)")(sim_vs_theory)
-experiment(STUDY, "fig10", Fig10Config, ref="Fig. 10", figure=figures.sim_vs_theory,
-           title="SGD vs theory, three activations (non-iso Gaussian)")(sim_vs_theory)
+FIG1 = Experiment(
+    STUDY, "fig1", Fig1Config, sim_vs_theory,
+    ref="Fig. 1",
+    figure=figures.sim_vs_theory,
+    headline=True,
+    title="SGD vs theory, softmax (L=10, H=2, flip)",
+    memory=memory.sim_vs_theory,
+    cost=costs.sim_vs_theory,
+    outputs=outputs.FIG1,
+)
+FIG9 = Experiment(
+    STUDY, "fig9", Fig9Config, sim_vs_theory,
+    ref="Fig. 9",
+    figure=figures.sim_vs_theory,
+    title="SGD vs theory, three activations (flip)",
+    memory=memory.sim_vs_theory,
+    cost=costs.sim_vs_theory,
+    outputs=outputs.FIG9,
+)
+FIG10 = Experiment(
+    STUDY, "fig10", Fig10Config, sim_vs_theory,
+    ref="Fig. 10",
+    figure=figures.sim_vs_theory,
+    title="SGD vs theory, three activations (non-iso Gaussian)",
+    memory=memory.sim_vs_theory,
+    cost=costs.sim_vs_theory,
+    outputs=outputs.FIG10,
+)

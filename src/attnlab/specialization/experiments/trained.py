@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from attnlab.core.experiment import Result, experiment
+from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.units import Unit, run_units
-from attnlab.specialization import figures, theory
+from attnlab.specialization import costs, figures, memory, outputs, theory
 from attnlab.specialization.configs import (
     AttentionMapsConfig,
     CosineGridConfig,
@@ -104,15 +104,21 @@ def final_error(config: FinalErrorConfig, ctx: RunContext) -> Result:
     return Result(table, arrays, summary)
 
 
-experiment(STUDY, "fig5", FinalErrorConfig, ref="Fig. 5", figure=figures.final_error, headline=True,
-           title="Final error vs H and vs signal: softmax ≥ softmax-1 ≥ B-softmax ≥ Bayes")(final_error)
+FIG5 = Experiment(
+    STUDY, "fig5", FinalErrorConfig, final_error,
+    ref="Fig. 5",
+    figure=figures.final_error,
+    headline=True,
+    title="Final error vs H and vs signal: softmax ≥ softmax-1 ≥ B-softmax ≥ Bayes",
+    memory=memory.final_error,
+    cost=costs.final_error,
+    outputs=outputs.FIG5,
+)
 
 
 # -- Fig. 6: attention maps ----------------------------------------------------------------------------
 
 
-@experiment(STUDY, "fig6", AttentionMapsConfig, ref="Fig. 6", figure=figures.attention_maps,
-            title="Attention maps of trained softmax, softmax-1 and B-softmax")
 def attention_maps(config: AttentionMapsConfig, ctx: RunContext) -> Result:
     """Train each activation (theory), then draw a few sequences and record σ(χ, b, v) (H × L each)."""
     law = config.theta_law()
@@ -135,11 +141,20 @@ def attention_maps(config: AttentionMapsConfig, ctx: RunContext) -> Result:
     return Result(table, arrays, summary)
 
 
+FIG6 = Experiment(
+    STUDY, "fig6", AttentionMapsConfig, attention_maps,
+    ref="Fig. 6",
+    figure=figures.attention_maps,
+    title="Attention maps of trained softmax, softmax-1 and B-softmax",
+    memory=memory.attention_maps,
+    cost=costs.attention_maps,
+    outputs=outputs.FIG6,
+)
+
+
 # -- Fig. 7: head pruning ----------------------------------------------------------------------------
 
 
-@experiment(STUDY, "fig7", PruningConfig, ref="Fig. 7", figure=figures.pruning,
-            title="Greedy head pruning of trained models (H=8, F=4, ν=10)")
 def pruning(config: PruningConfig, ctx: RunContext) -> Result:
     """Train H heads (theory), then remove heads greedily (Fig. 7), loss on fresh MC after each removal."""
     keys = [(law, act) for law in config.laws for act in config.activations]
@@ -166,11 +181,20 @@ def pruning(config: PruningConfig, ctx: RunContext) -> Result:
     return Result(pd.DataFrame(rows), arrays, summary)
 
 
+FIG7 = Experiment(
+    STUDY, "fig7", PruningConfig, pruning,
+    ref="Fig. 7",
+    figure=figures.pruning,
+    title="Greedy head pruning of trained models (H=8, F=4, ν=10)",
+    memory=memory.pruning,
+    cost=costs.pruning,
+    outputs=outputs.FIG7,
+)
+
+
 # -- Fig. 11: cosine similarity of two heads over (ν1, ν2) ----------------------------------------------
 
 
-@experiment(STUDY, "fig11", CosineGridConfig, ref="Fig. 11", figure=figures.cosine_grid,
-            title="Final cosine similarity of two heads over (ν1, ν2), softmax")
 def cosine_grid(config: CosineGridConfig, ctx: RunContext) -> Result:
     """Train H = 2 heads (theory) at each (ν1, ν2) of the grid; final cosine similarity of the keys and of m."""
     keys = [(a, b) for a in config.nu1s for b in config.nu2s]
@@ -196,3 +220,14 @@ def cosine_grid(config: CosineGridConfig, ctx: RunContext) -> Result:
                "monotone_down_in_nu2": analysis.monotone_fraction(grid, axis=1, increasing=False),
                "cos_min": float(grid.min()), "cos_max": float(grid.max())}
     return Result(table, arrays, summary)
+
+
+FIG11 = Experiment(
+    STUDY, "fig11", CosineGridConfig, cosine_grid,
+    ref="Fig. 11",
+    figure=figures.cosine_grid,
+    title="Final cosine similarity of two heads over (ν1, ν2), softmax",
+    memory=memory.one_flow,
+    cost=costs.cosine_grid,
+    outputs=outputs.FIG11,
+)

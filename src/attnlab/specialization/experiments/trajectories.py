@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from attnlab.core.experiment import Result, experiment
+from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Unit, run_units
-from attnlab.specialization import figures, theory
+from attnlab.specialization import costs, figures, memory, outputs, theory
 from attnlab.specialization.configs import McResamplingConfig, Panel, TrajectoriesConfig, record_times
 from attnlab.specialization.experiments import analysis
 
@@ -98,17 +98,24 @@ _TRAJ_FIGS: dict[str, tuple[str, str, dict[str, Any]]] = {
     },
 }
 
-for _name, (_ref, _title, _defaults) in _TRAJ_FIGS.items():
-    _cfg = TrajectoriesConfig.with_defaults(f"{_name.capitalize()}Config", scales={"quick": _quick, "paper": {}},
-                                            doc=f"{_ref}: {_title}.", **{**_TRAJ_DEFAULTS, **_defaults})
-    experiment(STUDY, _name, _cfg, ref=_ref, title=_title, figure=figures.trajectories)(trajectories)
+
+
+def _trajectory_figure(name: str, ref: str, title: str, defaults: dict[str, Any]) -> Experiment:
+    """One trajectory figure: :func:`trajectories` under its own config (the figure's panels and law as defaults)."""
+    config = TrajectoriesConfig.with_defaults(f"{name.capitalize()}Config", scales={"quick": _quick, "paper": {}},
+                                              doc=f"{ref}: {title}.", **{**_TRAJ_DEFAULTS, **defaults})
+    return Experiment(STUDY, name, config, trajectories, ref=ref, title=title, figure=figures.trajectories,
+                      memory=memory.panels, cost=costs.trajectories,
+                      outputs=outputs.TRAJECTORY[name])
+
+
+#: Figs. 2-4, 19, 12-14, 16-18 by name (``TRAJECTORY_FIGURES["fig2"]``), in the order of :data:`_TRAJ_FIGS`
+TRAJECTORY_FIGURES: dict[str, Experiment] = {name: _trajectory_figure(name, *spec) for name, spec in _TRAJ_FIGS.items()}
 
 
 # -- Fig. 8: fixed vs resampled Monte Carlo ------------------------------------------------------------
 
 
-@experiment(STUDY, "fig8", McResamplingConfig, ref="Fig. 8", figure=figures.mc_resampling,
-            title="Fixed vs resampled Monte-Carlo samples along the flow")
 def mc_resampling(config: McResamplingConfig, ctx: RunContext) -> Result:
     """The same flow twice from the same init: fixed MC samples, and fresh samples at every Euler step."""
     law = config.theta_law()
@@ -130,3 +137,14 @@ def mc_resampling(config: McResamplingConfig, ctx: RunContext) -> Result:
     summary = {f"max_abs_diff_m1{f + 1}": float(np.abs(diff[:, f]).max()) for f in range(diff.shape[1])}
     frames = [fixed.to_frame(), res.to_frame()]
     return Result(pd.concat(frames, ignore_index=True), arrays, summary)
+
+
+FIG8 = Experiment(
+    STUDY, "fig8", McResamplingConfig, mc_resampling,
+    ref="Fig. 8",
+    figure=figures.mc_resampling,
+    title="Fixed vs resampled Monte-Carlo samples along the flow",
+    memory=memory.one_flow,
+    cost=costs.mc_resampling,
+    outputs=outputs.FIG8,
+)
