@@ -188,10 +188,10 @@ def _probe(payload: str) -> dict[str, Any]:
     import time
 
     from attnlab.core.config import resolve_from
+    from attnlab.core.context import RunContext
     from attnlab.core.device import parse
     from attnlab.core.experiment import get
     from attnlab.core.rng import Streams
-    from attnlab.core.runs import RunContext
 
     spec = json.loads(payload)
     exp = get(spec["experiment"])
