@@ -54,9 +54,10 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def checked_device(name: str | None) -> str | None:
-    """Check ``--device`` before any work: a bad name, no CUDA, or a GPU index out of range is one line, exit 2."""
-    from attnlab.core.device import resolve_device
+    """Check ``--device`` before any work (:func:`attnlab.core.device.parse`): a bad name, no CUDA, or a GPU index out
+    of range is one line, exit 2."""
+    from attnlab.core.device import parse
 
     if name is not None:
-        resolve_device(name)
+        parse(name)
     return name

@@ -51,13 +51,13 @@ def run(
     quiet: QuietOpt = False,
 ) -> None:
     """Run one experiment (or reuse the finished run with the same config)."""
-    from attnlab.core.device import resolve_device
+    from attnlab.core.device import parse
     from attnlab.core.experiment import get
 
     progress.set_quiet(quiet or json_)
     exp = get(experiment)
     config = resolve(exp.config, scale, _overrides(set_, config_file), seed=seed, device=device)
-    resolve_device(config.device)  # the --device given or the config file's: CUDA there, the index in range
+    parse(config.device)  # the --device given or the config file's: CUDA there, the index in range
     record = _store(store, old_out).run(exp, config, force=force)
     if json_:
         print(json.dumps(record.to_json(), default=str))

@@ -7,11 +7,10 @@ import math
 
 import pytest
 
+from attnlab import STUDIES
 from attnlab.core import costs
 from attnlab.core.config import resolve
 from attnlab.core.experiment import experiments
-
-STUDIES = ("specialization", "signal", "potts", "paths", "clustering")
 
 
 @pytest.mark.parametrize("study", STUDIES)

@@ -107,3 +107,51 @@ def test_check_on_cpu_records_the_device(tmp_path):
     metas = [json.loads(p.read_text()) for p in tmp_path.glob("runs/toy.walk/*/config.json")]
     assert len(metas) == 4 and all(m["config"]["device"] == "cpu" and m["device_details"]["type"] == "cpu"
                                    for m in metas)
+
+
+@pytest.mark.parametrize("name", ["cuda:x", "tpu", "cuda"])
+def test_one_parser_one_message_at_config_cli_and_bench(monkeypatch, tmp_path, name):
+    """A bad name is refused in the same words by the config, the parser, the command line and a benchmark's
+    device(); ``cuda`` without CUDA is a good spelling (the config keeps it) that the parser refuses."""
+    from attnlab.core import bench
+
+    if name == "cuda" and not NO_CUDA:
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(ConfigError) as parsed:
+        dev.parse(name)
+    want = str(parsed.value)
+    assert want.startswith(f"key 'device' = {name!r}: ") and "\n" not in want
+    if name == "cuda":
+        assert resolve(Config, "quick", {}, device=name).device == "cuda" and "use --device cpu" in want
+    else:
+        with pytest.raises(ConfigError) as configured:
+            resolve(Config, "quick", {}, device=name)
+        assert str(configured.value) == want == f"key 'device' = {name!r}: allowed: cpu, cuda, cuda:N"
+    monkeypatch.setenv("ATTNLAB_BENCH_DEVICE", name)
+    with pytest.raises(ConfigError) as benched:
+        bench.device()
+    assert str(benched.value) == want
+    res = runner.invoke(app, ["run", "toy.walk", "--device", name, "--store", str(tmp_path / "s")])
+    assert res.exit_code == 2 and res.stderr.strip() == f"error: {want}"
+
+
+def test_kind_index_and_label_read_names_devices_and_recorded_descriptions():
+    assert [dev.kind(x) for x in (None, "cpu", "cuda", "cuda:3", torch.device("cpu"), "cuda (NVIDIA H200)",
+                                  "cpu (1 threads)")] == ["cpu", "cpu", "cuda", "cuda", "cpu", "cuda", "cpu"]
+    assert [dev.index(x) for x in ("cpu", "cuda", "cuda:0", "cuda:12")] == [None, None, 0, 12]
+    with pytest.raises(ConfigError, match="allowed: cpu, cuda, cuda:N"):
+        dev.index("gpu:1")
+    assert dev.label("cpu") == "the CPU" and dev.label(torch.device("cuda:2")) == "cuda:2"
+    assert dev.resolve_device is dev.parse  # the former name still works
+    long = "cuda:" + "9" * 200 + "x"
+    with pytest.raises(ConfigError) as exc:
+        dev.check_name(long)
+    assert len(str(exc.value)) < 140 and str(exc.value).endswith("…: allowed: cpu, cuda, cuda:N")
+
+
+def test_the_config_checks_the_spelling_without_importing_torch():
+    import subprocess
+
+    code = "import sys, attnlab.core.config, attnlab.core.device; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -39,3 +39,25 @@ def test_run_context_seeds_and_generators_follow_the_named_streams(tmp_path):
     a, b = ctx.generator("data"), ctx.generator("data", "cpu")
     assert torch.equal(torch.rand(4, generator=a), torch.rand(4, generator=b))
     assert torch.equal(torch.rand(4, generator=ctx.generator("data")), torch.rand(4, generator=ctx.rng("data")))
+
+
+def test_every_way_to_draw_gives_the_numbers_it_gave_before(tmp_path):
+    """Pinned first draws (CPU, seed 7) of each API a run gets randomness from: stored results depend on them."""
+    from attnlab.core.config import Config
+    from attnlab.core.rng import generator
+    from attnlab.core.runs import RunContext
+
+    ctx = RunContext(tmp_path, Config(seed=7), torch.device("cpu"), Streams(7))
+    assert (stream_seed(7, "data"), stream_seed(0, "init")) == (130152873812191995, 7290039654019473914)
+    assert torch.rand(3, generator=ctx.rng("data")).tolist() == [0.5549949407577515, 0.00825124979019165,
+                                                                 0.5213393568992615]
+    init = [0.6255181431770325, 0.030422627925872803, 0.693578839302063]
+    assert torch.rand(3, generator=ctx.generator("init")).tolist() == init
+    assert torch.rand(3, generator=ctx.streams.generator("init")).tolist() == init
+    assert ctx.seed("teacher", 5) == ctx.streams.seed_for("teacher", 5) == 6584496411609867660
+    mc2 = [0.03762805461883545, 0.016207516193389893, 0.02847367525100708]
+    assert torch.rand(3, generator=torch.Generator().manual_seed(ctx.seed("mc", 2))).tolist() == mc2
+    assert torch.rand(3, generator=generator(ctx.seed("mc", 2))).tolist() == mc2  # the raw calls' replacement
+    assert torch.rand(3, generator=ctx.generator("mc", offset=2, device="cpu")).tolist() == mc2
+    assert ctx.streams.numpy("mc").random(3).tolist() == [0.8038114817138653, 0.024049824081608717,
+                                                          0.6045634369154107]

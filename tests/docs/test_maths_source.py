@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from attnlab import STUDIES
+
 ROOT = Path(__file__).resolve().parents[2]
-STUDIES = ("specialization", "signal", "potts", "paths", "clustering")
 PAGES = sorted((ROOT / "docs" / "studies").glob("*.md"))
 FENCED = re.compile(r"^([ \t]*)(```|~~~).*?^\1\2[ \t]*$", re.MULTILINE | re.DOTALL)
 DISPLAY = re.compile(r"\$\$.+?\$\$", re.DOTALL)

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from attnlab import STUDIES
+
 ROOT = Path(__file__).resolve().parents[2]
-STUDIES = ("specialization", "signal", "potts", "paths", "clustering")
 
 
 def _skip_or_fail(reason: str) -> None:

@@ -25,12 +25,13 @@ def module_name(path: Path, base: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports(path: Path, base: Path) -> set[str]:
-    """Every module ``path`` imports (``from a import b`` counts as ``a.b`` when ``a/b`` is a module or package)."""
+def imports(path: Path, base: Path, tree: ast.AST | None = None) -> set[str]:
+    """Every module ``path`` (or its syntax ``tree``) imports (``from a import b`` counts as ``a.b`` when ``a/b`` is a
+    module or package)."""
     name = module_name(path, base)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(tree or ast.parse(path.read_text(), str(path))):
         if (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
                 and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
             out.add(node.args[0].value)
@@ -119,3 +120,64 @@ def test_every_study_has_its_views_package():
 def test_the_example_study_imports_only_attnlab_core_and_the_plugin_api():
     deps = {i for d in graph(EXAMPLE).values() for i in d if within(i, "attnlab")}
     assert deps and all(within(i, "attnlab.core") or i in PLUGIN_API or i == "attnlab.sandbox" for i in deps), deps
+
+
+def runtime_imports(path: Path, base: Path) -> set[str]:
+    """:func:`imports` less those made only for type checkers (inside ``if TYPE_CHECKING:``)."""
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", "")) == "TYPE_CHECKING":
+            node.body = [ast.Pass()]
+    return imports(path, base, tree)
+
+
+def loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while (w := stack.pop()) != v:
+                group.append(w)
+            if group:
+                out.append(sorted([v, *group]))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_spine_has_no_import_loop():
+    """Core, the command line and the sandbox: no two modules import each other, directly or through others, at
+    run time (function-level imports count; ``TYPE_CHECKING`` imports do not)."""
+    spine = {module_name(p, SRC): p for p in sorted(SRC.rglob("*.py"))
+             if not is_study(module_name(p, SRC)) and module_name(p, SRC) != "attnlab"}
+    assert "attnlab.cli" in spine and "attnlab.core.device" in spine and "attnlab.sandbox.plugin" in spine
+    graph = {m: {i for i in runtime_imports(p, SRC) if i in spine and i != m} for m, p in spine.items()}
+    assert loops(graph) == []
+
+
+def test_a_loop_through_a_function_level_import_is_found(tmp_path):
+    pkg = tmp_path / "attnlab" / "core"
+    pkg.mkdir(parents=True)
+    (pkg / "a.py").write_text("from attnlab.core import b\n")
+    (pkg / "b.py").write_text("def f():\n    from attnlab.core.a import x\n")
+    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from attnlab.core import a\n")
+    graph = {f"attnlab.core.{n}": runtime_imports(pkg / f"{n}.py", tmp_path) for n in "abc"}
+    assert loops(graph) == [["attnlab.core.a", "attnlab.core.b"]]
+    assert "attnlab.core.a" not in graph["attnlab.core.c"]

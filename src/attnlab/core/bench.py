@@ -46,11 +46,11 @@ def threads() -> int:
 
 def device() -> torch.device:
     """The device a benchmark computes on: ``$ATTNLAB_BENCH_DEVICE`` (``attnlab bench --device``), default cpu."""
-    from attnlab.core.device import resolve_device
+    from attnlab.core.device import parse
 
     name = os.environ.get("ATTNLAB_BENCH_DEVICE", "cpu")
     _ASKED.append(name)
-    return resolve_device(name)
+    return parse(name)
 
 
 def timed(fn: Callable[[], Any], repeat: int = 1) -> tuple[float, Any]:
@@ -99,12 +99,12 @@ def record(study: str, result: dict[str, Any], requested: str, out_dir: Path) ->
     ``<device>`` is ``cpu`` or the GPU's name (``nvidia-h100-80gb-hbm3``). A script that never asked for its device
     (:func:`device`) ran on the CPU whatever was requested, and its record says so.
     """
-    from attnlab.core.device import details, resolve_device
+    from attnlab.core.device import details, parse
     from attnlab.core.files import atomic_write_json
     from attnlab.core.runs import git_revision
 
     used = requested if requested in _ASKED or requested == "cpu" else "cpu"
-    dev = resolve_device(used)
+    dev = parse(used)
     info = details(dev)
     label = "cpu" if dev.type == "cpu" else _slug(info["name"])
     rows = [{"part": k, **(v if isinstance(v, dict) else {"value": v})} for k, v in result.items() if k != "machine"]

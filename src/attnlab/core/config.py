@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -21,6 +20,11 @@ from typing import Any, ClassVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 from pydantic.fields import FieldInfo
+
+from attnlab.core.device import ALLOWED as DEVICE_ALLOWED
+from attnlab.core.device import PATTERN as DEVICE_PATTERN  # noqa: F401 (re-exported: the one spelling of a device)
+from attnlab.core.device import check_name as check_device_name
+from attnlab.core.errors import ConfigError
 
 SCALES: tuple[str, ...] = ("quick", "paper")
 
@@ -42,14 +46,6 @@ def _json(value: Any) -> Any:
         mode="json")
 
 
-class ConfigError(ValueError):
-    """A config could not be built; the message is one line meant for the user."""
-
-
-DEVICE_PATTERN = re.compile(r"^(cpu|cuda(:\d+)?)$")  # the one spelling of a device name (core.device resolves it)
-DEVICE_ALLOWED = "cpu, cuda, cuda:N"
-
-
 class Config(BaseModel):
     """Base of every experiment config: frozen, strict about unknown keys, hashable.
 
@@ -68,9 +64,7 @@ class Config(BaseModel):
     @field_validator("device")
     @classmethod
     def _device_name(cls, v: str) -> str:
-        if not DEVICE_PATTERN.match(v):
-            raise ValueError(f"allowed: {DEVICE_ALLOWED}")
-        return v
+        return check_device_name(v)  # the spelling only: the run id keeps the string; core.device.parse builds it
 
     def hash(self, experiment: str) -> str:
         """Run id: 16 hex digits of the SHA-256 of the experiment name and resolved config. A field declared with

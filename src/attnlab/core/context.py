@@ -17,7 +17,7 @@ import torch
 from attnlab.core import progress
 from attnlab.core.config import Config
 from attnlab.core.files import atomic_write, savez
-from attnlab.core.rng import Streams, stream_seed
+from attnlab.core.rng import Streams, generator, offset_seed
 
 LIVE_FILE = "live.npz"
 
@@ -25,6 +25,10 @@ LIVE_FILE = "live.npz"
 @dataclass
 class RunContext:
     """Handed to an experiment function: device, named random streams, checkpoints, progress, log.
+
+    ``device`` is the parsed :class:`torch.device` (:func:`attnlab.core.device.parse` of ``config.device``, once,
+    when the run starts). Randomness comes from the named ``streams`` (:mod:`attnlab.core.rng`): ``rng(name)``,
+    ``generator(name)``, ``seed(name)`` are their shorthands; pass the generator down, never a global seed.
 
     Checkpoints: call ``ctx.checkpoint(lambda: state)`` inside long loops; the state (any
     ``torch.save``-able object) is written at most every ``checkpoint_every`` seconds together with
@@ -45,21 +49,24 @@ class RunContext:
     _log: io.TextIOBase | None = None
 
     def rng(self, name: str) -> torch.Generator:
-        """Torch generator of the named stream, on the run's device."""
+        """Torch generator of the named stream, on the run's device, checkpointed (``streams.torch(name)``)."""
         return self.streams.torch(name)
 
     def seed(self, name: str, offset: int = 0) -> int:
-        """Integer seed of a named stream (plus ``offset``, e.g. one per sub-model), for code that builds its own
-        generators or hands plain integers to a sampler; below 2**63 as torch requires."""
-        return (stream_seed(self.config.seed, name) + offset) % 2**63
+        """Integer seed of a named stream (plus ``offset``, e.g. one per sub-model), for code that hands plain
+        integers to a sampler (``streams.seed_for``); below 2**63 as torch requires."""
+        return offset_seed(self.config.seed, name, offset)
 
-    def generator(self, name: str, device: str | torch.device | None = None) -> torch.Generator:
-        """A fresh generator seeded from the named stream's seed, on ``device`` (default: the run's device).
+    def generator(self, name: str, device: str | torch.device | None = None, offset: int = 0) -> torch.Generator:
+        """A fresh generator seeded from the named stream's seed plus ``offset``, on ``device`` (default: the run's
+        device); ``streams.generator``.
 
         Unlike :meth:`rng` it is not checkpointed: rebuilt identically on resume, it suits draws made once (data
-        sets, index draws) and code that must draw on the CPU whatever the run's device (``device="cpu"``)."""
-        return torch.Generator(device=torch.device(device) if device is not None else self.device).manual_seed(
-            self.seed(name))
+        sets, index draws) and code that must draw on the CPU whatever the run's device (``device="cpu"``).
+        ``generator(name, device="cpu", offset=k)`` draws what ``torch.Generator().manual_seed(seed(name, k))``
+        did."""
+        return generator(offset_seed(self.config.seed, name, offset),
+                         self.device if device is None else device)
 
     @property
     def checkpoint_path(self) -> Path:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from attnlab.core.config import resolve_from
+from attnlab.core.device import kind as kind_of  # "cuda"/"cpu" of a name or a recorded description
 
 CostFn = Callable[[Any], float]
 KINDS = ("cpu", "cuda")
@@ -64,10 +65,6 @@ class Rate:
         return self.seconds_per_unit * work
 
 
-def kind_of(device: str | None) -> str:
-    return "cuda" if (device or "cpu").startswith("cuda") else "cpu"
-
-
 def work_of(exp: Any, config: Any) -> float | None:
     """The experiment's work for ``config`` (None: no time model, or the formula fails on it)."""
     if getattr(exp, "cost", None) is None:
@@ -95,7 +92,7 @@ def measured_runs(store: Any, kind: str) -> Iterable[tuple[Any, Any, float]]:
             manifest = json.loads((Path(row["run_dir"]) / "manifest.json").read_text())
         except Exception:  # another study's run, a run without its files: not ours to time
             continue
-        if getattr(exp, "cost", None) is None or kind_of(str(meta.get("device", "cpu"))) != kind:
+        if getattr(exp, "cost", None) is None or kind_of(meta.get("device")) != kind:
             continue
         if manifest.get("resumed"):
             continue

@@ -1,5 +1,13 @@
-"""Device choice (``cpu``, ``cuda``, ``cuda:N``), what the run's ``config.json`` records about it, thread pinning.
+"""The one parser of a device name (``cpu``, ``cuda``, ``cuda:N``), what the run's ``config.json`` records about
+the device, thread pinning.
 
+Every layer goes through this module: the config's ``device`` field checks its spelling with :func:`check_name`
+(the run id keeps the string), the command line, the run store, sweeps, claims, benchmarks and the sandbox turn a
+name into a :class:`torch.device` with :func:`parse` (spelling, CUDA present, GPU index in range) — the run store
+once per run, handing the result to the run's context — and code that only needs to know CPU or GPU asks
+:func:`kind`. Every refusal is one :class:`~attnlab.core.errors.ConfigError` line starting ``key 'device' = ``.
+
+Torch is imported only where a device is built or inspected, so the config (and ``attnlab --help``) stays light.
 Only APIs present in torch 2.11 are used, so the same code runs on the GPU machines' torch 2.11 and the CPU
 wheel 2.13.
 """
@@ -8,27 +16,35 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
 import subprocess
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+from attnlab.core.errors import ConfigError
 
-from attnlab.core.config import DEVICE_ALLOWED, DEVICE_PATTERN, ConfigError
+if TYPE_CHECKING:
+    import torch
+
+PATTERN = re.compile(r"^(cpu|cuda(:\d+)?)$")  # the one spelling of a device name
+ALLOWED = "cpu, cuda, cuda:N"
 
 
-def check_name(name: str) -> str:
+def check_name(name: Any) -> str:
     """The device name if it is spelled ``cpu``, ``cuda`` or ``cuda:N``; else a one-line :class:`ConfigError`."""
-    if not isinstance(name, str) or not DEVICE_PATTERN.match(name):
-        raise ConfigError(f"key 'device' = {name!r}: allowed: {DEVICE_ALLOWED}")
+    if not isinstance(name, str) or not PATTERN.match(name):
+        shown = repr(name) if len(repr(name)) <= 80 else repr(name)[:79] + "…"  # a message never echoes a long value
+        raise ConfigError(f"key 'device' = {shown}: allowed: {ALLOWED}")
     return name
 
 
-def resolve_device(name: str) -> torch.device:
-    """``"cpu"``, ``"cuda"`` or ``"cuda:N"`` as a torch device; CUDA where there is none, or a GPU index out of
-    range, is a one-line :class:`ConfigError` (exit 2 on the command line)."""
+def parse(name: str) -> torch.device:
+    """``"cpu"``, ``"cuda"`` or ``"cuda:N"`` as a torch device; a bad spelling, CUDA where there is none, or a GPU
+    index out of range is a one-line :class:`ConfigError` (exit 2 on the command line)."""
+    import torch
+
     check_name(name)
     if name == "cpu":
         return torch.device("cpu")
@@ -43,7 +59,34 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
+resolve_device = parse  # its former name
+
+
+def kind(device: str | torch.device | None) -> str:
+    """``"cuda"`` or ``"cpu"`` (``None``: cpu) of a device name, a torch device or a recorded description
+    (``"cuda (NVIDIA H200)"``): what timings, records and dask resources are kept apart by."""
+    return "cuda" if str(device if device is not None else "cpu").startswith("cuda") else "cpu"
+
+
+def index(name: str) -> int | None:
+    """The GPU index a well-spelled name gives (``cuda:2`` → 2), ``None`` for ``cpu`` and ``cuda``."""
+    _, _, n = check_name(name).partition(":")
+    return int(n) if n else None
+
+
+def label(device: str | torch.device) -> str:
+    """How a message names the device: ``cuda:N`` (the current GPU for plain ``cuda``) or ``the CPU``."""
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cuda":
+        return f"cuda:{device.index if device.index is not None else torch.cuda.current_device()}"
+    return "the CPU"
+
+
 def describe(device: torch.device) -> str:
+    import torch
+
     if device.type == "cuda":
         return f"cuda ({torch.cuda.get_device_name(device)})"
     return f"cpu ({torch.get_num_threads()} threads)"
@@ -52,6 +95,8 @@ def describe(device: torch.device) -> str:
 def details(device: torch.device) -> dict[str, Any]:
     """What a result may depend on: on CUDA the GPU's name, memory, compute capability, driver, CUDA and cuDNN;
     on the CPU its model and threads. Always torch's version."""
+    import torch
+
     out: dict[str, Any] = {"type": device.type, "torch": torch.__version__}
     if device.type == "cuda":
         index = device.index if device.index is not None else torch.cuda.current_device()
@@ -111,6 +156,8 @@ def pin_threads(n: int | None = None) -> int:
     On small machines running several workers, oversubscribed BLAS threads make small steps 20-40×
     slower; sweep workers therefore pin to ``cores // workers``.
     """
+    import torch
+
     if n is None:
         env = os.environ.get("ATTNLAB_THREADS")
         n = int(env) if env else None

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from attnlab.core.config import ConfigError
+from attnlab.core.device import label
 
 GiB = 2**30
 
@@ -94,12 +95,7 @@ def check_model(model: MemoryModel, config: Any, device: torch.device | str, wha
     return int(need)
 
 
-def device_name(device: torch.device | str) -> str:
-    device = torch.device(device)
-    if device.type == "cuda":
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        return f"cuda:{index}"
-    return "the CPU"
+device_name = label  # core.device.label: "cuda:N" or "the CPU"
 
 
 def _gib(n: int) -> str:
@@ -192,15 +188,15 @@ def _probe(payload: str) -> dict[str, Any]:
     import time
 
     from attnlab.core.config import resolve_from
-    from attnlab.core.device import resolve_device
+    from attnlab.core.context import RunContext
+    from attnlab.core.device import parse
     from attnlab.core.experiment import get
     from attnlab.core.rng import Streams
-    from attnlab.core.runs import RunContext
 
     spec = json.loads(payload)
     exp = get(spec["experiment"])
     config = resolve_from(exp.config, spec["config"])
-    device = resolve_device(config.device)
+    device = parse(config.device)
     with tempfile.TemporaryDirectory() as tmp:
         ctx = RunContext(Path(tmp), config, device, Streams(config.seed, device), checkpoint_every=1e9,
                          publish_every=1e9)

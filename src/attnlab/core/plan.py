@@ -25,6 +25,7 @@ import numpy as np
 from attnlab.core import costs
 from attnlab.core.claims import Claim, ClaimContext
 from attnlab.core.config import resolve
+from attnlab.core.device import kind
 from attnlab.core.experiment import Experiment, Result, get
 from attnlab.core.fingerprint import code_fingerprint, stale
 from attnlab.core.runs import Interrupted, RunStore, deadline
@@ -38,7 +39,7 @@ def entries(root: Path | None, scale: str, study: str, device: str | None) -> tu
 
     if root is None:
         return {}, {}
-    cuda = (device or "cpu").startswith("cuda")
+    cuda = kind(device) == "cuda"
     out = []
     for dev in (device, None if cuda else "cuda"):
         path = path_for(root, scale, study, dev)
@@ -112,7 +113,7 @@ class ProbeContext(ClaimContext):
         device = overrides.pop("device", self.device)
         config = resolve(exp.config, self.scale, overrides, seed=overrides.pop("seed", self.seed), device=device)
         found = self.store.lookup(exp, config)
-        seconds = None if found is not None else costs.estimate(exp, config, costs.kind_of(device), self.rates)
+        seconds = None if found is not None else costs.estimate(exp, config, kind(device), self.rates)
         self.seen.append(Planned(exp.key, config.hash(exp.key), found is not None, seconds))
         if found is None:
             return _stand_in()
@@ -147,7 +148,7 @@ class Step:
 def plan(todo: list[Claim], scale: str, store: RunStore, root: Path | None, device: str | None) -> list[Step]:
     """The check's claims in :func:`order`, each with its estimate and its runs in ``store``."""
     steps = []
-    rates = costs.load(costs.kind_of(device))
+    rates = costs.load(kind(device))
     by_study: dict[str, tuple[dict, dict]] = {}
     for c in todo:
         by_study.setdefault(c.study, entries(root, scale, c.study, device))

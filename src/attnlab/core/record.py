@@ -25,7 +25,7 @@ import torch
 
 from attnlab.core import fingerprint
 from attnlab.core.claims import ClaimResult
-from attnlab.core.device import details, resolve_device
+from attnlab.core.device import details, kind, parse
 from attnlab.core.files import atomic_write_json, atomic_write_text, replace_block
 from attnlab.core.fingerprint import code_fingerprint
 from attnlab.core.runs import git_revision
@@ -38,7 +38,7 @@ ENTRY_KEYS = ("claim", "ref", "statement", "verdict", "measured", "expected", "t
 def hardware(device: str | None) -> dict[str, Any]:
     """The machine a record was measured on: the CPU always (model, cores, threads, torch), the GPU if used."""
     out = {"cpu": details(torch.device("cpu")), "python": sys.version.split()[0]}
-    dev = resolve_device(device or "cpu")
+    dev = parse(device or "cpu")
     if dev.type == "cuda":
         out["gpu"] = details(dev)
     return out
@@ -92,7 +92,7 @@ def default_root() -> Path | None:
 
 
 def path_for(root: Path, scale: str, study: str, device: str | None) -> Path:
-    suffix = "-cuda" if (device or "cpu").startswith("cuda") else ""
+    suffix = "-cuda" if kind(device) == "cuda" else ""
     return Path(root) / scale / f"{study}{suffix}.json"
 
 
@@ -189,8 +189,8 @@ def compare(records: list[dict[str, Any]], results: list[ClaimResult], device: s
             rel: float = 1e-6) -> list[Change]:
     """The claims of ``results`` whose verdict or value (relative change > ``rel``) differs from the records, or
     that the records lack. Where a study has a CPU and a CUDA record, the one of ``device``'s kind is used."""
-    want = "cuda" if (device or "cpu").startswith("cuda") else "cpu"
-    ordered = sorted(records, key=lambda d: (d.get("device", "cpu").startswith("cuda")) == (want == "cuda"))
+    want = kind(device)
+    ordered = sorted(records, key=lambda d: kind(d.get("device")) == want)
     before = {e["claim"]: e for d in ordered for e in d["claims"]}  # the matching device's record wins
     now = {r.claim: _entry(r.to_json()) for r in results}
     return [Change(c, before.get(c), e) for c, e in now.items() if c not in before or _differs(before[c], e, rel)]

@@ -1,4 +1,4 @@
-"""Named, independent random streams per run.
+"""Named, independent random streams per run: the one way a run gets randomness.
 
 A run has one integer ``seed``. Each consumer asks for a stream by name — ``"init"`` (network
 initialisation), ``"data"`` (training data / SGD batches), ``"mc"`` (Monte-Carlo samples of a theory),
@@ -8,6 +8,21 @@ another and of the order in which they are requested, and adding a new stream ne
 numbers an existing one draws. Their states go into checkpoints so a resumed run continues the same
 random sequence. Inside :func:`recording`, every seed handed out is noted, so a run's ``config.json`` lists
 every stream it used (``seeds.streams``).
+
+The protocol — a run's :class:`Streams` (``ctx.streams``) is handed down, and code asks it for a generator by name:
+
+* ``streams.torch(name)`` (``ctx.rng(name)``): the stream itself, on the run's device, checkpointed — a resumed run
+  continues its sequence. For draws made inside a long loop (SGD batches).
+* ``streams.generator(name, device=None, offset=0)`` (``ctx.generator``): a fresh generator seeded at the
+  stream's seed (plus ``offset``: one per sub-model or repetition), rebuilt identically on resume. For draws made
+  once (data sets, teachers), and for code that must draw on the CPU whatever the run's device.
+* ``streams.numpy(name)``: a NumPy generator of the stream (its own seed, ``"np:" + name``).
+* ``streams.seed_for(name, offset=0)`` (``ctx.seed``): the integer, for an API that takes one (a sampler, a
+  ``SeedSequence``); code below the context that is handed such an integer builds its generator with
+  :func:`generator` rather than ``torch.Generator().manual_seed(...)``.
+
+``ctx.generator(name, offset=k, device="cpu")`` draws exactly what ``torch.Generator().manual_seed(ctx.seed(name,
+k))`` drew, so code written the old way moves over without changing a number.
 """
 
 from __future__ import annotations
@@ -50,8 +65,19 @@ def used_streams(used: dict[tuple[int, str], int], base: int) -> dict[str, int]:
     return {name if seed == base else f"{name}@{seed}": value for (seed, name), value in sorted(used.items())}
 
 
+def offset_seed(seed: int, name: str, offset: int = 0) -> int:
+    """Seed of stream ``name`` plus ``offset`` (e.g. one per sub-model), below 2**63 as torch requires."""
+    return (stream_seed(seed, name) + offset) % 2**63
+
+
+def generator(seed: int, device: str | torch.device = "cpu") -> torch.Generator:
+    """A torch generator on ``device`` seeded with ``seed``: the one place a generator is built from an integer."""
+    return torch.Generator(device=torch.device(device)).manual_seed(int(seed))
+
+
 class Streams:
-    """Lazily created named generators for one run: ``streams.torch("data")``, ``streams.numpy("mc")``."""
+    """The named streams of one run (the protocol above): ``streams.torch("data")`` (checkpointed),
+    ``streams.generator("init")`` (fresh), ``streams.numpy("mc")``, ``streams.seed_for("teacher", k)``."""
 
     def __init__(self, seed: int, device: str | torch.device = "cpu") -> None:
         self.seed = int(seed)
@@ -60,11 +86,19 @@ class Streams:
         self._numpy: dict[str, np.random.Generator] = {}
 
     def torch(self, name: str) -> torch.Generator:
+        """The stream ``name`` itself, on the run's device; its state goes into checkpoints."""
         if name not in self._torch:
-            g = torch.Generator(device=self.device)
-            g.manual_seed(stream_seed(self.seed, name))
-            self._torch[name] = g
+            self._torch[name] = generator(stream_seed(self.seed, name), self.device)
         return self._torch[name]
+
+    def seed_for(self, name: str, offset: int = 0) -> int:
+        """Integer seed of stream ``name`` (plus ``offset``), for code that takes an integer."""
+        return offset_seed(self.seed, name, offset)
+
+    def generator(self, name: str, device: str | torch.device | None = None, offset: int = 0) -> torch.Generator:
+        """A fresh generator (not checkpointed) seeded at ``seed_for(name, offset)``, on ``device`` (default: the
+        run's)."""
+        return generator(self.seed_for(name, offset), self.device if device is None else device)
 
     def numpy(self, name: str) -> np.random.Generator:
         if name not in self._numpy:

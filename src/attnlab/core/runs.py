@@ -54,7 +54,7 @@ import torch
 from attnlab import __version__
 from attnlab.core.config import Config, ConfigError
 from attnlab.core.context import LIVE_FILE, RunContext
-from attnlab.core.device import describe, details, resolve_device
+from attnlab.core.device import describe, details, parse
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.files import atomic_write, atomic_write_json, is_locked, locked, savez, say
 from attnlab.core.index import Index
@@ -171,7 +171,7 @@ class RunStore:
         A failing experiment is recorded as "failed" (with its traceback in the index and in ``log.txt``) and
         re-raised as :class:`RunFailed`; an interrupt leaves it "interrupted" with its checkpoint in place.
         """
-        device = resolve_device(config.device)
+        device = parse(config.device)  # the one parse of the run's device: its context gets this torch.device
         run_id = config.hash(exp.key)
         run_dir = self.run_dir(exp, run_id)
         if exp.memory is not None and (force or not (run_dir / "summary.json").exists()):

@@ -15,8 +15,10 @@ that order; nothing is found by importing a module for what it registers on the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from attnlab.core.experiment import Experiment
+if TYPE_CHECKING:  # the registry imports this module to recognise a Study: no import loop
+    from attnlab.core.experiment import Experiment
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ import torch
 
 from attnlab.core import progress
 from attnlab.core.config import Config, ConfigError, resolve
-from attnlab.core.device import resolve_device
+from attnlab.core.device import index, kind, parse
 from attnlab.core.experiment import Experiment, get, load_studies
 from attnlab.core.files import atomic_write, atomic_write_json
 from attnlab.core.memory import check_model
@@ -74,7 +74,7 @@ class Task:
 
 def task_resources(exp: Experiment, config: Config) -> dict[str, float]:
     """Dask worker resources a task claims: ``{"GPU": 1}`` on a CUDA device, plus the experiment's own."""
-    out: dict[str, float] = {"GPU": 1} if config.device.startswith("cuda") else {}
+    out: dict[str, float] = {"GPU": 1} if kind(config.device) == "cuda" else {}
     if exp.resources is not None:
         out.update(exp.resources(config))
     return out
@@ -167,12 +167,12 @@ def run_sweep(
         raise ConfigError(f"workers = {workers}: must be ≥ 1")
     all_points = plan(exp, grid, scale, base or {}, seed, device, configs)
     points = shard(all_points, num_tasks, task_id)
-    if executor == "dask" and any(re.match(r"cuda:[1-9]", cfg.device) for _, cfg in points):
+    if executor == "dask" and any(index(cfg.device) for _, cfg in points):
         raise ConfigError("--executor dask places each task on a GPU worker that sees its GPU as cuda:0: "
                           "give --device cuda, not cuda:N")
     if exp.memory is not None and not scheduler:
         for _, cfg in points:
-            check_model(exp.memory, cfg, resolve_device(cfg.device), f"{exp.key} ({cfg.device})")
+            check_model(exp.memory, cfg, parse(cfg.device), f"{exp.key} ({cfg.device})")
     tasks = [Task(exp.key, cfg.model_dump(mode="json"), str(store.root), cfg.hash(exp.key), task_resources(exp, cfg))
              for _, cfg in points]
     client = connect_scheduler(scheduler) if scheduler else None  # before anything is written

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attnlab.core.config import ConfigError
-from attnlab.core.device import resolve_device
+from attnlab.core.device import label, parse
 from attnlab.core.experiment import Experiment, get
 from attnlab.core.runs import RunStore
 from attnlab.sandbox import forms
@@ -68,9 +68,9 @@ class Sandbox:
     def need_of(self, exp: Experiment, config) -> dict[str, Any]:
         """The run's memory need from its experiment's model, refused (WouldNotFit) when it and the queued runs'
         needs exceed the device's free memory."""
-        from attnlab.core.memory import WouldNotFit, device_name, free_bytes
+        from attnlab.core.memory import WouldNotFit, free_bytes
 
-        device = resolve_device(config.device)
+        device = parse(config.device)
         free = free_bytes(device)
         if exp.memory is None:
             return {"need": None, "free": free, "queued": self.jobs.queued_need()}
@@ -79,7 +79,7 @@ class Sandbox:
         queued = self.jobs.queued_need()
         if need + queued > free:
             also = f" (and the queued runs {queued / 2**30:.3g} GiB more)" if queued else ""
-            raise WouldNotFit(f"this run needs {need / 2**30:.3g} GiB{also} but {device_name(device)} has "
+            raise WouldNotFit(f"this run needs {need / 2**30:.3g} GiB{also} but {label(device)} has "
                               f"{free / 2**30:.3g} GiB free; {reduce or 'reduce its sizes'}")
         return {"need": int(need), "free": free, "queued": queued}
 
