@@ -55,9 +55,7 @@ class _Spec:
 def key(template: str, *, when: Callable[[Any], bool] | None = None, **choices: Any) -> Any:
     """A field whose flat key is ``template``: a number (no ``{name}``) or a family keyed by the values of its
     names (config fields, or ``choices``: a sequence or a function of the config)."""
-    default = {} if _names(template) else dataclasses.MISSING
-    return dataclasses.field(default=default if when else dataclasses.MISSING,
-                             metadata={_SPEC: _Spec(template, choices, when)})
+    return _field(_Spec(template, choices, when), family=bool(_names(template)))
 
 
 def group(template: str, child: type[Summary], *, when: Callable[[Any], bool] | None = None, **choices: Any) -> Any:
@@ -65,9 +63,21 @@ def group(template: str, child: type[Summary], *, when: Callable[[Any], bool] | 
     by the values of its names, or one object (None where ``when`` is false)."""
     if "*" not in template:
         raise ValueError(f"group template {template!r} has no '*' for the nested keys")
-    default = {} if _names(template) else None
-    return dataclasses.field(default=default if when else dataclasses.MISSING,
-                             metadata={_SPEC: _Spec(template, choices, when, child)})
+    return _field(_Spec(template, choices, when, child), family=bool(_names(template)))
+
+
+def _field(spec: _Spec, family: bool) -> Any:
+    """The dataclass field of ``spec``: required, unless only some configs make it (``when``): then an empty family,
+    or None."""
+    meta = {_SPEC: spec}
+    if spec.when is None:
+        return dataclasses.field(metadata=meta)
+    if family:
+        return dataclasses.field(default_factory=dict, metadata=meta)
+    if spec.child is None:
+        raise ValueError(f"key {spec.template!r}: a number that only some configs make belongs in a group "
+                         "(None where absent); a stored NaN is None too")
+    return dataclasses.field(default=None, metadata=meta)
 
 
 class Summary:
