@@ -38,7 +38,10 @@ import itertools
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
+
+if TYPE_CHECKING:
+    from attnlab.core.experiment import Experiment
 
 S = TypeVar("S", bound="Summary")
 _SPEC = "attnlab_summary"
@@ -207,7 +210,15 @@ def _fixed(choice: Any) -> bool:
     return not (callable(choice) or isinstance(choice, list | tuple))
 
 
-def typed(experiment: Any, result: Any) -> Summary:
+@overload
+def typed(experiment: Experiment[S], result: Any) -> S: ...
+
+
+@overload
+def typed(experiment: str | Experiment, result: Any) -> Summary: ...
+
+
+def typed(experiment: str | Experiment, result: Any) -> Summary:
     """The typed summary of ``result`` (a run of ``experiment``, whose config the claim context put on it)."""
     from attnlab.core.experiment import get
 

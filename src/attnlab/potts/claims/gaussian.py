@@ -51,6 +51,16 @@ def _peak(s: ReplicaSummary, lam: float) -> float:
     return s.weight["paper"].peak_alpha[3.0, lam]
 
 
+def _small_alpha_off(w: str):
+    """A world's result function: the α → 0 value of weight ``w`` 2 % off."""
+    return edit_summary(lambda s: _weight(s, w, small_alpha=1.02 * s.weight[w].small_alpha))
+
+
+def _rho_off(w: str):
+    """A world's result function: ρ at ν = 3 of weight ``w`` 1 % off."""
+    return edit_summary(lambda s: _weight(s, w, rho={**s.weight[w].rho, 3.0: 1.01 * s.weight[w].rho[3.0]}))
+
+
 def _set_peak(s: ReplicaSummary, lam: float, to_lam: float) -> ReplicaSummary:
     """``s`` with the paper-weight peak at λ set to the one at ``to_lam``."""
     return _weight(s, "paper", peak_alpha={**s.weight["paper"].peak_alpha, (3.0, lam): _peak(s, to_lam)})
@@ -78,15 +88,13 @@ for _w, _want in (("paper", 0.375774), ("exact", 0.381966)):
            "replica at α = 1e-4, λ = 1e-3, ν = 3",
            lambda ctx, w=_w: ctx.summary(f3l.REPLICA).weight[w].small_alpha, _want, "approx", 1e-3,
            falsify=World("the α → 0 value of the saddle point 2 % off: not ρ + Δ", overrides={R: REPLICA},
-                         result=edit_summary(lambda s, w=_w: _weight(
-                             s, w, small_alpha=1.02 * s.weight[w].small_alpha))))
+                         result=_small_alpha_off(_w)))
 for _w, _want in (("paper", 0.0424407), ("exact", 0.0486327)):
     claim(f"potts.replica_rho_{_w}", "Eqs. (8), (23) (check 14)",
            f"ρ = g/ν² (paper) or g²/ν (exact), ν = 3 ({_w})", "replica: ∫τ s on the semicircle",
            lambda ctx, w=_w: ctx.summary(f3l.REPLICA).weight[w].rho[3.0], _want, "approx", 1e-6,
            falsify=World("the semicircle integral 1 % off: not the closed form", overrides={R: REPLICA},
-                         result=edit_summary(lambda s, w=_w: _weight(s, w, rho={**s.weight[w].rho,
-                                                                               3.0: 1.01 * s.weight[w].rho[3.0]}))))
+                         result=_rho_off(_w)))
 claim("potts.replica_excess_slope", "Eqs. (8), (42), text after Fig. 3 (check 15)",
       "at large α the excess ε_g - Δ decays as α^-1", "replica: log-log slope of ε_g - 1/ν between α = 16 and 64",
       lambda ctx: ctx.summary(f3l.REPLICA).excess_slope_16_64, (-1.1, -0.95), "in",

@@ -301,7 +301,7 @@ claim("potts.factored_recovers_U", "text after Eq. (5), docs/studies/potts.md no
 def _reverse_M(experiment: str, result):
     """The consistency sweep's sample sizes swapped end to end: the fit on the fewest sequences stands at the
     largest M (min increase of the mean corr and min decrease of the mean gap recomputed along M)."""
-    s = typed(experiment, result)
+    s = typed(CONS, result)  # the world of the consistency claims
     swapped = {lam: replace(at, min_corr_increase=float(np.diff(list(at.corr.values())[::-1]).min()),
                             min_gap_decrease=float(-np.diff(list(at.gap.values())[::-1]).max()))
                for lam, at in s.lam.items()}
