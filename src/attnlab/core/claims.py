@@ -38,7 +38,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from attnlab.core import progress
 from attnlab.core.config import SCALES, ConfigError, _clip, resolve
@@ -48,7 +48,10 @@ from attnlab.core.files import atomic_write_json
 from attnlab.core.runs import RunRecord, RunStore, load_result
 
 if TYPE_CHECKING:
+    from attnlab.core.summaries import Summary
     from attnlab.core.worlds import World
+
+S = TypeVar("S", bound="Summary")
 
 Relation = Literal["approx", "le", "ge", "in", "report"]
 # Master seeds of a claim's independent seed blocks. Block 1 starts at 10^6 so that studies numbering their seeds
@@ -83,11 +86,24 @@ class ClaimContext:
         config = resolve(exp.config, self.scale, overrides, seed=overrides.pop("seed", self.seed), device=device)
         record = self.store.run(exp, config)
         self.records.append(record)
-        return load_result(record.run_dir)[1]
+        result = load_result(record.run_dir)[1]
+        result.config = config
+        return result
 
-    def summary(self, experiment: str | Experiment, key: str, **overrides: Any) -> Any:
-        """One summary value of ``study.experiment`` run (or reused) as :meth:`run` does; an unknown key raises a
-        ``KeyError`` that lists the keys the run has."""
+    @overload
+    def summary(self, experiment: Experiment[S], key: None = None, **overrides: Any) -> S: ...
+
+    @overload
+    def summary(self, experiment: str | Experiment, key: str, **overrides: Any) -> Any: ...
+
+    def summary(self, experiment: str | Experiment, key: str | None = None, **overrides: Any) -> Any:
+        """The typed summary of ``experiment`` run (or reused) as :meth:`run` does (``key`` None: an instance of
+        its ``Experiment(..., summary=...)`` class, :mod:`attnlab.core.summaries`), or one value of its flat
+        summary (an unknown key raises a ``KeyError`` that lists the keys the run has)."""
+        if key is None:
+            from attnlab.core.summaries import typed
+
+            return typed(experiment, self.run(experiment, **overrides))
         summary = self.run(experiment, **overrides).summary
         if key not in summary:
             raise KeyError(f"{get(experiment).key} has no summary key {key!r}; it has: {', '.join(sorted(summary))}")

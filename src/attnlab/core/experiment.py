@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
     from attnlab.core.outputs import Outputs
     from attnlab.core.runs import RunContext
+    from attnlab.core.summaries import Summary
+
+S = TypeVar("S", bound="Summary")
 
 
 @dataclass
@@ -40,12 +43,15 @@ class Result:
     :mod:`attnlab.core.metrics` (``docs/data.md``).
     ``arrays``: named numpy arrays (stored in ``arrays.npz``).
     ``summary``: numbers, booleans, text (or lists of them; see :func:`summary_value`) that ``run --json``,
-    sweep tables and claims read.
+    sweep tables and claims read (a claim reads it typed: ``ctx.summary(EXPERIMENT)``, :mod:`attnlab.core.summaries`).
+    ``config``: the run's config where a claim context loaded the result (never stored; what the typed summary of a
+    study's templated keys needs).
     """
 
     metrics: pd.DataFrame = field(default_factory=pd.DataFrame)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     summary: dict[str, float] = field(default_factory=dict)
+    config: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.summary = {k: summary_value(k, v) for k, v in self.summary.items()}
@@ -90,12 +96,13 @@ SweepFigureFn = Callable[[pd.DataFrame, list[str]], "Figure"]
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed as itself: a dict of overrides may be keyed by it
-class Experiment:
+class Experiment(Generic[S]):
     """One experiment, whole: its config class, run function, figure, memory and time models, declared outputs and
     paper reference. A study declares each as a module-level constant beside its config and run (``FIG2 =
     Experiment("potts", "fig2", Fig2Config, fig2, ...)``) and lists them in its :class:`~attnlab.core.study.Study`;
     claims pass the object to ``ctx.run`` (go-to-definition lands on it). The ``title`` defaults to the first line
-    of ``fn``'s docstring."""
+    of ``fn``'s docstring. ``summary``: the typed summary class (:mod:`attnlab.core.summaries`) that claims read
+    (``ctx.summary(FIG2)``) and from which the declared summary keys come (``outputs=declare(arrays=...)``)."""
 
     study: str
     name: str
@@ -110,11 +117,19 @@ class Experiment:
     resources: Callable[[Any], dict[str, float]] | None = None
     cost: Callable[[Any], float] | None = None  # work as a formula in the config's sizes (core.costs)
     outputs: Outputs | None = None  # declared summary keys and arrays (``<study>/outputs.py``, core.outputs)
+    summary: type[S] | None = None  # the typed summary (core.summaries): attributes for the flat keys
 
     def __post_init__(self) -> None:
         if not self.title:
             doc = (self.fn.__doc__ or "").strip().splitlines()
             object.__setattr__(self, "title", doc[0] if doc else self.name)
+        if self.summary is not None and self.outputs is not None:
+            import dataclasses
+
+            if self.outputs.summary is not None and self.outputs.summary != self.summary.keys:
+                raise ValueError(f"{self.key}: the summary keys come from {self.summary.__name__}; "
+                                 "declare(...) takes no summary= as well")
+            object.__setattr__(self, "outputs", dataclasses.replace(self.outputs, summary=self.summary.keys))
 
     @property
     def key(self) -> str:

@@ -44,13 +44,15 @@ class Outputs:
     """What a registered experiment produces: summary key templates, array name templates → shapes, and the tiny
     overrides its fast test runs under."""
 
-    summary: Names
+    summary: Names | None  # None: the keys of the experiment's typed summary (``Experiment(..., summary=...)``)
     arrays: Arrays
     tiny: Mapping[str, Any] = field(default_factory=dict)
     index: Mapping[str, tuple[str, ...]] | None = None
 
     def keys(self, config: Any) -> set[str]:
         """The summary keys ``config`` makes."""
+        if self.summary is None:
+            raise ValueError("no summary keys declared: give the experiment a typed summary, or declare summary=")
         names = self.summary(config) if callable(self.summary) else self.summary
         return {k for text in names for t in text.split() for k in expand(t, config)}
 
@@ -69,10 +71,13 @@ class Outputs:
                 for name in expand(name, config)}
 
 
-def declare(*, summary: Names, arrays: Arrays, tiny: Mapping[str, Any] | None = None,
+def declare(*, summary: Names | None = None, arrays: Arrays, tiny: Mapping[str, Any] | None = None,
             index: Mapping[str, tuple[str, ...]] | None = None) -> Outputs:
-    """The :class:`Outputs` of an experiment declared whole (``Experiment(..., outputs=declare(...))``)."""
-    names = summary if callable(summary) else (summary,) if isinstance(summary, str) else tuple(summary)
+    """The :class:`Outputs` of an experiment declared whole (``Experiment(..., outputs=declare(...))``); without
+    ``summary``, the keys are those of the experiment's typed summary (``Experiment(..., summary=...)``,
+    :mod:`attnlab.core.summaries`)."""
+    names = (summary if summary is None or callable(summary) else (summary,) if isinstance(summary, str)
+             else tuple(summary))
     return Outputs(names, arrays, dict(tiny or {}), None if index is None else dict(index))
 
 

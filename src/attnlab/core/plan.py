@@ -115,9 +115,9 @@ class ProbeContext(ClaimContext):
         found = self.store.lookup(exp, config)
         seconds = None if found is not None else costs.estimate(exp, config, kind(device), self.rates)
         self.seen.append(Planned(exp.key, config.hash(exp.key), found is not None, seconds))
-        if found is None:
-            return _stand_in()
-        return load_result(found.run_dir)[1]
+        result = _stand_in() if found is None else load_result(found.run_dir)[1]
+        result.config = config
+        return result
 
 
 @dataclass

@@ -11,11 +11,13 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.claims import ClaimContext, Measured, claim
+from attnlab.core.summaries import typed
 from attnlab.core.worlds import World
 from attnlab.potts import metrics
 from attnlab.potts import worlds as w
 from attnlab.potts.experiments.fig3right import FIG3RIGHT
 from attnlab.potts.metrics import pl_key
+from attnlab.potts.summaries import PLSummary
 
 F3R_LAM = 1e-4  # the paper's "small regularisation", the λ of every scale's grid
 
@@ -23,20 +25,16 @@ F3R_LAM = 1e-4  # the paper's "small regularisation", the λ of every scale's gr
 F3R = FIG3RIGHT
 
 
-def _fig3right(ctx: ClaimContext) -> tuple[dict, str, bool]:
-    """The fig3right summary, a clause on its fits (every λ: how many reached max |∇f| < gtol, the worst gradient,
-    the most iterations) and whether all did: the shape claims hold on minima only."""
+def _fig3right(ctx: ClaimContext) -> tuple[PLSummary, str, bool]:
+    """The fig3right summary (its sweep at λ = F3R_LAM: ``.lam[F3R_LAM]``), a clause on its fits (every λ: how many
+    reached max |∇f| < gtol, the worst gradient, the most iterations) and whether all did: the shape claims hold on
+    minima only."""
     res = ctx.run(F3R)
-    s, Ms = res.summary, res.arrays["Ms"]
-    n_lam, n_real = res.arrays[f"M{Ms[0]}/test"].shape
-    n = len(Ms) * n_lam * n_real
-    how = (f"{n_real} realisations, {round(s['converged_fraction'] * n)}/{n} L-BFGS fits converged (max |∇f| = "
-           f"{s['max_grad_norm']:.2e}, at most {int(s['max_n_iter'])} iterations, warm-started along M)")
-    return s, how, s["converged_fraction"] == 1.0
-
-
-def _f3r(s: dict, name: str, M: int | None = None) -> float:
-    return s[pl_key(name, F3R_LAM, M)]
+    s, c = typed(F3R, res), res.config
+    n = len(c.Ms) * len(c.lams) * c.n_real
+    how = (f"{c.n_real} realisations, {round(s.converged_fraction * n)}/{n} L-BFGS fits converged (max |∇f| = "
+           f"{s.max_grad_norm:.2e}, at most {int(s.max_n_iter)} iterations, warm-started along M)")
+    return s, how, s.converged_fraction == 1.0
 
 
 def _on_minima(value: float, detail: str, converged: bool) -> Measured:
@@ -44,23 +42,30 @@ def _on_minima(value: float, detail: str, converged: bool) -> Measured:
 
 
 def _f3r_rise(ctx: ClaimContext) -> Measured:
-    s, how, ok = _fig3right(ctx)
-    return _on_minima(_f3r(s, "rise"), f"mean test loss {_f3r(s, 'test', 1):.2f} at M = 1, rising by "
-                    f"{_f3r(s, 'rise'):.2f} ± {_f3r(s, 'rise_sem'):.2f} (SEM) to its maximum over M <= 20 ({how})", ok)
+    top, how, ok = _fig3right(ctx)
+    s = top.lam[F3R_LAM]
+    rise = s.rise
+    assert rise is not None, "fig3right's grid has no M = 1"
+    return _on_minima(rise.value, f"mean test loss {s.test[1]:.2f} at M = 1, rising by "
+                    f"{rise.value:.2f} ± {rise.sem:.2f} (SEM) to its maximum over M <= 20 ({how})", ok)
 
 
 def _f3r_fall(ctx: ClaimContext) -> Measured:
-    s, how, ok = _fig3right(ctx)
-    return _on_minima(_f3r(s, "fall"), f"mean test loss {_f3r(s, 'test', 200):.2f} at M = 200, "
-                    f"{_f3r(s, 'fall'):.2f} ± {_f3r(s, 'fall_sem'):.2f} (SEM) below M = 1 "
-                    f"(optimal loss {s['optimal_loss']:.2f}; {how})", ok)
+    top, how, ok = _fig3right(ctx)
+    s = top.lam[F3R_LAM]
+    fall = s.fall
+    assert fall is not None, "fig3right's grid lacks M = 1 or M = 200"
+    return _on_minima(fall.value, f"mean test loss {s.test[200]:.2f} at M = 200, "
+                    f"{fall.value:.2f} ± {fall.sem:.2f} (SEM) below M = 1 "
+                    f"(optimal loss {top.optimal_loss:.2f}; {how})", ok)
 
 
 def _f3r_peak(ctx: ClaimContext) -> Measured:
-    s, how, ok = _fig3right(ctx)
-    peak, lo, hi = (_f3r(s, k) for k in ("argmax_M", "separable_M", "inseparable_M"))
-    return _on_minima(_f3r(s, "peak_steps"),
-                    f"test loss peaks at M = {peak:g} (α = M/L = {peak / s['L']:g}); every fit separates its training "
+    top, how, ok = _fig3right(ctx)
+    s, L = top.lam[F3R_LAM], top.L
+    peak, lo, hi = s.argmax_M, s.separable_M, s.inseparable_M
+    return _on_minima(s.peak_steps,
+                    f"test loss peaks at M = {peak:g} (α = M/L = {peak / L:g}); every fit separates its training "
                     f"sites (train accuracy 1) up to M = {lo:g}, none from M = {hi:g} ({how})", ok)
 
 

@@ -11,12 +11,14 @@ tuned β (independent chains at that β disagree). Each asserted claim names a w
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import torch
 from scipy import stats
 
 from attnlab.core.claims import ClaimContext, Measured, claim
+from attnlab.core.summaries import edit_summary, typed
 from attnlab.core.worlds import World
 from attnlab.potts import worlds as w
 from attnlab.potts.data import (
@@ -31,9 +33,9 @@ from attnlab.potts.data import (
 from attnlab.potts.experiments.checks import EQUIVALENCE, GIBBS
 from attnlab.potts.experiments.fig2 import FIG2, FIG2D
 from attnlab.potts.experiments.fig3right import CONSISTENCY
-from attnlab.potts.metrics import pl_key
 from attnlab.potts.model import factored_logits, factored_loss_grad, perturbed_logits
 from attnlab.potts.sampler import gibbs
+from attnlab.potts.summaries import Fig2Summary
 
 F64 = torch.float64
 
@@ -159,22 +161,22 @@ RING = tuple(tuple(1.0 if abs(i - j) in (1, 19) else 0.0 for j in range(20)) for
 claim("potts.mlm_equals_minus_pl", "Eqs. (4)-(6) (check 5)",
       "MLM with factored attention at A = βJ, V = U is exactly minus the pseudo-likelihood (6)",
       "equivalence experiment: |MLM loss + PL| on the 3000 training sequences of cpu_fig2 (linear variant)",
-      lambda ctx: ctx.summary(EQUIVALENCE, "mlm_plus_pl"), 1e-10, "le",
+      lambda ctx: ctx.summary(EQUIVALENCE).mlm_plus_pl, 1e-10, "le",
       falsify=_WRONG_REP)
 claim("potts.factored_logits_are_potts_fields", "Eqs. (4), (5) (check 5)",
       "factored attention with A = βJ, V = U outputs the Potts local fields β Σ_j J_ij U s_j",
       "equivalence experiment: max |logits - fields| over the training set",
-      lambda ctx: ctx.summary(EQUIVALENCE, "linear_logits_err"), 1e-12, "le",
+      lambda ctx: ctx.summary(EQUIVALENCE).linear_logits_err, 1e-12, "le",
       falsify=_WRONG_REP)
 claim("potts.softmax_sink_represents_potts", "Eq. (4), the sink j = i (check 6)",
       "softmax factored attention with the sink represents the conditionals (5) exactly (A = κβJ + sink, V = U/κ)",
       "equivalence experiment: max |log p̃ - log p| over the training set",
-      lambda ctx: ctx.summary(EQUIVALENCE, "softmax_rep_err"), 1e-8, "le",
+      lambda ctx: ctx.summary(EQUIVALENCE).softmax_rep_err, 1e-8, "le",
       falsify=_WRONG_REP)
 claim("potts.no_sink_cannot_represent", "Eq. (4), the sink j = i (check 6)",
       "without the sink the same construction fails when the degrees differ (why A_ii is kept)",
       "equivalence experiment: max |log p̃ - log p| of the no-sink variant",
-      lambda ctx: ctx.summary(EQUIVALENCE, "nosink_rep_err"), 1e-3, "ge",
+      lambda ctx: ctx.summary(EQUIVALENCE).nosink_rep_err, 1e-3, "ge",
       falsify=World("J a ring (every degree 2): without degree differences the no-sink construction is exact",
                     overrides={EQ: w.tiny(w.EQUIV, J=RING)}))
 
@@ -227,67 +229,83 @@ claim("potts.closed_form_gradient", "Eq. (6) (check 8)",
 # -- learning on Potts data (checks 9-12) -------------------------------------------------------------------------
 
 F2, F2D, CONS = FIG2, FIG2D, CONSISTENCY
+
+
+def _factored(s: Fig2Summary):
+    """What fig2 measures of factored attention alone (its run always trains it)."""
+    assert s.factored is not None, "fig2 ran without factored attention"
+    return s.factored
+
+
+def _model(s: Fig2Summary, model: str, **changes) -> Fig2Summary:
+    """``s`` with the attributes ``changes`` of ``model``'s fit replaced."""
+    return replace(s, models={**s.models, model: replace(s.models[model], **changes)})
+
+
+def _set_test(model: str, other: str, by: float):
+    """A world's result function: ``model``'s test loss set to ``other``'s + ``by`` (an arm moved next to, or past,
+    another)."""
+    return edit_summary(lambda s: _model(s, model, test=s.models[other].test + by))
 _HOT_DATA = World("data at β = 0.05: nearly independent uniform sites carry almost no trace of J or U, so 400 "
                   "sequences cannot recover them", overrides={F2: w.tiny(w.FIG2, beta=0.05)})
 
 claim("potts.factored_reaches_optimum", "Fig. 2a (check 9)",
       "a single layer of factored attention reaches the optimal (Bayes) MLM loss",
       "fig2: test loss - optimal loss after 100 epochs of Adam (M = 3000)",
-      lambda ctx: ctx.summary(FIG2, "factored_gap"), 0.03, "le",
+      lambda ctx: ctx.summary(FIG2).models["factored"].gap, 0.03, "le",
       falsify=World("one epoch of Adam at lr 1e-3 on 400 sequences: the layer stops far from the optimum",
                     overrides={F2: w.tiny(w.FIG2, models=("factored",), epochs=1, lr=1e-3)}))
 claim("potts.factored_recovers_J", "Fig. 2b (check 9)", "factored attention recovers the interaction matrix J",
       "fig2: Pearson correlation of the off-diagonal attention with J",
-      lambda ctx: ctx.summary(FIG2, "factored_corr"),
+      lambda ctx: ctx.summary(FIG2).models["factored"].corr,
       0.95, "ge", falsify=_HOT_DATA)
 claim("potts.factored_topk_contacts", "Fig. 2b (check 9)", "the largest attention weights are the true contacts",
       "fig2: precision of the #contacts largest symmetrised weights",
-      lambda ctx: ctx.summary(FIG2, "factored_topk"),
+      lambda ctx: ctx.summary(FIG2).models["factored"].topk,
       0.95, "ge", falsify=_HOT_DATA)
 claim("potts.factored_isolated_site_sink", "Eq. (4), the sink j = i (check 9)",
       "an isolated site (degree 0) sends all its attention to the sink",
       "fig2: min over isolated sites of A_ii",
-      lambda ctx: ctx.summary(FIG2, "factored_isolated_sink"), 0.9, "ge",
+      lambda ctx: _factored(ctx.summary(FIG2)).isolated_sink, 0.9, "ge",
       falsify=World("attention without the sink (j ≠ i in eq. (4)): an isolated site has no sink to attend to",
                     overrides={F2: w.tiny(w.FIG2, models=("factored",), attn="softmax_nosink")}))
 claim("potts.factored_recon_error_small", "Fig. 2c",
       "the reconstruction error (J - A)² of factored attention goes to ~0 "
       "while the vanilla transformers' stays high",
       "fig2: recon error (best scale κ*) of factored / of vanilla 1 layer",
-      lambda ctx: ctx.summary(FIG2, "factored_recon_err") / ctx.summary(FIG2, "vanilla1_recon_err"),
+      lambda ctx: (lambda m: m["factored"].recon_err / m["vanilla1"].recon_err)(ctx.summary(FIG2).models),
       0.1, "le", falsify=_HOT_DATA)
 claim("potts.vanilla1_worse", "Fig. 2a (check 11)",
       "a vanilla transformer with 1 layer does not reach the optimum",
       "fig2: test(vanilla, 1 layer) - test(factored)",
-      lambda ctx: ctx.summary(FIG2, "vanilla1_test") - ctx.summary(FIG2, "factored_test"), 0.1, "ge",
+      lambda ctx: (lambda m: m["vanilla1"].test - m["factored"].test)(ctx.summary(FIG2).models), 0.1, "ge",
       falsify=World("a 1-layer vanilla transformer as good as factored attention (its test loss set to factored's)",
-                    overrides={F2: w.FIG2}, result=w.shift_summary("vanilla1_test", "factored_test", 0.0)))
+                    overrides={F2: w.FIG2}, result=_set_test("vanilla1", "factored", 0.0)))
 claim("potts.vanilla1_map_imperfect", "Fig. 2b (check 11)",
       "the 1-layer vanilla map recovers J only to some degree", "fig2: corr(Ā, J) of the mean attention rows",
-      lambda ctx: ctx.summary(FIG2, "vanilla1_corr"), 0.6, "le",
+      lambda ctx: ctx.summary(FIG2).models["vanilla1"].corr, 0.6, "le",
       falsify=World("a 1-layer vanilla map that recovers J as factored attention's does (corr 0.95)",
-                    overrides={F2: w.FIG2}, result=w.set_summary("vanilla1_corr", 0.95)))
+                    overrides={F2: w.FIG2}, result=edit_summary(lambda s: _model(s, "vanilla1", corr=0.95))))
 claim("potts.vanilla3_in_between", "Fig. 2a (check 11, optional)",
       "three vanilla layers improve on one but stay above factored attention",
       "fig2: min(test(3 layers) - test(factored), test(1 layer) - test(3 layers)), the worse of two seed blocks",
-      lambda ctx: min(ctx.summary(FIG2, "vanilla3_test") - ctx.summary(FIG2, "factored_test"),
-                      ctx.summary(FIG2, "vanilla1_test") - ctx.summary(FIG2, "vanilla3_test")),
+      lambda ctx: (lambda m: min(m["vanilla3"].test - m["factored"].test, m["vanilla1"].test - m["vanilla3"].test))(
+          ctx.summary(FIG2).models),
       0.0, "ge", blocks=2,
       falsify=World("three vanilla layers worse than one (test loss 0.05 above the 1-layer model's)",
-                    overrides={F2: w.FIG2}, result=w.shift_summary("vanilla3_test", "vanilla1_test", 0.05)))
+                    overrides={F2: w.FIG2}, result=_set_test("vanilla3", "vanilla1", 0.05)))
 claim("potts.factored_recovers_U", "text after Eq. (5), docs/studies/potts.md note 6",
       "the values of factored attention recover U "
       "(up to the column gauge)", "fig2: corr of column-centred V and U on colours seen with frequency >= 0.02",
-      lambda ctx: ctx.summary(FIG2, "factored_value_corr"), 0.9, "ge", falsify=_HOT_DATA)
+      lambda ctx: _factored(ctx.summary(FIG2)).value_corr, 0.9, "ge", falsify=_HOT_DATA)
 def _reverse_M(experiment: str, result):
     """The consistency sweep's sample sizes swapped end to end: the fit on the fewest sequences stands at the
     largest M (min increase of the mean corr and min decrease of the mean gap recomputed along M)."""
-    a, opt = result.arrays, result.summary["optimal_loss"]
-    for k, lam in enumerate(a["lams"]):
-        corr = np.array([a[f"M{M}/corr"][k].mean() for M in a["Ms"]])[::-1]
-        gap = np.array([a[f"M{M}/test"][k].mean() - opt for M in a["Ms"]])[::-1]
-        result.summary[pl_key("min_corr_increase", lam)] = float(np.diff(corr).min())
-        result.summary[pl_key("min_gap_decrease", lam)] = float(-np.diff(gap).max())
+    s = typed(CONS, result)  # the world of the consistency claims
+    swapped = {lam: replace(at, min_corr_increase=float(np.diff(list(at.corr.values())[::-1]).min()),
+                            min_gap_decrease=float(-np.diff(list(at.gap.values())[::-1]).max()))
+               for lam, at in s.lam.items()}
+    result.summary.update(replace(s, lam=swapped).to_summary())
     return result
 
 
@@ -297,17 +315,17 @@ claim("potts.pl_consistency_corr", "text after Eq. (6), refs [38-40] (check 10)"
       "the factored PL estimator is consistent: corr(A, J) grows with M",
       "consistency: L-BFGS, reg 'sum', λ = 1e-2, M = 120 → 400 → 3000: min successive increase of mean corr, the "
       "worse of two seed blocks",
-      lambda ctx: ctx.summary(CONSISTENCY, pl_key("min_corr_increase", 1e-2)), 0.0, "ge", blocks=2,
+      lambda ctx: ctx.summary(CONSISTENCY).lam[1e-2].min_corr_increase, 0.0, "ge", blocks=2,
       falsify=_SHRINKING_M)
 claim("potts.pl_consistency_gap", "text after Eq. (6), refs [38-40] (check 10)",
       "the factored PL estimator is consistent: test - optimal shrinks with M",
       "consistency: same fits, min successive decrease of mean (test - optimal), the worse of two seed blocks",
-      lambda ctx: ctx.summary(CONSISTENCY, pl_key("min_gap_decrease", 1e-2)), 0.0, "ge", blocks=2,
+      lambda ctx: ctx.summary(CONSISTENCY).lam[1e-2].min_gap_decrease, 0.0, "ge", blocks=2,
       falsify=_SHRINKING_M)
 claim("potts.mlm_and_pl_agree", "Eq. (6) and the text after it",
       "factored attention trained by MLM (Adam) and the PL solved by L-BFGS recover the same couplings",
       "equivalence: corr of the off-diagonal attention of the two estimators (M = 3000)",
-      lambda ctx: ctx.summary(EQUIVALENCE, "corr_adam_lbfgs"), 0.95, "ge",
+      lambda ctx: ctx.summary(EQUIVALENCE).corr_adam_lbfgs, 0.95, "ge",
       falsify=World("Adam stopped after one epoch at lr 1e-3: its map is still near the random init, not the PL "
                     "solution", overrides={EQ: w.tiny(w.EQUIV, epochs=1, lr=1e-3)}))
 def _fig2d_test(ctx: ClaimContext) -> tuple[np.ndarray, np.ndarray]:
@@ -350,15 +368,15 @@ claim("potts.a_hurts_monotone", "Fig. 2d (check 12)", "the test loss increases w
 
 def _sampler(ctx: ClaimContext) -> Measured:
     res = ctx.run(GIBBS)
-    s, n = res.summary, len(res.arrays["chain/d_chains"])
+    s, n = typed(GIBBS, res), res.config.chain_count
     why = (": a longer chain leaves the basin the short pilot saw, so the pilot's β does not carry over"
-           if s["d_chains_within_tol"] < 1 and s["d_chains_mean"] > s["d_pilot_tuned"] + 0.05 else "")
-    return Measured(s["d_chain_minus_target"],
-                    f"β = {s['beta_tuned']:g} tuned on a one-chain pilot (d_H = {s['d_pilot_tuned']:.2f} over "
-                    f"{s['pilot_sweeps']:.0f} sweeps); {n} independent paper-faithful chains at that β "
-                    f"({s['chain_sweeps']:.0f} sweeps each) give d_H = {s['d_chains_min']:.2f}-{s['d_chains_max']:.2f} "
-                    f"(first {s['d_chain']:.2f}, mean {s['d_chains_mean']:.2f}, {s['d_chains_within_tol']:.0%} within "
-                    f"0.05 of {s['target']:g}){why}")
+           if s.d_chains_within_tol < 1 and s.d_chains_mean > s.d_pilot_tuned + 0.05 else "")
+    return Measured(s.d_chain_minus_target,
+                    f"β = {s.beta_tuned:g} tuned on a one-chain pilot (d_H = {s.d_pilot_tuned:.2f} over "
+                    f"{s.pilot_sweeps:.0f} sweeps); {n} independent paper-faithful chains at that β "
+                    f"({s.chain_sweeps:.0f} sweeps each) give d_H = {s.d_chains_min:.2f}-{s.d_chains_max:.2f} "
+                    f"(first {s.d_chain:.2f}, mean {s.d_chains_mean:.2f}, {s.d_chains_within_tol:.0%} within "
+                    f"0.05 of {s.target:g}){why}")
 
 
 claim("potts.paper_sampler_hamming", "Appendix 'Numerical details' (check 21)",

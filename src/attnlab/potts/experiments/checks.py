@@ -21,6 +21,7 @@ from attnlab.potts.experiments.common import final_metrics, potts_data
 from attnlab.potts.model import attention, factored_logits, mlm_loss, potts_representation
 from attnlab.potts.pseudolikelihood import fit_lbfgs
 from attnlab.potts.sampler import gibbs, tune_beta
+from attnlab.potts.summaries import EquivalenceSummary, GibbsSummary
 from attnlab.potts.train import train_stacked
 
 STUDY = "potts"
@@ -172,13 +173,9 @@ def gibbs_scan(config: GibbsConfig, ctx: RunContext) -> Result:
 
 EQUIVALENCE = Experiment(
     STUDY, "equivalence", EquivalenceConfig, equivalence, ref="Eqs. (4)-(6)", figure=figures.equivalence,
-    cost=costs.equivalence,
+    cost=costs.equivalence, summary=EquivalenceSummary,
     title="MLM with factored attention = pseudo-likelihood: identities and recovered couplings",
     outputs=declare(
-        summary=("adam_auc adam_corr adam_gap adam_pl_train adam_recon_err adam_test adam_topk adam_value_corr "
-                 "corr_adam_lbfgs lbfgs_auc lbfgs_converged lbfgs_corr lbfgs_gap lbfgs_pl_train "
-                 "lbfgs_recon_err lbfgs_test lbfgs_topk lbfgs_value_corr linear_logits_err mlm_plus_pl "
-                 "nosink_rep_err optimal_loss pl_true_train softmax_rep_err"),
         arrays={
             "J": ("L", "L"),
             "U": ("C", "C"),
@@ -190,11 +187,9 @@ EQUIVALENCE = Experiment(
         tiny={**TINY_DATA, "epochs": 2, "max_iter": 40}))
 GIBBS = Experiment(
     STUDY, "gibbs", GibbsConfig, gibbs_scan, ref="App. 'Numerical details'", figure=figures.gibbs, cost=costs.gibbs,
+    summary=GibbsSummary,
     title="Gibbs sampling: Hamming distance vs β (pooled chains, one chain), β tuned to the paper's 0.3",
     outputs=declare(
-        summary=("beta_tuned chain_sweeps d_chain d_chain_minus_target d_chains_max d_chains_mean d_chains_min "
-                 "d_chains_within_tol d_pilot_tuned d_pooled_beta{betas} d_single_beta{betas} hot_min_decrease "
-                 "pilot_sweeps target"),
         arrays={
             "betas pooled/d_pooled pooled/d_within single/d_single": ("len(betas)",),
             "chain/d_chain single/beta_tuned": (1,),

@@ -21,6 +21,7 @@ from attnlab.potts import costs, figures, memory, metrics
 from attnlab.potts.configs import TINY_DATA, Model, PottsDataConfig, Training
 from attnlab.potts.data import colour_frequencies
 from attnlab.potts.experiments.common import final_metrics, potts_data
+from attnlab.potts.summaries import Fig2dSummary, Fig2Summary
 from attnlab.potts.theory.optimum import potts_optimum
 from attnlab.potts.train import Optim, progress_arrays, train_stacked, train_vanilla
 
@@ -76,15 +77,6 @@ VANILLA_T = "1 + vanilla_epochs // eval_every + (vanilla_epochs % eval_every > 0
 
 
 TRAJ = "corr gap recon_err test_loss train_loss"  # the observables of every training (train.OBSERVABLES)
-
-
-def fig2_summary(c) -> list[str]:
-    out = [("d_hamming_train optimal_loss optimum_recon_corr test_flip_rate test_hamming_pooled "
-            "test_hamming_within test_rhat_energy test_sweeps test_tau_int_energy train_flip_rate "
-            "train_hamming_pooled train_hamming_within train_rhat_energy train_sweeps train_tau_int_energy "
-            "{models}_auc {models}_corr {models}_epochs_to_gap_0.1 {models}_gap {models}_recon_err {models}_test "
-            "{models}_topk")]
-    return out + (["factored_isolated_sink factored_value_corr"] if "factored" in c.models else [])
 
 
 def fig2_arrays(c) -> dict:
@@ -199,15 +191,13 @@ def fig2d(config: Fig2dConfig, ctx: RunContext) -> Result:
 
 FIG2 = Experiment(STUDY, "fig2", Fig2Config, fig2, ref="Fig. 2a-c", figure=figures.fig2, headline=True,
                   title="Factored vs vanilla attention on Potts data: test loss, maps, reconstruction error",
-                  cost=costs.fig2,
-                  outputs=declare(summary=fig2_summary, arrays=fig2_arrays, index={TRAJ: ("replica",)},  # a stack
+                  cost=costs.fig2, summary=Fig2Summary,
+                  outputs=declare(arrays=fig2_arrays, index={TRAJ: ("replica",)},  # a stack
                                   tiny={**TINY_DATA, "epochs": 3, "vanilla_epochs": 2, "d": 8, "n_eval": 20}))
 FIG2D = Experiment(
     STUDY, "fig2d", Fig2dConfig, fig2d, ref="Fig. 2d", figure=figures.fig2d, memory=memory.fig2d, cost=costs.fig2d,
-    title="Test loss vs the position/embedding mixing a of eq. (2)",
+    title="Test loss vs the position/embedding mixing a of eq. (2)", summary=Fig2dSummary,
     outputs=declare(
-        summary=("best_a corr_a{a_values} margin_amax_a0 optimal_loss spearman_a_test test_a{a_values} "
-                 "test_a{a_values}_std"),
         arrays={  # one stacked model per (a, seed), a-major; evaluated at every epoch
             "a": ("len(a_values) * seeds",),
             "traj_time": ("epochs + 1",),

@@ -18,6 +18,7 @@ from attnlab.core.outputs import declare
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.potts import costs, figures, gaussian, memory
+from attnlab.potts.summaries import Fig3LeftSummary, FiniteLSummary, ReplicaSummary
 from attnlab.potts.theory import replica as theory
 
 STUDY = "potts"
@@ -236,11 +237,8 @@ FIG3LEFT = Experiment(
     STUDY, "fig3left", Fig3LeftConfig, fig3left, ref="Fig. 3-left", figure=figures.fig3left, headline=True,
     memory=memory.fig3left, cost=costs.fig3left,
     title="Replica theory vs ridge simulations of the linear factored layer (Gaussian data)",
+    summary=Fig3LeftSummary,
     outputs=declare(
-        summary=("nu max_rel_dev_far_lam{lams}_exact max_rel_dev_far_lam{lams}_paper "
-                 "max_rel_dev_near_lam{lams}_exact max_rel_dev_near_lam{lams}_paper sim_argmax_alpha_lam{lams} "
-                 "sim_eps_g_minus_rho_delta_at_0.5_lam{lams} sim_min_excess_over_noise_lam{lams} "
-                 "theory_argmax_alpha_lam{lams}_exact theory_argmax_alpha_lam{lams}_paper"),
         arrays={  # the theory on a dense α grid (a fixed grid joined with a finer one around α = 1)
             ("dense_alpha lam{lams}/theory_exact lam{lams}/theory_exact_train lam{lams}/theory_paper "
              "lam{lams}/theory_paper_train"): (None,),
@@ -251,8 +249,8 @@ FIG3LEFT = Experiment(
 FINITE_L = Experiment(
     STUDY, "finite_l", FiniteSizeConfig, finite_l, ref="Fig. 3-left (check 17)", figure=figures.finite_l,
     memory=memory.finite_l, cost=costs.finite_l, title="One fixed problem against its own finite-L replica theory",
+    summary=FiniteLSummary,
     outputs=declare(
-        summary="Delta max_dev_eps_g max_dev_eps_train rho worst_ratio_eps_g worst_ratio_eps_train",
         arrays={
             "dense_alpha finite_eps_g finite_eps_train inf_eps_g": (None,),
             (f"{sim_names('')} {sim_names('', '_sem')} sim_time theory_Delta theory_V theory_eps_g "
@@ -264,11 +262,8 @@ REPLICA = Experiment(
     STUDY, "replica", ReplicaConfig, replica, ref="Eqs. (8), (36)-(42), check 14", figure=figures.replica,
     memory=memory.replica, cost=costs.replica,
     title="Replica theory: ε_g(α) over λ and ν, the interpolation peak, the large-α decay",
+    summary=ReplicaSummary,
     outputs=declare(
-        summary=("excess_slope_16_64 min_initial_rise ols_alpha2 ols_alpha4 peak_alpha_nu{nus}_lam{lams}_exact "
-                 "peak_alpha_nu{nus}_lam{lams}_paper rho_nu{nus}_exact rho_nu{nus}_paper rho_plus_delta_exact "
-                 "rho_plus_delta_paper root_excess_slope_16_64 small_alpha_exact small_alpha_paper "
-                 "solver_max_diff"),
         arrays={
             "alpha": (None,),  # a grid up to alpha_max joined with the fine grid of the peak search
             "big_alpha big_eps_g": (3,),  # α = 16, 32, 64

@@ -17,6 +17,7 @@ from attnlab.potts.configs import TINY_DATA, PLFit, PottsDataConfig
 from attnlab.potts.data import PottsData
 from attnlab.potts.experiments.common import potts_data
 from attnlab.potts.pseudolikelihood import fit_lbfgs
+from attnlab.potts.summaries import PLSummary
 
 STUDY = "potts"
 
@@ -43,20 +44,6 @@ class ConsistencyConfig(PottsDataConfig, PLFit):
     max_iter: int = _default("max_iter", 3000)
     warm_start: bool = _default("warm_start", False)
     scales = {"quick": {"Ms": (120, 400, 3000), "n_real": 2}, "paper": {}}
-
-
-def pl_summary(c) -> list[str]:
-    """The PL sweeps' keys (``metrics.pl_key``): per M and λ, per λ, and the rise (the fall) where M = 1 (and 200)
-    are on the grid."""
-    out = ["L converged_fraction max_grad_norm max_n_iter optimal_loss",
-           "corr_M{Ms}_lam{lams} gap_M{Ms}_lam{lams} test_M{Ms}_lam{lams}",
-           "argmax_M_lam{lams} separable_M_lam{lams} inseparable_M_lam{lams} peak_steps_lam{lams}",
-           "min_corr_increase_lam{lams} min_gap_decrease_lam{lams}"]
-    if 1 in c.Ms:
-        out.append("rise_lam{lams} rise_sem_lam{lams}")
-        if 200 in c.Ms:
-            out.append("fall_lam{lams} fall_sem_lam{lams}")
-    return out
 
 
 PL_ARRAYS = {  # every M's fits: one per (λ, realisation)
@@ -146,11 +133,11 @@ def consistency(config: Fig3RightConfig | ConsistencyConfig, ctx: RunContext) ->
 
 FIG3RIGHT = Experiment(
     STUDY, "fig3right", Fig3RightConfig, fig3right, ref="Fig. 3-right", figure=figures.pl_sweep, cost=costs.pl_sweep,
-    title="Factored attention on Potts data vs the number of samples (L-BFGS to convergence)",
-    outputs=declare(summary=pl_summary, arrays=PL_ARRAYS,
+    title="Factored attention on Potts data vs the number of samples (L-BFGS to convergence)", summary=PLSummary,
+    outputs=declare(arrays=PL_ARRAYS,
                     tiny={**TINY_DATA, "Ms": [1, 5, 20], "lams": [1e-2], "n_real": 2, "max_iter": 40}))
 CONSISTENCY = Experiment(
     STUDY, "consistency", ConsistencyConfig, consistency, ref="text after Eq. (6), refs [38-40]",
     figure=figures.pl_sweep, cost=costs.pl_sweep, title="Consistency of the factored PL estimator along M",
-    outputs=declare(summary=pl_summary, arrays=PL_ARRAYS,
+    summary=PLSummary, outputs=declare(arrays=PL_ARRAYS,
                     tiny={**TINY_DATA, "Ms": [20, 100], "n_real": 2, "max_iter": 40}))
