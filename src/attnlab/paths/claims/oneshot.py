@@ -24,7 +24,7 @@ from attnlab.core.worlds import World, swap_summary
 from attnlab.paths.configs import Variant
 from attnlab.paths.data import episodes
 from attnlab.paths.data import images as data
-from attnlab.paths.experiments.oneshot import FIG3, FIG6
+from attnlab.paths.experiments.oneshot import FIG3, FIG6, block_share, sign_agreement
 from attnlab.paths.experiments.pruning import FIG3EF
 from attnlab.paths.keys import net_key, pruned_key
 from attnlab.paths.outputs import TINY
@@ -238,8 +238,6 @@ claim("paths.oneshot_fw_vs_gp_ood", "Fig. 3b, Sec. 4.2.1, App. H.2.2", "the fini
       _fw_gain("fig3", V), 0.0, "ge", falsify=_SWAP_FW_GP)
 def _sign_agreement(ctx: ClaimContext) -> Measured:
     """Fig. 3c: sign agreement of U_GD with the theory's U*(N = 10, τ*), from the run's arrays."""
-    from attnlab.paths.experiments.oneshot import sign_agreement
-
     cfg, res = _run(ctx, "fig3")
     a = res.arrays
     U = a[_v("U_star")][int(np.argmin(np.abs(np.log(a[_v("widths")]) - np.log(cfg.score_width))))]
@@ -254,8 +252,6 @@ claim("paths.oneshot_gd_sign_agreement", "Fig. 3c (check D3)", "the GD model's e
                         {_v("U_gd"): -r.arrays[_v("U_gd")]}) if _v("U_gd") in r.arrays else None, r)[1]))
 def _block_share(ctx: ClaimContext) -> Measured:
     """Share of U*(N = 10, τ*)'s off-diagonal |U| mass in pairs of paths sharing h_1 (Fig. 3c)."""
-    from attnlab.paths.experiments.oneshot import block_share
-
     cfg, res = _run(ctx, "fig3")
     a, s = res.arrays, res.summary
     U = a[_v("U_star")][int(np.argmin(np.abs(np.log(a[_v("widths")]) - np.log(10.0))))]
