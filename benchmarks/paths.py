@@ -14,7 +14,7 @@ Workloads and ratios, written as JSON to ``$ATTNLAB_BENCH_OUT/paths.json`` (defa
    this machine's float64 torch.matmul throughput measured in the same run (fraction of the limit).
 3. The full width sweep N ∈ {10, 20, 50, ..., 10⁴} (10 widths, warm-started) of the Markov task, timed.
 4. Gibbs sweeps per second at N = 10 and N = 50 (2 chains batched, P = 100, P* = 1000).
-4b. ``ess``: effective samples per second of blocked Gibbs against HMC and NUTS (:mod:`attnlab.paths.hmc`) on the
+4b. ``ess``: effective samples per second of blocked Gibbs against HMC and NUTS (:mod:`attnlab.paths.train.hmc`) on the
    same problem at N = 10 and 50, τ = 0.01, for the entries of U and f at monitored test points (:func:`ess_rates`).
 5. ``anchor``: against the paper's public code (tiberilor/attention-paths-interplay), run for real beside attnlab
    by :mod:`benchmarks.paths_anchor` (its doc says exactly how: the repository's own 4-path Markov script,
@@ -45,8 +45,12 @@ import numpy as np
 import torch
 
 from attnlab.core import bench
-from attnlab.paths import diagnostics, hmc, kernels, model, theory, train
-from attnlab.paths.markov import data
+from attnlab.paths import model
+from attnlab.paths.data import markov as data
+from attnlab.paths.theory import kernels
+from attnlab.paths.theory import saddle as theory
+from attnlab.paths.train import diagnostics, hmc
+from attnlab.paths.train import gibbs as train
 
 THREADS = bench.threads()
 F64 = torch.float64

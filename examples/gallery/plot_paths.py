@@ -13,8 +13,9 @@ import matplotlib.pyplot as plt
 import torch
 
 from attnlab.core.trajectory import compare
-from attnlab.paths import theory, train
-from attnlab.paths.markov import data
+from attnlab.paths.data import markov as data
+from attnlab.paths.theory import saddle as theory
+from attnlab.paths.train import gibbs as train
 
 G = torch.Generator
 pb = data.markov_problem(data.MarkovTask(), "all", P=100, P_test=500, data=G().manual_seed(0),

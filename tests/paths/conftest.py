@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.paths import kernels
-from attnlab.paths.markov import data
+from attnlab.paths.data import markov as data
+from attnlab.paths.theory import kernels
 
 torch.set_num_threads(1)
 

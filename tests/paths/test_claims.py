@@ -42,8 +42,9 @@ def test_direct_claims_pass(tmp_path, name):
 def test_stationarity_equations_hold_only_at_the_saddle_point():
     """Check A6's residuals (Eqs. 32-34 written out apart from the action's code): ~0 at the solver's U*, not at
     U* moved by 1 %."""
-    from attnlab.paths import kernels, theory
-    from attnlab.paths.claims import _random_problem, stationarity_residuals
+    from attnlab.paths.claims.common import _random_problem, stationarity_residuals
+    from attnlab.paths.theory import kernels
+    from attnlab.paths.theory import saddle as theory
 
     pb = _random_problem((2, 2), P=15)
     sp = theory.solve(theory.Action(kernels.PathKernels(pb.Xi, pb.sigma2), pb.y, 0.1, 3.0, pb.Hs, pb.sigma2))
@@ -70,7 +71,7 @@ class _Empty(ClaimContext):
 @pytest.mark.parametrize("values", [{}, "nan"])
 def test_oneshot_claims_without_their_event_say_why(tmp_path, values):
     from attnlab.core.claims import Measured
-    from attnlab.paths.oneshot import claims as oneshot_claims
+    from attnlab.paths.claims import oneshot as oneshot_claims
 
     ctx = _Empty("paper", RunStore(tmp_path))
     ctx.values = {} if values == {} else __import__("collections").defaultdict(lambda: float("nan"))

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from attnlab.paths import model
-from attnlab.paths.markov import data
+from attnlab.paths.data import markov as data
 
 
 def test_switch_rates_and_noise_variances():

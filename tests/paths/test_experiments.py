@@ -66,7 +66,7 @@ def test_alignment_and_kernel_figures(store):
 
 def test_an_interrupted_sampling_run_resumes_to_the_same_result(tmp_path, monkeypatch):
     """Gibbs chains are checkpointed mid-run; the resumed run equals the uninterrupted one."""
-    from attnlab.paths import train
+    from attnlab.paths.train import gibbs as train
 
     monkeypatch.setenv("ATTNLAB_CHECKPOINT_EVERY", "0")
     cfg = {**SMALL_MARKOV, "widths": (10,), "burn_in": 10, "samples": 10, "thin": 2}

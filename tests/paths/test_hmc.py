@@ -6,9 +6,11 @@ import pytest
 import torch
 
 from attnlab.core.config import ADDED
-from attnlab.paths import hmc, kernels, predictive, train
 from attnlab.paths.configs import MarkovConfig
-from attnlab.paths.pipeline import make_sampler
+from attnlab.paths.experiments.common import make_sampler
+from attnlab.paths.theory import kernels, predictive
+from attnlab.paths.train import gibbs as train
+from attnlab.paths.train import hmc
 
 F64 = torch.float64
 

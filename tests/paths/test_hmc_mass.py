@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from attnlab.core.config import ConfigError, resolve
-from attnlab.paths import hmc, train
 from attnlab.paths.configs import MarkovConfig
+from attnlab.paths.train import gibbs as train
+from attnlab.paths.train import hmc
 
 torch.set_num_threads(1)
 F64 = torch.float64

@@ -10,7 +10,8 @@ import torch
 from attnlab.core.config import resolve
 from attnlab.core.experiment import get
 from attnlab.paths.configs import OneShotConfig
-from attnlab.paths.oneshot import data, pipeline
+from attnlab.paths.data import images as data
+from attnlab.paths.experiments import images as pipeline
 
 ONESHOT = ("fig3", "fig3ef", "fig6", "fig7")
 # run ids of the quick configs before letters existed (the store's runs of the previous commit carry them): a

@@ -7,8 +7,8 @@ import pytest
 
 from attnlab.core.claims import ClaimContext
 from attnlab.core.runs import RunStore
+from attnlab.paths.claims import markov as mc
 from attnlab.paths.keys import path_key
-from attnlab.paths.markov import claims as mc
 
 
 class _Fake(ClaimContext):

@@ -63,10 +63,14 @@ def test_named_activations_and_input_errors():
     X = torch.randn(3, 4, 5, generator=g, dtype=F64)
     heads = _heads([2, 1], 5, g)
     w = model.Weights.prior(1, 6, 5, [2, 1], g)
-    cache = {}
-    model.forward(X, heads, w, "mean", cache)
-    assert {"x1", "attn1", "x2", "attn2", "x3", "readout"} <= set(cache)
-    assert cache["attn1"].sum(dim=-2).allclose(torch.ones(3, 2, 4, dtype=F64))
+    f, cache = model.run_with_cache(lambda hook: model.forward(X, heads, w, "mean", hook))
+    assert list(cache) == ["hook_embed", "blocks.0.attn.hook_pattern", "blocks.0.hook_resid_post",
+                           "blocks.1.attn.hook_pattern", "blocks.1.hook_resid_post", "hook_readout"]
+    assert cache["blocks.0.attn.hook_pattern"].sum(dim=-2).allclose(torch.ones(3, 2, 4, dtype=F64))
+    assert torch.equal(f, model.forward(X, heads, w, "mean"))  # a hook that returns None changes nothing
+    # a hook's return value replaces the activation: layer 2's pattern zeroed leaves f = 0
+    zero = model.forward(X, heads, w, "mean", lambda name, t: 0 * t if name == "blocks.1.attn.hook_pattern" else None)
+    assert torch.equal(zero, torch.zeros_like(f)) and not torch.equal(f, zero)
     with pytest.raises(ValueError, match="width"):
         model.path_features(torch.randn(3, 4, 7, dtype=F64), heads, "mean")
     with pytest.raises(ValueError, match="Hs"):
@@ -85,6 +89,12 @@ def test_trainable_model_matches_the_fixed_attention_network():
         f_net = net(X)
         f_ref = model.forward(X, net.logit_matrices(), net.weights(), "mean")[0]
     assert torch.allclose(f_net, f_ref, atol=1e-10)
+    with torch.no_grad():
+        f_cached, cache = net.run_with_cache(X)
+    assert torch.equal(f_cached, f_net) and cache["blocks.1.attn.hook_pattern"].shape == (4, 3, 5, 5)
+    _, ref = model.run_with_cache(lambda hook: model.forward(X, net.logit_matrices(), net.weights(), "mean", hook))
+    assert list(cache) == list(ref)  # the same names in the same order as the fixed-attention network
+    assert torch.allclose(cache["blocks.1.hook_resid_post"], ref["blocks.1.hook_resid_post"][0], atol=1e-10)
     net.prune([[True, False], [True, True, True]])
     with torch.no_grad():
         heads = net.logit_matrices()

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from attnlab.paths import model
-from attnlab.paths.oneshot import data as images
-from attnlab.paths.oneshot import episodes, pruning
-from attnlab.paths.oneshot import train as gd
+from attnlab.paths.data import episodes, images
+from attnlab.paths.theory import scores as pruning
+from attnlab.paths.train import gd
 
 
 @pytest.mark.parametrize("gz", [False, True])
@@ -125,7 +125,7 @@ def test_gd_training_keeps_the_best_validation_model():
 
 
 def test_paired_gain_interval():
-    from attnlab.paths.oneshot.claims import _paired
+    from attnlab.paths.claims.oneshot import _paired
 
     a, b = np.r_[np.ones(60), np.zeros(40)], np.r_[np.ones(50), np.zeros(50)]  # a right on 10 more of 100
     mean, lo, n = _paired(a, b)
@@ -153,7 +153,7 @@ def test_head_scores_and_order():
 
 
 def test_block_share_reads_the_h1_blocks():
-    from attnlab.paths.oneshot.experiments import block_share
+    from attnlab.paths.experiments.oneshot import block_share
 
     Hs = (4, 4)
     h1 = pruning.path_heads(Hs)[:, 0]

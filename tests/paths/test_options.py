@@ -25,9 +25,12 @@ import pytest
 import torch
 
 from attnlab.core.config import ConfigError, parse_sets, resolve
-from attnlab.paths import diagnostics, kernels, model, theory
-from attnlab.paths.markov import data
-from attnlab.paths.markov.experiments import Fig2cConfig
+from attnlab.paths import model
+from attnlab.paths.data import markov as data
+from attnlab.paths.experiments.markov import Fig2cConfig
+from attnlab.paths.theory import kernels
+from attnlab.paths.theory import saddle as theory
+from attnlab.paths.train import diagnostics
 
 F64 = torch.float64
 

@@ -13,10 +13,12 @@ import pytest
 import torch
 
 from attnlab.core.config import ConfigError, parse_sets, resolve
-from attnlab.paths import kernels, theory
 from attnlab.paths.configs import HeadSpec
-from attnlab.paths.markov import data, public
-from attnlab.paths.markov.experiments import Fig2cConfig, Fig5cConfig, GenericConfig
+from attnlab.paths.data import markov as data
+from attnlab.paths.data import public
+from attnlab.paths.experiments.markov import Fig2cConfig, Fig5cConfig, GenericConfig
+from attnlab.paths.theory import kernels
+from attnlab.paths.theory import saddle as theory
 
 F64 = torch.float64
 G = torch.Generator

@@ -12,11 +12,12 @@ import torch
 from attnlab.core.config import resolve
 from attnlab.core.context import RunContext
 from attnlab.core.rng import Streams
-from attnlab.paths import kernels, theory
 from attnlab.paths.configs import MarkovConfig
-from attnlab.paths.markov.experiments import init_generator
-from attnlab.paths.optimizers import Plateau
-from attnlab.paths.pipeline import solve_kw
+from attnlab.paths.experiments.common import solve_kw
+from attnlab.paths.experiments.markov import init_generator
+from attnlab.paths.theory import kernels
+from attnlab.paths.theory import saddle as theory
+from attnlab.paths.train.optimizers import Plateau
 
 torch.set_num_threads(1)
 

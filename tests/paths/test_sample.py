@@ -12,7 +12,7 @@ import torch
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.experiment import get
 from attnlab.core.runs import RunFailed, RunStore, load_result
-from attnlab.paths.markov.sample import pack, unpack
+from attnlab.paths.experiments.sample import pack, unpack
 
 torch.set_num_threads(1)
 SMALL = {"P": 24, "P_test": 30, "T": 8, "N0": 20, "sample_widths": (6,), "chains": 2, "burn_in": 6, "thin": 2,
@@ -87,7 +87,7 @@ def test_pack_and_unpack_keep_a_sampler_state_bit_for_bit():
 
 def test_an_interrupted_continuation_resumes_to_the_same_draws(tmp_path, monkeypatch):
     """A continuation killed mid-chain resumes from its checkpoint (not from the source's state again)."""
-    from attnlab.paths import train
+    from attnlab.paths.train import gibbs as train
 
     monkeypatch.setenv("ATTNLAB_CHECKPOINT_EVERY", "0")
     store = RunStore(tmp_path)

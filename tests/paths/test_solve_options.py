@@ -8,8 +8,9 @@ import torch
 from attnlab.core.config import resolve
 from attnlab.core.experiment import get
 from attnlab.core.runs import RunStore, load_result
-from attnlab.paths import kernels, theory
 from attnlab.paths.configs import MarkovConfig
+from attnlab.paths.theory import kernels
+from attnlab.paths.theory import saddle as theory
 
 torch.set_num_threads(1)
 NS = [10, 100, 1000]

@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from attnlab.paths import kernels, theory
+from attnlab.paths.theory import kernels
+from attnlab.paths.theory import saddle as theory
 
 F64 = torch.float64
 

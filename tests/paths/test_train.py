@@ -4,7 +4,9 @@ import numpy as np
 import torch
 
 from attnlab.core.trajectory import compare
-from attnlab.paths import kernels, theory, train
+from attnlab.paths.theory import kernels
+from attnlab.paths.theory import saddle as theory
+from attnlab.paths.train import gibbs as train
 
 F64 = torch.float64
 

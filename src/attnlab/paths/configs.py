@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from attnlab.core.config import Config, added
-from attnlab.paths.heads import HeadSpec, head_specs
+from attnlab.paths.data.heads import HeadSpec, head_specs
 
 Layout = Literal["all", "good", "good_denoising", "good_uniform", "random"]
 ImageData = Literal["mnist_5k", "digits", "omniglot", "mnist", "fashion_mnist", "glyphs"]
@@ -103,9 +103,9 @@ class MarkovConfig(Sampling, Config):
     Sec. 4.1.1 and App. G.2 say so in words), L = 2 layers of H = 2 heads (good + random, uniform + random),
     β = 10, σ∥ = σ⊥ = 1, P = 100, P* = 1000, τ = 0.01, σ² = 1. The public code (attention-paths-interplay)
     differs in one choice: it reads out from the last token (``readout=-1``); its heads, noise and chain are
-    these laws. ``preset="public"`` is its run (:mod:`attnlab.paths.markov.public`: last token, its width grid,
+    these laws. ``preset="public"`` is its run (:mod:`attnlab.paths.data.public`: last token, its width grid,
     its seeded heads and its data streams); explicitly given keys still win over the preset. ``tokens_file`` /
-    ``heads_file`` run on given tokens and heads (:mod:`attnlab.paths.markov.files`), e.g. the public code's.
+    ``heads_file`` run on given tokens and heads (:mod:`attnlab.paths.data.files`), e.g. the public code's.
     """
 
     preset: Literal["paper", "public"] = added("paper", description="paper (Sec. 4.1, App. G) or public (the "
@@ -173,14 +173,14 @@ class MarkovConfig(Sampling, Config):
     def _apply_preset(cls, data):
         """``preset="public"``: the public run's values under the keys given (markov.public); ``tokens_file``:
         P, P_test, T, N0 from the file where not given (markov.files; one given and different is an error)."""
-        from attnlab.paths.markov import files, public
+        from attnlab.paths.data import files, public
 
         return files.fill(public.apply(data, cls.model_fields["layout"].default))
 
     @property
     def L(self) -> int:
         if self.heads_file:
-            from attnlab.paths.markov.files import shapes
+            from attnlab.paths.data.files import shapes
 
             return len(shapes(None, self.heads_file)["Hs"])
         return len(self.heads) if self.heads is not None else 2
@@ -217,7 +217,7 @@ class MarkovConfig(Sampling, Config):
             raise ValueError(f"key 'N0' = {self.N0}: must be even (v+ and v− live on the two halves)")
         if isinstance(self.readout, int) and not -(self.T + 1) <= self.readout <= self.T:
             raise ValueError(f"key 'readout' = {self.readout}: a token index in [-{self.T + 1}, {self.T}] or 'mean'")
-        from attnlab.paths.markov import files, public
+        from attnlab.paths.data import files, public
 
         public.check(self)
         files.check(self)

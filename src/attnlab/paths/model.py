@@ -13,19 +13,25 @@ not depend on the value weights, it is computed once per data set.
 Paths are ordered lexicographically with h_1 most significant (the order of Fig. 2c's U). The path features ξ are built
 right to left down the tree of partial paths (:func:`path_features`), Σ_ℓ Π_{k≥ℓ} H_k T² work per example.
 Value weights may carry a leading batch axis (chains / samples): V0 (C, N, D), V[ℓ] (C, H_ℓ, N, N), a (C, N).
+
+Named activations (TransformerLens-style, the hook protocol of :mod:`attnlab.signal.model`): ``hook(name, tensor)``
+is called with ``hook_embed`` (x^(1)), then per layer ℓ = l + 1 ``blocks.{l}.attn.hook_pattern`` (Ω, (P, H, T, T),
+indexed [s, t]: softmax over the key s, Eq. (3)) and ``blocks.{l}.hook_resid_post`` (x^(ℓ+1): the layer's output;
+the network has no skip connection), and ``hook_readout`` (the read-out token x_{t*}); it may return a replacement.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 Tensor = torch.Tensor
+Hook = Callable[[str, Tensor], Tensor | None]
 
 
 def check_heads(heads: Sequence[Tensor], D: int, Hs: Sequence[int] | None = None) -> tuple[int, ...]:
@@ -189,25 +195,38 @@ class Weights:
                                                  enumerate(Hs)], g(var[-1], C, ns[-1]))
 
 
-def forward(X: Tensor, heads: Sequence[Tensor], w: Weights, readout: str | int, cache: dict | None = None,
+def _call(hook: Hook | None, name: str, t: Tensor) -> Tensor:
+    if hook is None:
+        return t
+    out = hook(name, t)
+    return t if out is None else out
+
+
+def run_with_cache(fn: Callable[[Hook], Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
+    """(``fn(hook)``, {name: activation}): every named activation of one forward pass, detached."""
+    cache: dict[str, Tensor] = {}
+
+    def hook(name: str, t: Tensor) -> None:
+        cache[name] = t.detach()
+
+    return fn(hook), cache
+
+
+def forward(X: Tensor, heads: Sequence[Tensor], w: Weights, readout: str | int, hook: Hook | None = None,
             nonlinearity: str = "softmax") -> Tensor:
-    """f (C, P) by the layer recursion, Eqs. (1)-(4). ``cache`` (a dict) receives named activations
-    ``x1`` (C,P,T,N), ``attn{ℓ}`` (P,H,T,T), ``x{ℓ+1}``, ``readout`` (C,P,N)."""
+    """f (C, P) by the layer recursion, Eqs. (1)-(4). ``hook`` sees the named activations (module docstring):
+    ``hook_embed`` (C,P,T,N), ``blocks.{l}.attn.hook_pattern`` (P,H,T,T), ``blocks.{l}.hook_resid_post``
+    (C,P,T,N), ``hook_readout`` (C,P,N)."""
     Hs = check_heads(heads, X.shape[-1], w.Hs)
     N, D = w.N, X.shape[-1]
-    x = torch.einsum("ptd,cnd->cptn", X, w.V0) / math.sqrt(D)
-    if cache is not None:
-        cache["x1"] = x
+    x = _call(hook, "hook_embed", torch.einsum("ptd,cnd->cptn", X, w.V0) / math.sqrt(D))
     for ell, (A, V) in enumerate(zip(heads, w.V, strict=True), 1):
-        om = attention(X, A, nonlinearity)
+        om = _call(hook, f"blocks.{ell - 1}.attn.hook_pattern", attention(X, A, nonlinearity))
         # x^(ℓ+1)_t = Σ_h Σ_s Ω_st V^h x_s: (Ωᵀ X) Vᵀ summed over heads, over √(N_ℓ H_ℓ) (N_ℓ: fan-in)
         x = torch.einsum("phst,cpsn,chmn->cptm", om, x, V) / math.sqrt(V.shape[-1] * Hs[ell - 1])
-        if cache is not None:
-            cache[f"attn{ell}"], cache[f"x{ell + 1}"] = om, x
+        x = _call(hook, f"blocks.{ell - 1}.hook_resid_post", x)
     r = readout_vector(X.shape[1], readout, X.dtype, X.device)
-    z = torch.einsum("cptn,t->cpn", x, r)
-    if cache is not None:
-        cache["readout"] = z
+    z = _call(hook, "hook_readout", torch.einsum("cptn,t->cpn", x, r))
     return (z @ w.a[..., None]).squeeze(-1) / math.sqrt(N)
 
 
@@ -245,7 +264,8 @@ class AttentionPathNet(nn.Module):
     Ω^{ℓh} = softmax_s((W_K x_s)·(W_Q x_t)/(D√G)); ``head_mask`` (per layer, bool) removes heads from the sum
     of Eq. (2); the kept heads are rescaled by (N H_kept)^{-1/2} when ``rescale`` (the public code's pruning)
     or keep (N H_ℓ)^{-1/2} otherwise. Initialisation N(0, 1) everywhere: the forward pass carries the 1/√fan-in.
-    ``run_with_cache`` returns the named activations (TransformerLens style).
+    ``forward(X, hook)`` calls ``hook`` with the named activations of :func:`forward` (the pattern after the head
+    mask); ``run_with_cache`` returns them (TransformerLens style).
     """
 
     def __init__(self, D: int, N: int, G: int, Hs: Sequence[int], readout: str | int = "mean",
@@ -289,13 +309,13 @@ class AttentionPathNet(nn.Module):
         self.rescale = rescale
 
     def run_with_cache(self, X: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
-        cache: dict[str, Tensor] = {}
-        return self.forward(X, cache), cache
+        """(f, {name: activation}) of one forward pass, detached."""
+        return run_with_cache(lambda hook: self.forward(X, hook))
 
-    def forward(self, X: Tensor, cache: dict | None = None) -> Tensor:
+    def forward(self, X: Tensor, hook: Hook | None = None) -> Tensor:
         if X.shape[-1] != self.D:
             raise ValueError(f"inputs have width {X.shape[-1]}; the model expects D = {self.D}")
-        x = X @ self.V0.mT / math.sqrt(self.D)  # (P, T, N)
+        x = _call(hook, "hook_embed", X @ self.V0.mT / math.sqrt(self.D))  # (P, T, N)
         for ell, V in enumerate(self.V):
             om = self.attention(X, ell)
             H = V.shape[0]
@@ -305,11 +325,10 @@ class AttentionPathNet(nn.Module):
                 om = om * keep[None, :, None, None].to(om.dtype)
                 if self.rescale:
                     scale = 1.0 / math.sqrt(self.N * int(keep.sum()))
-            x = torch.einsum("phst,psn,hmn->ptm", om, x, V) * scale
-            if cache is not None:
-                cache[f"attn{ell + 1}"], cache[f"x{ell + 2}"] = om, x
+            om = _call(hook, f"blocks.{ell}.attn.hook_pattern", om)
+            x = _call(hook, f"blocks.{ell}.hook_resid_post", torch.einsum("phst,psn,hmn->ptm", om, x, V) * scale)
         r = readout_vector(X.shape[1], self.readout, X.dtype, X.device)
-        z = torch.einsum("ptn,t->pn", x, r)
+        z = _call(hook, "hook_readout", torch.einsum("ptn,t->pn", x, r))
         return z @ self.a / math.sqrt(self.N)
 
     def weights(self) -> Weights:

@@ -12,7 +12,7 @@ import numpy as np
 
 from attnlab.core.config import ConfigError
 from attnlab.core.trajectory import Trajectory
-from attnlab.paths.figures import GP_NAME, _hs, _U_entries, path_labels  # the offline figures' own choices
+from attnlab.paths.figures.common import GP_NAME, _hs, _U_entries, path_labels  # the offline figures' own choices
 from attnlab.paths.keys import set_key
 from attnlab.paths.views import draw as D
 from attnlab.sandbox import traces as T

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from attnlab.core.config import ConfigError
-from attnlab.paths.figures import path_labels
+from attnlab.paths.figures.common import path_labels
+from attnlab.paths.figures.oneshot import SET_NAME
 from attnlab.paths.keys import net_key, set_key
-from attnlab.paths.oneshot.figures import SET_NAME
 from attnlab.paths.views import draw as D
 from attnlab.sandbox import traces as T
 from attnlab.sandbox.plugin import Figure, PanelSpec, View

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from attnlab.core.config import ConfigError
+from attnlab.paths.figures.oneshot import SET_NAME
 from attnlab.paths.keys import net_key, set_key
-from attnlab.paths.oneshot.figures import SET_NAME
-from attnlab.paths.oneshot.pruning import path_heads
+from attnlab.paths.theory.scores import path_heads
 from attnlab.paths.views import draw as D
 from attnlab.paths.views.oneshot import Network, networks
 from attnlab.sandbox import traces as T
