@@ -22,10 +22,11 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "note: $(CHROMIUM) is missing and this is not root: the sandbox's browser tests will be skipped"; fi
 
-$(STAMP): requirements.lock pyproject.toml examples/my_study/pyproject.toml
+$(STAMP): requirements.lock pyproject.toml examples/my_study/pyproject.toml tests/knobs_study/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . -e examples/my_study
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . -e examples/my_study \
+	  -e tests/knobs_study
 	touch $(STAMP)
 
 # The demo: every study's headline figure at a small size (theory beside simulation), two runs at a time, into its

@@ -1,9 +1,12 @@
-"""Test set-up: one BLAS/torch thread (2-core machines), quiet progress, the example study.
+"""Test set-up: one BLAS/torch thread (2-core machines), quiet progress, the two studies installed from outside.
 
-The example study ``examples/my_study`` (study ``toy``: a seeded random walk, and its sandbox view) is found through
-its entry points, as any third-party study: ``make`` installs it (``pip install --no-deps -e examples/my_study``).
-Where it is not installed the tests still find it, through the deprecated variables, and
-``tests/plugins/test_entry_points.py`` fails saying how to install it.
+Two studies are found through their entry points, as any third-party study: the template ``examples/my_study``
+(study ``toy``: a seeded random walk and its sandbox view; the tests of the template as a template use it) and the
+test suite's own ``tests/knobs_study`` (study ``knobs``: the same walk with the knobs the tests turn, ``sleep``,
+``fail_at``, ``need_gib``, ``gpu``, and a gallery of sandbox panels; every other test uses it). ``make`` installs both
+(``pip install --no-deps --no-build-isolation -e examples/my_study -e tests/knobs_study``). Where one is not
+installed the tests still find it, through the deprecated variables, and ``tests/plugins/test_entry_points.py`` fails
+saying how to install it.
 """
 
 from __future__ import annotations
@@ -16,17 +19,23 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ["ATTNLAB_QUIET"] = "1"
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "my_study"
-if "toy" not in {ep.name for ep in entry_points(group="attnlab.studies")}:
-    sys.path.insert(0, str(EXAMPLE))
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(EXAMPLE), os.environ.get("PYTHONPATH")]))
-    os.environ["ATTNLAB_PLUGINS"] = "my_study.study"
-    os.environ["ATTNLAB_SANDBOX_PLUGINS"] = "my_study.views.plugin"
+ROOT = Path(__file__).resolve().parents[1]
+# study name → (its directory, the module of its Study object, the module of its sandbox plug-in)
+INSTALLED_FROM = {"toy": (ROOT / "examples" / "my_study", "my_study.study", "my_study.views.plugin"),
+                  "knobs": (ROOT / "tests" / "knobs_study", "knobs_study.study", "knobs_study.views")}
+_missing = [s for s in INSTALLED_FROM if s not in {ep.name for ep in entry_points(group="attnlab.studies")}]
+if _missing:
+    for var, sep, index in (("PYTHONPATH", os.pathsep, 0), ("ATTNLAB_PLUGINS", ",", 1),
+                            ("ATTNLAB_SANDBOX_PLUGINS", ",", 2)):
+        added = [str(INSTALLED_FROM[s][index]) for s in _missing]
+        os.environ[var] = sep.join(filter(None, [*added, os.environ.get(var)]))
+    sys.path[:0] = [str(INSTALLED_FROM[s][0]) for s in _missing]
     from attnlab.core import experiment as _experiment
 
     _experiment._DEPRECATED_SAID.update({"ATTNLAB_PLUGINS", "ATTNLAB_SANDBOX_PLUGINS"})  # said once, here
-    print("tests: examples/my_study is not installed (pip install --no-deps -e examples/my_study): it is found through "
-          "the deprecated ATTNLAB_PLUGINS / ATTNLAB_SANDBOX_PLUGINS", file=sys.stderr)
+    print(f"tests: {', '.join(str(INSTALLED_FROM[s][0].relative_to(ROOT)) for s in _missing)} not installed "
+          f"(pip install --no-deps --no-build-isolation -e DIR): found through the deprecated ATTNLAB_PLUGINS / "
+          "ATTNLAB_SANDBOX_PLUGINS", file=sys.stderr)
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

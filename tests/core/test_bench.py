@@ -16,13 +16,13 @@ def test_main_runs_the_named_parts_and_writes_json(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_BENCH_OUT", str(tmp_path))
     ran = []
     parts = {"a": lambda: ran.append("a") or {"seconds": 1.0}, "b": lambda: ran.append("b") or {"ratio": 2.0}}
-    out = bench.main("toy", parts, argv=["b"])
+    out = bench.main("knobs", parts, argv=["b"])
     assert ran == ["b"] and out["b"] == {"ratio": 2.0} and out["machine"]["threads"] == 1
-    assert json.loads((tmp_path / "toy.json").read_text())["b"] == {"ratio": 2.0}
-    bench.main("toy", parts, argv=[])
+    assert json.loads((tmp_path / "knobs.json").read_text())["b"] == {"ratio": 2.0}
+    bench.main("knobs", parts, argv=[])
     assert ran == ["b", "a", "b"]
     with pytest.raises(SystemExit, match="unknown part"):
-        bench.main("toy", parts, argv=["c"])
+        bench.main("knobs", parts, argv=["c"])
 
 
 def test_scripts_run_as_modules_despite_benchmarks_signal():
@@ -44,7 +44,7 @@ def test_timed_and_threads(monkeypatch):
 SCRIPT = '''
 from attnlab.core import bench
 DEV = bench.device() if {asks} else None
-bench.main("toy", {{"step": lambda: {{"workload": "one step", "seconds": 0.5, "ratio_vs_limit": 0.7}}}})
+bench.main("knobs", {{"step": lambda: {{"workload": "one step", "seconds": 0.5, "ratio_vs_limit": 0.7}}}})
 '''
 
 
@@ -56,23 +56,23 @@ def test_bench_record_is_committed_format(tmp_path, monkeypatch, asks):
     from attnlab.cli import app
 
     (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks" / "toy.py").write_text(SCRIPT.format(asks=asks))
+    (tmp_path / "benchmarks" / "knobs.py").write_text(SCRIPT.format(asks=asks))
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ATTNLAB_BENCH_DEVICE", raising=False)
-    res = CliRunner().invoke(app, ["bench", "toy", "--device", "cpu", "--record", "--out", str(tmp_path / "scratch")])
+    res = CliRunner().invoke(app, ["bench", "knobs", "--device", "cpu", "--record", "--out", str(tmp_path / "scratch")])
     assert res.exit_code == 0, res.output
-    doc = json.loads((tmp_path / "results" / "benchmarks" / "toy-cpu.json").read_text())
-    assert doc["study"] == "toy" and doc["device"] == "cpu" and doc["device_details"]["type"] == "cpu"
+    doc = json.loads((tmp_path / "results" / "benchmarks" / "knobs-cpu.json").read_text())
+    assert doc["study"] == "knobs" and doc["device"] == "cpu" and doc["device_details"]["type"] == "cpu"
     assert doc["torch"] and doc["date"] and "commit" in doc and doc["note"] == ""
     assert doc["rows"] == [{"part": "step", "workload": "one step", "seconds": 0.5, "ratio_vs_limit": 0.7}]
-    assert (tmp_path / "scratch" / "toy.json").exists()
+    assert (tmp_path / "scratch" / "knobs.json").exists()
 
 
 def test_record_says_when_a_script_ignored_the_requested_gpu(tmp_path):
     bench._ASKED.clear()
-    path = bench.record("toy", {"machine": {}, "a": 1.0}, "cuda", tmp_path)
+    path = bench.record("knobs", {"machine": {}, "a": 1.0}, "cuda", tmp_path)
     doc = json.loads(path.read_text())
-    assert path.name == "toy-cpu.json" and doc["device"] == "cpu" and doc["requested_device"] == "cuda"
+    assert path.name == "knobs-cpu.json" and doc["device"] == "cpu" and doc["requested_device"] == "cuda"
     assert "no device option" in doc["note"] and doc["rows"] == [{"part": "a", "value": 1.0}]
 
 
@@ -132,7 +132,7 @@ def side(seconds, its):
 
 
 def anchor():
-    return {"P=100": bench.against_public("P=100", "the toy workload", side(3.0, 1885), side(0.02, 40),
+    return {"P=100": bench.against_public("P=100", "the knobs workload", side(3.0, 1885), side(0.02, 40),
                                           public_code={"repo": "tiberilor/attention-paths-interplay",
                                                        "commit": "abc", "runs": "its script"},
                                           attnlab="L-BFGS", agreement=lambda p, o: "features 6e-14")}

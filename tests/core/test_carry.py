@@ -17,7 +17,7 @@ from attnlab.cli import app
 from attnlab.core.runs import RunStore
 
 runner = CliRunner()
-WALK = ["toy.walk", "--set", "steps=60", "--set", "dim=2"]
+WALK = ["knobs.walk", "--set", "steps=60", "--set", "dim=2"]
 
 
 def cli(*args):
@@ -29,7 +29,7 @@ def _interrupted_run(root):
     env = {**os.environ, "ATTNLAB_CHECKPOINT_EVERY": "0"}
     p = subprocess.Popen([sys.executable, "-m", "attnlab.cli", "run", *WALK, "--set", "sleep=0.05", "--store", root,
                           "-q"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    run_root = root / "runs" / "toy.walk"
+    run_root = root / "runs" / "knobs.walk"
     for _ in range(600):
         if any(run_root.glob("*/checkpoint.pt")):
             break
@@ -67,8 +67,8 @@ def test_finished_runs_with_all(tmp_path):
     assert cli("store", "verify", "--store", b).exit_code == 0
 
 
-@pytest.mark.parametrize("name", ["../evil", "runs/toy.walk/0123456789abcdef/../../../evil", "/etc/evil",
-                                  "runs/toy.walk/notarunid/x"])
+@pytest.mark.parametrize("name", ["../evil", "runs/knobs.walk/0123456789abcdef/../../../evil", "/etc/evil",
+                                  "runs/knobs.walk/notarunid/x"])
 def test_an_archive_reaching_outside_the_store_is_refused(tmp_path, name):
     bad = tmp_path / "bad.tar.gz"
     with tarfile.open(bad, "w:gz") as tar:

@@ -12,7 +12,7 @@ def test_list_shows_experiments_and_parameters():
     res = runner.invoke(app, ["list", "--json"])
     assert res.exit_code == 0, res.output
     doc = {e["experiment"]: e for e in json.loads(res.stdout)}
-    walk = doc["toy.walk"]
+    walk = doc["knobs.walk"]
     assert walk["scales"]["paper"] == {"steps": 400}
     assert {p["name"] for p in walk["parameters"]} >= {"steps", "dim", "seed", "device"}
     assert runner.invoke(app, ["list"]).exit_code == 0
@@ -21,19 +21,19 @@ def test_list_shows_experiments_and_parameters():
 
 
 def test_list_one_experiment_shows_each_parameter_with_both_scales_and_what_it_accepts():
-    res = runner.invoke(app, ["list", "toy.walk", "--json"])
+    res = runner.invoke(app, ["list", "knobs.walk", "--json"])
     assert res.exit_code == 0, res.output
     steps = {p["name"]: p for p in json.loads(res.stdout)["parameters"]}["steps"]
     assert steps["scale_paper"] == 400 and steps["scale_quick"] != 400 and steps["allowed"].startswith("≥")
-    table = runner.invoke(app, ["list", "toy.walk"], env={"COLUMNS": "200"})
+    table = runner.invoke(app, ["list", "knobs.walk"], env={"COLUMNS": "200"})
     assert table.exit_code == 0 and "steps" in table.stdout and "400" in table.stdout
-    assert "description" in table.stdout and "toy.nope" not in table.stdout
-    bad = runner.invoke(app, ["list", "toy.nope"])
-    assert bad.exit_code == 2 and "unknown experiment 'toy.nope'" in bad.stderr and "toy.walk" in bad.stderr
+    assert "description" in table.stdout and "knobs.nope" not in table.stdout
+    bad = runner.invoke(app, ["list", "knobs.nope"])
+    assert bad.exit_code == 2 and "unknown experiment 'knobs.nope'" in bad.stderr and "knobs.walk" in bad.stderr
 
 
 def test_run_json_then_reuse(tmp_path):
-    args = ["run", "toy.walk", "--store", str(tmp_path), "--set", "steps=3", "--seed", "5", "--json"]
+    args = ["run", "knobs.walk", "--store", str(tmp_path), "--set", "steps=3", "--seed", "5", "--json"]
     first = json.loads(runner.invoke(app, args).stdout)
     assert first["status"] == "done" and not first["reused"] and len(first["config_hash"]) == 16
     assert set(first["summary"]) == {"final_norm", "mean_x0"}
@@ -45,8 +45,8 @@ def test_run_json_then_reuse(tmp_path):
 
 def test_run_errors_exit_2_without_writing(tmp_path):
     store = tmp_path / "s"
-    for args in (["run", "toy.nope"], ["run", "walk"], ["run", "toy.walk", "--scale", "big"],
-                 ["run", "toy.walk", "--device", "cuda"] if not _cuda() else ["run", "toy.walk", "--set", "dim=0"]):
+    for args in (["run", "knobs.nope"], ["run", "walk"], ["run", "knobs.walk", "--scale", "big"],
+                 ["run", "knobs.walk", "--device", "cuda"] if not _cuda() else ["run", "knobs.walk", "--set", "dim=0"]):
         res = runner.invoke(app, [*args, "--store", str(store)])
         assert res.exit_code == 2, (args, res.output)
         assert res.stderr.startswith("error:")
@@ -60,78 +60,78 @@ def _cuda():
 
 
 def test_failed_run_exit_1_and_points_to_log(tmp_path):
-    res = runner.invoke(app, ["run", "toy.walk", "--store", str(tmp_path), "--set", "fail_at=0"])
+    res = runner.invoke(app, ["run", "knobs.walk", "--store", str(tmp_path), "--set", "fail_at=0"])
     assert res.exit_code == 1 and "asked to fail" in res.stderr and "log.txt" in res.stderr
 
 
 def test_check_json_and_exit_code(tmp_path):
-    res = runner.invoke(app, ["check", "toy", "--json", "--store", str(tmp_path)])
+    res = runner.invoke(app, ["check", "knobs", "--json", "--store", str(tmp_path)])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
     assert {"claim", "ref", "measured", "expected", "tolerance", "verdict"} <= set(rows[0])
 
     from attnlab.core import claims as mod
 
-    mod.register(mod.Claim("toy.false", "—", "never", "constant", lambda ctx: 1.0, 0.0, "approx", 0.1))
+    mod.register(mod.Claim("knobs.false", "—", "never", "constant", lambda ctx: 1.0, 0.0, "approx", 0.1))
     try:
-        res = runner.invoke(app, ["check", "toy", "--store", str(tmp_path)])
-        assert res.exit_code == 1 and "toy.false" in res.stdout
+        res = runner.invoke(app, ["check", "knobs", "--store", str(tmp_path)])
+        assert res.exit_code == 1 and "knobs.false" in res.stdout
     finally:
-        mod._CLAIMS.pop("toy.false")
+        mod._CLAIMS.pop("knobs.false")
 
 
 def test_report_of_run_sweep_and_all(tmp_path):
     store = tmp_path / "s"
-    run = json.loads(runner.invoke(app, ["run", "toy.walk", "--store", str(store), "--set", "steps=3",
+    run = json.loads(runner.invoke(app, ["run", "knobs.walk", "--store", str(store), "--set", "steps=3",
                                          "--json"]).stdout)
-    sw = runner.invoke(app, ["sweep", "toy.walk", "--grid", "steps=2,3", "--store", str(store), "--workers", "1",
+    sw = runner.invoke(app, ["sweep", "knobs.walk", "--grid", "steps=2,3", "--store", str(store), "--workers", "1",
                              "--json"])
     assert sw.exit_code == 0, sw.output
     sweep_dir = json.loads(sw.stdout)["sweep_dir"]
-    runner.invoke(app, ["check", "toy", "--store", str(store)])
+    runner.invoke(app, ["check", "knobs", "--store", str(store)])
     out = tmp_path / "r.html"
     res = runner.invoke(app, ["report", run["run_dir"], sweep_dir, "--html", str(out), "--store", str(store)])
     assert res.exit_code == 0, res.output
     html = out.read_text()
-    assert html.count("data:image/png;base64,") == 2 and "toy.walk" in html and "<table" in html
+    assert html.count("data:image/png;base64,") == 2 and "knobs.walk" in html and "<table" in html
     res = runner.invoke(app, ["report", "--all", "--html", str(out), "--store", str(store)])
     html = out.read_text()
-    assert "claims: toy-quick" in html and "toy.diffusion" in html and "Sweeps" in html
+    assert "claims: knobs-quick" in html and "knobs.diffusion" in html and "Sweeps" in html
     assert runner.invoke(app, ["report", "--html", str(out)]).exit_code == 2
     assert runner.invoke(app, ["report", str(tmp_path / "missing")]).exit_code == 2
 
 
 def test_reproduce_runs_headline_and_writes_report(tmp_path):
     out = tmp_path / "rep.html"
-    res = runner.invoke(app, ["reproduce", "toy", "--scale", "quick", "--store", str(tmp_path / "s"), "--html",
+    res = runner.invoke(app, ["reproduce", "knobs", "--scale", "quick", "--store", str(tmp_path / "s"), "--html",
                               str(out)])
     assert res.exit_code == 0, res.output
-    assert "toy.walk" in out.read_text() and "toy.diffusion" in out.read_text()
+    assert "knobs.walk" in out.read_text() and "knobs.diffusion" in out.read_text()
 
 
 @pytest.mark.dask
 def test_sweep_cli_on_a_dask_local_cluster(tmp_path):
-    res = runner.invoke(app, ["sweep", "toy.walk", "--grid", "seed=0,1", "--set", "steps=3", "--executor", "dask",
+    res = runner.invoke(app, ["sweep", "knobs.walk", "--grid", "seed=0,1", "--set", "steps=3", "--executor", "dask",
                               "--workers", "2", "--store", str(tmp_path), "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     assert doc["runs"] == 2 and doc["failed"] == 0
-    bad = runner.invoke(app, ["sweep", "toy.walk", "--grid", "seed=0", "--executor", "ray"])
+    bad = runner.invoke(app, ["sweep", "knobs.walk", "--grid", "seed=0", "--executor", "ray"])
     assert bad.exit_code == 2 and "allowed: local, dask" in bad.stderr
 
 
 def test_bench_runs_the_script_without_the_cli_arguments(tmp_path, monkeypatch):
     """`attnlab bench STUDY` runs benchmarks/STUDY.py as a script that sees no arguments (all its parts)."""
     (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks" / "toy.py").write_text(
+    (tmp_path / "benchmarks" / "knobs.py").write_text(
         "import json, os, sys\n"
         "from pathlib import Path\n"
         "out = Path(os.environ['ATTNLAB_BENCH_OUT']); out.mkdir(parents=True, exist_ok=True)\n"
-        "(out / 'toy.json').write_text(json.dumps({'argv': sys.argv[1:], 'main': __name__ == '__main__'}))\n")
+        "(out / 'knobs.json').write_text(json.dumps({'argv': sys.argv[1:], 'main': __name__ == '__main__'}))\n")
     monkeypatch.chdir(tmp_path)
-    res = runner.invoke(app, ["bench", "toy", "--out", str(tmp_path / "res")])
+    res = runner.invoke(app, ["bench", "knobs", "--out", str(tmp_path / "res")])
     assert res.exit_code == 0, res.output
-    assert json.loads((tmp_path / "res" / "toy.json").read_text()) == {"argv": [], "main": True}
+    assert json.loads((tmp_path / "res" / "knobs.json").read_text()) == {"argv": [], "main": True}
     missing = runner.invoke(app, ["bench", "nosuch"])
     assert missing.exit_code == 2 and "no benchmark for 'nosuch'" in missing.stderr
 

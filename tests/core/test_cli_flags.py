@@ -29,18 +29,18 @@ def one_error_line(res) -> str:
 
 
 def test_the_store_is_store_everywhere_and_out_is_its_deprecated_spelling(tmp_path):
-    new = cli("run", "toy.walk", "--store", str(tmp_path / "a"), "--set", "steps=3", "--json")
+    new = cli("run", "knobs.walk", "--store", str(tmp_path / "a"), "--set", "steps=3", "--json")
     assert new.exit_code == 0 and "deprecated" not in new.stderr
-    old = cli("run", "toy.walk", "--out", str(tmp_path / "a"), "--set", "steps=3", "--json")
+    old = cli("run", "knobs.walk", "--out", str(tmp_path / "a"), "--set", "steps=3", "--json")
     assert old.exit_code == 0 and json.loads(old.stdout)["reused"]
     assert "warning: --out for the run store is deprecated; use --store DIR" in old.stderr
-    both = cli("run", "toy.walk", "--out", str(tmp_path / "a"), "--store", str(tmp_path / "b"))
+    both = cli("run", "knobs.walk", "--out", str(tmp_path / "a"), "--store", str(tmp_path / "b"))
     assert "give the run store once" in one_error_line(both) and not (tmp_path / "b").exists()
 
 
 def test_the_environment_names_the_store(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_HOME", str(tmp_path / "home"))
-    assert cli("run", "toy.walk", "--set", "steps=3").exit_code == 0
+    assert cli("run", "knobs.walk", "--set", "steps=3").exit_code == 0
     assert (tmp_path / "home" / "index.sqlite").exists()
     res = cli("store", "ls", "--json")
     assert res.exit_code == 0 and len(json.loads(res.stdout)) == 1
@@ -48,7 +48,7 @@ def test_the_environment_names_the_store(tmp_path, monkeypatch):
 
 def test_the_report_file_is_html_and_report_never_creates_a_store(tmp_path):
     store = tmp_path / "s"
-    assert cli("run", "toy.walk", "--store", str(store), "--set", "steps=3").exit_code == 0
+    assert cli("run", "knobs.walk", "--store", str(store), "--set", "steps=3").exit_code == 0
     html = tmp_path / "r.html"
     assert cli("report", "--all", "--store", str(store), "--html", str(html)).exit_code == 0 and html.exists()
     line = one_error_line(cli("report", "--all", "--out", str(store)))  # the IsADirectoryError
@@ -63,20 +63,21 @@ def test_the_report_file_is_html_and_report_never_creates_a_store(tmp_path):
 
 def test_reproduce_takes_html_and_its_old_report_spelling(tmp_path):
     out = tmp_path / "rep.html"
-    res = cli("reproduce", "toy", "--quick", "--no-claims", "--store", str(tmp_path / "s"), "--report", str(out))
+    res = cli("reproduce", "knobs", "--quick", "--no-claims", "--store", str(tmp_path / "s"), "--report", str(out))
     assert res.exit_code == 0 and out.exists() and "--report for the HTML file is deprecated" in res.stderr
 
 
 @pytest.mark.parametrize(("args", "words"), [
-    (["check", "toy", "--only", "nope"], "unknown claim id 'nope' of toy (none is close); `attnlab list --claims toy`"),
+    (["check", "knobs", "--only", "nope"],
+     "unknown claim id 'nope' of knobs (none is close); `attnlab list --claims knobs`"),
     (["check", "potts", "--only", "dual_a_monotone"], "(did you mean "),
     (["check", "nosuchstudy"], "unknown study 'nosuchstudy'; allowed: specialization, clustering"),
-    (["run", "toy.nope"], "unknown experiment 'toy.nope'; known: toy.walk"),
-    (["sweep", "toy.nope", "--grid", "steps=1,2"], "unknown experiment 'toy.nope'; known: toy.walk"),
-    (["run", "toy.walk", "--set", "drift=nan"], "key 'drift' = nan: NaN (not a number) is not accepted"),
-    (["run", "toy.walk", "--set", "drift=inf"], "key 'drift' = inf: infinity is not accepted"),
-    (["run", "toy.walk", "--set", "steps=-inf"], "key 'steps' = -inf: infinity is not accepted"),
-    (["sweep", "toy.walk", "--grid", "drift=0,nan"], "key 'drift' = nan: NaN (not a number) is not accepted"),
+    (["run", "knobs.nope"], "unknown experiment 'knobs.nope'; known: knobs.walk"),
+    (["sweep", "knobs.nope", "--grid", "steps=1,2"], "unknown experiment 'knobs.nope'; known: knobs.walk"),
+    (["run", "knobs.walk", "--set", "drift=nan"], "key 'drift' = nan: NaN (not a number) is not accepted"),
+    (["run", "knobs.walk", "--set", "drift=inf"], "key 'drift' = inf: infinity is not accepted"),
+    (["run", "knobs.walk", "--set", "steps=-inf"], "key 'steps' = -inf: infinity is not accepted"),
+    (["sweep", "knobs.walk", "--grid", "drift=0,nan"], "key 'drift' = nan: NaN (not a number) is not accepted"),
 ])
 def test_unknown_ids_and_non_finite_numbers_exit_2_with_the_allowed_values(tmp_path, args, words):
     line = one_error_line(cli(*args, "--store", str(tmp_path / "s")))
@@ -87,10 +88,10 @@ def test_unknown_ids_and_non_finite_numbers_exit_2_with_the_allowed_values(tmp_p
 def test_a_known_claim_at_a_scale_where_it_is_not_measured_is_refused(tmp_path, monkeypatch):
     from attnlab.core import claims
 
-    diffusion = claims._CLAIMS["toy.diffusion"]
-    monkeypatch.setitem(claims._CLAIMS, "toy.diffusion", type(diffusion)(**{**diffusion.__dict__,
+    diffusion = claims._CLAIMS["knobs.diffusion"]
+    monkeypatch.setitem(claims._CLAIMS, "knobs.diffusion", type(diffusion)(**{**diffusion.__dict__,
                                                                              "scales": ("paper",)}))
-    line = one_error_line(cli("check", "toy", "--only", "diffusion", "--store", str(tmp_path / "s")))
+    line = one_error_line(cli("check", "knobs", "--only", "diffusion", "--store", str(tmp_path / "s")))
     assert "is measured at scale 'quick'" in line
 
 
@@ -103,8 +104,8 @@ def _closed_port() -> int:
 @pytest.mark.dask
 def test_an_unreachable_scheduler_fails_with_one_line_before_writing(tmp_path):
     address = f"tcp://127.0.0.1:{_closed_port()}"
-    line = one_error_line(cli("sweep", "toy.walk", "--grid", "steps=2,3", "--executor", "dask", "--scheduler", address,
-                              "--store", str(tmp_path / "s")))
+    line = one_error_line(cli("sweep", "knobs.walk", "--grid", "steps=2,3", "--executor", "dask", "--scheduler",
+                              address, "--store", str(tmp_path / "s")))
     assert f"--scheduler {address}: cannot reach a dask scheduler there (Connection refused)" in line
     assert not (tmp_path / "s").exists()
 
@@ -116,7 +117,7 @@ def test_a_port_where_no_scheduler_answers_fails_at_the_timeout_before_writing(t
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
-        line = one_error_line(cli("sweep", "toy.walk", "--grid", "steps=2,3", "--executor", "dask", "--scheduler",
+        line = one_error_line(cli("sweep", "knobs.walk", "--grid", "steps=2,3", "--executor", "dask", "--scheduler",
                                   address, "--store", str(tmp_path / "s")))
     assert f"--scheduler {address}: no dask scheduler answered within 1 s" in line
     assert not (tmp_path / "s").exists()
@@ -172,7 +173,7 @@ def test_a_port_where_another_protocol_answers_is_one_line(tmp_path):
 
         threading.Thread(target=answer, daemon=True).start()
         address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
-        line = one_error_line(cli("sweep", "toy.walk", "--grid", "steps=2,3", "--executor", "dask", "--scheduler",
+        line = one_error_line(cli("sweep", "knobs.walk", "--grid", "steps=2,3", "--executor", "dask", "--scheduler",
                                   address, "--store", str(tmp_path / "s")))
     assert "but not a dask scheduler" in line and not (tmp_path / "s").exists()
 
@@ -206,6 +207,6 @@ def test_list_reads_its_catalogue_without_importing_the_studies(tmp_path):
     assert first.stdout.strip().endswith("True")  # the first one built it from the studies
     assert len(list((tmp_path / "attnlab").glob("catalog-*.json"))) == 1
     before = catalog.key()
-    src = catalog._roots()[-1] / "__init__.py"  # the last root: the toy plugin's package
+    src = catalog._roots()[-1] / "__init__.py"  # the last root: an installed study's package
     os.utime(src, ns=(src.stat().st_atime_ns, src.stat().st_mtime_ns + 1))
     assert catalog.key() != before

@@ -101,7 +101,7 @@ _values = st.one_of(
 def test_cli_random_sets_either_run_or_fail_cleanly(tmp_path, pairs, sep):
     """Random --set strings: exit 0, or exit 2 with one line naming the problem and nothing written."""
     store = tmp_path / uuid.uuid4().hex
-    args = ["run", "toy.walk", "--store", str(store), "--json", "--set", "steps=2"]
+    args = ["run", "knobs.walk", "--store", str(store), "--json", "--set", "steps=2"]
     for k, v in pairs:
         args += ["--set", f"{k}{sep}{v}"]
     result = CliRunner().invoke(app, args)

@@ -30,7 +30,7 @@ def _ok(args):
 
 
 def test_run_on_cuda_records_the_gpu(tmp_path):
-    doc = json.loads(_ok(["run", "toy.walk", "--device", "cuda", "--set", "steps=5", "--store", str(tmp_path),
+    doc = json.loads(_ok(["run", "knobs.walk", "--device", "cuda", "--set", "steps=5", "--store", str(tmp_path),
                           "--json"]).stdout)
     meta = json.loads((Path(doc["run_dir"]) / "config.json").read_text())
     d = meta["device_details"]
@@ -39,61 +39,61 @@ def test_run_on_cuda_records_the_gpu(tmp_path):
     assert d["total_memory_bytes"] == torch.cuda.get_device_properties(0).total_memory
     major, minor = torch.cuda.get_device_capability(0)
     assert d["compute_capability"] == f"{major}.{minor}" and d["driver"] and d["torch"] == torch.__version__
-    cpu = json.loads(_ok(["run", "toy.walk", "--device", "cpu", "--set", "steps=5", "--store", str(tmp_path),
+    cpu = json.loads(_ok(["run", "knobs.walk", "--device", "cpu", "--set", "steps=5", "--store", str(tmp_path),
                           "--json"]).stdout)
     assert doc["config_hash"] != cpu["config_hash"]  # a GPU run is its own run
 
 
 def test_cuda_index_out_of_range_is_one_line(tmp_path):
     n = torch.cuda.device_count()
-    res = runner.invoke(app, ["run", "toy.walk", "--device", f"cuda:{n}", "--store", str(tmp_path / "s")])
+    res = runner.invoke(app, ["run", "knobs.walk", "--device", f"cuda:{n}", "--store", str(tmp_path / "s")])
     assert res.exit_code == 2 and f"this machine has {n} CUDA device(s)" in res.stderr
     assert not (tmp_path / "s").exists()
-    _ok(["run", "toy.walk", "--device", f"cuda:{n - 1}", "--set", "steps=2", "--store", str(tmp_path / "s")])
+    _ok(["run", "knobs.walk", "--device", f"cuda:{n - 1}", "--set", "steps=2", "--store", str(tmp_path / "s")])
 
 
 def test_sweep_on_cuda_local_and_dask(tmp_path):
     for executor in ("local", "dask"):
         if executor == "dask":
             pytest.importorskip("distributed")
-        res = _ok(["sweep", "toy.walk", "--grid", "steps=2,3", "--device", "cuda", "--executor", executor,
+        res = _ok(["sweep", "knobs.walk", "--grid", "steps=2,3", "--device", "cuda", "--executor", executor,
                    "--store", str(tmp_path / executor), "--json"])
         assert json.loads(res.stdout)["failed"] == 0
-        metas = [json.loads(p.read_text()) for p in (tmp_path / executor).glob("runs/toy.walk/*/config.json")]
+        metas = [json.loads(p.read_text()) for p in (tmp_path / executor).glob("runs/knobs.walk/*/config.json")]
         assert len(metas) == 2 and all(m["device_details"]["type"] == "cuda" for m in metas)
 
 
 def test_check_and_reproduce_on_cuda(tmp_path):
-    _ok(["check", "toy", "--device", "cuda", "--store", str(tmp_path / "s"), "--record", str(tmp_path / "claims")])
-    rec = json.loads((tmp_path / "claims" / "quick" / "toy-cuda.json").read_text())
+    _ok(["check", "knobs", "--device", "cuda", "--store", str(tmp_path / "s"), "--record", str(tmp_path / "claims")])
+    rec = json.loads((tmp_path / "claims" / "quick" / "knobs-cuda.json").read_text())
     assert rec["device"] == "cuda" and rec["hardware"]["gpu"]["name"] == torch.cuda.get_device_name(0)
     assert rec["counts"]["pass"] >= 1
-    metas = [json.loads(p.read_text()) for p in (tmp_path / "s").glob("runs/toy.walk/*/config.json")]
+    metas = [json.loads(p.read_text()) for p in (tmp_path / "s").glob("runs/knobs.walk/*/config.json")]
     assert metas and all(m["config"]["device"] == "cuda" for m in metas)
-    _ok(["reproduce", "toy", "--device", "cuda", "--store", str(tmp_path / "r"), "--html", str(tmp_path / "r.html")])
+    _ok(["reproduce", "knobs", "--device", "cuda", "--store", str(tmp_path / "r"), "--html", str(tmp_path / "r.html")])
     assert all(json.loads(p.read_text())["config"]["device"] == "cuda"
-               for p in (tmp_path / "r").glob("runs/toy.walk/*/config.json"))
+               for p in (tmp_path / "r").glob("runs/knobs.walk/*/config.json"))
 
 
 def test_bench_on_cuda_writes_the_gpu_record(tmp_path, monkeypatch):
     (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks" / "toy.py").write_text(
+    (tmp_path / "benchmarks" / "knobs.py").write_text(
         "import torch\nfrom attnlab.core import bench\nDEV = bench.device()\n"
         "def step():\n    t, _ = bench.timed(lambda: torch.randn(2**20, device=DEV), repeat=5)\n"
         "    return {'workload': 'randn 2^20 floats', 'seconds': t, 'device': str(DEV)}\n"
-        "bench.main('toy', {'step': step})\n")
+        "bench.main('knobs', {'step': step})\n")
     monkeypatch.chdir(tmp_path)
-    _ok(["bench", "toy", "--device", "cuda", "--record", "--out", str(tmp_path / "scratch")])
-    (path,) = (tmp_path / "results" / "benchmarks").glob("toy-*.json")
+    _ok(["bench", "knobs", "--device", "cuda", "--record", "--out", str(tmp_path / "scratch")])
+    (path,) = (tmp_path / "results" / "benchmarks").glob("knobs-*.json")
     doc = json.loads(path.read_text())
     assert doc["device"] == "cuda" and doc["note"] == "" and doc["cuda"] == torch.version.cuda
-    assert path.name != "toy-cpu.json" and doc["rows"][0]["device"].startswith("cuda")
+    assert path.name != "knobs-cpu.json" and doc["rows"][0]["device"].startswith("cuda")
 
 
 def test_run_that_would_not_fit_the_gpu_exits_2(tmp_path, monkeypatch):
     monkeypatch.delenv("ATTNLAB_FREE_BYTES", raising=False)
     total = torch.cuda.get_device_properties(0).total_memory
-    res = runner.invoke(app, ["run", "toy.walk", "--device", "cuda", "--set", f"need_gib={2 * total / 2**30:.1f}",
+    res = runner.invoke(app, ["run", "knobs.walk", "--device", "cuda", "--set", f"need_gib={2 * total / 2**30:.1f}",
                               "--store", str(tmp_path / "s")])
     assert res.exit_code == 2 and "but cuda:0 has" in res.stderr and not (tmp_path / "s").exists()
 

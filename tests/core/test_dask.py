@@ -72,13 +72,13 @@ def test_dask_sweep_survives_a_killed_worker(tmp_path, cluster):
 
     box = {}
     thread = threading.Thread(target=lambda: box.update(res=run_sweep(
-        "toy.walk", grid, store=store, executor="dask", scheduler=address)))
+        "knobs.walk", grid, store=store, executor="dask", scheduler=address)))
     thread.start()
     killed_run = None
     deadline = time.time() + 120
     while killed_run is None and time.time() < deadline:
         if store.index.path.exists():
-            for row in store.index.rows("toy.walk"):
+            for row in store.index.rows("knobs.walk"):
                 started = (Path(row["run_dir"]) / "checkpoint.pt").exists()
                 if row["status"] == "running" and row["pid"] == w1.pid and started:
                     killed_run = row["id"]
@@ -90,28 +90,28 @@ def test_dask_sweep_survives_a_killed_worker(tmp_path, cluster):
     res = box["res"]
     assert res.failed == 0 and len(res.table) == 4
 
-    rows = {r["id"]: r for r in store.rows("toy.walk")}
+    rows = {r["id"]: r for r in store.rows("knobs.walk")}
     assert all(r["status"] == "done" and r["completions"] == 1 for r in rows.values())
     assert rows[killed_run]["attempts"] == 2
     assert "resumed from checkpoint" in (Path(rows[killed_run]["run_dir"]) / "log.txt").read_text()
 
-    local = run_sweep("toy.walk", grid, store=RunStore(tmp_path / "local-store"), workers=1)
+    local = run_sweep("knobs.walk", grid, store=RunStore(tmp_path / "local-store"), workers=1)
     pd.testing.assert_frame_equal(res.table.drop(columns=["error"]), local.table.drop(columns=["error"]))
 
-    again = run_sweep("toy.walk", grid, store=store, executor="dask", scheduler=address)
+    again = run_sweep("knobs.walk", grid, store=store, executor="dask", scheduler=address)
     assert (again.ran, again.reused) == (0, 4)
 
 
 @pytest.mark.parametrize("cluster", [[["--resources", "GPU=1"], []]], indirect=True)
 def test_gpu_tasks_run_only_on_the_worker_with_the_gpu_resource(tmp_path, cluster):
-    """Tasks claiming GPU=1 (the toy's ``gpu`` flag stands in for ``--device cuda``) all land on w1, the worker
+    """Tasks claiming GPU=1 (the knobs walk's ``gpu`` flag stands in for ``--device cuda``) all land on w1, the worker
     started with ``--resources GPU=1``; the others may run anywhere and some run on w2."""
     address, procs = cluster
     store = RunStore(tmp_path / "gpu-store")
     grid = {"gpu": [True, False], "seed": [0, 1, 2, 3], "steps": [3], "sleep": [0.1]}
-    res = run_sweep("toy.walk", grid, store=store, executor="dask", scheduler=address)
+    res = run_sweep("knobs.walk", grid, store=store, executor="dask", scheduler=address)
     assert res.failed == 0 and len(res.table) == 8
-    pids = {r["id"]: r["pid"] for r in store.rows("toy.walk")}
+    pids = {r["id"]: r["pid"] for r in store.rows("knobs.walk")}
     where = res.table.assign(pid=res.table["run_id"].map(pids))
     assert set(where[where["gpu"]]["pid"]) == {procs[1].pid}
     assert procs[2].pid in set(where[~where["gpu"]]["pid"])

@@ -45,7 +45,7 @@ def test_cpu_details_and_run_config_json(store):
     assert d["cpu"] and d["cpu"] != "unknown"
     from attnlab.core.experiment import get
 
-    exp = get("toy.walk")
+    exp = get("knobs.walk")
     rec = store.run(exp, resolve(exp.config, "quick", {"steps": 2}))
     meta = json.loads((rec.run_dir / "config.json").read_text())
     assert meta["device_details"] == {**d, "cores": meta["device_details"]["cores"]}
@@ -78,7 +78,7 @@ def test_cuda_details_read_properties(monkeypatch):
 
 @pytest.mark.skipif(not NO_CUDA, reason="this machine has CUDA")
 @pytest.mark.parametrize("args", [
-    ["run", "toy.walk"], ["sweep", "toy.walk", "--grid", "steps=2,3"], ["check", "toy"], ["reproduce", "toy"],
+    ["run", "knobs.walk"], ["sweep", "knobs.walk", "--grid", "steps=2,3"], ["check", "knobs"], ["reproduce", "knobs"],
     ["bench", "specialization"],
 ])
 @pytest.mark.parametrize("name", ["cuda", "cuda:1", "tpu"])
@@ -96,15 +96,15 @@ def test_every_command_refuses_a_device_it_cannot_use(tmp_path, args, name):
 def test_claims_run_their_experiments_on_the_claim_contexts_device(tmp_path):
     ctx = ClaimContext("quick", RunStore(tmp_path), device="cuda")
     with pytest.raises(ConfigError, match="CUDA is not available"):
-        ctx.run("toy.walk", steps=2)
+        ctx.run("knobs.walk", steps=2)
     cpu = ClaimContext("quick", RunStore(tmp_path), device="cpu")
-    assert cpu.run("toy.walk", steps=2).summary and cpu.records[0].status == "done"
+    assert cpu.run("knobs.walk", steps=2).summary and cpu.records[0].status == "done"
 
 
 def test_check_on_cpu_records_the_device(tmp_path):
-    res = runner.invoke(app, ["check", "toy", "--device", "cpu", "--store", str(tmp_path), "--json"])
+    res = runner.invoke(app, ["check", "knobs", "--device", "cpu", "--store", str(tmp_path), "--json"])
     assert res.exit_code == 0, res.output
-    metas = [json.loads(p.read_text()) for p in tmp_path.glob("runs/toy.walk/*/config.json")]
+    metas = [json.loads(p.read_text()) for p in tmp_path.glob("runs/knobs.walk/*/config.json")]
     assert len(metas) == 4 and all(m["config"]["device"] == "cpu" and m["device_details"]["type"] == "cpu"
                                    for m in metas)
 

@@ -63,16 +63,16 @@ def test_cgroup_limit_caps_the_cpus_room(tmp_path, version):
 
 def test_run_that_would_not_fit_exits_2_and_writes_nothing(tmp_path):
     store = tmp_path / "s"
-    res = runner.invoke(app, ["run", "toy.walk", "--set", "need_gib=1e6", "--store", str(store)])
+    res = runner.invoke(app, ["run", "knobs.walk", "--set", "need_gib=1e6", "--store", str(store)])
     assert res.exit_code == 2, res.output
     line = res.stderr.strip()
-    assert "\n" not in line and line.startswith("error: toy.walk (cpu) needs 1e+06 GiB but the CPU has")
+    assert "\n" not in line and line.startswith("error: knobs.walk (cpu) needs 1e+06 GiB but the CPU has")
     assert line.endswith("free; lower need_gib")
     assert not store.exists()
 
 
 def test_memory_model_is_checked_before_running_not_when_reusing(tmp_path, monkeypatch, store):
-    exp = get("toy.walk")
+    exp = get("knobs.walk")
     cfg = resolve(exp.config, "quick", {"need_gib": 1.0, "steps": 2})
     first = store.run(exp, cfg)
     monkeypatch.setenv("ATTNLAB_FREE_BYTES", str(2**20))  # now 1 MiB "free": the finished run is still reused

@@ -18,27 +18,27 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def flip():
-    """A second toy claim whose measured value the test sets (to make it pass or fail)."""
+    """A second knobs claim whose measured value the test sets (to make it pass or fail)."""
     box = {"value": 0.0}
-    claims_mod.register(claims_mod.Claim("toy.flip", "—", "flips", "box", lambda ctx: box["value"], 0.0, "approx",
+    claims_mod.register(claims_mod.Claim("knobs.flip", "—", "flips", "box", lambda ctx: box["value"], 0.0, "approx",
                                          0.1))
     yield box
-    claims_mod._CLAIMS.pop("toy.flip")
+    claims_mod._CLAIMS.pop("knobs.flip")
 
 
 def _check(tmp_path, *args):
-    return runner.invoke(app, ["check", "toy", "--store", str(tmp_path / "store"), *args])
+    return runner.invoke(app, ["check", "knobs", "--store", str(tmp_path / "store"), *args])
 
 
 def test_record_holds_date_commit_hardware_and_every_verdict(tmp_path, flip):
     res = _check(tmp_path, "--record", str(tmp_path / "claims"))
     assert res.exit_code == 0, res.output
-    doc = json.loads((tmp_path / "claims" / "quick" / "toy.json").read_text())
-    assert (doc["study"], doc["scale"], doc["device"]) == ("toy", "quick", "cpu")
+    doc = json.loads((tmp_path / "claims" / "quick" / "knobs.json").read_text())
+    assert (doc["study"], doc["scale"], doc["device"]) == ("knobs", "quick", "cpu")
     assert doc["date"][:2] == "20" and "commit" in doc and doc["hardware"]["cpu"]["threads"] >= 1
     assert doc["hardware"]["cpu"]["torch"] and "gpu" not in doc["hardware"]
     assert doc["counts"] == {"pass": 2, "fail": 0, "reported": 0, "error": 0}
-    entry = {e["claim"]: e for e in doc["claims"]}["toy.diffusion"]
+    entry = {e["claim"]: e for e in doc["claims"]}["knobs.diffusion"]
     assert set(record.ENTRY_KEYS) <= set(entry) and entry["verdict"] == "pass" and entry["runs_computed"] == 4
     assert doc["wall_seconds"] == pytest.approx(sum(e["seconds"] for e in doc["claims"]), abs=0.2)
 
@@ -51,14 +51,14 @@ def test_an_interrupted_check_records_the_claims_it_measured(tmp_path):
     def stop(ctx):
         raise Interrupted("signal 15")
 
-    claims_mod.register(claims_mod.Claim("toy.stop", "—", "stops", "raises", stop, 0.0, "approx", 0.1))
+    claims_mod.register(claims_mod.Claim("knobs.stop", "—", "stops", "raises", stop, 0.0, "approx", 0.1))
     try:
         res = _check(tmp_path, "--record", str(tmp_path / "results" / "claims"))
     finally:
-        claims_mod._CLAIMS.pop("toy.stop")
+        claims_mod._CLAIMS.pop("knobs.stop")
     assert res.exit_code == 130 and "interrupted after 1 claim(s)" in res.stderr, res.output
-    doc = json.loads((tmp_path / "results" / "claims" / "quick" / "toy.json").read_text())
-    assert [e["claim"] for e in doc["claims"]] == ["toy.diffusion"] and doc["counts"]["pass"] == 1
+    doc = json.loads((tmp_path / "results" / "claims" / "quick" / "knobs.json").read_text())
+    assert [e["claim"] for e in doc["claims"]] == ["knobs.diffusion"] and doc["counts"]["pass"] == 1
     assert doc["partial"]["claims_measured"] == 1 and doc["partial"]["claims_planned"] == 2
     assert doc["partial"]["seconds"] >= doc["wall_seconds"] - 0.1
     text = "<!-- claims-record:start -->\n<!-- claims-record:end -->\n"
@@ -73,13 +73,13 @@ def test_since_prints_changes_and_fails_on_a_regression(tmp_path, flip):
     assert same.exit_code == 0 and "nothing changed" in same.stderr, same.output
 
     flip["value"] = 0.05  # still a pass, another value
-    moved = _check(tmp_path, "--since", str(claims_dir / "quick" / "toy.json"))
-    assert moved.exit_code == 0 and "toy.flip: pass, measured 0 → 0.05" in moved.stderr, moved.output
+    moved = _check(tmp_path, "--since", str(claims_dir / "quick" / "knobs.json"))
+    assert moved.exit_code == 0 and "knobs.flip: pass, measured 0 → 0.05" in moved.stderr, moved.output
 
     flip["value"] = 1.0  # a pass became a fail
     worse = _check(tmp_path, "--since", str(claims_dir), "--json")
-    assert worse.exit_code == 1 and "toy.flip: pass → fail, measured 0 → 1 (REGRESSION)" in worse.stderr
-    assert "toy.diffusion" not in worse.stderr  # unchanged: the reused runs measure the same
+    assert worse.exit_code == 1 and "knobs.flip: pass → fail, measured 0 → 1 (REGRESSION)" in worse.stderr
+    assert "knobs.diffusion" not in worse.stderr  # unchanged: the reused runs measure the same
 
     missing = _check(tmp_path, "--since", str(tmp_path / "nothing"))
     assert missing.exit_code == 2 and "does not exist" in missing.stderr
@@ -90,38 +90,38 @@ def test_only_updates_its_claims_and_keeps_the_others(tmp_path, flip):
     _check(tmp_path, "--record", str(claims_dir))
     flip["value"] = 1.0
     assert _check(tmp_path, "--only", "flip", "--record", str(claims_dir)).exit_code == 1
-    doc = json.loads((claims_dir / "quick" / "toy.json").read_text())
-    assert {e["claim"]: e["verdict"] for e in doc["claims"]} == {"toy.diffusion": "pass", "toy.flip": "fail"}
+    doc = json.loads((claims_dir / "quick" / "knobs.json").read_text())
+    assert {e["claim"]: e["verdict"] for e in doc["claims"]} == {"knobs.diffusion": "pass", "knobs.flip": "fail"}
     assert doc["counts"]["fail"] == 1 and doc["counts"]["pass"] == 1
-    claims_mod._CLAIMS.pop("toy.flip")  # a claim the code no longer makes leaves the record at the next write
+    claims_mod._CLAIMS.pop("knobs.flip")  # a claim the code no longer makes leaves the record at the next write
     try:
         assert _check(tmp_path, "--only", "diffusion", "--record", str(claims_dir)).exit_code == 0
     finally:
-        claims_mod.register(claims_mod.Claim("toy.flip", "—", "flips", "box", lambda ctx: 0.0, 0.0, "approx", 0.1))
-    doc = json.loads((claims_dir / "quick" / "toy.json").read_text())
-    assert [e["claim"] for e in doc["claims"]] == ["toy.diffusion"] and "partial" not in doc
+        claims_mod.register(claims_mod.Claim("knobs.flip", "—", "flips", "box", lambda ctx: 0.0, 0.0, "approx", 0.1))
+    doc = json.loads((claims_dir / "quick" / "knobs.json").read_text())
+    assert [e["claim"] for e in doc["claims"]] == ["knobs.diffusion"] and "partial" not in doc
 
 
 def test_a_check_of_chosen_claims_is_recorded_as_partial_not_interrupted(tmp_path, flip):
     """``--only`` into a new record: it holds 1 of the study's 2 claims and says so; the rest completes it."""
     claims_dir = tmp_path / "claims"
     assert _check(tmp_path, "--only", "flip", "--record", str(claims_dir)).exit_code == 0
-    doc = json.loads((claims_dir / "quick" / "toy.json").read_text())
+    doc = json.loads((claims_dir / "quick" / "knobs.json").read_text())
     assert doc["partial"]["claims_measured"] == 1 and doc["partial"]["claims_planned"] == 2
     assert doc["partial"]["interrupted"] is False
     text = "<!-- claims-record:start -->\n<!-- claims-record:end -->\n"
     assert "| 1 of 2 claims in 0 min |" in record.render_readme(text, claims_dir, tmp_path)
     assert _check(tmp_path, "--only", "diffusion", "--record", str(claims_dir)).exit_code == 0
-    assert "partial" not in json.loads((claims_dir / "quick" / "toy.json").read_text())
+    assert "partial" not in json.loads((claims_dir / "quick" / "knobs.json").read_text())
 
 
 def test_compare_prefers_the_record_of_the_same_device_kind(tmp_path):
-    res = claims_mod.ClaimResult("toy.a", "—", "s", "h", 1.0, "= 1", 0.1, "pass", "quick", 0.1)
+    res = claims_mod.ClaimResult("knobs.a", "—", "s", "h", 1.0, "= 1", 0.1, "pass", "quick", 0.1)
     cpu = {"device": "cpu", "claims": [{**record._entry(res.to_json()), "measured": 2.0}]}
     gpu = {"device": "cuda", "claims": [record._entry(res.to_json())]}
-    assert [c.claim for c in record.compare([gpu, cpu], [res], "cpu")] == ["toy.a"]
+    assert [c.claim for c in record.compare([gpu, cpu], [res], "cpu")] == ["knobs.a"]
     assert record.compare([cpu, gpu], [res], "cuda") == []
-    nan = claims_mod.ClaimResult("toy.a", "—", "s", "h", float("nan"), "= 1", 0.1, "fail", "quick", 0.1)
+    nan = claims_mod.ClaimResult("knobs.a", "—", "s", "h", float("nan"), "= 1", 0.1, "fail", "quick", 0.1)
     assert record._entry(nan.to_json())["measured"] is None
 
 
@@ -187,9 +187,9 @@ def test_a_record_says_which_verdicts_measured_a_definition_changed_since(tmp_pa
     the README's table and named by `check --since`, so a verdict of an old definition is never passed off."""
     claims_dir = tmp_path / "claims"
     assert _check(tmp_path, "--record", str(claims_dir)).exit_code == 0
-    doc = json.loads((claims_dir / "quick" / "toy.json").read_text()) | {"path": str(claims_dir / "quick" / "x")}
+    doc = json.loads((claims_dir / "quick" / "knobs.json").read_text()) | {"path": str(claims_dir / "quick" / "x")}
     assert record.redefined(doc) == 0 and all(e["definition"] for e in doc["claims"])
-    claims_mod.register(claims_mod.Claim("toy.flip", "—", "flips", "box", lambda ctx: 0.0, 0.0, "approx", 0.5))
+    claims_mod.register(claims_mod.Claim("knobs.flip", "—", "flips", "box", lambda ctx: 0.0, 0.0, "approx", 0.5))
     assert record.redefined(doc) == 1
     assert "(1 measured a definition changed since)" in record.claims_table([doc], tmp_path)
     res = _check(tmp_path, "--only", "diffusion", "--since", str(claims_dir))

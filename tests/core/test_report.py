@@ -19,7 +19,7 @@ FIG = re.compile(r'<img class="fig"')
 
 
 def _walks(store, seeds, steps=4):
-    exp = get("toy.walk")
+    exp = get("knobs.walk")
     return [store.run(exp, resolve(exp.config, "quick", {"steps": steps}, seed=s)) for s in seeds]
 
 
@@ -34,9 +34,9 @@ def _png(width_in: float, height_in: float, dpi: int = 150) -> bytes:
 
 
 def _fake_run(root: Path, figures: dict[str, bytes], summary: dict) -> Path:
-    run = root / "toy.fake" / "0123456789abcdef"
+    run = root / "knobs.fake" / "0123456789abcdef"
     (run / "figures").mkdir(parents=True)
-    (run / "config.json").write_text(json.dumps({"experiment": "toy.fake", "run_id": "0123456789abcdef",
+    (run / "config.json").write_text(json.dumps({"experiment": "knobs.fake", "run_id": "0123456789abcdef",
                                                  "created": "2026-01-01T00:00:00+0000", "config": {"n": 3},
                                                  "seeds": {"base": 0, "streams": {"a": 1, "b": 2}}}))
     (run / "summary.json").write_text(json.dumps(summary))
@@ -49,7 +49,7 @@ def test_the_report_has_contents_one_full_run_per_experiment_and_the_others_in_a
     records = _walks(store, range(3))
     html = report.build(store)
     toc = html.split("<nav class='toc'>", 1)[1].split("</nav>", 1)[0]
-    assert "Runs — toy" in toc and "toy.walk" in toc
+    assert "Runs — knobs" in toc and "knobs.walk" in toc
     for anchor in re.findall(r"href='#([^']+)'", toc):
         assert f"id='{anchor}'" in html, anchor  # every entry of the contents leads somewhere
     assert html.count("<section>") == 1  # the newest run in full …
@@ -69,24 +69,24 @@ def test_the_report_opens_with_what_was_just_run_and_ends_with_the_committed_rec
                                     "commit": "abcdef0", "wall_seconds": 60.0, "counts": record.counts(rows),
                                     "hardware": {"cpu": {"cpu": "Some CPU", "threads": 2}}, "claims": rows}))
     _walks(store, [1])
-    claims = store.root / "claims" / "toy-quick.json"
+    claims = store.root / "claims" / "knobs-quick.json"
     claims.parent.mkdir(parents=True, exist_ok=True)
-    claims.write_text(json.dumps([{"claim": "toy.c", "ref": "Eq. 1", "statement": "s", "measured": 0.004554491,
+    claims.write_text(json.dumps([{"claim": "knobs.c", "ref": "Eq. 1", "statement": "s", "measured": 0.004554491,
                                    "expected": "≤ 0.01", "tolerance": 0.0, "verdict": "pass", "how": "h"}]))
     os.utime(claims, (1e9, 1e9))  # checked long before the run
     html = report.build(store, records=root)
     titles = re.findall(r"<h2 id='[^']+'>([^<]+)</h2>", html)
-    assert titles == ["Runs — toy", "Claims", "Committed claims record"], titles  # newest first, the record last
+    assert titles == ["Runs — knobs", "Claims", "Committed claims record"], titles  # newest first, the record last
     committed = html.split("Committed claims record</h2>", 1)[1]
     assert committed.count("<details><summary>") == 3 and "<table" not in committed.split("<details>", 1)[0]
     assert "3 pass, 0 fail, 0 reported, 0 error" in committed  # the counts show while the tables are folded
     assert "<td class='num'>0.00455449</td>" in html  # numbers in cells that keep them on one line
-    assert "<details><summary><b>claims: toy-quick</b>" in html  # all pass: folded under its counts
+    assert "<details><summary><b>claims: knobs-quick</b>" in html  # all pass: folded under its counts
 
 
 def test_a_claims_table_with_a_failure_is_open(tmp_path):
-    path = tmp_path / "toy-quick.json"
-    rows = [{"claim": f"toy.c{i}", "ref": "", "statement": "", "measured": 1.0, "expected": "", "tolerance": 0.0,
+    path = tmp_path / "knobs-quick.json"
+    rows = [{"claim": f"knobs.c{i}", "ref": "", "statement": "", "measured": 1.0, "expected": "", "tolerance": 0.0,
              "verdict": v, "how": ""} for i, v in enumerate(["pass", "fail", "reported"])]
     path.write_text(json.dumps(rows))
     assert report.claims_section(path).startswith("<details open><summary>") and "1 pass, 1 fail, 1 reported" in \
@@ -149,8 +149,8 @@ def chromium():
 def test_in_a_browser_figures_are_readable_numbers_whole_and_esc_closes_the_enlarged_view(chromium, tmp_path):
     summary = {f"a_rather_long_observable_name_{i}": 0.004554491 * (i + 1) for i in range(6)}
     run = _fake_run(tmp_path, {"panels.png": _png(16.2, 3.4)}, summary)
-    claims = tmp_path / "toy-quick.json"
-    claims.write_text(json.dumps([{"claim": "toy.a_claim_with_a_long_name", "ref": "Eq. 1", "statement": "s",
+    claims = tmp_path / "knobs-quick.json"
+    claims.write_text(json.dumps([{"claim": "knobs.a_claim_with_a_long_name", "ref": "Eq. 1", "statement": "s",
                                    "measured": 0.004554491, "expected": "≤ 0.01", "tolerance": 0.0, "verdict":
                                    "pass", "how": "a long explanation of how it is measured " * 8}]))
     out = tmp_path / "report.html"

@@ -33,7 +33,7 @@ def test_run_context_seeds_and_generators_follow_the_named_streams(tmp_path):
     from attnlab.core.rng import Streams, stream_seed
     from attnlab.core.runs import RunContext
 
-    config = resolve(get("toy.walk").config, "quick", {}, seed=7)
+    config = resolve(get("knobs.walk").config, "quick", {}, seed=7)
     ctx = RunContext(tmp_path, config, torch.device("cpu"), Streams(7))
     assert ctx.seed("data") == stream_seed(7, "data") and ctx.seed("data", 3) == (stream_seed(7, "data") + 3) % 2**63
     a, b = ctx.generator("data"), ctx.generator("data", "cpu")

@@ -17,7 +17,7 @@ from attnlab.core.runs import RunFailed, RunStore, load_result
 
 
 def _walk(**overrides):
-    exp = get("toy.walk")
+    exp = get("knobs.walk")
     return exp, resolve(exp.config, "quick", overrides)
 
 
@@ -31,7 +31,7 @@ def test_run_writes_every_artifact_and_is_reused(store):
         assert (d / name).exists(), name
     assert not (d / "checkpoint.pt").exists()
     meta = json.loads((d / "config.json").read_text())
-    assert meta["run_id"] == rec.run_id == cfg.hash("toy.walk")
+    assert meta["run_id"] == rec.run_id == cfg.hash("knobs.walk")
     assert meta["torch_version"] and meta["attnlab_version"] and meta["seeds"]["streams"]["data"] > 0
     assert store.run(exp, cfg).reused
     again = store.run(exp, cfg, force=True)
@@ -82,7 +82,7 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
 
 def test_index_survives_concurrent_writers(tmp_path):
     stores = [RunStore(tmp_path / "s") for _ in range(4)]
-    exp = get("toy.walk")
+    exp = get("knobs.walk")
     errors = []
 
     def work(i):
@@ -98,19 +98,19 @@ def test_index_survives_concurrent_writers(tmp_path):
     for t in threads:
         t.join()
     assert not errors
-    rows = stores[0].rows("toy.walk")
+    rows = stores[0].rows("knobs.walk")
     assert len(rows) == 12 and all(r["status"] == "done" for r in rows)
 
 
 def _cli(store: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "attnlab.cli", "run", "toy.walk", "--store", str(store), "--set", "steps=150",
+    return [sys.executable, "-m", "attnlab.cli", "run", "knobs.walk", "--store", str(store), "--set", "steps=150",
             "--set", "sleep=0.05", "--quiet", *extra]
 
 
 def _wait_for_checkpoint(store: Path, proc: subprocess.Popen, min_step: int = 5) -> Path:
     deadline = time.time() + 60
     while time.time() < deadline:
-        for ck in store.glob("runs/toy.walk/*/checkpoint.pt"):
+        for ck in store.glob("runs/knobs.walk/*/checkpoint.pt"):
             import torch
 
             try:

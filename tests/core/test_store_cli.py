@@ -38,19 +38,19 @@ def sql(root, statement: str, *args) -> None:
 
 @pytest.fixture
 def store(tmp_path):
-    """done (2), corrupt (1), failed (1) and interrupted (1) toy.walk runs: name → run id."""
+    """done (2), corrupt (1), failed (1) and interrupted (1) knobs.walk runs: name → run id."""
     root = tmp_path / "s"
     ids = {}
     for name, extra in (("done", []), ("other", ["--seed", "1"]), ("corrupt", ["--seed", "2"]),
                         ("failed", ["--set", "fail_at=1"])):
-        res = cli("run", "toy.walk", "--store", str(root), "--set", "steps=4", *extra, "--json")
+        res = cli("run", "knobs.walk", "--store", str(root), "--set", "steps=4", *extra, "--json")
         ids[name] = RunStore(root).rows()[-1]["id"] if res.exit_code else json.loads(res.stdout)["config_hash"]
-    os.truncate(root / "runs" / "toy.walk" / ids["corrupt"] / "arrays.npz", 40)
-    res = cli("run", "toy.walk", "--store", str(root), "--set", "steps=4", "--seed", "3", "--json")
+    os.truncate(root / "runs" / "knobs.walk" / ids["corrupt"] / "arrays.npz", 40)
+    res = cli("run", "knobs.walk", "--store", str(root), "--set", "steps=4", "--seed", "3", "--json")
     ids["interrupted"] = json.loads(res.stdout)["config_hash"]
     sql(root, "UPDATE runs SET status='interrupted', manifest=NULL WHERE id=?", ids["interrupted"])
-    (root / "runs" / "toy.walk" / ids["interrupted"] / "manifest.json").unlink()
-    (root / "runs" / "toy.walk" / ids["interrupted"] / "summary.json").unlink()
+    (root / "runs" / "knobs.walk" / ids["interrupted"] / "manifest.json").unlink()
+    (root / "runs" / "knobs.walk" / ids["interrupted"] / "summary.json").unlink()
     return root, ids
 
 
@@ -64,8 +64,8 @@ def test_ls_filters_by_status_study_experiment_and_age(store):
     for status in ("failed", "interrupted", "corrupt"):
         assert set(ls(root, "--status", status)) == {ids[status]}
     assert set(ls(root, "--status", "done")) == {ids["done"], ids["other"]}
-    assert set(ls(root, "--experiment", "toy.walk")) == set(ids.values())
-    assert ls(root, "--experiment", "toy.other") == {}
+    assert set(ls(root, "--experiment", "knobs.walk")) == set(ids.values())
+    assert ls(root, "--experiment", "knobs.other") == {}
     assert ls(root, "--older-than", "1d") == {} and set(ls(root, "--newer-than", "1h")) == set(ids.values())
     sql(root, "UPDATE runs SET created=? WHERE id=?", time.time() - 3 * 86400, ids["failed"])
     assert set(ls(root, "--older-than", "2d")) == {ids["failed"]}
@@ -94,9 +94,9 @@ def test_verify_checks_every_byte_and_the_index(store):
     doc = json.loads(res.stdout)
     assert res.exit_code == 1 and doc["index"] == "ok" and doc["checked"] == 3
     assert [c["id"] for c in doc["corrupt"]] == [ids["corrupt"]]
-    shutil.rmtree(root / "runs" / "toy.walk" / ids["corrupt"])  # a run directory gone: its row still says done
+    shutil.rmtree(root / "runs" / "knobs.walk" / ids["corrupt"])  # a run directory gone: its row still says done
     res = cli("store", "verify", "--store", str(root))
-    assert res.exit_code == 1 and f"corrupt {ids['corrupt']} toy.walk: " in res.stdout and "missing" in res.stdout
+    assert res.exit_code == 1 and f"corrupt {ids['corrupt']} knobs.walk: " in res.stdout and "missing" in res.stdout
     assert cli("store", "rm", ids["corrupt"], "--store", str(root)).exit_code == 0
     sql(root, "DELETE FROM runs WHERE id=?", ids["other"])
     res = cli("store", "verify", "--store", str(root))
@@ -119,14 +119,14 @@ def test_rebuild_recreates_the_index_from_the_run_directories(store):
 def test_rm_by_id_and_by_filter_never_a_running_run(store):
     root, ids = store
     res = cli("store", "rm", ids["other"][:8], "--store", str(root))
-    assert res.exit_code == 0 and not (root / "runs" / "toy.walk" / ids["other"]).exists()
+    assert res.exit_code == 0 and not (root / "runs" / "knobs.walk" / ids["other"]).exists()
     assert ids["other"] not in ls(root)
     listed = cli("store", "rm", "--status", "corrupt", "--store", str(root))
     assert listed.exit_code == 2 and f"would remove {ids['corrupt']}" in listed.stdout and "add --yes" in listed.stderr
     assert ids["corrupt"] in ls(root)
     assert cli("store", "rm", "--status", "corrupt", "--yes", "--store", str(root)).exit_code == 0
     assert ids["corrupt"] not in ls(root)
-    run_dir = root / "runs" / "toy.walk" / ids["done"]
+    run_dir = root / "runs" / "knobs.walk" / ids["done"]
     held, release = threading.Event(), threading.Event()
 
     def hold() -> None:  # a run computing holds its directory's lock
@@ -147,7 +147,7 @@ def test_rm_by_id_and_by_filter_never_a_running_run(store):
 
 def test_gc_removes_old_stopped_runs_and_leftovers_only(store):
     root, ids = store
-    runs = root / "runs" / "toy.walk"
+    runs = root / "runs" / "knobs.walk"
     tmp = runs / ids["done"] / ".summary.json.123.4.tmp"
     tmp.write_text("{")
     (runs / ids["other"] / "checkpoint.pt").write_bytes(b"old")
@@ -155,7 +155,7 @@ def test_gc_removes_old_stopped_runs_and_leftovers_only(store):
     never.mkdir()
     os.utime(never, (time.time() - 30 * 86400,) * 2)
     sql(root, "INSERT INTO runs (id, experiment, status, run_dir, config) VALUES (?,?,?,?,?)",
-        "1" * 16, "toy.walk", "failed", str(runs / ("1" * 16)), "{}")
+        "1" * 16, "knobs.walk", "failed", str(runs / ("1" * 16)), "{}")
     backup = root / "index.sqlite.corrupt-20200101-000000-1"
     backup.write_bytes(b"x" * 100)
     os.utime(backup, (time.time() - 30 * 86400,) * 2)
@@ -179,7 +179,7 @@ def test_no_store_command_creates_a_store(tmp_path, command):
 
 @pytest.mark.parametrize("row", [
     ("zz", "garbage", "done", "/nowhere", "{not json", "yesterday"),  # text where a time belongs
-    ("zy", "toy.walk", "exploded", "/nowhere", "{}", 1.0),          # a status attnlab never writes
+    ("zy", "knobs.walk", "exploded", "/nowhere", "{}", 1.0),          # a status attnlab never writes
 ])
 def test_a_garbage_index_row_names_store_rebuild_and_rebuild_mends_it(store, row):
     root, ids = store

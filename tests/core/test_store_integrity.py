@@ -31,7 +31,7 @@ def cli(*args: str):
 
 
 def run_walk(store, *extra: str) -> dict:
-    res = cli("run", "toy.walk", "--store", str(store), *WALK, *extra, "--json")
+    res = cli("run", "knobs.walk", "--store", str(store), *WALK, *extra, "--json")
     assert res.exit_code == 0, res.output
     return {**json.loads(res.stdout), "stderr": res.stderr}
 
@@ -47,9 +47,9 @@ def warnings(res) -> list[str]:
 
 @pytest.fixture
 def sealed(tmp_path):
-    """A store with one finished toy.walk run: (store root, run directory, its summary and path array)."""
+    """A store with one finished knobs.walk run: (store root, run directory, its summary and path array)."""
     first = run_walk(tmp_path / "s")
-    d = tmp_path / "s" / "runs" / "toy.walk" / first["config_hash"]
+    d = tmp_path / "s" / "runs" / "knobs.walk" / first["config_hash"]
     return tmp_path / "s", d, first["summary"], load_result(d)[1].arrays["path"]
 
 
@@ -91,11 +91,11 @@ def test_a_damaged_run_is_corrupt_said_in_one_line_and_recomputed_bit_identicall
     hurt(d)
     verify = cli("store", "verify", "--store", str(root))
     assert verify.exit_code == 1 and words in verify.stdout and "1 corrupt" in verify.stdout
-    again = cli("run", "toy.walk", "--store", str(root), *WALK, "--json")
+    again = cli("run", "knobs.walk", "--store", str(root), *WALK, "--json")
     assert again.exit_code == 0, again.output
     out = json.loads(again.stdout)
     lines = warnings(again)
-    assert len(lines) == 1 and f"run {d.name} (toy.walk) is corrupt: " in lines[0] and words in lines[0]
+    assert len(lines) == 1 and f"run {d.name} (knobs.walk) is corrupt: " in lines[0] and words in lines[0]
     assert lines[0].endswith("recomputing it") and not out["reused"]
     assert out["summary"] == summary and np.array_equal(load_result(d)[1].arrays["path"], path)
     assert cli("store", "verify", "--store", str(root)).exit_code == 0
@@ -105,7 +105,7 @@ def test_a_damaged_run_is_corrupt_said_in_one_line_and_recomputed_bit_identicall
 def test_force_recomputes_a_corrupt_run_too(sealed):
     root, d, summary, _ = sealed
     os.truncate(d / "arrays.npz", 5)
-    res = cli("run", "toy.walk", "--store", str(root), *WALK, "--force", "--json")
+    res = cli("run", "knobs.walk", "--store", str(root), *WALK, "--force", "--json")
     assert res.exit_code == 0 and len(warnings(res)) == 1 and json.loads(res.stdout)["summary"] == summary
 
 
@@ -117,7 +117,7 @@ def test_report_skips_and_names_a_corrupt_run(sealed, tmp_path):
     res = cli("report", "--all", "--store", str(root), "--html", str(html))
     assert res.exit_code == 0, res.output
     text = html.read_text()
-    assert ">Skipped</h2>" in text and f"corrupt run toy.walk {d.name}" in text
+    assert ">Skipped</h2>" in text and f"corrupt run knobs.walk {d.name}" in text
     assert other["config_hash"] in text  # the sound run is still reported
     assert [ln for ln in warnings(res) if "report skips corrupt run" in ln and d.name in ln]
     res = cli("report", str(d), "--html", str(html))
@@ -126,9 +126,9 @@ def test_report_skips_and_names_a_corrupt_run(sealed, tmp_path):
 
 def test_a_sweep_recomputes_a_corrupt_point(tmp_path):
     root = tmp_path / "s"
-    args = ["sweep", "toy.walk", "--grid", "seed=0,1", *WALK, "--store", str(root), "--workers", "1", "--json"]
+    args = ["sweep", "knobs.walk", "--grid", "seed=0,1", *WALK, "--store", str(root), "--workers", "1", "--json"]
     assert cli(*args).exit_code == 0
-    victim = sorted((root / "runs" / "toy.walk").iterdir())[0]
+    victim = sorted((root / "runs" / "knobs.walk").iterdir())[0]
     os.truncate(victim / "arrays.npz", 50)
     res = cli(*args)
     doc = json.loads(res.stdout)
@@ -167,7 +167,7 @@ INDEX_DAMAGE = {
 def test_a_damaged_index_is_moved_aside_and_rebuilt_from_the_run_directories(tmp_path, damage):
     root = tmp_path / "s"
     done = [run_walk(root, "--seed", str(s))["config_hash"] for s in (0, 1)]
-    failed = cli("run", "toy.walk", "--store", str(root), *WALK, "--set", "fail_at=2")
+    failed = cli("run", "knobs.walk", "--store", str(root), *WALK, "--set", "fail_at=2")
     assert failed.exit_code == 1
     before = {r["id"]: r["status"] for r in RunStore(root).rows()}
     index = root / "index.sqlite"
@@ -199,7 +199,7 @@ def test_an_index_locked_past_the_timeout_is_moved_aside_and_rebuilt(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "locked"
         env = {**os.environ, "ATTNLAB_INDEX_TIMEOUT": "1"}
-        res = subprocess.run([sys.executable, "-m", "attnlab.cli", "run", "toy.walk", "--store", str(root), *WALK,
+        res = subprocess.run([sys.executable, "-m", "attnlab.cli", "run", "knobs.walk", "--store", str(root), *WALK,
                               "--seed", "7", "--json", "--quiet"], env=env, capture_output=True, text=True, timeout=300)
     finally:
         holder.kill()
@@ -235,7 +235,7 @@ def test_a_run_killed_between_its_last_write_and_its_seal_is_finished_on_the_nex
 def test_the_store_is_the_same_through_the_python_api(sealed):
     root, d, _, _ = sealed
     store = RunStore(root)
-    exp = get("toy.walk")
+    exp = get("knobs.walk")
     os.truncate(d / "metrics.parquet", 30)
     assert store.check(store.status(d.name)).state == "corrupt"
     assert store.reusable(store.status(d.name)) is None
@@ -245,7 +245,7 @@ def test_the_store_is_the_same_through_the_python_api(sealed):
 
 def test_status_only_reads_and_lookup_finds_an_intact_finished_run(sealed):
     root, d, summary, _ = sealed
-    store, exp = RunStore(root), get("toy.walk")
+    store, exp = RunStore(root), get("knobs.walk")
     cfg = resolve(exp.config, "quick", {"steps": 6})
     found = store.lookup(exp, cfg)
     assert found is not None and found.run_id == d.name and found.summary == summary and found.reused

@@ -32,7 +32,7 @@ def test_a_study_refuses_a_repeated_or_foreign_experiment():
         Study("mine", "t", experiments=(a,)).experiment("b")
 
 
-@pytest.mark.parametrize("module", ["attnlab.potts.study", "my_study.study"])
+@pytest.mark.parametrize("module", ["attnlab.potts.study", "my_study.study", "knobs_study.study"])
 def test_the_registry_holds_the_declared_objects_whole(module):
     import importlib
 

@@ -19,7 +19,7 @@ def test_parse_and_expand_grid():
 def test_sweep_validates_every_point_before_work(tmp_path):
     root = tmp_path / "s"
     with pytest.raises(ConfigError, match="'steps'"):
-        run_sweep("toy.walk", {"steps": [3, 0]}, store=RunStore(root))
+        run_sweep("knobs.walk", {"steps": [3, 0]}, store=RunStore(root))
     assert not root.exists()
 
 
@@ -29,19 +29,19 @@ def _summary(table: pd.DataFrame) -> pd.DataFrame:
 
 def test_local_pool_equals_in_process_and_reruns_only_missing(tmp_path):
     grid = {"steps": [4, 6], "seed": [0, 1]}
-    serial = run_sweep("toy.walk", grid, store=RunStore(tmp_path / "a"), workers=1)
-    pool = run_sweep("toy.walk", grid, store=RunStore(tmp_path / "b"), workers=2)
+    serial = run_sweep("knobs.walk", grid, store=RunStore(tmp_path / "a"), workers=1)
+    pool = run_sweep("knobs.walk", grid, store=RunStore(tmp_path / "b"), workers=2)
     assert serial.ran == pool.ran == 4 and serial.failed == 0
     pd.testing.assert_frame_equal(_summary(serial.table), _summary(pool.table))
     assert (pool.sweep_dir / "table.parquet").exists() and (pool.sweep_dir / "figures" / "sweep.png").exists()
     assert list(pd.read_parquet(pool.sweep_dir / "table.parquet").columns[:3]) == ["steps", "seed", "run_id"]
-    again = run_sweep("toy.walk", {"steps": [4, 6, 8], "seed": [0, 1]}, store=RunStore(tmp_path / "b"), workers=1)
+    again = run_sweep("knobs.walk", {"steps": [4, 6, 8], "seed": [0, 1]}, store=RunStore(tmp_path / "b"), workers=1)
     assert (again.ran, again.reused) == (2, 4)
 
 
 def test_failing_task_is_recorded_and_does_not_stop_the_sweep(tmp_path):
     store = RunStore(tmp_path / "s")
-    res = run_sweep("toy.walk", {"fail_at": [-1, 1, 5], "steps": [3]}, store=store, workers=2)
+    res = run_sweep("knobs.walk", {"fail_at": [-1, 1, 5], "steps": [3]}, store=store, workers=2)
     assert res.failed == 1
     by = res.table.set_index("fail_at")
     assert by.loc[1, "status"] == "failed" and "asked to fail" in by.loc[1, "error"]
@@ -54,7 +54,7 @@ def test_task_resources_claim_a_gpu_for_cuda_and_the_experiments_own():
     from attnlab.core.experiment import get
     from attnlab.core.sweep import task_resources
 
-    exp = get("toy.walk")
+    exp = get("knobs.walk")
     assert task_resources(exp, resolve(exp.config, "quick", {})) == {}
     assert task_resources(exp, resolve(exp.config, "quick", {"gpu": True})) == {"GPU": 1}
     assert task_resources(exp, resolve(exp.config, "quick", {}, device="cuda")) == {"GPU": 1}
@@ -66,10 +66,10 @@ def test_sweep_checks_every_points_memory_and_dask_device_before_any_work(tmp_pa
     from attnlab.cli import app
 
     store = tmp_path / "s"
-    res = CliRunner().invoke(app, ["sweep", "toy.walk", "--grid", "need_gib=0,1e6", "--store", str(store)])
-    assert res.exit_code == 2 and "toy.walk (cpu) needs 1e+06 GiB" in res.stderr, res.output
+    res = CliRunner().invoke(app, ["sweep", "knobs.walk", "--grid", "need_gib=0,1e6", "--store", str(store)])
+    assert res.exit_code == 2 and "knobs.walk (cpu) needs 1e+06 GiB" in res.stderr, res.output
     assert not (store / "runs").exists()
-    res = CliRunner().invoke(app, ["sweep", "toy.walk", "--grid", "steps=2,3", "--executor", "dask", "--device",
+    res = CliRunner().invoke(app, ["sweep", "knobs.walk", "--grid", "steps=2,3", "--executor", "dask", "--device",
                                    "cuda:1", "--scheduler", "tcp://127.0.0.1:1", "--store", str(store)])
     assert res.exit_code == 2 and "give --device cuda, not cuda:N" in res.stderr, res.output
 
@@ -115,19 +115,20 @@ def test_array_tasks_run_the_grid_between_them_and_a_last_sweep_reuses_all(tmp_p
     from attnlab.cli import app
 
     store, grid = tmp_path / "s", {"steps": [3, 4, 5], "seed": [0, 1]}
-    halves = [run_sweep("toy.walk", grid, store=RunStore(store), workers=1, num_tasks=2, task_id=i) for i in (0, 1)]
+    halves = [run_sweep("knobs.walk", grid, store=RunStore(store), workers=1, num_tasks=2, task_id=i) for i in (0, 1)]
     assert [h.ran for h in halves] == [3, 3] and halves[0].sweep_id != halves[1].sweep_id
     ids = [set(h.table["run_id"]) for h in halves]
     assert not ids[0] & ids[1]
     assert list(halves[1].table[["steps", "seed"]].itertuples(index=False, name=None)) == [(3, 1), (4, 1), (5, 1)]
-    whole = run_sweep("toy.walk", grid, store=RunStore(store), workers=1)
+    whole = run_sweep("knobs.walk", grid, store=RunStore(store), workers=1)
     assert (whole.ran, whole.reused, len(whole.table)) == (0, 6, 6) and set(whole.table["run_id"]) == ids[0] | ids[1]
-    res = CliRunner().invoke(app, ["sweep", "toy.walk", "--grid", "steps=3,4", "--num-tasks", "3", "--task-id", "2",
+    res = CliRunner().invoke(app, ["sweep", "knobs.walk", "--grid", "steps=3,4", "--num-tasks", "3", "--task-id", "2",
                                    "--store", str(store), "-q"])
     assert res.exit_code == 0 and "no point to run" in res.output, res.output
     for args, msg in ((["--num-tasks", "2", "--task-id", "2"], "--task-id 2: must be in 0..1 for --num-tasks 2"),
                       (["--task-id", "0"], "--task-id and --num-tasks go together")):
-        res = CliRunner().invoke(app, ["sweep", "toy.walk", "--grid", "steps=3", "--store", str(tmp_path / "n"), *args])
+        res = CliRunner().invoke(app, ["sweep", "knobs.walk", "--grid", "steps=3", "--store", str(tmp_path / "n"),
+                                       *args])
         assert res.exit_code == 2 and msg in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.output
         assert not (tmp_path / "n").exists()
 
@@ -140,7 +141,7 @@ def test_configs_file_gives_one_point_a_line_crossed_with_the_grid(tmp_path):
 
     batch = tmp_path / "batch.jsonl"
     batch.write_text('{"steps": 3}\n\n{"steps": 5, "fail_at": -1}\n')
-    res = run_sweep("toy.walk", {"seed": [0, 1]}, store=RunStore(tmp_path / "s"), workers=1,
+    res = run_sweep("knobs.walk", {"seed": [0, 1]}, store=RunStore(tmp_path / "s"), workers=1,
                     configs=parse_configs(batch))
     assert res.ran == 4 and res.failed == 0
     assert list(res.table[["steps", "seed"]].itertuples(index=False, name=None)) == [(3, 0), (3, 1), (5, 0), (5, 1)]
@@ -152,7 +153,7 @@ def test_configs_file_gives_one_point_a_line_crossed_with_the_grid(tmp_path):
                       ('{"seed": 2}\n', "batch.jsonl line 1: seed given both here and by --grid"),
                       ("\n", "no configuration in it")):
         batch.write_text(text)
-        res = CliRunner().invoke(app, ["sweep", "toy.walk", "--configs", str(batch), "--grid", "seed=0,1",
+        res = CliRunner().invoke(app, ["sweep", "knobs.walk", "--configs", str(batch), "--grid", "seed=0,1",
                                        "--store", str(store)])
         assert res.exit_code == 2 and msg in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.output
         assert not store.exists()

@@ -14,6 +14,7 @@ from attnlab.core.worlds import World, measure_in, patched, scale_summary, swap_
 
 
 def _toy():
+    """The template's claim (``examples/my_study``): a study copied from it starts with a falsifiable claim."""
     return next(c for c in claims("toy") if c.id == "toy.diffusion")
 
 
@@ -27,12 +28,13 @@ def test_the_toy_claim_passes_in_its_world_and_fails_in_the_false_one(tmp_path):
 
 def test_a_world_result_function_acts_on_a_copy_and_never_on_the_store(tmp_path):
     store = RunStore(tmp_path)
-    true = ClaimContext("quick", store).run("toy.walk").summary["final_norm"]
+    true = ClaimContext("quick", store).run("knobs.walk").summary["final_norm"]
     world = World("final norm doubled", result=scale_summary("final_norm", by=2.0))
-    c = Claim("toy.norm", "—", "s", "h", lambda ctx: ctx.run("toy.walk").summary["final_norm"], true, "approx", 1e-9)
+    c = Claim("knobs.norm", "—", "s", "h", lambda ctx: ctx.run("knobs.walk").summary["final_norm"], true, "approx",
+              1e-9)
     value, verdict, _ = measure_in(c, store, world)
     assert (value, verdict) == (pytest.approx(2 * true), "fail")
-    assert ClaimContext("quick", store).run("toy.walk").summary["final_norm"] == true  # the stored run is intact
+    assert ClaimContext("quick", store).run("knobs.walk").summary["final_norm"] == true  # the stored run is intact
 
 
 def test_swap_and_patch_restore_what_they_change():
@@ -52,7 +54,7 @@ def test_swap_and_patch_restore_what_they_change():
 ])
 def test_two_seed_blocks_report_the_worse_and_both_in_the_detail(values, relation, expected, tol, worst):
     by_seed = dict(zip(BLOCK_SEEDS, values, strict=True))
-    c = Claim("toy.blocks", "—", "s", "h", lambda ctx: Measured(by_seed[ctx.seed], f"seed {ctx.seed}"), expected,
+    c = Claim("knobs.blocks", "—", "s", "h", lambda ctx: Measured(by_seed[ctx.seed], f"seed {ctx.seed}"), expected,
               relation, tol, blocks=2)
     value, detail = c.measure_blocks(lambda seed: ClaimContext("quick", None, seed=seed))
     assert value == pytest.approx(worst, nan_ok=True)
@@ -61,11 +63,11 @@ def test_two_seed_blocks_report_the_worse_and_both_in_the_detail(values, relatio
 
 
 def test_one_failing_block_fails_the_claim():
-    c = Claim("toy.blocks", "—", "s", "h", lambda ctx: 0.5 if ctx.seed == 0 else 1.5, 1.0, "le", 0.0, blocks=2)
+    c = Claim("knobs.blocks", "—", "s", "h", lambda ctx: 0.5 if ctx.seed == 0 else 1.5, 1.0, "le", 0.0, blocks=2)
     value, _ = c.measure_blocks(lambda seed: ClaimContext("quick", None, seed=seed))
     assert (value, c.verdict(value)) == (1.5, "fail")
 
 
 def test_blocks_are_validated():
     with pytest.raises(ValueError, match="blocks=3"):
-        claims_mod.register(Claim("toy.bad", "—", "s", "h", lambda ctx: 0.0, blocks=3))
+        claims_mod.register(Claim("knobs.bad", "—", "s", "h", lambda ctx: 0.0, blocks=3))

@@ -1,5 +1,6 @@
-"""Plug-ins through entry points (issue 17): the five studies and ``examples/my_study`` register the same way, under
-``attnlab.studies`` and ``attnlab.views``; the old variables still work for one release, with a one-line warning."""
+"""Plug-ins through entry points (issue 17): the five studies, the template ``examples/my_study`` (study ``toy``) and
+the test suite's study ``tests/knobs_study`` (``knobs``) register the same way, under ``attnlab.studies`` and
+``attnlab.views``; the old variables still work for one release, with a one-line warning."""
 
 from __future__ import annotations
 
@@ -16,28 +17,32 @@ from attnlab.core.config import ConfigError
 from attnlab.core.experiment import get, known_studies, load_studies, study_modules
 from attnlab.sandbox import plugin
 
-INSTALL = "pip install --no-deps -e examples/my_study (what `make` does)"
+INSTALL = "pip install --no-deps --no-build-isolation -e examples/my_study -e tests/knobs_study (what `make` does)"
+# the studies installed from outside the package: name → (their attnlab.studies entry point, their attnlab.views one)
+OUTSIDE = {"knobs": ("knobs_study.study:STUDY", "knobs_study.views"),
+           "toy": ("my_study.study:STUDY", "my_study.views.plugin")}
 
 
-def test_the_studies_and_the_example_are_installed_entry_points():
+def test_the_studies_the_template_and_the_test_study_are_installed_entry_points():
     studies = {ep.name: ep.value for ep in entry_points(group="attnlab.studies")}
     views = {ep.name: ep.value for ep in entry_points(group="attnlab.views")}
-    assert "toy" in studies and "toy" in views, f"the example study is not installed: {INSTALL}"
+    assert set(OUTSIDE) <= set(studies) & set(views), f"the template or the test study is not installed: {INSTALL}"
     # every entry point names a Study object (docs/adding-a-study.md)
     assert studies == {**{s: f"attnlab.{s}.study:STUDY" for s in STUDIES},
-                       "toy": "my_study.study:STUDY"}
-    assert views == {**{s: f"attnlab.{s}.views.plugin" for s in STUDIES}, "toy": "my_study.views.plugin"}
+                       **{s: study for s, (study, _) in OUTSIDE.items()}}
+    assert views == {**{s: f"attnlab.{s}.views.plugin" for s in STUDIES}, **{s: v for s, (_, v) in OUTSIDE.items()}}
 
 
-def test_the_example_is_found_through_its_entry_points_not_a_variable():
-    if "toy" not in {ep.name for ep in entry_points(group="attnlab.studies")}:
-        pytest.fail(f"the example study is not installed: {INSTALL}")
+def test_the_template_and_the_test_study_are_found_through_their_entry_points_not_a_variable():
+    if not set(OUTSIDE) <= {ep.name for ep in entry_points(group="attnlab.studies")}:
+        pytest.fail(f"the template or the test study is not installed: {INSTALL}")
     assert "ATTNLAB_PLUGINS" not in os.environ and "ATTNLAB_SANDBOX_PLUGINS" not in os.environ
-    assert list(study_modules()) == [*STUDIES, "toy"]  # the built-ins first, in their order
-    assert known_studies()[: len(STUDIES) + 1] == [*STUDIES, "toy"]
-    assert get("toy.walk").memory is not None and get("toy.walk").figure is not None
-    assert plugin.plugin_for("toy.walk").study == "toy"
-    assert list(plugin.view_modules()) == [*STUDIES, "toy"]
+    assert list(study_modules()) == [*STUDIES, *sorted(OUTSIDE)]  # the built-ins first, in their order, then by name
+    assert known_studies()[: len(STUDIES) + 2] == [*STUDIES, *sorted(OUTSIDE)]
+    for study in OUTSIDE:
+        assert get(f"{study}.walk").memory is not None and get(f"{study}.walk").figure is not None
+        assert plugin.plugin_for(f"{study}.walk").study == study
+    assert list(plugin.view_modules()) == [*STUDIES, *sorted(OUTSIDE)]
 
 
 def test_an_unknown_study_is_one_line():

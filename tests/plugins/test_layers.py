@@ -17,6 +17,7 @@ from attnlab import STUDIES
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 EXAMPLE = ROOT / "examples" / "my_study"
+TEST_STUDY = ROOT / "tests" / "knobs_study"
 PLUGIN_API = ("attnlab.sandbox.plugin", "attnlab.sandbox.traces")
 
 
@@ -117,9 +118,13 @@ def test_every_study_has_its_views_package():
     assert not [m for m in GRAPH if within(m, "attnlab.sandbox") and m.split(".")[-1] in STUDIES]
 
 
-def test_the_example_study_imports_only_attnlab_core_and_the_plugin_api():
-    deps = {i for d in graph(EXAMPLE).values() for i in d if within(i, "attnlab")}
+@pytest.mark.parametrize("root", [EXAMPLE, TEST_STUDY], ids=["template", "test-study"])
+def test_the_studies_outside_the_package_import_only_attnlab_core_and_the_plugin_api(root):
+    """The template, and the test suite's study (self-contained: it imports nothing of the template either)."""
+    found = {i for d in graph(root).values() for i in d}
+    deps = {i for i in found if within(i, "attnlab")}
     assert deps and all(within(i, "attnlab.core") or i in PLUGIN_API or i == "attnlab.sandbox" for i in deps), deps
+    assert root == EXAMPLE or not {i for i in found if within(i, "my_study")}
 
 
 def runtime_imports(path: Path, base: Path) -> set[str]:

@@ -2,7 +2,7 @@
 (``attnlab sandbox --no-browser`` on a free 127.0.0.1 port, read from its printed address), and Debian's Chromium
 driven by Playwright.
 
-The server finds the example study's plug-in (``examples/my_study``, study ``toy``) through its entry point, checkpoints
+The server finds the test study's plug-in (``tests/knobs_study``, study ``knobs``) through its entry point, checkpoints
 every epoch and publishes live snapshots every 0.25 s, so job tests stop and resume runs quickly.
 """
 
@@ -28,7 +28,7 @@ def stored(tmp_path_factory) -> Stored:
     store = RunStore(tmp_path_factory.mktemp("sandbox") / "store")
     ids = {}
     for name, key, values in (("big", "clustering.train", BIG), ("small", "clustering.train", SMALL),
-                              ("spec", "specialization.fig1", SPEC), ("walk", "toy.walk", {"steps": 5})):
+                              ("spec", "specialization.fig1", SPEC), ("walk", "knobs.walk", {"steps": 5})):
         exp = get(key)
         ids[name] = store.run(exp, resolve(exp.config, "quick", values)).run_id
     return Stored(store.root, **ids)

@@ -25,9 +25,9 @@ def index_ids(server) -> set[str]:
 
 def test_studies_and_forms(server):
     studies = {s["study"]: s for s in server.get("api/studies")["studies"]}
-    assert {"clustering", "specialization", "toy"} <= set(studies)
+    assert {"clustering", "specialization", "knobs", "toy"} <= set(studies)
     startable = {e["key"] for s in studies.values() for e in s["experiments"] if e["startable"]}
-    assert {"clustering.train", "specialization.fig1", "toy.walk"} <= startable
+    assert {"clustering.train", "specialization.fig1", "knobs.walk", "toy.walk"} <= startable
     form = {f["name"]: f for f in server.get("api/form?experiment=clustering.train&scale=quick")["fields"]}
     assert {"p", "k", "N", "d", "h", "norm", "lr", "batch_size", "seed", "epochs"} <= set(form)
     assert form["k"]["default"] == 3 and form["epochs"]["default"] == 300  # the quick scale of TrainRunConfig
@@ -142,7 +142,7 @@ def test_malformed_posts_and_the_server_survives(server, stored):
 
 
 def test_a_failing_panel_is_a_500_line_and_the_server_goes_on(server, stored):
-    run_id = stored.walk  # a run of the test study, shown by the example study's plug-in (examples/my_study)
+    run_id = stored.walk  # a run of the test study, shown by its plug-in (tests/knobs_study)
     status, body = server.call("GET", f"api/runs/{run_id}/frames?panels=boom")
     assert status == 500 and body["error"] == "internal error: RuntimeError: the boom panel always fails"
     frames = server.get(f"api/runs/{run_id}/frames?start=4&panels=walk")["frames"]

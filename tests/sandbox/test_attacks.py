@@ -16,7 +16,7 @@ from sandbox_helpers import start_server, stop_server, wait_for, wait_js
 
 #: the reviewer's planted error: an image whose onerror handler POSTs a new run from the page (same origin)
 PLANTED_ERROR = ("<img id=planted src=x onerror=\"fetch('/api/runs',{method:'POST',headers:{'Content-Type':"
-                 "'application/json'},body:JSON.stringify({experiment:'toy.walk',config:{steps:'9'}})})\">"
+                 "'application/json'},body:JSON.stringify({experiment:'knobs.walk',config:{steps:'9'}})})\">"
                  "<script>window.pwned=1</script>")
 PLANTED_LABEL = "<img src=x onerror=p()>"  # 23 characters: the label keeps 24 of a config value
 
@@ -49,7 +49,7 @@ def planted(tmp_path_factory):
     from attnlab.core.runs import RunStore
 
     store = RunStore(tmp_path_factory.mktemp("planted") / "store")
-    exp = get("toy.walk")
+    exp = get("knobs.walk")
     failed = store.run(exp, resolve(exp.config, "quick", {"steps": 2, "seed": 1})).run_id
     labelled = store.run(exp, resolve(exp.config, "quick", {"steps": 2, "seed": 2})).run_id
     config = json.loads(store.status(labelled)["config"])

@@ -252,7 +252,7 @@ CANVAS_VS_PLOTLY = """async (pane) => {
 
 
 def test_the_canvas_renderer_draws_frame_panels_where_plotly_would(page, server, stored):
-    """Every default frame panel of the clustering, specialization and toy runs (legends inside and outside, error
+    """Every default frame panel of the clustering, specialization and knobs runs (legends inside and outside, error
     bars, log axes over less than one to six decades, category axes) is drawn on canvas (the fast path), with
     Plotly's axis ranges (within 0.5% of the span), plot area (within 1 px) and tick labels: Plotly draws the same
     figure aside."""
@@ -275,7 +275,7 @@ def test_the_canvas_renderer_draws_frame_panels_where_plotly_would(page, server,
 def test_stop_all_shown_and_delete_stopped_shown_from_the_page(page, server):
     ids = []
     for seed in (31, 32):
-        status, body = server.call("POST", "api/runs", {"experiment": "toy.walk", "config": {
+        status, body = server.call("POST", "api/runs", {"experiment": "knobs.walk", "config": {
             "steps": "777", "sleep": "0.2", "seed": str(seed)}})
         assert status == 202, body
         ids.append(body["run_id"])
@@ -314,4 +314,4 @@ def test_stop_all_shown_and_delete_stopped_shown_from_the_page(page, server):
         shown = page.evaluate("[...document.querySelectorAll('#runs .run')].map(r => r.dataset.status)")
         raise AssertionError(f"page: {shown}; dialogs: {dialogs}; server's stderr: {server.output()[-1500:]}") from exc
     listed = {r["id"] for r in server.get("api/runs")["runs"]}
-    assert not listed & set(ids) and not any((server.root / "runs" / "toy.walk" / i).exists() for i in ids)
+    assert not listed & set(ids) and not any((server.root / "runs" / "knobs.walk" / i).exists() for i in ids)

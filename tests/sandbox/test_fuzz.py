@@ -1,4 +1,4 @@
-"""A hypothesis-driven fuzz of the sandbox API against the real server (its own store, two finished toy runs):
+"""A hypothesis-driven fuzz of the sandbox API against the real server (its own store, two finished knobs runs):
 random methods, paths, run ids, query strings, JSON and binary bodies of random sizes, content types, headers and
 ways of (not) authenticating. Whatever arrives, the server never fails (no 5xx), refuses what lacks the token or
 names a foreign host, answers every API error with one JSON line of at most 300 characters, and keeps serving
@@ -38,7 +38,7 @@ def target(tmp_path_factory):
     from attnlab.core.runs import RunStore
 
     store = RunStore(tmp_path_factory.mktemp("fuzz") / "store")
-    exp = get("toy.walk")
+    exp = get("knobs.walk")
     ids = [store.run(exp, resolve(exp.config, "quick", {"steps": 4, "seed": s})).run_id for s in (0, 1)]
     srv = start_server(store.root)
     srv.ids = ids
@@ -51,7 +51,7 @@ json_values = st.recursive(
     lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=20), children, max_size=5),
     max_leaves=20)
 start_bodies = st.fixed_dictionaries({
-    "experiment": st.sampled_from(["toy.walk", "clustering.train", "toy.nope", "x" * 120, "../etc", ""]),
+    "experiment": st.sampled_from(["knobs.walk", "clustering.train", "knobs.nope", "x" * 120, "../etc", ""]),
     "scale": st.sampled_from(["quick", "paper", "huge"]),
     "config": st.dictionaries(st.sampled_from(["steps", "dim", "sleep", "fail_at", "seed", "need_gib", "drift",
                                                "nope", "k" * 70]),

@@ -1,7 +1,7 @@
 """Training jobs started through the API are real ``attnlab run`` processes of the run store: at most --max-jobs at
 once (the rest queued), paused and continued by signals, stopped into resumable "interrupted" runs that resume to
 the result an uninterrupted run gives, failures and crashes recorded, every job stopped (resumable) when the server
-is stopped. The jobs are runs of the test study ``toy.walk`` (a random walk that sleeps per step), and one signal MLM
+is stopped. The jobs are runs of the test study ``knobs.walk`` (a random walk that sleeps per step), and one signal MLM
 training watched live."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from attnlab.core.runs import RunStore
 
 
 def start(server, **config) -> dict:
-    status, body = server.call("POST", "api/runs", {"experiment": "toy.walk",
+    status, body = server.call("POST", "api/runs", {"experiment": "knobs.walk",
                                                     "config": {k: str(v) for k, v in config.items()}})
     assert status == 202, body
     return body
@@ -47,7 +47,7 @@ def test_queue_pause_continue_stop_resume(server, tmp_path):
     assert w1["status"] == "running" and (w2["status"], w2["queue_position"]) == ("queued", 1)  # --max-jobs 1
     listed = {r["id"]: r for r in server.get("api/runs")["runs"]}
     assert listed[w2["run_id"]]["status"] == "queued" and listed[w2["run_id"]]["queue_position"] == 1
-    run_dir = server.root / "runs" / "toy.walk" / w1["run_id"]
+    run_dir = server.root / "runs" / "knobs.walk" / w1["run_id"]
     wait_for(lambda: (run_dir / "checkpoint.pt").exists(), timeout=120, what="the first checkpoint")
 
     paused = control(server, w1["run_id"], "pause")
@@ -58,7 +58,7 @@ def test_queue_pause_continue_stop_resume(server, tmp_path):
 
     assert control(server, w2["run_id"], "stop")["status"] == "interrupted"  # dropped from the queue, never started
     assert index_row(server.root, w2["run_id"])["status"] == "interrupted"
-    assert not (server.root / "runs" / "toy.walk" / w2["run_id"] / "log.txt").exists()
+    assert not (server.root / "runs" / "knobs.walk" / w2["run_id"] / "log.txt").exists()
 
     assert control(server, w1["run_id"], "stop")["status"] == "stopping"
     stopped = wait_status(server, w1["run_id"], ("interrupted",))
@@ -70,14 +70,14 @@ def test_queue_pause_continue_stop_resume(server, tmp_path):
     wait_status(server, w1["run_id"], ("done",))
     log = (run_dir / "log.txt").read_text()
     assert "resumed from checkpoint" in log and not (run_dir / "checkpoint.pt").exists()
-    exp = get("toy.walk")
+    exp = get("knobs.walk")
     alone = RunStore(tmp_path / "alone").run(exp, resolve(exp.config, "quick", {**walk, "sleep": 0.0}))
     resumed = json.loads((run_dir / "summary.json").read_text())
     assert resumed == alone.summary  # the stopped-and-resumed run is the uninterrupted one (sleep does not count)
     status, body = server.call("POST", f"api/runs/{w1['run_id']}/resume")
     assert status == 409 and "only an interrupted or failed run resumes" in body["error"]
     html = report.write(RunStore(server.root), tmp_path / "report.html", [run_dir]).read_text()
-    assert w1["run_id"] in html and "toy.walk" in html  # a run of the page is a run of `attnlab report`
+    assert w1["run_id"] in html and "knobs.walk" in html  # a run of the page is a run of `attnlab report`
 
 
 def test_an_mlm_run_started_from_the_page_is_watched_live_and_stops_resumably(server):
@@ -110,7 +110,7 @@ def test_failures_and_crashes_are_recorded_and_resumable(server):
     assert "ValueError: asked to fail at step 2" in row["error"]
 
     crash = start(server, steps=40, sleep=0.25, seed=22)
-    run_dir = server.root / "runs" / "toy.walk" / crash["run_id"]
+    run_dir = server.root / "runs" / "knobs.walk" / crash["run_id"]
     wait_for(lambda: (run_dir / "checkpoint.pt").exists(), timeout=120, what="the first checkpoint")
     os.kill(server.get(f"api/runs/{crash['run_id']}")["pid"], signal.SIGKILL)  # a crash nobody asked for
     row = wait_status(server, crash["run_id"], ("interrupted",))
@@ -127,7 +127,7 @@ def test_stopping_the_server_stops_its_jobs_resumably(tmp_path):
         a, b = start(srv, steps=200, sleep=0.2, seed=31), start(srv, steps=200, sleep=0.2, seed=32)
         assert a["status"] == b["status"] == "running"  # two slots
         for job in (a, b):
-            d = srv.root / "runs" / "toy.walk" / job["run_id"]
+            d = srv.root / "runs" / "knobs.walk" / job["run_id"]
             wait_for(lambda d=d: (d / "checkpoint.pt").exists(), timeout=120, what="a checkpoint")
     finally:
         code = stop_server(srv)
@@ -135,7 +135,7 @@ def test_stopping_the_server_stops_its_jobs_resumably(tmp_path):
     assert code == 0 and "attnlab sandbox stopped" in out
     for job in (a, b):
         assert index_row(srv.root, job["run_id"])["status"] == "interrupted"
-        assert (srv.root / "runs" / "toy.walk" / job["run_id"] / "checkpoint.pt").exists()
+        assert (srv.root / "runs" / "knobs.walk" / job["run_id"] / "checkpoint.pt").exists()
 
 
 def test_a_job_that_outlives_its_stop_signal_is_killed_and_reported_resumable(tmp_path, monkeypatch):
@@ -149,7 +149,7 @@ def test_a_job_that_outlives_its_stop_signal_is_killed_and_reported_resumable(tm
 
     monkeypatch.setattr(jobs, "STOP_GRACE", 0.5)
     store = RunStore(tmp_path / "store")
-    exp = get("toy.walk")
+    exp = get("knobs.walk")
     config = resolve(exp.config, "quick", {"steps": 5})
     run_id = config.hash(exp.key)
     run_dir = store.run_dir(exp, run_id)

@@ -122,7 +122,7 @@ def test_cross_origin_state_changes_are_refused_whatever_the_content_type(fresh)
 # -- sizes and echoes ----------------------------------------------------------------------------------
 def test_bodies_over_one_megabyte_are_refused_without_being_echoed(server):
     auth = {**token(server), "Content-Type": "application/json"}
-    big = json.dumps({"experiment": "toy.walk", "config": {"steps": "x" * (30 * MB)}}).encode()
+    big = json.dumps({"experiment": "knobs.walk", "config": {"steps": "x" * (30 * MB)}}).encode()
     status, _, body = raw(server, "POST", "/api/validate", big, auth)
     assert status == 413 and len(body) < 300 and b"larger than 1048576 bytes" in body
     chunks = (b"x" * 65536 for _ in range(24))  # 1.5 MB without a Content-Length
@@ -135,7 +135,7 @@ def test_bodies_over_one_megabyte_are_refused_without_being_echoed(server):
 @pytest.mark.parametrize("config", [{"steps": "7" * 900_000}, {"k" * 64: "v" * 500_000}, {"steps": ["x" * 1000] * 900},
                                     {"steps": "[" * 100_000}, {f"key{i}": "nan" for i in range(200)}])
 def test_errors_never_echo_more_than_a_few_hundred_characters(server, config):
-    body = json.dumps({"experiment": "toy.walk", "config": config}).encode()
+    body = json.dumps({"experiment": "knobs.walk", "config": config}).encode()
     assert len(body) < MB
     for path in ("/api/validate", "/api/runs"):
         status, _, answer = raw(server, "POST", path, body, {**token(server), "Content-Type": "application/json"})
@@ -156,7 +156,7 @@ def fresh(tmp_path_factory):
 
 
 def start_walk(server, expect: int = 202, **config) -> dict:
-    body = {"experiment": "toy.walk", "config": {"steps": "400", "sleep": "0.2", **{k: str(v) for k, v in
+    body = {"experiment": "knobs.walk", "config": {"steps": "400", "sleep": "0.2", **{k: str(v) for k, v in
                                                                                         config.items()}}}
     status, answer = server.call("POST", "api/runs", body)
     assert status == expect, answer
@@ -165,9 +165,9 @@ def start_walk(server, expect: int = 202, **config) -> dict:
 
 def test_the_queue_is_bounded_memory_is_checked_and_runs_stop_and_delete_in_bulk(fresh):
     server = fresh
-    ok = server.call("POST", "api/validate", {"experiment": "toy.walk", "config": {"need_gib": "1.5"}})[1]
+    ok = server.call("POST", "api/validate", {"experiment": "knobs.walk", "config": {"need_gib": "1.5"}})[1]
     assert ok["ok"] and ok["memory"]["need"] == int(1.5 * 2**30) and ok["memory"]["free"] == 4 * 2**30
-    bad = server.call("POST", "api/validate", {"experiment": "toy.walk", "config": {"need_gib": "8"}})[1]
+    bad = server.call("POST", "api/validate", {"experiment": "knobs.walk", "config": {"need_gib": "8"}})[1]
     assert not bad["ok"] and "this run needs 8 GiB but the CPU has 4 GiB free; lower need_gib" in \
         bad["errors"][0]["message"]
     before = {r["id"] for r in server.get("api/runs")["runs"]}
@@ -177,7 +177,7 @@ def test_the_queue_is_bounded_memory_is_checked_and_runs_stop_and_delete_in_bulk
     assert [server.get(f"api/runs/{j}")["status"] for j in jobs] == ["running", "queued", "queued"]
     more = start_walk(server, 422, need_gib=1.5, seed=5)  # 1.5 + the queued 3 > 4 GiB free
     assert "(and the queued runs 3 GiB more) but the CPU has 4 GiB free" in more["error"]
-    status, answer = server.call("POST", "api/runs", {"experiment": "toy.walk", "config": {"seed": "6"}})
+    status, answer = server.call("POST", "api/runs", {"experiment": "knobs.walk", "config": {"seed": "6"}})
     assert status == 429 and "1 runs are running and 2 are queued" in answer["error"]
     assert server.get(f"api/runs/{jobs[0]}")["status"] == "running"
     status, answer = server.call("DELETE", f"api/runs/{jobs[0]}")
@@ -190,7 +190,7 @@ def test_the_queue_is_bounded_memory_is_checked_and_runs_stop_and_delete_in_bulk
     status, answer = server.call("POST", "api/runs/bulk", {"action": "delete", "ids": jobs})
     assert status == 200 and answer["ok"] == 3, answer
     listed = {r["id"] for r in server.get("api/runs")["runs"]}
-    assert not listed & set(jobs) and not any((server.root / "runs" / "toy.walk" / j).exists() for j in jobs)
+    assert not listed & set(jobs) and not any((server.root / "runs" / "knobs.walk" / j).exists() for j in jobs)
     assert server.call("GET", f"api/runs/{jobs[0]}")[0] == 404
 
 
@@ -198,7 +198,7 @@ def test_a_finished_run_is_deleted_with_its_files(fresh):
     server = fresh
     run = start_walk(server, steps=3, sleep=0, seed=42)["run_id"]
     wait_status(server, run, ("done",))
-    d = server.root / "runs" / "toy.walk" / run
+    d = server.root / "runs" / "knobs.walk" / run
     assert (d / "manifest.json").exists()
     status, answer = server.call("DELETE", f"api/runs/{run}")
     assert status == 200 and answer == {"run_id": run, "deleted": True} and not d.exists()
@@ -210,7 +210,7 @@ def test_a_corrupt_finished_run_is_restarted_not_reused(fresh):
     server = fresh
     run = start_walk(server, steps=3, sleep=0, seed=43)["run_id"]
     wait_status(server, run, ("done",))
-    (server.root / "runs" / "toy.walk" / run / "summary.json").write_text("{")
+    (server.root / "runs" / "knobs.walk" / run / "summary.json").write_text("{")
     meta = server.get(f"api/runs/{run}")
     assert meta["view"] is None and "is corrupt" in meta["reason"]
     again = start_walk(server, steps=3, sleep=0, seed=43)

@@ -1,6 +1,6 @@
 """The time model of the walk (:mod:`attnlab.core.costs`): its work, in microseconds of one CPU thread, is a fixed
 cost per run (saving its table, arrays and figure) plus, per step, the step's own bookkeeping (a checkpoint offer,
-a progress tick) and one coordinate update per dimension. Sleeping costs no CPU time, so ``sleep`` is no work.
+a progress tick) and one coordinate update per dimension.
 ``attnlab store calibrate`` turns units into seconds from the store's finished runs, and ``attnlab check --plan``
 adds up a claim's missing runs with it."""
 
@@ -11,4 +11,5 @@ STEP = 10  # a step's bookkeeping (a checkpoint offer, a progress tick, the path
 
 
 def walk(config) -> float:
+    """A walk's work in units: the run's fixed cost, then per step its bookkeeping and its ``dim`` updates."""
     return RUN + config.steps * (config.dim + STEP)

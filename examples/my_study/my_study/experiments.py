@@ -1,9 +1,6 @@
 """The walk experiment, declared whole: its config (validated parameters and their scales), its run ``(config,
 ctx) → Result`` (tables, arrays, scalars; no plotting) and the :class:`~attnlab.core.experiment.Experiment` that holds
-them with its figure, memory and time models and declared outputs. ``my_study.study`` lists it.
-
-The fields ``sleep``, ``fail_at``, ``need_gib`` and ``gpu`` are the test suite's handles on a run (to kill it mid-way,
-make it fail, refuse it for memory, place it on a GPU worker); a study of your own does not need them."""
+them with its figure, memory and time models and declared outputs. ``my_study.study`` lists it."""
 
 from __future__ import annotations
 
@@ -23,10 +20,6 @@ class WalkConfig(Config):
     steps: int = Field(40, ge=1, le=100_000, description="number of steps")
     dim: int = Field(3, ge=1, le=64, description="dimension of the walk")
     drift: float = Field(0.0, ge=-1e3, le=1e3, description="mean step")
-    sleep: float = Field(0.0, ge=0, description="seconds to sleep per step (to be killed mid-run)")
-    fail_at: int = Field(-1, ge=-1, description="raise at this step (-1: never)")
-    need_gib: float = Field(0.0, ge=0, description="peak memory its memory model declares (tests of 'would not fit')")
-    gpu: bool = Field(False, description="claim the dask resource GPU=1 (tests of GPU placement; computes on the CPU)")
     scales = {"quick": {"steps": 40}, "paper": {"steps": 400}}
 
 
@@ -41,6 +34,5 @@ def walk(config: WalkConfig, ctx) -> Result:
 
 WALK = Experiment("toy", "walk", WalkConfig, walk, ref="—", figure=walk_figure, headline=True,
                   memory=memory.walk_memory, cost=costs.walk,
-                  resources=lambda config: {"GPU": 1} if config.gpu else {},
                   outputs=declare(summary="final_norm mean_x0", arrays={"path": ("steps", "dim")},
                                   tiny={"steps": 5}))

@@ -3,8 +3,6 @@ bit-identically) and a progress bar."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import torch
 
@@ -19,13 +17,9 @@ def walk(config, ctx) -> np.ndarray:
     g = ctx.rng("data")
     with ctx.progress(config.steps, "walk") as bar:
         while state["step"] < config.steps:
-            if state["step"] == config.fail_at:
-                raise ValueError(f"asked to fail at step {config.fail_at}")
             state["x"] = step(state["x"], config.drift, increment(config.dim, g, ctx.device))
             state["path"].append(state["x"].clone())
             state["step"] += 1
             ctx.checkpoint(lambda: state)
             bar.advance()
-            if config.sleep:
-                time.sleep(config.sleep)
     return torch.stack(state["path"]).cpu().numpy()

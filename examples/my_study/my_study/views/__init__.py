@@ -1,1 +1,1 @@
-"""The toy study's sandbox view: ``plugin`` (the walk, and a gallery of what a panel can draw)."""
+"""The toy study's sandbox view: ``plugin`` (the walk in the plane, and its distance from the origin)."""
