@@ -4,10 +4,11 @@ working tree or from a commit, so records written under another fingerprint are 
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from attnlab.core.fingerprint import code_fingerprint, normalised, stale
+from attnlab.core.fingerprint import _measured, code_fingerprint, normalised, stale
 
 BASE = '''"""A module."""
 from pydantic import Field
@@ -38,6 +39,15 @@ def test_documentation_and_input_bounds_do_not_count_behaviour_does():
     for change in (("Field(3", "Field(4"), ("int", "float"), ("Field(3, ge=1", "Field(3, alias='m', ge=1"),
                    ("2 * x", "3 * x"), ("return 2 * x", "return x * 2")):
         assert normalised(BASE.replace(*change)) != normalised(BASE), change
+
+
+def test_a_typed_summary_reader_does_not_count_what_the_experiment_runs_does():
+    """``Experiment(..., summary=Cls)`` and a study's ``summaries`` module only read what a run returned."""
+    plain = 'FIG = Experiment("s", "fig", Config, run, ref="Fig. 1")\n'
+    assert normalised(plain.replace(")\n", ", summary=FigSummary)\n")) == normalised(plain)
+    assert normalised(plain.replace("run,", "other_run,")) != normalised(plain)
+    assert normalised(plain.replace(")\n", ", memory=model)\n")) != normalised(plain)  # only the reader is left out
+    assert not _measured(Path("summaries.py")) and _measured(Path("experiments/fig2.py"))
 
 
 def test_stale_compares_an_entry_with_today():

@@ -1,12 +1,11 @@
 """Which code a claims record measured: a fingerprint of a study's experiment sources, by behaviour.
 
 A record entry keeps the fingerprint of the code it measured; :func:`stale` tells whether today's code is another.
-The fingerprint covers the study's package less what cannot change a measured value (its claims, views,
-renderers, memory and cost models), and reads each file as Python syntax without its docstrings and without the
-keywords of its config fields that only document them or refuse input (:data:`FIELD_DOCS`: a description, a
+The fingerprint covers the study's package less what cannot change a measured value (its claims, views, renderers,
+memory and cost models, typed summaries), and reads each file as Python syntax without its docstrings and without
+the keywords of its config fields that only document them or refuse input (:data:`FIELD_DOCS`: a description, a
 bound): documenting a parameter, bounding it or rewording a docstring keeps every record current, while any change
-to what runs (a statement, a default, a type; comments and layout aside) makes the entries measured before it
-stale.
+to what runs (a statement, a default, a type; comments and layout aside) makes the entries measured before it stale.
 
 It can be computed for the working tree or for any commit of the checkout (read through git), so that a record
 whose entries were written before fingerprints existed, or under another fingerprint, is compared the same way.
@@ -22,8 +21,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-#: modules (and packages) of a study that cannot change a measured value
-NOT_MEASURED = ("claims", "views", "render", "memory", "costs")
+#: modules (and packages) of a study that cannot change a measured value (``summaries``: the typed readers of what a
+#: run returned, :mod:`attnlab.core.summaries`)
+NOT_MEASURED = ("claims", "views", "render", "memory", "costs", "summaries")
+#: keywords of an ``Experiment(...)`` declaration that cannot change a measured value: its typed summary (a reader)
+EXPERIMENT_DOCS = ("summary",)
 #: keywords of a config field (``Field(...)``) that document it or refuse input, never change a valid run's value
 FIELD_DOCS = ("description", "title", "examples", "json_schema_extra", "ge", "gt", "le", "lt", "multiple_of",
               "min_length", "max_length", "pattern")
@@ -54,10 +56,10 @@ def study_files(study: str) -> tuple[Path, list[Path]] | None:
 
 
 def normalised(source: str) -> bytes:
-    """``source`` as its syntax tree without docstrings, ``description=`` keywords, or a ``Field``'s
-    :data:`FIELD_DOCS` (a ``Field(x)`` left with nothing else is ``x``, an ``Annotated[T, Field(bounds)]`` is
-    ``T``; comments and layout are not in the tree): what the fingerprint hashes. A file that does not parse is
-    hashed as it is."""
+    """``source`` as its syntax tree without docstrings, ``description=`` keywords, an ``Experiment``'s
+    :data:`EXPERIMENT_DOCS`, or a ``Field``'s :data:`FIELD_DOCS` (a ``Field(x)`` left with nothing else is ``x``, an
+    ``Annotated[T, Field(bounds)]`` is ``T``; comments and layout are not in the tree): what the fingerprint hashes.
+    A file that does not parse is hashed as it is."""
     try:
         tree = _BareFields().visit(ast.parse(source))
     except SyntaxError:
@@ -69,9 +71,15 @@ def normalised(source: str) -> bytes:
                 and isinstance(body[0].value.value, str)):
             node.body = body[1:] or [ast.Pass()]
         if isinstance(node, ast.Call):
-            node.keywords = [k for k in node.keywords if k.arg not in (FIELD_DOCS if _is_field(node) else
-                                                                       ("description",))]
+            drop = FIELD_DOCS if _is_field(node) else ("description", *EXPERIMENT_DOCS) if _is_experiment(node) else (
+                "description",)
+            node.keywords = [k for k in node.keywords if k.arg not in drop]
     return ast.dump(tree, include_attributes=False).encode()
+
+
+def _is_experiment(node: ast.Call) -> bool:
+    return (isinstance(node.func, ast.Name) and node.func.id == "Experiment") or (
+        isinstance(node.func, ast.Attribute) and node.func.attr == "Experiment")
 
 
 def _is_field(node: ast.Call) -> bool:
