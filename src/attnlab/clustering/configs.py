@@ -37,13 +37,14 @@ PRESETS: dict[str, dict[str, Any]] = {
 class TrainConfig(Config):
     """Adam on sparse modular addition, S seeds vectorised (paper App. A)."""
 
-    preset: Literal["paper", "pal"] = Field("paper", description="paper (paper §2) or pal (the public code's model)")
+    preset: Literal["paper", "pal"] = Field("paper",
+                                            description="paper (paper Sec. 2) or pal (the public code's model)")
     # task (paper Sec. 2)
     p: int = Field(2, ge=2, le=97, description="modulus = vocabulary size")
     N: int = Field(12, ge=1, le=256, description="sequence length")
     k: int = Field(5, ge=1, le=256, description="number of informative positions")
     informative: tuple[int, ...] | None = Field(
-        None, description="the informative positions I (paper §2), 0-based (null: the first k)",
+        None, description="the informative positions I (paper Sec. 2), 0-based (null: the first k)",
         json_schema_extra={"allowed": "k distinct positions, each in 0 .. N−1, or null"})
     n_train: int = Field(2048, ge=1, le=10_000_000, description="training points, drawn with replacement")
     test_mode: TestMode = Field("iid", description="iid fresh draws | complement of the train set | full space")
@@ -52,7 +53,7 @@ class TrainConfig(Config):
     d: int = Field(2, ge=1, le=4096, description="embedding dimension")
     h: int | None = Field(None, ge=1, le=65536, description="MLP width (default 4d)")
     n_emb: int | None = Field(None, ge=2, le=4096, description="token-table rows (default p)")
-    norm: Norm = Field("sphere", description="sphere (paper) | rmsnorm | smooth (§4.4 remedy) | smooth_inf")
+    norm: Norm = Field("sphere", description="sphere (paper) | rmsnorm | smooth (Sec. 4.4 remedy) | smooth_inf")
     norm_eps: float = Field(1e-5, ge=0, description="eps of rmsnorm")
     norm_gain: bool = Field(False, description="learnable rmsnorm gains")
     mlp_bias: bool = Field(False, description="biases in the MLP (pal preset)")
@@ -77,7 +78,7 @@ class TrainConfig(Config):
     beta2: float = Field(0.999, ge=0, lt=1, description="Adam β2, second-moment decay (paper App. A)")
     adam_eps: float = Field(1e-8, gt=0, le=1, description="Adam ε added to the root of the second moment")
     weight_decay: float = Field(0.0, ge=0, le=10, description="L2 weight decay added to the gradient "
-                                "(as torch.optim.Adam), 0: off (§4.4 remedy)")
+                                "(as torch.optim.Adam), 0: off (Sec. 4.4 remedy)")
     batch_size: int = Field(32, ge=1, le=10_000_000, description="mini-batch size (n_train = full batch)")
     epochs: int = Field(1000, ge=0, le=1_000_000, description="passes over the training set")
     grad_clip: float | None = Field(None, gt=0, description="per-seed max gradient norm (off by default)")

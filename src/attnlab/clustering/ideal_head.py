@@ -28,11 +28,11 @@ class IdealHeadConfig(Config):
     """Fig. 1: the explicit clustering head of paper Sec. 3, Fig. 1 (no training); C3 cluster counts and the C4 scaling.
     Quick = paper (≈ 5 s on one core)."""
 
-    p: int = Field(2, ge=2, le=97, description="modulus p = vocabulary size (paper §2)")
-    N: int = Field(12, ge=1, le=64, description="sequence length N (paper §2)")
-    k: int = Field(5, ge=1, le=64, description="number of informative positions k (paper §2)")
-    d: int = Field(2, ge=1, le=64, description="embedding dimension d of the constructed head (§3.2)")
-    h: int = Field(8, ge=1, le=1024, description="MLP width h of the constructed head (§3.2)")
+    p: int = Field(2, ge=2, le=97, description="modulus p = vocabulary size (paper Sec. 2)")
+    N: int = Field(12, ge=1, le=64, description="sequence length N (paper Sec. 2)")
+    k: int = Field(5, ge=1, le=64, description="number of informative positions k (paper Sec. 2)")
+    d: int = Field(2, ge=1, le=64, description="embedding dimension d of the constructed head (Sec. 3.2)")
+    h: int = Field(8, ge=1, le=1024, description="MLP width h of the constructed head (Sec. 3.2)")
     a: float = Field(1.0, gt=0, description="token scale")
     b: float = Field(1.0, gt=0, description="informative-position scale")
     R: float = Field(10.0, gt=0, description="spurious-position scale")

@@ -79,18 +79,36 @@ def normalise(text: str) -> str:
 
 def docstring_spans(source: str) -> list[tuple[int, int, str]]:
     """``(start, end, kind)`` character offsets in ``source`` of its docstrings (``kind`` "doc": of the module, its
-    classes and functions) and comments ("comment")."""
+    classes and functions), comments ("comment") and the texts that cite the paper to a reader ("text": a config
+    field's ``description=``, a claim's reference, the second argument of ``claim(...)`` or its ``ref=``); none of
+    them is code a fingerprint counts (:mod:`attnlab.core.fingerprint`, ``Claim.fingerprint``)."""
     lines = source.splitlines(keepends=True)
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
-    docs = {(d.lineno, d.end_lineno) for d in _docstrings(ast.parse(source)).values()}
+    tree = ast.parse(source)
+    docs = {(d.lineno, d.end_lineno) for d in _docstrings(tree).values()}
+    texts = _cited_texts(tree)
     spans = []
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
         if tok.type == tokenize.COMMENT or (tok.type == tokenize.STRING and (tok.start[0], tok.end[0]) in docs):
             spans.append((starts[tok.start[0] - 1] + tok.start[1], starts[tok.end[0] - 1] + tok.end[1],
                           "comment" if tok.type == tokenize.COMMENT else "doc"))
+        elif tok.type == tokenize.STRING and any(a <= (*tok.start,) and (*tok.end,) <= b for a, b in texts):
+            spans.append((starts[tok.start[0] - 1] + tok.start[1], starts[tok.end[0] - 1] + tok.end[1], "text"))
     return spans
+
+
+def _cited_texts(tree: ast.Module) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """``((line, col), (end line, end col))`` of each ``description=`` value and each claim's reference."""
+    nodes = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        nodes += [k.value for k in node.keywords if k.arg == "description"]
+        if getattr(node.func, "id", getattr(node.func, "attr", None)) == "claim":
+            nodes += [k.value for k in node.keywords if k.arg == "ref"] + node.args[1:2]
+    return [((n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset)) for n in nodes]
 
 
 def _docstrings(tree: ast.Module) -> dict[tuple[str, bool], ast.Constant]:

@@ -51,7 +51,7 @@ class TheoryNumerics(BaseModel):
                                   "public code's --lr_reduce_factor)")
     adam_min_lr: float = added(1e-3, ge=0, description="adam with adam_patience: the rate is never cut below this "
                                "(the public code's min_lr = 0.001)")
-    kernel_mode: Literal["auto", "blocks", "features"] = Field("auto", description="path-kernel storage (§9)")
+    kernel_mode: Literal["auto", "blocks", "features"] = Field("auto", description="path-kernel storage (Sec. 9)")
     solve_precision: Literal["float64", "float32"] = added(
         "float64", description="dtype of the saddle-point solve (kernels, action, predictor); float32 with "
         "precision=float32 is the public code's --single_precision")

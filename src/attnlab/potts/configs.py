@@ -30,7 +30,7 @@ class PottsDataConfig(Config):
     C: int = Field(20, ge=2, le=200, description="colours (vocabulary); a Potts spin needs C >= 2")
     J_kind: Literal["er", "contact", "block"] = Field("er", description="planted J (docs note 2), unless J is given")
     p: float = Field(0.2, ge=0, le=1, description="edge probability of the ER J")
-    beta: float = Field(1.0, ge=0, le=50, description="inverse temperature β >= 0 of eq. (1)")
+    beta: float = Field(1.0, ge=0, le=50, description="inverse temperature β >= 0 of Eq. (1)")
     J: Matrix | None = Field(None, description="custom symmetric L×L couplings with zero diagonal (else planted)",
                              json_schema_extra={"allowed": "an L×L matrix (L rows of L finite numbers), symmetric, "
                                                            "with a zero diagonal; or null (the planted J)"})
@@ -80,7 +80,7 @@ class Training(Config):
     batch: int = Field(100, ge=1, le=1_000_000, description="sequences per step (each gives its L masked predictions)")
     schedule: Literal["cosine", "constant"] = Field("cosine", description="learning-rate schedule over the epochs: "
                                                                            "cosine decay to 0, or constant")
-    attn: Literal["softmax", "softmax_nosink", "linear"] = Field("softmax", description="eq. (4) variant")
+    attn: Literal["softmax", "softmax_nosink", "linear"] = Field("softmax", description="Eq. (4) variant")
     seeds: int = Field(1, ge=1, le=64, description="independent factored models trained in one computation")
 
     def optim(self) -> Optim:
@@ -97,9 +97,9 @@ class PLFit(Config):
                                                               "ascending when warm_start is true"})
     lams: tuple[float, ...] = Field((1e-4, 1e-2), min_length=1, description="l2 strengths λ of the PLM fit",
                                     json_schema_extra={"allowed": "one or more numbers, each ≥ 0"})
-    reg_form: Literal["sum", "mean"] = Field("sum", description="λ/(2M)||θ||² ('sum', eq. (7)) or λ/2||θ||²")
+    reg_form: Literal["sum", "mean"] = Field("sum", description="λ/(2M)||θ||² ('sum', Eq. (7)) or λ/2||θ||²")
     n_real: int = Field(30, ge=1, le=1000, description="realisations: random training subsets and inits")
-    attn: Literal["softmax", "softmax_nosink", "linear"] = Field("softmax", description="eq. (4) variant")
+    attn: Literal["softmax", "softmax_nosink", "linear"] = Field("softmax", description="Eq. (4) variant")
     max_iter: int = Field(20_000, ge=10, le=1_000_000, description="L-BFGS iteration cap per fit")
     gtol: float = Field(1e-6, gt=0, le=1, description="L-BFGS stop: max |gradient| < gtol")
     warm_start: bool = Field(True, description="start the fit at M from the same realisation's fit at the "

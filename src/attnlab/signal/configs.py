@@ -70,7 +70,7 @@ class TrainabilityConfig(Config, ArchFields):
                                         description="ε values of the α_c(L) curves (rank collapse: ρ_L ≥ 1 − ε)")
     Ls: tuple[Annotated[int, Field(ge=1, le=10_000)], ...] = Field(
         (6, 12, 24, 48, 60, 96, 200), min_length=2, description="depths of the α_c curves")
-    finite_T: bool = Field(False, description="finite-T (Monte Carlo) q_sa, p_sa instead of Eq. 13")
+    finite_T: bool = Field(False, description="finite-T (Monte Carlo) q_sa, p_sa instead of Eq. (13)")
     sim_betas: tuple[Annotated[float, Field(gt=0, le=1e4)], ...] = Field(
         (0.1, 0.5, 1.0, 2.0, 3.0), description="simulated grid (may be empty)")
     sim_alphas: tuple[Annotated[float, Field(ge=0, le=1e6)], ...] = Field(
@@ -111,7 +111,7 @@ class SALayerConfig(Config, ArchFields):
 
     betas: tuple[Annotated[float, Field(gt=0, le=1e4)], ...] = Field(
         (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0), min_length=2,
-                                     description="β grid (per-head score scale, Eq. 11)")
+                                     description="β grid (per-head score scale, Eq. (11))")
     rhos: tuple[Annotated[float, Field(ge=0, lt=1)], ...] = Field((0.0, 0.05, 0.2, 0.25, 0.5, 0.75, 0.9), min_length=2,
                                     description="input cosines ρ_in of the grid")
     n_inits: int = Field(3, ge=1, le=1000, description="random heads (and input sequences) per grid point")
@@ -133,7 +133,7 @@ class UniversalityConfig(Config, ArchFields):
                                       "T ≥ 2, ≤ 1000000"})
     betas: tuple[Annotated[float, Field(gt=0, le=1e4)], ...] = Field(
         (*(1.0 + 0.1 * i for i in range(11)), 2.5, 3.0, 3.5), min_length=3,
-                                     description="β values scanned (per-head score scale, Eq. 11)")
+                                     description="β values scanned (per-head score scale, Eq. (11))")
     n_inits: int = Field(4, ge=1, le=1000, description="random layers per (β, d, H, T)")
     ipr_level: float = Field(0.3, gt=0, lt=1, description="β*: where the measured IPR crosses this level")
     scales = {"quick": {"n_inits": 2}, "paper": {"n_inits": 8}}
@@ -182,7 +182,7 @@ class REMConfig(Config, ArchFields):
 
     betas: tuple[Annotated[float, Field(gt=0, le=1e4)], ...] = Field(
         tuple(0.25 * i for i in range(1, 25)), min_length=2,
-                                     description="β values (score std β √(log T), Eq. 10)")
+                                     description="β values (score std β √(log T), Eq. (10))")
     rhos: tuple[Annotated[float, Field(ge=0, lt=1)], ...] = Field(
         (0.0, 0.25, 0.5), min_length=1, description="input cosines ρ")
     Ts: tuple[Annotated[int, Field(ge=2, le=1_000_000)], ...] = Field(

@@ -35,7 +35,7 @@ class LawFields(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
-    n_mc: int = Field(100_000, ge=100, le=10_000_000, description="fixed Monte-Carlo samples of eq. (10)")
+    n_mc: int = Field(100_000, ge=100, le=10_000_000, description="fixed Monte-Carlo samples of Eq. (10)")
     dt: float = Field(0.02, gt=0, le=1, description="Euler step δ / initial adaptive step")
     solver: Literal["euler", "adaptive"] = Field("euler", description="euler (paper, App. B) or adaptive RK23")
     eta: float = Field(1.0, gt=0, description="init scale: k_h ~ N(0, η²/D I)")
@@ -82,7 +82,7 @@ class SimVsTheoryConfig(Config, LawFields):
     p_correction: bool = Field(True, description="finite-D p-corrected theory (docs: Notes on the paper)")
     symmetrize: bool = Field(False, description="the SGD's own init breaks the symmetries")
     noise_method: Literal["auto", "mt19937", "splitmix64", "philox"] = added(
-        "auto", description="the SGD's token stream (eq. (2) noise, a function of (seed, step, sequence)): auto = "
+        "auto", description="the SGD's token stream (Eq. (2) noise, a function of (seed, step, sequence)): auto = "
         "the device's default; mt19937 = torch.randn groups seeded per counter (CPU default); splitmix64 = "
         "SplitMix64 words + Box-Muller (GPU default, fused in two Triton kernels); philox = Triton's tl.randn4x "
         "(Philox-4x32-10) at each token's counter, fused in one Triton kernel per step")
@@ -95,7 +95,7 @@ class Panel(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     activation: Activation = Field("softmax", description="attention activation σ: softmax, softmax-1 (sink) "
-                                                          "or B-softmax (eq. (4))")
+                                                          "or B-softmax (Eq. (4))")
     H: int = Field(2, ge=1, le=256, description="heads H")
     nu1: float = Field(2.0, gt=0, description="ν1 of the panel's law (flip F=2, gaussian)")
     nu2: float = Field(2.0, gt=0, description="ν2 of the panel's law (flip F=2, gaussian)")
@@ -207,7 +207,7 @@ class McResamplingConfig(Config, LawFields):
     """Fixed vs resampled Monte-Carlo samples along the flow (Fig. 8)."""
 
     activation: Activation = Field("softmax", description="attention activation σ: softmax, softmax-1 (sink) "
-                                                          "or B-softmax (eq. (4))")
+                                                          "or B-softmax (Eq. (4))")
     H: int = Field(2, ge=1, le=256, description="heads H")
     L: int = Field(8, ge=2, le=1000, description="tokens per sequence")
     tau_max: float = Field(40.0, gt=0, le=1e5, description="horizon τ_max of the two Euler flows")
@@ -219,7 +219,7 @@ class CosineGridConfig(Config, LawFields):
     """Final cosine similarity of two heads over a (ν1, ν2) grid (Fig. 11)."""
 
     activation: Activation = Field("softmax", description="attention activation σ: softmax, softmax-1 (sink) "
-                                                          "or B-softmax (eq. (4))")
+                                                          "or B-softmax (Eq. (4))")
     H: int = Field(2, ge=2, le=256, description="heads H (the first two are compared)")
     L: int = Field(4, ge=2, le=1000, description="tokens per sequence")
     nu1s: tuple[Annotated[float, Field(gt=0, le=1e4)], ...] = Field(
@@ -236,7 +236,7 @@ class PhasesConfig(Config, LawFields):
     """Unspecialised phase (Prop. III.3): flip spike and isotropic Gaussian, theory from the paper's init."""
 
     activation: Activation = Field("softmax", description="attention activation σ: softmax, softmax-1 (sink) "
-                                                          "or B-softmax (eq. (4))")
+                                                          "or B-softmax (Eq. (4))")
     H: int = Field(2, ge=1, le=256, description="heads H")
     L: int = Field(10, ge=2, le=1000, description="tokens per sequence")
     tau_max: float = Field(5.0, gt=0, le=1e5, description="horizon τ_max of the two flows")
@@ -264,7 +264,7 @@ class SplitTimeConfig(Config, LawFields):
     """τ^s of Fig. 1 (flip ν = (2, 2), softmax, L = 10, H = 2) at D = 10^4 over ``seeds`` random inits."""
 
     activation: Activation = Field("softmax", description="attention activation σ: softmax, softmax-1 (sink) "
-                                                          "or B-softmax (eq. (4))")
+                                                          "or B-softmax (Eq. (4))")
     H: int = Field(2, ge=2, le=256, description="heads H")
     L: int = Field(10, ge=2, le=1000, description="tokens per sequence")
     D: int = Field(10_000, ge=8, le=10**9, description="dimension of the random inits (only m(0), q(0), p)")

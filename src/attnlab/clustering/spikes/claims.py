@@ -159,7 +159,7 @@ def _d7(ctx: ClaimContext) -> Measured:
 
 
 claim(
-    id=f"{S}.drops_at_gradient_peaks", ref="§4.3, Fig. 13 (mini-batch), Fig. 9",
+    id=f"{S}.drops_at_gradient_peaks", ref="Sec. 4.3, Fig. 13 (mini-batch), Fig. 9",
     statement="loss drops coincide with gradient-norm peaks in mini-batch training: the full-batch gradient norm "
               "during the drop is ≥ 5× its plateau median",
     how="fig9 mini-batch run (batch 32): over seeds whose loss sits ≥ 10 epochs on a plateau and that fit (≥ 2 "
@@ -169,14 +169,14 @@ claim(
     scales=("quick",), falsify=_EVENTS_WHY,
 )
 claim(
-    id=f"{S}.drops_at_gradient_peaks_full_batch", ref="§4.3, Fig. 9",
+    id=f"{S}.drops_at_gradient_peaks_full_batch", ref="Sec. 4.3, Fig. 9",
     statement="in full-batch training (Fig. 9), the gradient norm during the loss drop is ≥ 5× its plateau median",
     how="fig9 full-batch run (lr 1e-2): the same fraction over its seeds",
     measure=lambda ctx: d5_fraction([ctx.run(FIG9).summary], "full"), expected=0.8, relation="ge",
     falsify=_EVENTS_WHY,
 )
 claim(
-    id=f"{S}.spikes_with_gradient_spikes", ref="§4.4, Fig. 13",
+    id=f"{S}.spikes_with_gradient_spikes", ref="Sec. 4.4, Fig. 13",
     statement="loss spikes co-occur with gradient-norm spikes",
     how="fig13 (d = 2, lr 1e-2): fraction of loss-spike onsets (docs note 17, ≥ 10 epochs apart) whose full-batch "
         "grad norm is ≥ 2× its trailing 20-epoch median (≥ 5 onsets; else a k = 3, 300-epoch run is added)",
@@ -208,7 +208,7 @@ claim(
 # paper: the remedies run itself, whose paper scale has 256 seeds for this claim (RemediesConfigDefault)
 SMOOTH_QUICK = {"variants": ("baseline", "norm=smooth"), "n_seeds": 256}
 claim(
-    id=f"{S}.smooth_norm_reduces_spikes", ref="§4.4 (remedy), docs note 18",
+    id=f"{S}.smooth_norm_reduces_spikes", ref="Sec. 4.4 (remedy), docs note 18",
     statement="smoothing the normaliser, f(x) = s(||x||)x/||x||, reduces loss spikes",
     how="remedies (d = 2, lr 1e-2, same seeds; quick: k = 2, 256 seeds, 80 epochs, baseline and norm=smooth only): "
         "spike onsets per 1000 epochs with norm = smooth minus with the sphere, per seed; the upper end of the 95 % "

@@ -48,7 +48,7 @@ class SpikeConfig(TrainConfig):
     dims: tuple[int, ...] | None = Field(None, description="embedding dimensions d, one run each (None: d)",
                                          json_schema_extra={"allowed": "at least one dimension, each 1 to 4096 "
                                                                        "(as d), or null"})
-    spike_rank: int = Field(0, ge=0, description="Figs 11/12: which onset to dissect, by loss jump (0 = largest)")
+    spike_rank: int = Field(0, ge=0, description="Figs. 11/12: which onset to dissect, by loss jump (0 = largest)")
 
     @model_validator(mode="after")
     def _dims(self):
@@ -82,7 +82,7 @@ class RemediesConfig(TrainConfig):
 
     variants: tuple[str, ...] = Field(
         ("baseline", "norm=smooth", "norm=rmsnorm", "grad_clip=1.0", "h=32", "weight_decay=1e-3", "lr=3e-3",
-         "lr=3e-2"), description="changes of the base config (§4.4 remedies), one run each",
+         "lr=3e-2"), description="changes of the base config (Sec. 4.4 remedies), one run each",
         json_schema_extra={"allowed": "distinct entries, each baseline or key=value[,key=value] with key in "
                                       + " | ".join(VARIANT_KEYS) + " and a value that key accepts"})
 

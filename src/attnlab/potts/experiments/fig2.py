@@ -32,7 +32,7 @@ class Fig2Config(PottsDataConfig, Training):
     """Fig. 2a-c: factored attention vs vanilla transformers with 1 and 3 layers on the same Potts data."""
 
     models: tuple[Model, ...] = Field(("factored", "vanilla1", "vanilla3"), min_length=1,
-                                      description="architectures trained: factored attention (eq. (4)), the vanilla "
+                                      description="architectures trained: factored attention (Eq. (4)), the vanilla "
                                                   "transformer with 1 or 3 layers")
     vanilla_lr: float = Field(1e-3, gt=0, le=10, description="Adam lr of the vanilla transformers (docs note 3)")
     vanilla_epochs: int = Field(60, ge=1, le=100_000, description="training epochs of the vanilla transformers")
@@ -50,7 +50,7 @@ class Fig2dConfig(PottsDataConfig, Training):
     """Fig. 2d: test loss vs the position/embedding mixing a of Eq. (2), several seeds per a, one computation."""
 
     a_values: tuple[float, ...] = Field((0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0), min_length=2,
-                                        description="mixings a >= 0 of positions and embeddings in eq. (2) "
+                                        description="mixings a >= 0 of positions and embeddings in Eq. (2) "
                                                     "(a = 0: factored attention)",
                                         json_schema_extra={"allowed": "two or more numbers, each ≥ 0"})
     seeds: int = Field(3, ge=1, le=64,

@@ -63,7 +63,7 @@ class FiniteSizeConfig(GaussianConfig):
     """One fixed problem (one Ω) against its own finite-L theory, many training draws per α (check 17)."""
 
     L: int = Field(200, ge=4, le=5000, description="sequence length of the fixed problem")
-    lam: float = Field(1e-2, gt=0, le=1000, description="ridge strength λ of eq. (7)")
+    lam: float = Field(1e-2, gt=0, le=1000, description="ridge strength λ of Eq. (7)")
     alphas: tuple[Ratio, ...] = Field((0.5, 0.9, 1.0, 1.5, 2.0, 4.0), min_length=1,
                                       description="sample ratios α = M/L of the training draws")
     n_draws: int = Field(40, ge=2, le=10_000, description="training sets drawn per α for the one fixed problem")

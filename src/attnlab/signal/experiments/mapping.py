@@ -69,7 +69,7 @@ class MapFamiliesConfig(Config):
     d: int = Field(1024, ge=2, le=8192, description="width (BERT-large's)")
     H: int = Field(16, ge=1, le=256, description="heads")
     init_std: float = Field(0.02, gt=0, le=1, description="initializer_range (HF: 0.02)")
-    positions: int = Field(512, ge=2, le=100_000, description="max_position_embeddings: T_init of Eq. 11")
+    positions: int = Field(512, ge=2, le=100_000, description="max_position_embeddings: T_init of Eq. (11)")
     vocab: int = Field(30522, ge=16, le=300_000, description="vocabulary (BERT's)")
     T: int = Field(64, ge=2, le=4096, description="tokens per measured sequence")
     batch: int = Field(32, ge=1, le=4096, description="random-token sequences measured")
