@@ -21,7 +21,8 @@ import numpy as np
 import torch
 
 from attnlab.core import bench
-from attnlab.potts.data import PottsSpec, sample_dataset
+from attnlab.potts.data import PottsSpec
+from attnlab.potts.dataset import sample_dataset
 from attnlab.potts.model import factored_logits, factored_loss_grad, mlm_loss
 from attnlab.potts.sampler import gibbs
 from attnlab.potts.train import Optim, init_params, model_generators

@@ -45,6 +45,10 @@ def test_a_typed_summary_reader_does_not_count_what_the_experiment_runs_does():
     """``Experiment(..., summary=Cls)`` and a study's ``summaries`` module only read what a run returned."""
     plain = 'FIG = Experiment("s", "fig", Config, run, ref="Fig. 1")\n'
     assert normalised(plain.replace(")\n", ", summary=FigSummary)\n")) == normalised(plain)
+    assert normalised("from attnlab.s.summaries import FigSummary\n" + plain) == normalised(plain)
+    assert normalised("from attnlab.s import figures, summaries\n") == normalised("from attnlab.s import figures\n")
+    assert normalised("from attnlab.s import summaries\n") == normalised("")
+    assert normalised("from attnlab.s import summaries as figures\n") != normalised("")  # another name is code
     assert normalised(plain.replace("run,", "other_run,")) != normalised(plain)
     assert normalised(plain.replace(")\n", ", memory=model)\n")) != normalised(plain)  # only the reader is left out
     assert not _measured(Path("summaries.py")) and _measured(Path("experiments/fig2.py"))

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.potts.data import PottsSpec, potts_dataset
+from attnlab.potts.data import PottsSpec
+from attnlab.potts.dataset import potts_dataset
 from attnlab.potts.model import potts_representation
 from attnlab.potts.optim import lbfgs
 from attnlab.potts.pseudolikelihood import fit_lbfgs, pl_objective

@@ -102,7 +102,14 @@ class _BareFields(ast.NodeTransformer):
         return node
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST | None:
-        """The names the two forms above need (``typing.Annotated``, ``pydantic.Field``) are not imported either."""
+        """The names the two forms above need (``typing.Annotated``, ``pydantic.Field``) are not imported either, nor
+        a study's typed summaries (a module of :data:`NOT_MEASURED`, named in the left-out ``summary=``)."""
+        if (node.module or "").rpartition(".")[2] == "summaries":
+            return None
+        if any(a.name == "summaries" and a.asname is None for a in node.names):  # ``from attnlab.s import summaries``
+            node.names = [a for a in node.names if a.name != "summaries"]
+            if not node.names:
+                return None
         if node.module in ("typing", "pydantic"):
             node.names = [a for a in node.names if a.name not in ("Annotated", "Field")]
             return node if node.names else None

@@ -1,20 +1,19 @@
 """The generalised Potts model of paper 2, Eqs. (1), (5), (6) (Eq. (1)): structure, conditionals, exact
-enumeration, Hamming statistics, the optimal MLM loss and the seeded data sets of the experiments.
+enumeration, Hamming statistics, the optimal MLM loss and the seeded spec of the experiments' data sets.
 
     potts = PottsModel(J, U, beta)                 # validated: L, C >= 2, J = Jᵀ with zero diagonal, U = Uᵀ, β >= 0
     potts.energy(c)                                # H(c) = -½ Σ_ij J_ij U[c_i, c_j], Eq. (1); c (n, L) colours
     potts.conditional_logp(c)                      # (n, L, C): log p(s_i = α | s_\\i), Eq. (5)
     potts.pseudo_loglik(c)                         # Eq. (6); the optimal MLM loss (Fig. 2a) is its negative
     J = make_J(20, "er", rng, p=0.2); U = make_U(20, rng)           # planted structures (the paper's Fig. 2 set-up)
-    data = potts_dataset(PottsSpec())              # the seeded `cpu_fig2` set-up (docs), memoised
 
 Sequences are integer tensors of colours (n, L); the one-hot spin s_i = e_{c_i} is never materialised where an
-index does the same work. The Gibbs sampler lives in ``sampler.py``.
+index does the same work. The Gibbs sampler lives in ``sampler.py``, the sampled data sets
+(``potts_dataset(PottsSpec())``: the seeded `cpu_fig2` set-up, memoised) in ``dataset.py``.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -268,61 +267,3 @@ class PottsSpec:
     def model(self, device: torch.device | str = "cpu") -> PottsModel:
         J, U = self.structure()
         return PottsModel(torch.tensor(J, device=device), torch.tensor(U, device=device), self.beta)
-
-
-@dataclass(frozen=True, eq=False)
-class PottsData:
-    """A model and its train/test samples (colours, int64 on the model's device) with sampler diagnostics."""
-
-    potts: PottsModel
-    train: Tensor
-    test: Tensor
-    diagnostics: dict
-
-    @functools.cached_property
-    def optimal_loss(self) -> float:
-        return self.potts.optimal_loss(self.test)
-
-    def subset(self, M: int, generator: torch.Generator | None = None) -> Tensor:
-        """M training sequences: a random subset (``generator``) or the first M."""
-        if self.train.shape[0] < M:
-            raise ValueError(f"M = {M} exceeds the {self.train.shape[0]} training sequences of this data set")
-        if generator is None:
-            return self.train[:M]
-        perm = torch.randperm(self.train.shape[0], generator=generator, device=generator.device)
-        return self.train[perm[:M].to(self.train.device)]
-
-
-def _per_chain(M: int, n_chains: int) -> int:
-    return -(-M // n_chains)
-
-
-def sample_dataset(spec: PottsSpec) -> PottsData:
-    """Sample the train and test sets of ``spec`` on the CPU (no memo; see :func:`potts_dataset`)."""
-    from attnlab.potts.sampler import gibbs
-
-    potts = spec.model()
-    sets, diag = [], {}
-    for name, M, seed in (("train", spec.M_train, spec.train_seed), ("test", spec.M_test, spec.test_seed)):
-        g = torch.Generator().manual_seed(seed)
-        run = gibbs(potts, spec.n_chains, _per_chain(M, spec.n_chains), burn_in=spec.burn_in, thin=spec.thin,
-                    generator=g, order=spec.order)
-        sets.append(run.samples.reshape(-1, spec.L)[:M])
-        diag.update({f"{name}_{k}": v for k, v in run.summary().items()})
-    diag["d_hamming_train"] = float(mean_pairwise_hamming(sets[0], spec.C))
-    return PottsData(potts, sets[0], sets[1], diag)
-
-
-_memo = functools.lru_cache(maxsize=8)(sample_dataset)
-
-
-def potts_dataset(spec: PottsSpec, device: torch.device | str = "cpu") -> PottsData:
-    """Sample (or reuse, within a process) the data set of ``spec`` and place it on ``device``.
-
-    Sampling runs on the CPU with torch generators seeded from the spec, so a data set is the same on every
-    device; the memo makes the experiments and claims of one ``attnlab check`` share the 20 s of Gibbs sampling.
-    """
-    d = _memo(spec)
-    if d.train.device == torch.device(device):
-        return d
-    return PottsData(d.potts.to(device), d.train.to(device), d.test.to(device), d.diagnostics)

@@ -18,7 +18,7 @@ from typing import Literal
 
 import torch
 
-from attnlab.potts.data import PottsData
+from attnlab.potts.dataset import PottsData
 from attnlab.potts.model import Attn, attention, factored_logits, factored_loss_grad, mlm_loss
 from attnlab.potts.optim import lbfgs
 from attnlab.potts.train import init_params, model_generators

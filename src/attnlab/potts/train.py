@@ -26,7 +26,7 @@ import torch
 
 from attnlab.core.trajectory import Trajectory
 from attnlab.potts import metrics
-from attnlab.potts.data import PottsData
+from attnlab.potts.dataset import PottsData
 from attnlab.potts.model import (
     Attn,
     VanillaTransformer,

@@ -250,6 +250,29 @@ def build_heads(task: MarkovTask, specs, generator: torch.Generator, beta: float
     return layers
 
 
+def seeded_head(task: MarkovTask, kind: str, beta: float, shift: int, seed: int, features: float,
+                positions: float, cross: float, device=None) -> Tensor:
+    """One head drawn from its own ``seed`` in the public code's order: the hand-built head (``same_token``,
+    ``different_token``, ``uniform``; ``random``: zero), plus ``features``·N(0,1)/N0 on the features block (drawn
+    only when > 0), ``positions``·N(0,1) on the positions block (always drawn), ``cross``·N(0,1)/√N0 on the two
+    cross blocks (one D×D draw, only when > 0), then times β (App. G.2.2's per-subspace normalisation)."""
+    g = torch.Generator().manual_seed(seed)
+    N0, D = task.N0, task.D
+    if kind in ("same_token", "different_token"):
+        W = token_head(task, kind, 1.0, shift)
+    else:
+        W = uniform_head(task)
+    if features > 0:
+        W[:N0, :N0] += features * torch.randn(N0, N0, generator=g, dtype=F64) / N0
+    W[N0:, N0:] += positions * torch.randn(D - N0, D - N0, generator=g, dtype=F64)
+    if cross > 0:
+        R = torch.randn(D, D, generator=g, dtype=F64) / N0**0.5
+        R[:N0, :N0] = 0.0
+        R[N0:, N0:] = 0.0
+        W = W + cross * R
+    return (beta * W).to(device)
+
+
 BLOCK_KEYS = ("seed", "features_perturbation", "positions_perturbation", "cross_perturbation")
 
 
@@ -257,10 +280,8 @@ def block_head(task: MarkovTask, h, generator: torch.Generator, beta: float, ran
     """A head with its own ``seed`` or separate feature / position / cross perturbation strengths (the public
     code's per-head options): each strength left None takes ``perturbation`` (None: ``random_strength`` for a
     random head, 0 otherwise). With a seed, the head draws from its own generator in the public code's order
-    (:func:`public.seeded_head`); without, one D×D Gaussian from ``generator`` (as :func:`random_head`), scaled
+    (:func:`seeded_head`); without, one D×D Gaussian from ``generator`` (as :func:`random_head`), scaled
     per block by /N0, 1 and /√N0 (App. G.2.2) times its strength."""
-    from attnlab.paths.data.public import seeded_head
-
     base = h.perturbation if h.perturbation is not None else random_strength if h.kind == "random" else 0.0
     f, p, c = (base if getattr(h, k, None) is None else getattr(h, k) for k in BLOCK_KEYS[1:])
     dev = generator.device

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import torch
 
-from attnlab.paths.data.markov import F64, MarkovData, MarkovTask, token_head, uniform_head
+from attnlab.paths.data.markov import F64, MarkovData, MarkovTask
 
 Tensor = torch.Tensor
 
@@ -105,26 +105,3 @@ def sample_public(task: MarkovTask, P: int, seed: int, device=None) -> MarkovDat
     pos = torch.eye(T + 1, dtype=F64).expand(P, -1, -1)
     X = torch.cat([torch.cat([bos, feats], dim=1), pos], dim=2)
     return MarkovData(X.to(device), y.to(device), states.to(device))
-
-
-def seeded_head(task: MarkovTask, kind: str, beta: float, shift: int, seed: int, features: float,
-                positions: float, cross: float, device=None) -> Tensor:
-    """One head drawn from its own ``seed`` in the public code's order: the hand-built head (``same_token``,
-    ``different_token``, ``uniform``; ``random``: zero), plus ``features``·N(0,1)/N0 on the features block (drawn
-    only when > 0), ``positions``·N(0,1) on the positions block (always drawn), ``cross``·N(0,1)/√N0 on the two
-    cross blocks (one D×D draw, only when > 0), then times β (App. G.2.2's per-subspace normalisation)."""
-    g = torch.Generator().manual_seed(seed)
-    N0, D = task.N0, task.D
-    if kind in ("same_token", "different_token"):
-        W = token_head(task, kind, 1.0, shift)
-    else:
-        W = uniform_head(task)
-    if features > 0:
-        W[:N0, :N0] += features * torch.randn(N0, N0, generator=g, dtype=F64) / N0
-    W[N0:, N0:] += positions * torch.randn(D - N0, D - N0, generator=g, dtype=F64)
-    if cross > 0:
-        R = torch.randn(D, D, generator=g, dtype=F64) / N0**0.5
-        R[:N0, :N0] = 0.0
-        R[N0:, N0:] = 0.0
-        W = W + cross * R
-    return (beta * W).to(device)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attnlab.paths.theory.kernels import PathKernels, cholesky
+from attnlab.paths.theory.kernels import PathKernels, cholesky, prior_variances
 
 Tensor = torch.Tensor
 F64 = torch.float64
@@ -47,17 +47,6 @@ def level_sizes(Hs: Sequence[int]) -> list[int]:
     for H in reversed(Hs):
         sizes.insert(0, sizes[0] * H)
     return sizes
-
-
-def prior_variances(Hs: Sequence[int], sigma2: float = 1.0, variances: Sequence[float] | None = None) -> tuple:
-    """(σ_0², σ_1², ..., σ_L², σ_a²): ``variances`` checked (L+2 entries > 0), or σ² for every weight."""
-    L = len(Hs)
-    if variances is None:
-        return (float(sigma2),) * (L + 2)
-    if len(variances) != L + 2 or min(variances) <= 0:
-        raise ValueError(f"key 'variances' = {list(variances)}: {L + 2} positive entries (σ_0², σ_1..σ_{L}², σ_a²) "
-                         f"for L = {L} layers")
-    return tuple(float(v) for v in variances)
 
 
 def gp_levels(Hs: Sequence[int], sigma2: float = 1.0, device=None,

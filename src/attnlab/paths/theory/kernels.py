@@ -13,6 +13,7 @@ instead. Everything is float64, unless the kernels are built with ``dtype=torch.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -20,6 +21,17 @@ import torch
 Tensor = torch.Tensor
 F64 = torch.float64
 
+
+
+def prior_variances(Hs: Sequence[int], sigma2: float = 1.0, variances: Sequence[float] | None = None) -> tuple:
+    """(σ_0², σ_1², ..., σ_L², σ_a²): ``variances`` checked (L+2 entries > 0), or σ² for every weight."""
+    L = len(Hs)
+    if variances is None:
+        return (float(sigma2),) * (L + 2)
+    if len(variances) != L + 2 or min(variances) <= 0:
+        raise ValueError(f"key 'variances' = {list(variances)}: {L + 2} positive entries (σ_0², σ_1..σ_{L}², σ_a²) "
+                         f"for L = {L} layers")
+    return tuple(float(v) for v in variances)
 
 @dataclass(frozen=True)
 class Problem:
@@ -56,8 +68,6 @@ class Problem:
         if self.sigma2 <= 0:
             raise ValueError(f"key 'sigma2' = {self.sigma2}: the prior variance must be > 0")
         if self.variances is not None:
-            from attnlab.paths.theory.action import prior_variances
-
             prior_variances(self.Hs, self.sigma2, self.variances)
 
     @property
