@@ -102,11 +102,15 @@ class _BareFields(ast.NodeTransformer):
         return node
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST | None:
-        """The names the two forms above need (``typing.Annotated``, ``pydantic.Field``) are not imported either."""
+        """The names the two forms above need (``typing.Annotated``, ``pydantic.Field``) are not imported either,
+        nor a study's module of typed summaries (``from attnlab.<study> import summaries``, for the dropped
+        ``Experiment(..., summary=summaries.X)``). Classes imported by name (``from <study>.summaries import X``)
+        stay: potts' fingerprint was taken with them."""
         if node.module in ("typing", "pydantic"):
             node.names = [a for a in node.names if a.name not in ("Annotated", "Field")]
-            return node if node.names else None
-        return node
+        else:
+            node.names = [a for a in node.names if a.name != "summaries" or a.asname is not None]
+        return node if node.names else None
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
         self.generic_visit(node)
