@@ -33,10 +33,14 @@ def event(value, why: str) -> float | Measured:
     return float(value) if happened(value) else Measured(math.nan, why)
 
 
-def _fig9_max(ctx: ClaimContext, deviation: Callable[[SimVsTheoryFit], float]) -> float:
-    """fig9: the largest ``deviation`` (max over τ and entries of |SGD − theory|) over the three activations."""
-    fits = ctx.summary(FIG9).activation
-    return max(deviation(fits[a]) for a in ACTS)
+def _fig9_max(deviation: Callable[[SimVsTheoryFit], float]) -> Callable[[ClaimContext], float]:
+    """fig9: the measure of the largest ``deviation`` (max over τ and entries of |SGD − theory|) over the three
+    activations."""
+    def measure(ctx: ClaimContext) -> float:
+        fits = ctx.summary(FIG9).activation
+        return max(deviation(fits[a]) for a in ACTS)
+
+    return measure
 
 
 _DEVIATIONS: tuple[tuple[str, str, float, Callable[[SimVsTheoryFit], float]], ...] = (
@@ -48,7 +52,7 @@ for _obs, _what, _tol, _dev in _DEVIATIONS:
         id=f"specialization.sgd_matches_theory_{_obs}", ref="Prop. III.2, Figs. 1, 9",
         statement=f"SGD with τ = γt follows the gradient flow (12): {_what}",
         how=f"fig9 (3 activations): max over τ and entries of |SGD − p-corrected theory| for {_what}",
-        measure=lambda ctx, d=_dev: _fig9_max(ctx, d), expected=_tol, relation="le", blocks=2,
+        measure=_fig9_max(_dev), expected=_tol, relation="le", blocks=2,
         falsify=RUN_WORLDS[f"sgd_matches_theory_{_obs}"],
     )
 
