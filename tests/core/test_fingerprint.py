@@ -54,6 +54,17 @@ def test_a_typed_summary_reader_does_not_count_what_the_experiment_runs_does():
     assert not _measured(Path("summaries.py")) and _measured(Path("experiments/fig2.py"))
 
 
+def test_importing_a_study_s_summaries_module_does_not_count_other_imports_do():
+    """``from attnlab.<study> import …, summaries`` (for ``summary=summaries.X``) is left out; nothing else is."""
+    plain = "from attnlab.study import costs, outputs, theory\nFIG = Experiment(s, f, C, run, outputs=outputs.F)\n"
+    typed = ("from attnlab.study import costs, outputs, summaries, theory\n"
+             "FIG = Experiment(s, f, C, run, outputs=outputs.F, summary=summaries.FigSummary)\n")
+    assert normalised(typed) == normalised(plain)
+    assert normalised("from attnlab.study import summaries\nx = 1\n") == normalised("x = 1\n")
+    assert normalised(plain.replace("costs, ", "costs, data, ")) != normalised(plain)
+    assert normalised(plain.replace("costs, ", "costs, summaries as s, ")) != normalised(plain)  # a renamed name
+
+
 def test_stale_compares_an_entry_with_today():
     assert stale({"code": "a"}, "b") and not stale({"code": "a"}, "a")
     assert not stale({}, "a") and not stale({"code": "a"}, None)

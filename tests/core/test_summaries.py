@@ -1,6 +1,7 @@
 """Typed summaries (core.summaries): a frozen dataclass names the flat keys of ``summary.json`` once; to_summary gives
 exactly those keys and values back, from_summary builds the object from a stored run and its config, keys(config)
-is the declared summary. Every potts experiment at its tiny size: the typed summary round-trips key for key."""
+is the declared summary. Every experiment of potts and specialization at its tiny size: the typed summary round-trips
+key for key (and, where a study keeps its declared templates, makes exactly those keys)."""
 
 from __future__ import annotations
 
@@ -97,6 +98,17 @@ def test_keys_are_formatted_as_the_declarations_expand_them():
         assert [fill(template, {name: v}) for v in values] == expand(template, Cfg())
 
 
+def test_declared_templates_are_kept_beside_a_typed_class_else_derived_from_it():
+    from attnlab.core.experiment import Experiment
+    from attnlab.core.outputs import declare
+
+    kept = Experiment("s", "kept", object, lambda c, ctx: None, outputs=declare(summary="optimal_loss corr_a{a_values}",
+                                                                                arrays={}), summary=Toy)
+    derived = Experiment("s", "derived", object, lambda c, ctx: None, outputs=declare(arrays={}), summary=Toy)
+    assert kept.outputs.keys(Cfg()) == {"optimal_loss", "corr_a0", "corr_a0.5", "corr_a1"}  # what was declared
+    assert derived.outputs.keys(Cfg()) == set(Toy.keys(Cfg()))
+
+
 def test_a_world_edits_the_typed_summary_and_writes_flat_keys():
     from attnlab.core.experiment import Result, get
 
@@ -108,12 +120,12 @@ def test_a_world_edits_the_typed_summary_and_writes_flat_keys():
     assert result.summary == {**flat, "test_a1": -1.0}
 
 
-POTTS = {e.key: e for e in experiments("potts")}
+TYPED = {e.key: e for study in ("potts", "specialization") for e in experiments(study)}  # studies with typed summaries
 
 
-@pytest.mark.parametrize("name", sorted(POTTS))
-def test_every_potts_experiment_round_trips_its_summary(name):
-    exp = POTTS[name]
+@pytest.mark.parametrize("name", sorted(TYPED))
+def test_every_typed_experiment_round_trips_its_summary(name):
+    exp = TYPED[name]
     assert exp.summary is not None, f"{name} has no typed summary"
     cfg = resolve(exp.config, "quick", dict(exp.outputs.tiny))
     device = resolve_device(cfg.device)
@@ -124,3 +136,5 @@ def test_every_potts_experiment_round_trips_its_summary(name):
     assert flat == result.summary  # key for key, value for value: summary.json is what it was
     assert sorted(exp.summary.keys(cfg)) == sorted(result.summary)
     assert exp.summary.from_summary(flat, cfg) == s
+    # specialization keeps its summary templates in its (measured) outputs module: the class makes exactly those
+    assert sorted(exp.outputs.keys(cfg)) == sorted(exp.summary.keys(cfg))

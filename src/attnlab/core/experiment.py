@@ -102,7 +102,9 @@ class Experiment(Generic[S]):
     Experiment("potts", "fig2", Fig2Config, fig2, ...)``) and lists them in its :class:`~attnlab.core.study.Study`;
     claims pass the object to ``ctx.run`` (go-to-definition lands on it). The ``title`` defaults to the first line
     of ``fn``'s docstring. ``summary``: the typed summary class (:mod:`attnlab.core.summaries`) that claims read
-    (``ctx.summary(FIG2)``) and from which the declared summary keys come (``outputs=declare(arrays=...)``)."""
+    (``ctx.summary(FIG2)``) and from which the declared summary keys come (``outputs=declare(arrays=...)``); a
+    study whose declarations live in a measured module (:mod:`attnlab.core.fingerprint`) keeps its ``summary=``
+    templates there, and its tests check that the typed class makes exactly those keys."""
 
     study: str
     name: str
@@ -123,12 +125,9 @@ class Experiment(Generic[S]):
         if not self.title:
             doc = (self.fn.__doc__ or "").strip().splitlines()
             object.__setattr__(self, "title", doc[0] if doc else self.name)
-        if self.summary is not None and self.outputs is not None:
+        if self.summary is not None and self.outputs is not None and self.outputs.summary is None:
             import dataclasses
 
-            if self.outputs.summary is not None and self.outputs.summary != self.summary.keys:
-                raise ValueError(f"{self.key}: the summary keys come from {self.summary.__name__}; "
-                                 "declare(...) takes no summary= as well")
             object.__setattr__(self, "outputs", dataclasses.replace(self.outputs, summary=self.summary.keys))
 
     @property

@@ -106,14 +106,11 @@ class _BareFields(ast.NodeTransformer):
         a study's typed summaries (a module of :data:`NOT_MEASURED`, named in the left-out ``summary=``)."""
         if (node.module or "").rpartition(".")[2] == "summaries":
             return None
-        if any(a.name == "summaries" and a.asname is None for a in node.names):  # ``from attnlab.s import summaries``
-            node.names = [a for a in node.names if a.name != "summaries"]
-            if not node.names:
-                return None
         if node.module in ("typing", "pydantic"):
             node.names = [a for a in node.names if a.name not in ("Annotated", "Field")]
-            return node if node.names else None
-        return node
+        else:  # ``from attnlab.<study> import figures, summaries``
+            node.names = [a for a in node.names if a.name != "summaries" or a.asname is not None]
+        return node if node.names else None
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
         self.generic_visit(node)

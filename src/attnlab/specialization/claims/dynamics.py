@@ -8,14 +8,17 @@ An event a claim times (a split, a feature learnt) that never happens within the
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from attnlab.core.claims import ClaimContext, Measured, claim
+from attnlab.core.summaries import typed
 from attnlab.specialization.claims.worlds import RUN_WORLDS
-from attnlab.specialization.experiments.phases import ESCAPE, PHASES, SPLIT_TIME, escape_key, split_key
-from attnlab.specialization.experiments.sim_vs_theory import FIG9, deviation_key
-from attnlab.specialization.experiments.trajectories import FIG8, TRAJECTORY_FIGURES, feature_time_key
+from attnlab.specialization.experiments.phases import ESCAPE, PHASES, SPLIT_TIME
+from attnlab.specialization.experiments.sim_vs_theory import FIG9
+from attnlab.specialization.experiments.trajectories import FIG8, TRAJECTORY_FIGURES
+from attnlab.specialization.summaries import EscapeSummary, PhasesSummary, SimVsTheoryFit
 
 ACTS = ("softmax", "softmax1", "bsoftmax")
 
@@ -30,17 +33,26 @@ def event(value, why: str) -> float | Measured:
     return float(value) if happened(value) else Measured(math.nan, why)
 
 
-def _fig9_max(ctx: ClaimContext, observable: str) -> float:
-    return max(ctx.summary(FIG9, deviation_key(observable, a)) for a in ACTS)
+def _fig9_max(deviation: Callable[[SimVsTheoryFit], float]) -> Callable[[ClaimContext], float]:
+    """fig9: the measure of the largest ``deviation`` (max over τ and entries of |SGD − theory|) over the three
+    activations."""
+    def measure(ctx: ClaimContext) -> float:
+        fits = ctx.summary(FIG9).activation
+        return max(deviation(fits[a]) for a in ACTS)
+
+    return measure
 
 
-for _obs, _what, _tol in (("m", "m", 0.07), ("rr", "q − m p⁻¹ mᵀ vs r rᵀ", 0.05), ("b", "b", 0.02),
-                          ("v", "v", 0.01), ("loss", "batch loss vs Ẽ", 0.06)):
+_DEVIATIONS: tuple[tuple[str, str, float, Callable[[SimVsTheoryFit], float]], ...] = (
+    ("m", "m", 0.07, lambda f: f.max_dm), ("rr", "q − m p⁻¹ mᵀ vs r rᵀ", 0.05, lambda f: f.max_drr),
+    ("b", "b", 0.02, lambda f: f.max_db), ("v", "v", 0.01, lambda f: f.max_dv),
+    ("loss", "batch loss vs Ẽ", 0.06, lambda f: f.max_dloss))
+for _obs, _what, _tol, _dev in _DEVIATIONS:
     claim(
         id=f"specialization.sgd_matches_theory_{_obs}", ref="Prop. III.2, Figs. 1, 9",
         statement=f"SGD with τ = γt follows the gradient flow (12): {_what}",
         how=f"fig9 (3 activations): max over τ and entries of |SGD − p-corrected theory| for {_what}",
-        measure=lambda ctx, k=_obs: _fig9_max(ctx, k), expected=_tol, relation="le", blocks=2,
+        measure=_fig9_max(_dev), expected=_tol, relation="le", blocks=2,
         falsify=RUN_WORLDS[f"sgd_matches_theory_{_obs}"],
     )
 
@@ -60,8 +72,7 @@ claim(
 
 
 def _mc_fixed(ctx: ClaimContext) -> float:
-    s = ctx.run(FIG8).summary
-    return max(v for k, v in s.items() if k.startswith("max_abs_diff"))
+    return max(ctx.summary(FIG8).max_abs_diff_m1.values())
 
 
 claim(
@@ -74,25 +85,25 @@ claim(
 
 def _tau_s_fig1(ctx: ClaimContext) -> Measured:
     """split_time: the median τ^s(0.2) over random inits at D = 10^4, with why it differs from ≈ 10."""
-    s = ctx.run(SPLIT_TIME).summary
-    D, n, horizon = int(s["D"]), int(s["seeds"]), float(s["tau_max"])
-    med, frac = s.get(split_key(0.2, "median")), float(s[split_key(0.2, "fraction")])
+    s = ctx.summary(SPLIT_TIME)
+    D, n, horizon = int(s.D), int(s.seeds), float(s.tau_max)
+    med, frac = s.tau_s[0.2, "median"], float(s.split_fraction[0.2])
     if not happened(med) or frac < 0.5:
         return Measured(math.nan, f"the heads of fewer than half of {n} inits at D = {D} split (|m_12 − m_22| > "
                                   f"0.2) by τ = {horizon:g} ({frac:.0%}): the horizon is too short")
-    gap0, rate = float(s["gap0_median"]), s.get("rate_median")
+    gap0, rate = float(s.gap0_median), s.rate_median
     need = math.log(0.2 / gap0)
     why = (f"; |m_12 − m_22| starts at {gap0:.3f} (~D^-1/2) and grows as e^(λτ) with λ ≈ {rate:.3f}, so it takes "
            f"ln(0.2/{gap0:.3f})/λ ≈ {need / rate:.0f} to reach 0.2 (≈ 10 would need λ ≈ {need / 10:.2f})"
            ) if happened(rate) and rate > 0 else ""
-    if happened(s.get("saddle_rate")) and happened(s.get("plateau_rate")):
-        why += (f". The Hessian of (10) sets λ: {s['plateau_rate']:.3f} on the plateau (τ = {s['plateau_tau']:g}), "
-                f"{s['saddle_rate']:.3f} at most (m = r = 0, Lemma III.1), which still needs τ ≈ "
-                f"{need / s['saddle_rate']:.0f}; τ^u ≈ 1 matches (unspecialised claims), so the units agree")
-    early = float(s.get(split_key(0.05, "median")) or math.nan)
+    if happened(s.saddle_rate) and happened(s.plateau_rate):
+        why += (f". The Hessian of (10) sets λ: {s.plateau_rate:.3f} on the plateau (τ = {s.plateau_tau:g}), "
+                f"{s.saddle_rate:.3f} at most (m = r = 0, Lemma III.1), which still needs τ ≈ "
+                f"{need / s.saddle_rate:.0f}; τ^u ≈ 1 matches (unspecialised claims), so the units agree")
+    early = float(s.tau_s.get((0.05, "median")) or math.nan)
     return Measured(float(med), f"flow (12) from {n} random inits at D = {D} (Fig. 1 setting, which the SGD "
-                                f"follows): τ^s(0.2) median {med:.1f} (range {s[split_key(0.2, 'min')]:.1f}–"
-                                f"{s[split_key(0.2, 'max')]:.1f}), τ^s(0.05) median {early:.1f}" + why)
+                                f"follows): τ^s(0.2) median {med:.1f} (range {s.tau_s[0.2, 'min']:.1f}–"
+                                f"{s.tau_s[0.2, 'max']:.1f}), τ^s(0.05) median {early:.1f}" + why)
 
 
 claim(
@@ -104,35 +115,43 @@ claim(
 )
 
 
-def _phase(key: str):
-    return lambda ctx: ctx.summary(PHASES, key)
+def _phase(read: Callable[[PhasesSummary], float]):
+    """The measure reading one value of the phases summary."""
+    return lambda ctx: read(ctx.summary(PHASES))
 
 
-for _key, _statement, _expected, _rel in (
-    ("dm1_at_tau1", "by τ = 1 the heads have started to learn the constant direction (mean m_h1 grows by "
-                    "0.08-0.20)", (0.08, 0.20), "in"),
-    ("m1_at_tau5", "by τ = 5 the mean alignment with the constant direction exceeds 0.5", 0.5, "ge"),
-    ("split_change", "during the unspecialised phase the heads do not split: |m_12 − m_22| moves by < 0.05",
-     0.05, "le"),
-    ("gaussian_norm_ratio", "with E θ = 0 (isotropic Gaussian) m does not move: ||m(5)|| < 5 ||m(0)||", 5.0, "le"),
+for _key, _read, _statement, _expected, _rel in (
+    ("dm1_at_tau1", lambda s: s.dm1_at_tau1,
+     "by τ = 1 the heads have started to learn the constant direction (mean m_h1 grows by 0.08-0.20)",
+     (0.08, 0.20), "in"),
+    ("m1_at_tau5", lambda s: s.m1_at_tau5,
+     "by τ = 5 the mean alignment with the constant direction exceeds 0.5", 0.5, "ge"),
+    ("split_change", lambda s: s.split_change,
+     "during the unspecialised phase the heads do not split: |m_12 − m_22| moves by < 0.05", 0.05, "le"),
+    ("gaussian_norm_ratio", lambda s: s.gaussian_norm_ratio,
+     "with E θ = 0 (isotropic Gaussian) m does not move: ||m(5)|| < 5 ||m(0)||", 5.0, "le"),
 ):
     claim(
         id=f"specialization.unspecialised_{_key}", ref="Prop. III.3, Fig. 1", statement=_statement,
         how="phases: theory, flip ν=(2,2), softmax, L=10, H=2, m(0) ~ N(0,1e-4), r(0) = I",
-        measure=_phase(_key), expected=_expected, relation=_rel, falsify=RUN_WORLDS[f"unspecialised_{_key}"],
+        measure=_phase(_read), expected=_expected, relation=_rel, falsify=RUN_WORLDS[f"unspecialised_{_key}"],
     )
 
 
-def _escape(key: str, reduce):
+def _escape(read: Callable[[EscapeSummary], dict[str, float]], reduce):
+    """The measure reducing a per-activation value of the escape summary (``read``) over softmax and B-softmax, or
+    why it cannot (a τ_s beyond the horizon)."""
     def measure(ctx: ClaimContext) -> float | Measured:
         res = ctx.run(ESCAPE)
-        s = res.summary
-        late = [k[6:] for k, v in s.items() if k.startswith("tau_s_") and not happened(v)]
+        s = typed(ESCAPE, res)
+        late = [(act, D) for (act, D), v in s.tau_s.items() if not happened(v)]
         if late:
-            horizon = float(res.arrays[f"{late[0].split('_D')[0]}/time"][-1])
+            horizon = float(res.arrays[f"{late[0][0]}/time"][-1])
             return Measured(math.nan, f"the heads did not split (|m_12 − m_22| ≤ threshold) within τ = {horizon:g} "
-                                      f"for {', '.join(late)}: the horizon is too short for these D")
-        return reduce([s[escape_key(key, a)] for a in ("softmax", "bsoftmax")])
+                                      f"for {', '.join(f'{act}_D{D:g}' for act, D in late)}: the horizon is too "
+                                      "short for these D")
+        per_activation = read(s)
+        return reduce([per_activation[a] for a in ("softmax", "bsoftmax")])
 
     return measure
 
@@ -141,21 +160,22 @@ claim(
     id="specialization.escape_time_increases_with_D", ref="Prop. III.4",
     statement="the specialisation time τ_s = Θ(log D) grows with D",
     how="escape: τ_s (|m_12 − m_22| > 0.2) strictly increasing over D ∈ {1e2..1e5}, softmax and B-softmax "
-        "(1 = both)", measure=_escape("increasing", min), expected=1.0, relation="ge", blocks=2,
+        "(1 = both)", measure=_escape(lambda s: s.increasing, min), expected=1.0, relation="ge", blocks=2,
     falsify=RUN_WORLDS["escape_time_increases_with_D"],
 )
 claim(
     id="specialization.escape_time_log_D", ref="Prop. III.4",
     statement="τ_s ≈ a + c log D: equal increments per decade of D",
     how="escape: (max − min)/mean of the increments of τ_s per decade, worst of softmax and B-softmax",
-    measure=_escape("slope_spread", max), expected=0.30, relation="le", blocks=2,
+    measure=_escape(lambda s: s.slope_spread, max), expected=0.30, relation="le", blocks=2,
     falsify=RUN_WORLDS["escape_time_log_D"],
 )
 
 
 def _feature_time(res, f: int, panel: int) -> float | Measured:
     """fig4: τ_f(0.5) of a panel, or why it is missing (feature f not learnt by the horizon)."""
-    return event(res.summary.get(feature_time_key(f, panel)), f"panel {panel}: feature {f} not learnt "
+    tau = typed(TRAJECTORY_FIGURES["fig4"], res).panel[panel].tau_feature[f]
+    return event(tau, f"panel {panel}: feature {f} not learnt "
                  f"(||m_:{f}||/√H ≤ 0.5) by τ = {float(res.arrays[f'panel{panel}/time'][-1]):g}")
 
 

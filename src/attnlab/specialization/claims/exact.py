@@ -39,7 +39,7 @@ def _lemma_a4(ctx: ClaimContext) -> float:
 
 
 claim(
-    id="specialization.softmax1_unspecialised_gradients", ref="Lemma A.4, (A16)-(A17)",
+    id="specialization.softmax1_unspecialised_gradients", ref="Lemma A.4, Eqs. (A16)-(A17)",
     statement="at m = r = 0 the softmax-1 gradients in b and v take the closed forms (A16), (A17)",
     how="autodiff of the reduced loss vs closed form at three (L, H, b̃, v); max relative error",
     measure=_lemma_a4, expected=1e-10, relation="le",
@@ -71,7 +71,7 @@ def _hessian_constants(ctx: ClaimContext) -> float:
 
 
 claim(
-    id="specialization.hessian_constants", ref="Lemma III.1 / A.5, (13), (A33)-(A37)",
+    id="specialization.hessian_constants", ref="Lemma III.1 / A.5, Eq. (13), Eqs. (A33)-(A37)",
     statement="the Hessian in m at the unspecialised saddle is 1 1ᵀ⊗(c1 I + (c2+c4)Cov θ) − (c3+c4) I⊗Cov θ",
     how="autodiff Hessian of the MC loss (Gaussian θ, ν̃=(3,1)) vs closed-form c1..c4, 3 activations × "
         "(L,H) ∈ {(5,2),(4,3),(10,2)}; max relative error of the diagonal entries",
@@ -178,7 +178,7 @@ def _redundant_pruning(ctx: ClaimContext) -> float:
 
 
 claim(
-    id="specialization.pruning_redundant_heads", ref="Fig. 7, §IV",
+    id="specialization.pruning_redundant_heads", ref="Fig. 7, Sec. IV",
     statement="heads beyond one per support point are redundant: pruning them leaves the loss unchanged",
     how="B-softmax Bayes parameters with every support point twice (H=8): loss after 4 greedy removals minus "
         "before", measure=_redundant_pruning, expected=0.005, relation="le",
@@ -206,7 +206,7 @@ def _softmax1_early(ctx: ClaimContext) -> Measured:
 
 
 claim(
-    id="specialization.softmax1_early_v", ref="Lemma A.4, (A18)-(A19)",
+    id="specialization.softmax1_early_v", ref="Lemma A.4, Eqs. (A18)-(A19)",
     statement="at m = r = 0, b = 0, v = 1 the softmax-1 flow increases v and decreases b: "
               "∇_b̃Ẽ > 0 (A18), ∇_vẼ < 0 (A19)",
     how="−∇Ẽ in v and b at m = 0, r = 0 (flip (2,2), L = 5, H = 2, N_mc = 4e5); min(dv/dτ, −db/dτ) > 0; "

@@ -136,7 +136,7 @@ for _id, _ref, _statement, _fn, _tol in (
     ("loss_at_origin", "Eq. (10), Lemma A.4",
      "at m = r = 0 the reduced loss is (L−1)/L (softmax, B-softmax) and 1 − 2s + Ls² (softmax-1)",
      loss_at_origin, 1e-12),
-    ("finite_d_consistency", "Prop. III.1, eqs. (7), (10)-(11)",
+    ("finite_d_consistency", "Prop. III.1, Eqs. (7), (10)-(11)",
      "the network's population loss at D = 2000 equals the reduced loss of its order parameters",
      finite_d_consistency, 0.01),
     ("permutation_invariance", "Lemma A.1",

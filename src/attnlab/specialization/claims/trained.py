@@ -8,20 +8,26 @@ from scipy import stats
 
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.specialization.claims.worlds import RUN_WORLDS
-from attnlab.specialization.experiments.trained import FIG5, FIG6, FIG7, FIG11, final_key, off_target_key, pruned_key
+from attnlab.specialization.experiments.trained import FIG5, FIG6, FIG7, FIG11
+from attnlab.specialization.summaries import FinalErrors, PruningSummary
 
 ACTS = ("softmax", "softmax1", "bsoftmax")
 
 
 def _fig5_ordering(ctx: ClaimContext) -> float:
     """Largest violation of E_Bayes ≤ E_B-softmax < E_softmax-1 ≤ E_softmax + 0.01 at H = 4 (Fig. 5); ≤ 0 holds."""
-    s = ctx.run(FIG5).summary
+    s = ctx.summary(FIG5)
     worst = -np.inf
     for law in ("flip", "gaussian_iso"):
-        bay, bs, s1, sm = (s[final_key(law, "bayes")], *(s[final_key(law, a, H=4)] for a in
-                                                           ("bsoftmax", "softmax1", "softmax")))
+        e = s.error[law]
+        bay, bs, s1, sm = e.bayes_H, *(e.H[a, 4] for a in ("bsoftmax", "softmax1", "softmax"))
         worst = max(worst, bay - bs - 0.003, bs - s1, s1 - sm - 0.01)
     return float(worst)
+
+
+def _above_bayes(e: FinalErrors) -> float:
+    """fig5, one law: E_B-softmax(H = 4) − E_Bayes."""
+    return e.H["bsoftmax", 4] - e.bayes_H
 
 
 claim(
@@ -36,8 +42,7 @@ claim(
     id="specialization.bsoftmax_reaches_bayes", ref="Fig. 5 left, Prop. IV.2",
     statement="with H ≥ |support| = 4 heads, trained B-softmax reaches the Bayes risk (one-hot F = 4, ν = 10)",
     how="fig5: E_B-softmax(H=4) − E_Bayes for the one-hot law",
-    measure=lambda ctx: ctx.summary(FIG5, final_key("flip", "bsoftmax", H=4))
-    - ctx.summary(FIG5, final_key("flip", "bayes")),
+    measure=lambda ctx: _above_bayes(ctx.summary(FIG5).error["flip"]),
     expected=0.01, relation="le", blocks=2,
     falsify=RUN_WORLDS["bsoftmax_reaches_bayes"],
 )
@@ -45,7 +50,8 @@ claim(
 
 def _off_target(ctx: ClaimContext) -> float:
     """fig6: min(softmax − softmax-1, softmax-1 − B-softmax) of the attention mass on irrelevant tokens."""
-    soft, one, bs = (ctx.summary(FIG6, off_target_key(a)) for a in ACTS)
+    off = ctx.summary(FIG6).off_target
+    soft, one, bs = (off[a] for a in ACTS)
     return min(soft - one, one - bs)
 
 
@@ -58,14 +64,10 @@ claim(
 )
 
 
-def _cost(s: dict, law: str, act: str, k: int) -> float:
-    """fig7: loss increase after pruning k of the H heads."""
-    return s[pruned_key(law, act, k)] - s[pruned_key(law, act, 0)]
-
-
 def _one_head_per_feature(ctx: ClaimContext) -> float:
-    s = ctx.run(FIG7).summary
-    return max(_cost(s, "flip", a, 4) for a in ACTS)
+    """fig7, one-hot law: the largest loss increase after pruning 4 heads over the activations."""
+    s: PruningSummary = ctx.summary(FIG7)
+    return max(s.curve["flip", a].cost(4) for a in ACTS)
 
 
 def welch_lower(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> float:
@@ -100,12 +102,12 @@ def _degrade_more(ctx: ClaimContext) -> Measured:
 def _pruning_gaussian(ctx: ClaimContext) -> Measured:
     """The iso-Gaussian pruning cost, how many heads can go at ≤ 0.05, and the bound Fig. 5 puts on it: a pruned
     4-head model is no better than a trained one, so the cost is at least E(H=4) − E(H=8)."""
-    s, f5 = ctx.run(FIG7).summary, ctx.run(FIG5).summary
-    H = 1 + max(int(k.rsplit("pruned", 1)[1]) for k in s if k.startswith("E_gaussian_iso_softmax_pruned"))
-    costs = {a: _cost(s, "gaussian_iso", a, 4) for a in ACTS}
-    rel = {a: costs[a] / s[pruned_key("gaussian_iso", a, 0)] for a in ACTS}
-    free = {a: max(k for k in range(H) if _cost(s, "gaussian_iso", a, k) <= 0.05) for a in ACTS}
-    gain = {a: f5[final_key("gaussian_iso", a, H=4)] - f5[final_key("gaussian_iso", a, H=8)] for a in ACTS}
+    s, f5 = ctx.summary(FIG7), ctx.summary(FIG5).error["gaussian_iso"]
+    curve = {a: s.curve["gaussian_iso", a] for a in ACTS}
+    costs = {a: curve[a].cost(4) for a in ACTS}
+    rel = {a: costs[a] / curve[a].pruned[0] for a in ACTS}
+    free = {a: max(k for k in curve[a].pruned if curve[a].cost(k) <= 0.05) for a in ACTS}
+    gain = {a: f5.H[a, 4] - f5.H[a, 8] for a in ACTS}
     onehot = _one_head_per_feature(ctx)
     return Measured(max(costs.values()), f"{ctx.scale} scale: pruning 4 of 8 heads costs " + ", ".join(
         f"{a} {c:.3f} (+{rel[a]:.0%})" for a, c in costs.items()) + f" (one-hot law: ≤ {onehot:.3f}); at ≤ 0.05 "
@@ -115,14 +117,14 @@ def _pruning_gaussian(ctx: ClaimContext) -> Measured:
 
 
 claim(
-    id="specialization.pruning_keeps_one_head_per_feature", ref="Fig. 7, §IV",
+    id="specialization.pruning_keeps_one_head_per_feature", ref="Fig. 7, Sec. IV",
     statement="after training H = 8 heads, H − F = 4 can be pruned with little loss increase (one-hot F = 4)",
     how="fig7, one-hot law: largest E(4 pruned) − E(0 pruned) over the three activations",
     measure=_one_head_per_feature, expected=0.05, relation="le",
     falsify=RUN_WORLDS["pruning_keeps_one_head_per_feature"],
 )
 claim(
-    id="specialization.pruning_specialised_heads_degrade_more", ref="Fig. 7, §IV",
+    id="specialization.pruning_specialised_heads_degrade_more", ref="Fig. 7, Sec. IV",
     statement="pruning beyond H − F hurts softmax-1 and B-softmax more than softmax (strongly specialised heads)",
     how="fig7, one-hot and isotropic Gaussian laws: per init, E(6 pruned) − E(0); for softmax-1 and B-softmax "
         "against softmax, the lower end of the 95 % Welch interval of the difference of mean costs over inits; the "
@@ -131,7 +133,7 @@ claim(
     falsify=RUN_WORLDS["pruning_specialised_heads_degrade_more"],
 )
 claim(
-    id="specialization.pruning_gaussian", ref="Fig. 7, §IV",
+    id="specialization.pruning_gaussian", ref="Fig. 7, Sec. IV",
     statement="for an isotropic Gaussian in dimension F too, close to H − F = 4 of H = 8 heads can be pruned without "
               "significant loss",
     how="fig7, isotropic Gaussian ν = 10, F = 4: largest E(4 pruned) − E(0 pruned) over the three activations "
@@ -141,11 +143,11 @@ claim(
 
 
 def _cosine_monotone(ctx: ClaimContext) -> Measured:
-    s = ctx.run(FIG11).summary
-    up, down = s["monotone_up_in_nu1"], s["monotone_down_in_nu2"]
+    s = ctx.summary(FIG11)
+    up, down = s.monotone_up_in_nu1, s.monotone_down_in_nu2
     return Measured(min(up, down), f"fraction of neighbouring grid pairs with the cosine non-decreasing in ν1: "
-                                   f"{up:.2f}, non-increasing in ν2: {down:.2f} (cos from {s['cos_min']:.2f} to "
-                                   f"{s['cos_max']:.2f})")
+                                   f"{up:.2f}, non-increasing in ν2: {down:.2f} (cos from {s.cos_min:.2f} to "
+                                   f"{s.cos_max:.2f})")
 
 
 claim(

@@ -11,18 +11,21 @@ store shared by the worlds never hands one world's run to another.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import torch
 
 from attnlab.core.experiment import Result
+from attnlab.core.summaries import Summary, edit_summary, typed
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.worlds import World, chain, swap_arrays
 from attnlab.specialization.experiments import analysis
-from attnlab.specialization.experiments.trained import final_key as _final
-from attnlab.specialization.experiments.trained import off_target_key as _off
-from attnlab.specialization.experiments.trajectories import feature_time_key as _feature
+from attnlab.specialization.experiments.sim_vs_theory import FIG9
+from attnlab.specialization.experiments.trained import FIG11
+from attnlab.specialization.summaries import AttentionMapsSummary, FinalErrorSummary, TrajectorySummary
 
 THEORY = "attnlab.specialization.theory"
 EXACT = "attnlab.specialization.claims.exact"
@@ -139,35 +142,49 @@ _FIG7 = {"seeds": 1, "n_mc": 2000, "eval_mc": 5000, "tau_max": 100.0}
 _PHASES = {"n_mc": 2000}
 
 
+def _written(result: Result, summary: Summary) -> Result:
+    """``result`` with the flat keys of its edited typed ``summary``."""
+    result.summary = {**result.summary, **summary.to_summary()}
+    return result
+
+
+def _only(name: str, edit: Callable[[Any], Any]):
+    """A world's result function editing the typed summary of experiment ``name`` (other runs as they are)."""
+    world = edit_summary(edit)
+    return lambda experiment, result: world(experiment, result) if experiment == f"{SPEC}.{name}" else result
+
+
 def _wrong_flow(experiment: str, result: Result) -> Result:
     """fig9 with each activation's SGD compared with the flow of the next activation (softmax → softmax-1 →
     B-softmax → softmax): the summary deviations recomputed."""
     if experiment != f"{SPEC}.fig9":
         return result
-    a = result.arrays
+    a, s = result.arrays, typed(FIG9, result)
+    fits = dict(s.activation)
     for act, other in zip(_ACTS, _ACTS[1:] + _ACTS[:1], strict=True):
         if f"{act}/sim_time" not in a or f"{other}/theory_time" not in a:
             continue
         sim = Trajectory.from_arrays({k.split("/", 1)[1]: v for k, v in a.items() if k.startswith(act + "/")}, "sim_")
         th = Trajectory.from_arrays({k.split("/", 1)[1]: v for k, v in a.items() if k.startswith(other + "/")},
                                     "theory_")
-        result.summary.update({f"{k}_{act}": v for k, v in analysis.sim_theory_deviation(sim, th).items()})
-    return result
+        fits[act] = replace(fits[act], **analysis.sim_theory_deviation(sim, th))  # max_dm, max_drr, … of the fit
+    return _written(result, replace(s, activation=fits))
 
 
 def _theory_loss_scaled(experiment: str, result: Result) -> Result:
     """fig9 with the flow's loss Ẽ scaled by 1.2 (a wrong loss formula), the loss deviations recomputed."""
     if experiment != f"{SPEC}.fig9":
         return result
-    a = result.arrays
+    a, s = result.arrays, typed(FIG9, result)
+    fits = dict(s.activation)
     for act in _ACTS:
         if f"{act}/sim_time" not in a:
             continue
         own = {k.split("/", 1)[1]: v for k, v in a.items() if k.startswith(act + "/")}
         own["theory_loss"] = 1.2 * np.asarray(own["theory_loss"])
         dev = analysis.sim_theory_deviation(Trajectory.from_arrays(own, "sim_"), Trajectory.from_arrays(own, "theory_"))
-        result.summary[f"max_dloss_{act}"] = dev["max_dloss"]
-    return result
+        fits[act] = replace(fits[act], max_dloss=dev["max_dloss"])
+    return _written(result, replace(s, activation=fits))
 
 
 def _drifting_bias(orig):
@@ -178,23 +195,36 @@ def _drifting_bias(orig):
     return grad
 
 
-def _swap_keys(pairs):
-    """Exchange the summary values of each (a, b) in ``pairs`` (the arms of a comparison swapped)."""
-    def fn(experiment: str, result: Result) -> Result:
-        s = result.summary
-        for a, b in pairs:
-            if a in s and b in s:
-                s[a], s[b] = s[b], s[a]
-        return result
-    return fn
+def _swap_feature_times(*pairs: tuple[tuple[int, int], tuple[int, int]]):
+    """fig4 with the times τ_f(0.5) of each ((panel, f), (panel', f')) in ``pairs`` exchanged."""
+    def edit(s: TrajectorySummary) -> TrajectorySummary:
+        tau = {i: dict(p.tau_feature) for i, p in s.panel.items()}
+        for (i, f), (j, g) in pairs:
+            tau[i][f], tau[j][g] = tau[j][g], tau[i][f]
+        return replace(s, panel={i: replace(p, tau_feature=tau[i]) for i, p in s.panel.items()})
+    return _only("fig4", edit)
+
+
+def _softmax_bsoftmax_errors_swapped(s: FinalErrorSummary) -> FinalErrorSummary:
+    """fig5 with softmax's and B-softmax's final errors at H = 4 exchanged, for each law."""
+    def swapped(H: dict[tuple[str, int], float]) -> dict[tuple[str, int], float]:
+        return {**H, ("softmax", 4): H["bsoftmax", 4], ("bsoftmax", 4): H["softmax", 4]}
+    return replace(s, error={law: replace(e, H=swapped(e.H)) for law, e in s.error.items()})
+
+
+def _off_target_swapped(s: AttentionMapsSummary) -> AttentionMapsSummary:
+    """fig6 with softmax's and B-softmax's off-target attention exchanged."""
+    off = s.off_target
+    return replace(s, off_target={**off, "softmax": off["bsoftmax"], "bsoftmax": off["softmax"]})
 
 
 def _cosine_transposed(experiment: str, result: Result) -> Result:
     """fig11 with the roles of ν1 and ν2 exchanged (the cosine grid transposed), fractions recomputed."""
     if experiment == f"{SPEC}.fig11":
         g = np.asarray(result.arrays["cos_q"]).T
-        result.summary["monotone_up_in_nu1"] = analysis.monotone_fraction(g, axis=0, increasing=True)
-        result.summary["monotone_down_in_nu2"] = analysis.monotone_fraction(g, axis=1, increasing=False)
+        s = typed(FIG11, result)
+        return _written(result, replace(s, monotone_up_in_nu1=analysis.monotone_fraction(g, axis=0, increasing=True),
+                                        monotone_down_in_nu2=analysis.monotone_fraction(g, axis=1, increasing=False)))
     return result
 
 
@@ -243,25 +273,24 @@ RUN_WORLDS: dict[str, World | str] = {
         "(≈ 30 s of CPU per seed block, two blocks), at fewer samples the fixed-sample bias already breaks the law",
     "sequential_learning": World(
         "the learning times of features 1 and 2 swapped (feature 2, of smaller variance, learnt first)",
-        result=_swap_keys([(_feature(1, p), _feature(2, p)) for p in (0, 1)])),
+        result=_swap_feature_times(((0, 1), (0, 2)), ((1, 1), (1, 2)))),
     "bsoftmax_learns_faster": World(
         "softmax's and B-softmax's times to learn feature 1 swapped (B-softmax the slower)",
-        result=_swap_keys([(_feature(1, 0), _feature(1, 1))])),
+        result=_swap_feature_times(((0, 1), (1, 1)))),
     "hierarchical_quadrants": World(
         "H = 3 heads: at most three of the four quadrants ±s1 ± s2 can hold a head",
         overrides={f"{SPEC}.fig3": {"panels": ({"H": 3, "nu1": 8.0, "nu2": 2.0},)}}),
     "final_loss_ordering": World(
         "softmax's and B-softmax's final errors swapped (softmax the better): the ordering is reversed",
         overrides={f"{SPEC}.fig5": _FIG5},
-        result=_swap_keys([(_final(law, "softmax", H=4), _final(law, "bsoftmax", H=4))
-                           for law in ("flip", "gaussian_iso")])),
+        result=_only("fig5", _softmax_bsoftmax_errors_swapped)),
     "bsoftmax_reaches_bayes": World(
         "a one-hot law with 8 support points for the H = 4 heads (beyond Prop. IV.2's H ≥ |support|): four heads "
         "cannot hold the 8-point posterior and B-softmax stays above the Bayes risk",
         overrides={f"{SPEC}.fig5": {**_FIG5, "F_H": 8, "laws": ("flip",)}}),
     "attention_off_target_ordering": World(
         "softmax's and B-softmax's off-target attention swapped (B-softmax the least focused)",
-        result=_swap_keys([(_off("softmax"), _off("bsoftmax"))])),
+        result=_only("fig6", _off_target_swapped)),
     "pruning_keeps_one_head_per_feature": World(
         "a one-hot law with F = 8 = H: every head holds a support point, and pruning 4 loses half of them",
         overrides={f"{SPEC}.fig7": {**_FIG7, "F": 8, "laws": ("flip",)}}),

@@ -18,7 +18,7 @@ import torch
 
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
-from attnlab.specialization import costs, figures, memory, outputs, theory
+from attnlab.specialization import costs, figures, memory, outputs, summaries, theory
 from attnlab.specialization.configs import EscapeConfig, PhasesConfig, SplitTimeConfig, law_from
 from attnlab.specialization.data import sample_spikes
 from attnlab.specialization.data.laws import symsqrt
@@ -74,6 +74,7 @@ PHASES = Experiment(
     memory=memory.one_flow,
     cost=costs.phases,
     outputs=outputs.PHASES,
+    summary=summaries.PhasesSummary,
 )
 
 
@@ -120,6 +121,7 @@ ESCAPE = Experiment(
     memory=memory.escape,
     cost=costs.escape,
     outputs=outputs.ESCAPE,
+    summary=summaries.EscapeSummary,
 )
 
 
@@ -168,6 +170,7 @@ SPLIT_TIME = Experiment(
     memory=memory.split_time,
     cost=costs.split_time,
     outputs=outputs.SPLIT_TIME,
+    summary=summaries.SplitTimeSummary,
 )
 
 

@@ -17,7 +17,7 @@ from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Unit, run_units
-from attnlab.specialization import costs, figures, memory, outputs, theory, train
+from attnlab.specialization import costs, figures, memory, outputs, summaries, theory, train
 from attnlab.specialization.configs import ACTIVATIONS, SimVsTheoryConfig, record_times
 from attnlab.specialization.experiments import analysis
 from attnlab.specialization.theory.bayes import bayes_risk
@@ -108,6 +108,7 @@ FIG1 = Experiment(
     memory=memory.sim_vs_theory,
     cost=costs.sim_vs_theory,
     outputs=outputs.FIG1,
+    summary=summaries.SimVsTheorySummary,
 )
 FIG9 = Experiment(
     STUDY, "fig9", Fig9Config, sim_vs_theory,
@@ -117,6 +118,7 @@ FIG9 = Experiment(
     memory=memory.sim_vs_theory,
     cost=costs.sim_vs_theory,
     outputs=outputs.FIG9,
+    summary=summaries.SimVsTheorySummary,
 )
 FIG10 = Experiment(
     STUDY, "fig10", Fig10Config, sim_vs_theory,
@@ -126,4 +128,5 @@ FIG10 = Experiment(
     memory=memory.sim_vs_theory,
     cost=costs.sim_vs_theory,
     outputs=outputs.FIG10,
+    summary=summaries.SimVsTheorySummary,
 )

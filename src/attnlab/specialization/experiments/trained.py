@@ -17,7 +17,7 @@ import pandas as pd
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.units import Unit, run_units
-from attnlab.specialization import costs, figures, memory, outputs, theory
+from attnlab.specialization import costs, figures, memory, outputs, summaries, theory
 from attnlab.specialization.configs import (
     AttentionMapsConfig,
     CosineGridConfig,
@@ -113,6 +113,7 @@ FIG5 = Experiment(
     memory=memory.final_error,
     cost=costs.final_error,
     outputs=outputs.FIG5,
+    summary=summaries.FinalErrorSummary,
 )
 
 
@@ -149,6 +150,7 @@ FIG6 = Experiment(
     memory=memory.attention_maps,
     cost=costs.attention_maps,
     outputs=outputs.FIG6,
+    summary=summaries.AttentionMapsSummary,
 )
 
 
@@ -189,6 +191,7 @@ FIG7 = Experiment(
     memory=memory.pruning,
     cost=costs.pruning,
     outputs=outputs.FIG7,
+    summary=summaries.PruningSummary,
 )
 
 
@@ -230,4 +233,5 @@ FIG11 = Experiment(
     memory=memory.one_flow,
     cost=costs.cosine_grid,
     outputs=outputs.FIG11,
+    summary=summaries.CosineGridSummary,
 )

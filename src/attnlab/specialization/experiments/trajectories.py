@@ -16,7 +16,7 @@ from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Unit, run_units
-from attnlab.specialization import costs, figures, memory, outputs, theory
+from attnlab.specialization import costs, figures, memory, outputs, summaries, theory
 from attnlab.specialization.configs import McResamplingConfig, Panel, TrajectoriesConfig, record_times
 from attnlab.specialization.experiments import analysis
 
@@ -106,7 +106,7 @@ def _trajectory_figure(name: str, ref: str, title: str, defaults: dict[str, Any]
                                               doc=f"{ref}: {title}.", **{**_TRAJ_DEFAULTS, **defaults})
     return Experiment(STUDY, name, config, trajectories, ref=ref, title=title, figure=figures.trajectories,
                       memory=memory.panels, cost=costs.trajectories,
-                      outputs=outputs.TRAJECTORY[name])
+                      outputs=outputs.TRAJECTORY[name], summary=summaries.TrajectorySummary)
 
 
 #: Figs. 2-4, 19, 12-14, 16-18 by name (``TRAJECTORY_FIGURES["fig2"]``), in the order of :data:`_TRAJ_FIGS`
@@ -147,4 +147,5 @@ FIG8 = Experiment(
     memory=memory.one_flow,
     cost=costs.mc_resampling,
     outputs=outputs.FIG8,
+    summary=summaries.McResamplingSummary,
 )
