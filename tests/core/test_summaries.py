@@ -124,3 +124,29 @@ def test_every_potts_experiment_round_trips_its_summary(name):
     assert flat == result.summary  # key for key, value for value: summary.json is what it was
     assert sorted(exp.summary.keys(cfg)) == sorted(result.summary)
     assert exp.summary.from_summary(flat, cfg) == s
+
+
+SIGNAL = {e.key: e for e in experiments("signal")}
+
+
+@pytest.mark.parametrize("name", sorted(SIGNAL))
+def test_every_signal_experiment_round_trips_its_summary(name):
+    """The typed summary against a tiny run, and against the study's declared templates (signal.outputs and the
+    mapping experiments' own declarations are measured code: they stay, the typed class must agree with them)."""
+    from attnlab.signal import outputs
+    from attnlab.signal.experiments import mapping
+
+    exp = SIGNAL[name]
+    assert exp.summary is not None, f"{name} has no typed summary"
+    cfg = resolve(exp.config, "quick", dict(exp.outputs.tiny))
+    declared = {"map_families": mapping.MAP_FAMILIES_OUTPUTS,
+                "map_fix_training": mapping.MAP_FIX_TRAINING_OUTPUTS}.get(exp.name) or getattr(
+        outputs, exp.name.upper())
+    assert set(exp.summary.keys(cfg)) == declared.keys(cfg)
+    device = resolve_device(cfg.device)
+    with tempfile.TemporaryDirectory() as d:
+        result = exp.fn(cfg, RunContext(Path(d), cfg, device, Streams(cfg.seed, device)))
+    s = exp.summary.from_summary(result.summary, cfg)
+    assert s.to_summary() == result.summary  # key for key, value for value: summary.json is what it was
+    assert sorted(exp.summary.keys(cfg)) == sorted(result.summary)
+    assert exp.summary.from_summary(s.to_summary(), cfg) == s

@@ -123,12 +123,11 @@ class Experiment(Generic[S]):
         if not self.title:
             doc = (self.fn.__doc__ or "").strip().splitlines()
             object.__setattr__(self, "title", doc[0] if doc else self.name)
-        if self.summary is not None and self.outputs is not None:
+        if self.summary is not None and self.outputs is not None and self.outputs.summary is None:
             import dataclasses
 
-            if self.outputs.summary is not None and self.outputs.summary != self.summary.keys:
-                raise ValueError(f"{self.key}: the summary keys come from {self.summary.__name__}; "
-                                 "declare(...) takes no summary= as well")
+            # the declared keys are the typed summary's; a declaration kept where it is measured code (a study's
+            # fingerprinted outputs module) stays, and a test checks the typed class against it
             object.__setattr__(self, "outputs", dataclasses.replace(self.outputs, summary=self.summary.keys))
 
     @property

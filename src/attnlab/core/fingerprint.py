@@ -102,11 +102,12 @@ class _BareFields(ast.NodeTransformer):
         return node
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST | None:
-        """The names the two forms above need (``typing.Annotated``, ``pydantic.Field``) are not imported either."""
-        if node.module in ("typing", "pydantic"):
-            node.names = [a for a in node.names if a.name not in ("Annotated", "Field")]
-            return node if node.names else None
-        return node
+        """The names the two forms above need (``typing.Annotated``, ``pydantic.Field``) are not imported either, nor
+        is a study's typed summaries module (``from attnlab.signal import summaries``), which only the dropped
+        ``summary=`` keyword of an ``Experiment`` reads."""
+        drop = ("Annotated", "Field") if node.module in ("typing", "pydantic") else ()
+        node.names = [a for a in node.names if a.name not in drop and (a.name, a.asname) != ("summaries", None)]
+        return node if node.names else None
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
         self.generic_visit(node)
