@@ -5,15 +5,14 @@ overrides of its own, so that no other world reuses its runs."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 from attnlab.core.claims import attach
-from attnlab.core.summaries import edit_summary
-from attnlab.core.worlds import World
+from attnlab.core.worlds import World, swap_summary
 from attnlab.signal.experiments import attention as att
 from attnlab.signal.experiments import depth as dep
 from attnlab.signal.experiments import training as trn
+from attnlab.signal.experiments.attention import rem_key
 
 S = "signal"
 C = "attnlab.signal.claims"
@@ -51,20 +50,6 @@ def _mc_cos(by: float):
             return out
         return mc
     return wrap
-
-
-def _swap(field: str, a, b):
-    """The typed summary with the values at keys ``a`` and ``b`` of its family ``field`` exchanged (the two arms of
-    a comparison swapped)."""
-    def edit(s):
-        values = getattr(s, field)
-        return dataclasses.replace(s, **{field: {**values, a: values[b], b: values[a]}})
-    return edit_summary(edit)
-
-
-def _swap_low_beta_block(s):
-    """figC3 with the one-block ρ at β = 0.5 and the table's ρ_1 at β = 3 exchanged."""
-    return dataclasses.replace(s, rho1_low_beta=s.rho[1, 3.0], rho={**s.rho, (1, 3.0): s.rho1_low_beta})
 
 
 def _width_free_gap(experiment, result):
@@ -108,9 +93,11 @@ WORLDS: dict[str, World | str] = {
                                overrides={att.FIGB1: {**B1, "n_rows": 9}},
                                patch={"attnlab.signal.theory.rem:q_sa": _times(1.3)}),
     "q_sa_annealed_vanishes": World("the β = 0.5 and β = 3 rows swapped: the low-β row is the localised one",
-                                    overrides={att.FIGB1: B1}, result=_swap("ipr", (0.0, 1024, 0.5), (0.0, 1024, 3.0))),
+                                    overrides={att.FIGB1: B1}, result=swap_summary(
+                                        rem_key("ipr", 0, 1024, 0.5), rem_key("ipr", 0, 1024, 3))),
     "entropy_annealed": World("the β = 0.5 and β = 3 rows swapped: the low-β entropy is the frozen one",
-                              overrides={att.FIGB1: B1}, result=_swap("entropy", (0.0, 4096, 0.5), (0.0, 4096, 3.0))),
+                              overrides={att.FIGB1: B1}, result=swap_summary(
+                                  rem_key("entropy", 0, 4096, 0.5), rem_key("entropy", 0, 4096, 3))),
     "beta_c_independent_of_d_H": World("Q/K std set as if Var(s) grew with d (β_eff ∝ √d): β* moves with d",
                                        overrides={att.UNIVERSALITY: UNIV},
                                        patch={QK_STD: lambda f: lambda b, d, T: f(b * (d / 128) ** 0.5, d, T)}),
@@ -173,15 +160,15 @@ WORLDS: dict[str, World | str] = {
                                         overrides={dep.FIG5: {**FIG5, "L": 100, "sigma_v2": 0.2}}),
     "no_skip_low_beta_collapses": World("the β = 0.5 and β = 3 blocks swapped: the low-β block is the frozen one",
                                         overrides={dep.FIGC3: C3},
-                                        result=edit_summary(_swap_low_beta_block)),
+                                        result=swap_summary("rho1_beta0.5", "rho_1_beta3")),
     "no_skip_theory_vs_sim": World("the theory at twice the networks' β", overrides={dep.FIGC3: C3},
                                    patch={PREDICT: _theory_beta(2.0)}),
     "spectrum_standard_bulk": World("a standard init with score std 2 instead of 1: the bulk is 5× wider",
                                     overrides={att.FIGC1: {**C1, "sigma_std": 2.0}}),
     "spectrum_rescaled_no_bulk": World("the standard and rescaled inits' spectra swapped", overrides={att.FIGC1: C1},
-                                       result=_swap("lambda2", ("beta2", 1024), ("standard", 1024))),
+                                       result=swap_summary("lambda2_beta2_T1024", "lambda2_standard_T1024")),
     "spectrum_standard_scaling": World("the standard and rescaled inits' spectra swapped", overrides={att.FIGC1: C1},
-                                       result=_swap("slope", "standard", "beta2")),
+                                       result=swap_summary("slope_standard", "slope_beta2")),
     "entropy_collapse_blocks_training": World("both models below β_c (β = 0.5, 0.6): no collapsed arm",
                                               overrides={trn.FIG4: {**MLM, "betas": (0.5, 0.6)}}),
     "entropy_collapsed_at_init": World("the high arm at β = 1 < β_c: its attention spreads",
