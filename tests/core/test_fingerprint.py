@@ -52,6 +52,12 @@ def test_a_typed_summary_reader_does_not_count_what_the_experiment_runs_does():
     assert normalised(plain.replace("run,", "other_run,")) != normalised(plain)
     assert normalised(plain.replace(")\n", ", memory=model)\n")) != normalised(plain)  # only the reader is left out
     assert not _measured(Path("summaries.py")) and _measured(Path("experiments/fig2.py"))
+    # the module imported by name for those keywords is not read either; any other import is
+    imports = "from attnlab.s import costs, outputs\n"
+    assert normalised(imports.replace("outputs", "outputs, summaries") + plain) == normalised(imports + plain)
+    assert normalised("from attnlab.s import summaries\n" + plain) == normalised(plain)
+    assert normalised(imports.replace("outputs", "outputs, figures") + plain) != normalised(imports + plain)
+    assert normalised("from attnlab.s import summaries as sm\n" + plain) != normalised(plain)
 
 
 def test_importing_a_study_s_summaries_module_does_not_count_other_imports_do():

@@ -120,7 +120,7 @@ def test_a_world_edits_the_typed_summary_and_writes_flat_keys():
     assert result.summary == {**flat, "test_a1": -1.0}
 
 
-TYPED = {e.key: e for study in ("potts", "specialization") for e in experiments(study)}  # studies with typed summaries
+TYPED = {e.key: e for study in ("potts", "specialization", "signal") for e in experiments(study)}
 
 
 @pytest.mark.parametrize("name", sorted(TYPED))
@@ -136,5 +136,6 @@ def test_every_typed_experiment_round_trips_its_summary(name):
     assert flat == result.summary  # key for key, value for value: summary.json is what it was
     assert sorted(exp.summary.keys(cfg)) == sorted(result.summary)
     assert exp.summary.from_summary(flat, cfg) == s
-    # specialization keeps its summary templates in its (measured) outputs module: the class makes exactly those
+    # a study that keeps its summary templates in a measured module: the class makes exactly those
     assert sorted(exp.outputs.keys(cfg)) == sorted(exp.summary.keys(cfg))
+

@@ -28,11 +28,16 @@ def _run(key: str, **over) -> tuple[object, Result]:
 
 
 class _Ctx:
-    def __init__(self, summary):
-        self.result = Result(summary=summary)
+    """A claim context whose one run has ``summary`` (flat keys), made by ``config``."""
+
+    def __init__(self, summary, config=None):
+        self.result = Result(summary=summary, config=config)
 
     def run(self, *_, **__):
         return self.result
+
+    def summary(self, experiment, **_):
+        return get(experiment).summary.from_summary(self.result.summary, self.result.config)
 
 
 def test_map_families_compares_every_layer_of_each_family_and_depth():
@@ -69,10 +74,11 @@ def test_fix_claim_is_the_lower_end_of_the_paired_t_interval():
 
     drops = {"drop_original_seed0": 0.1, "drop_fixed_seed0": 3.0, "drop_original_seed1": 0.2,
              "drop_fixed_seed1": 3.4, "drop_original_seed2": 0.0, "drop_fixed_seed2": 2.9}
-    s = {**drops, "phase_seed0": 2.0, "beta": 2.0, "beta_c": 1.4, "alpha_c": 0.0, "beta_fix": 0.7, "alpha_fix": 3.0,
-         "loss_start": 4.2, "uniform_loss": 4.1, **{f"loss_{a}_seed{i}": 1.0 for a in ("original", "fixed")
-                                                   for i in range(3)}}
+    s = {**drops, "beta": 2.0, "beta_c": 1.4, "alpha_c": 0.0, "beta_fix": 0.7, "alpha_fix": 3.0,
+         "loss_start": 4.2, "uniform_loss": 4.1, "drop_gain_mean": 3.0, "drop_gain_sd": 0.17,
+         **{f"phase_seed{i}": 2.0 for i in range(3)},
+         **{f"loss_{a}_seed{i}": 1.0 for a in ("original", "fixed") for i in range(3)}}  # the run's every key
     diff = np.array([2.9, 3.2, 2.9])
-    out = cm._fix_trains(_Ctx(s))
+    out = cm._fix_trains(_Ctx(s, resolve(get(cm.MAP_FIX_TRAINING).config, "quick", {"n_seeds": 3})))
     assert out.value == pytest.approx(diff.mean() - 4.303 * diff.std(ddof=1) / math.sqrt(3))
     assert "entropy collapse" in out.detail

@@ -128,6 +128,8 @@ class Experiment(Generic[S]):
         if self.summary is not None and self.outputs is not None and self.outputs.summary is None:
             import dataclasses
 
+            # the declared keys are the typed summary's; a declaration kept where it is measured code (a study's
+            # fingerprinted outputs module) stays, and a test checks the typed class against it
             object.__setattr__(self, "outputs", dataclasses.replace(self.outputs, summary=self.summary.keys))
 
     @property

@@ -24,15 +24,13 @@ FIX_EFFECT = 0.1  # nats: the smallest gain in held-out loss drop that counts as
 
 
 def _families(ctx: ClaimContext) -> Measured:
-    s = ctx.run(MAP_FAMILIES).summary
-    pairs = [k.removeprefix("max_dev_") for k in s if k.startswith("max_dev_")]
-    per = "; ".join(f"{p.replace('_L', ' L = ')}: {s['max_dev_' + p]:.3f} at layer {s['worst_layer_' + p]:g} "
-                    f"(ρ_L {s['rho_L_predicted_' + p]:.3f} predicted, {s['rho_L_measured_' + p]:.3f} measured)"
-                    for p in pairs)
-    return Measured(s["max_dev"], f"max over layers of |ρ_ℓ predicted − measured| per family and depth: {per}")
+    s = ctx.summary(MAP_FAMILIES)
+    per = "; ".join(f"{family} L = {L}: {m.max_dev:.3f} at layer {m.worst_layer:g} (ρ_L {m.rho_L_predicted:.3f} "
+                    f"predicted, {m.rho_L_measured:.3f} measured)" for (family, L), m in s.at.items())
+    return Measured(s.max_dev, f"max over layers of |ρ_ℓ predicted − measured| per family and depth: {per}")
 
 
-claim("signal.map_predicts_real_families", "Eq. 19, Sec. 3.2.2, App. B.1",
+claim("signal.map_predicts_real_families", "Eq. (19), Sec. 3.2.2, App. B.1",
       "at the standard initialisation, Eq. 19 iterated with each layer's own parameters (read from the weights) "
       "predicts the token cosine ρ_ℓ of every layer of real post-LN encoders (BERT, RoBERTa, ELECTRA, DistilBERT)",
       "map_families: transformers models built from their configs (quick: d = 256, std 0.04 = the σ² d of "
@@ -50,17 +48,18 @@ claim("signal.map_predicts_real_families", "Eq. 19, Sec. 3.2.2, App. B.1",
 def _fix_trains(ctx: ClaimContext) -> Measured:
     """Paired by seed (same init of every other weight, head, data, masks): drop(fixed) − drop(original), drop =
     held-out loss before − after training; the lower end of its 95 % t interval."""
-    s = ctx.run(MAP_FIX_TRAINING).summary
-    seeds = sorted(int(k.removeprefix("drop_fixed_seed")) for k in s if k.startswith("drop_fixed_seed"))
-    diff = np.array([s[f"drop_fixed_seed{i}"] - s[f"drop_original_seed{i}"] for i in seeds])
+    s = ctx.summary(MAP_FIX_TRAINING)
+    seeds = sorted(s.seed)
+    diff = np.array([s.seed[i].drop_fixed - s.seed[i].drop_original for i in seeds])
     n = len(diff)
     lo = float(diff.mean() - T975.get(n, 1.96) * diff.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-    phase = {0: "trainable", 1: "rank collapse", 2: "entropy collapse"}[int(s["phase_seed0"])]
-    loss = lambda arm: ", ".join(f"{s[f'loss_{arm}_seed{i}']:.2f}" for i in seeds)  # noqa: E731
-    return Measured(lo, f"{n} seeds; the map puts the original in {phase} (β = {s['beta']:.3g}, β_c = "
-                    f"{s['beta_c']:.3g}, α_c(L) = {s['alpha_c']:.3g}) and fixes it to β = {s['beta_fix']:.3g}, "
-                    f"α_SA = {s['alpha_fix']:.3g}; held-out loss from {s['loss_start']:.2f} (uniform guess "
-                    f"{s['uniform_loss']:.2f}) to {loss('original')} (original) and {loss('fixed')} (fixed); gain "
+    phase = {0: "trainable", 1: "rank collapse", 2: "entropy collapse"}[int(s.seed[0].phase)]
+    original = ", ".join(f"{s.seed[i].loss_original:.2f}" for i in seeds)
+    fixed = ", ".join(f"{s.seed[i].loss_fixed:.2f}" for i in seeds)
+    return Measured(lo, f"{n} seeds; the map puts the original in {phase} (β = {s.beta:.3g}, β_c = "
+                    f"{s.beta_c:.3g}, α_c(L) = {s.alpha_c:.3g}) and fixes it to β = {s.beta_fix:.3g}, "
+                    f"α_SA = {s.alpha_fix:.3g}; held-out loss from {s.loss_start:.2f} (uniform guess "
+                    f"{s.uniform_loss:.2f}) to {original} (original) and {fixed} (fixed); gain "
                     f"in drop {diff.mean():.2f}, 95 % interval from {lo:.2f}")
 
 

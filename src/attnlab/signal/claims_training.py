@@ -8,14 +8,10 @@ import math
 import numpy as np
 
 from attnlab.core.claims import ClaimContext, Measured, claim
-from attnlab.core.experiment import Experiment
-from attnlab.signal.experiments.training import FIG1F, FIG4, FIGC2, slot_key
+from attnlab.core.summaries import typed
+from attnlab.signal.experiments.training import FIG1F, FIG4, FIGC2
 
 S = "signal"
-
-
-def _s(ctx: ClaimContext, exp: Experiment, key: str) -> float:
-    return ctx.summary(exp, key)
 
 
 # -- training (Figs. 4, C.2, 1f) ---------------------------------------------------------------
@@ -23,24 +19,24 @@ def _s(ctx: ClaimContext, exp: Experiment, key: str) -> float:
 claim("signal.entropy_collapse_blocks_training", "Fig. 4, Sec. 3.2.3",
       "a 1-layer model initialised in the entropy-collapse phase fails to train at lr 5e-4 while low β trains",
       "fig4 (repeat-MLM, d = 64, T = 64, 1000 steps): min over 2 seeds of loss(β = 5) − loss(β = 0.5)",
-      lambda ctx: _s(ctx, FIG4, "loss_gap_min"), 0.8, "ge", scales=("quick",))
+      lambda ctx: ctx.summary(FIG4).loss_gap_min, 0.8, "ge", scales=("quick",))
 claim("signal.entropy_collapsed_at_init", "Fig. 4, Sec. 3.2.3", "β = 5 starts with collapsed attention entropy",
-      "fig4: largest initial S/log T of the β = 5 models", lambda ctx: _s(ctx, FIG4, "entropy_init_high_beta_max"),
+      "fig4: largest initial S/log T of the β = 5 models", lambda ctx: ctx.summary(FIG4).entropy_init_high_beta_max,
       0.2, "le")
 
 
 def _frozen_entropy(ctx) -> Measured:
     run = ctx.run(FIG4)
-    s, a = run.summary, run.arrays
+    s, a = typed(FIG4, run), run.arrays
     slots = list(zip(a["slot_betas"], a["slot_alphas"], a["slot_seeds"], strict=True))
 
     def path(beta: float) -> str:
-        return ", ".join(f"{s[slot_key('entropy_init', b, al, int(sd))]:.3f} → "
-                         f"{s[slot_key('entropy_final', b, al, int(sd))]:.3f}" for b, al, sd in slots if b == beta)
+        return ", ".join(f"{s.slot[b, al, int(sd)].entropy_init:.3f} → {s.slot[b, al, int(sd)].entropy_final:.3f}"
+                         for b, al, sd in slots if b == beta)
 
-    return Measured(s["entropy_change_high_beta_max"],
-                    f"S/log T over {s['steps']:g} steps: β = {s['beta_high']:g}: {path(s['beta_high'])}; β = "
-                    f"{s['beta_low']:g} (which learns to attend to the partner token): {path(s['beta_low'])}")
+    return Measured(s.entropy_change_high_beta_max,
+                    f"S/log T over {s.steps:g} steps: β = {s.beta_high:g}: {path(s.beta_high)}; β = "
+                    f"{s.beta_low:g} (which learns to attend to the partner token): {path(s.beta_low)}")
 
 
 claim("signal.entropy_frozen_during_training", "Fig. 4, Sec. 3.2.3",
@@ -61,16 +57,16 @@ def _low_lr(ctx) -> Measured:
     """The Fig. C.2 gap, with what it can say: a gap is evidence only where the low-β model has learned (its loss
     below half of where it started)."""
     c2, f4 = ctx.run(FIGC2), ctx.run(FIG4)
-    s = c2.summary
-    lo, hi = s["beta_low"], s["beta_high"]
+    s = typed(FIGC2, c2)
+    lo, hi = s.beta_low, s.beta_high
     (start, end_lo), (_, end_hi) = _best_loss(c2, lo), _best_loss(c2, hi)
     why = ("so the gap measures the mitigation" if end_lo < 0.5 * start else
            f"so neither model has learned and the gap says nothing about mitigation; at lr 5e-4 (Fig. 4) β = {lo:g} "
-           f"reaches {_best_loss(f4, lo)[1]:.2f} in {f4.summary['steps']:g} steps. A test needs about the same lr × "
+           f"reaches {_best_loss(f4, lo)[1]:.2f} in {typed(FIG4, f4).steps:g} steps. A test needs about the same lr × "
            "steps at lr 1e-4 (4 000-5 000 steps), beyond the quick scale; one such run did not show the mitigation "
            "on this task (docs/studies/signal.md). The paper trains one TinyStories epoch (≈ 33 000 steps of 64, "
            "App. A.3)")
-    return Measured(s["loss_gap_min"], f"lr 1e-4, {s['steps']:g} steps: held-out loss {start:.2f} → {end_lo:.2f} "
+    return Measured(s.loss_gap_min, f"lr 1e-4, {s.steps:g} steps: held-out loss {start:.2f} → {end_lo:.2f} "
                     f"(β = {lo:g}) and → {end_hi:.2f} (β = {hi:g}), {why}")
 
 
@@ -88,12 +84,12 @@ def _low_lr_paired(ctx: ClaimContext) -> Measured:
     minus that of β = 0.5; the lower end of its 95 % t interval."""
     gaps = []
     for exp in (FIG4, FIGC2):
-        run = ctx.run(exp, betas=(0.5, 5.0), n_seeds=LOW_LR_SEEDS)
-        gaps.append(np.array([run.summary[slot_key("loss_final", 5.0, 1.0, s)]
-                              - run.summary[slot_key("loss_final", 0.5, 1.0, s)] for s in range(LOW_LR_SEEDS)]))
+        trained = ctx.summary(exp, betas=(0.5, 5.0), n_seeds=LOW_LR_SEEDS)
+        gaps.append(np.array([trained.slot[5.0, 1.0, s].loss_final - trained.slot[0.5, 1.0, s].loss_final
+                              for s in range(LOW_LR_SEEDS)]))
     diff = gaps[0] - gaps[1]
     lo = float(diff.mean() - T975[len(diff)] * diff.std(ddof=1) / math.sqrt(len(diff)))
-    return Measured(lo, f"{ctx.scale} scale, {run.summary['steps']:g} steps, {len(diff)} seeds: loss gap β = 5 − β = "
+    return Measured(lo, f"{ctx.scale} scale, {trained.steps:g} steps, {len(diff)} seeds: loss gap β = 5 − β = "
                     f"0.5 at lr 5e-4 {', '.join(f'{g:.2f}' for g in gaps[0])}, at lr 1e-4 "
                     f"{', '.join(f'{g:.2f}' for g in gaps[1])}; reduction {diff.mean():.2f}, 95 % interval from "
                     f"{lo:.2f}")
@@ -108,11 +104,11 @@ claim("signal.low_lr_mitigates_entropy_collapse", "Fig. C.2, App. C.2, Fig. 4",
 claim("signal.rank_collapse_blocks_training", "Fig. 1f, App. A.1",
       "a deep low-β model with α_SA below α_c(L) does not train; above α_c(L) it does",
       "fig1f rank arm: min over seeds of loss(α_SA low) − loss(α_SA high)",
-      lambda ctx: _s(ctx, FIG1F, "rank_gap_min"), 0.5, "ge", scales=("paper",))
+      lambda ctx: ctx.summary(FIG1F).rank_gap_min, 0.5, "ge", scales=("paper",))
 claim("signal.entropy_collapse_blocks_deep_training", "Fig. 1f, App. A.1",
       "a shallower model with β above β_c does not train; the same model at low β does",
       "fig1f entropy arm: min over seeds of loss(β high) − loss(β low)",
-      lambda ctx: _s(ctx, FIG1F, "entropy_gap_min"), 2.0, "ge", scales=("paper",))
+      lambda ctx: ctx.summary(FIG1F).entropy_gap_min, 2.0, "ge", scales=("paper",))
 
 
 # -- HuggingFace interop ---------------------------------------------------------------------------------------
@@ -126,7 +122,7 @@ def _hf_reinit_beta(ctx) -> float:
     return abs(hf.score_std(model, T=128) / (3.0 * math.sqrt(math.log(128))) - 1)
 
 
-claim("signal.hf_reinit_beta", "Eq. 11, App. B.1 (interop)",
+claim("signal.hf_reinit_beta", "Eq. (11), App. B.1 (interop)",
       "re-initialising a HuggingFace BERT to β sets its per-head score std to β √(log T)",
       "hf.reinit(BertModel(d=128, H=4), β = 3, T = 128): |std(s)/(β √log T) − 1| over 4 heads × 128² scores",
       _hf_reinit_beta, 0.05, "le")

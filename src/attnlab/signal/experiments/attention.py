@@ -15,7 +15,7 @@ import torch
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.units import run_units
-from attnlab.signal import costs, data, figures, memory, outputs
+from attnlab.signal import costs, data, figures, memory, outputs, summaries
 from attnlab.signal.arch import qk_std_from_beta
 from attnlab.signal.configs import REMConfig, SALayerConfig, SpectrumConfig, UniversalityConfig
 from attnlab.signal.model import attention, init_block
@@ -117,6 +117,7 @@ FIG3 = Experiment(
     memory=memory.sa_layer,
     cost=costs.fig3,
     outputs=outputs.FIG3,
+    summary=summaries.Fig3Summary,
 )
 
 
@@ -171,6 +172,7 @@ UNIVERSALITY = Experiment(
     title="β_c independent of d and H; frozen-phase IPR independent of T",
     cost=costs.universality,
     outputs=outputs.UNIVERSALITY,
+    summary=summaries.UniversalitySummary,
 )
 
 
@@ -215,6 +217,7 @@ FIGB1 = Experiment(
     title="IPR q_sa, entropy, q^SA and p^SA vs β: REM theory vs simulated attention",
     cost=costs.fig_b1,
     outputs=outputs.FIGB1,
+    summary=summaries.REMSummary,
 )
 
 
@@ -251,6 +254,7 @@ FIGC1 = Experiment(
     title="Attention spectrum: standard vs REM-rescaled initialisation",
     cost=costs.fig_c1,
     outputs=outputs.FIGC1,
+    summary=summaries.SpectrumSummary,
 )
 
 

@@ -20,7 +20,7 @@ from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import run_units
-from attnlab.signal import costs, figures, memory, outputs, theory, train
+from attnlab.signal import costs, figures, memory, outputs, summaries, theory, train
 from attnlab.signal.arch import beta_from_std
 from attnlab.signal.configs import AlphaCConfig, DepthConfig, NoSkipConfig, TanhConfig, TrainabilityConfig
 from attnlab.signal.data import corpus
@@ -98,6 +98,7 @@ FIG1C = Experiment(
     title="Trainability diagram β × α_SA (60 layers): entropy / rank collapse / trainable",
     cost=costs.fig1c,
     outputs=outputs.FIG1C,
+    summary=summaries.TrainabilitySummary,
 )
 
 
@@ -172,6 +173,7 @@ FIG1D = Experiment(
     memory=memory.depth,
     cost=costs.depth,
     outputs=outputs.FIG1D,
+    summary=summaries.DepthSummary,
 )
 FIG1E = Experiment(
     STUDY, "fig1e", DepthConfig.with_defaults(
@@ -185,6 +187,7 @@ FIG1E = Experiment(
     memory=memory.depth,
     cost=costs.depth,
     outputs=outputs.FIG1E,
+    summary=summaries.DepthSummary,
 )
 DEPTH = Experiment(
     STUDY, "depth", DepthConfig.with_defaults(
@@ -201,6 +204,7 @@ DEPTH = Experiment(
     memory=memory.depth,
     cost=costs.depth,
     outputs=outputs.DEPTH,
+    summary=summaries.DepthSummary,
 )
 
 
@@ -246,6 +250,7 @@ ALPHAC = Experiment(
     memory=memory.alphac,
     cost=costs.alphac,
     outputs=outputs.ALPHAC,
+    summary=summaries.AlphaCSummary,
 )
 
 
@@ -302,6 +307,7 @@ FIG5 = Experiment(
     memory=memory.fig5,
     cost=costs.fig5,
     outputs=outputs.FIG5,
+    summary=summaries.TanhSummary,
 )
 
 
@@ -347,4 +353,5 @@ FIGC3 = Experiment(
     memory=memory.fig_c3,
     cost=costs.fig_c3,
     outputs=outputs.FIGC3,
+    summary=summaries.NoSkipSummary,
 )

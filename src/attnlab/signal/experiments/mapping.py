@@ -27,7 +27,7 @@ from attnlab.core.config import Config, ConfigError
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.outputs import declare
 from attnlab.core.runs import RunContext
-from attnlab.signal import costs
+from attnlab.signal import costs, summaries
 
 STUDY = "signal"
 Family = Literal["bert", "roberta", "electra", "distilbert"]
@@ -122,6 +122,7 @@ MAP_FAMILIES = Experiment(
     title="attnlab map on real families: predicted vs measured ρ_ℓ at initialisation",
     cost=costs.map_families,
     outputs=MAP_FAMILIES_OUTPUTS,
+    summary=summaries.MapFamiliesSummary,
 )
 
 
@@ -253,4 +254,5 @@ MAP_FIX_TRAINING = Experiment(
     title="attnlab map --apply: a collapsing model and its fix, trained",
     cost=costs.map_fix_training,
     outputs=MAP_FIX_TRAINING_OUTPUTS,
+    summary=summaries.MapFixSummary,
 )

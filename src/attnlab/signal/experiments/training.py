@@ -18,7 +18,7 @@ from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Unit, Units
-from attnlab.signal import costs, data, figures, memory, outputs
+from attnlab.signal import costs, data, figures, memory, outputs, summaries
 from attnlab.signal.arch import qk_std_from_beta
 from attnlab.signal.configs import AttentionMapsConfig, DeepMLMConfig, MLMConfig, MLMTraining
 from attnlab.signal.data import corpus
@@ -66,6 +66,7 @@ FIG1AB = Experiment(
     title="Attention at initialisation: nearly uniform (low β) vs sharp (high β)",
     cost=costs.fig1ab,
     outputs=outputs.FIG1AB,
+    summary=summaries.AttentionMapsSummary,
 )
 
 
@@ -153,6 +154,7 @@ FIG4 = Experiment(
     memory=memory.mlm,
     cost=costs.mlm,
     outputs=outputs.FIG4,
+    summary=summaries.MLMSummary,
 )
 FIGC2 = Experiment(
     STUDY, "figC2", MLMConfig.with_defaults(
@@ -166,6 +168,7 @@ FIGC2 = Experiment(
     memory=memory.mlm,
     cost=costs.mlm,
     outputs=outputs.FIGC2,
+    summary=summaries.MLMSummary,
 )
 
 
@@ -212,4 +215,5 @@ FIG1F = Experiment(
     memory=memory.mlm,
     cost=costs.mlm,
     outputs=outputs.FIG1F,
+    summary=summaries.DeepMLMSummary,
 )
