@@ -210,6 +210,12 @@ class OneShotSummary(Summary):
     nets: dict[str, Net] = group("{net}/*", Net, net=_nets)
     first: dict[str, FirstNet] = group("{net}/*", FirstNet, net=_first)
 
+    def samples(self, net: str, N: int) -> OneShotSampled:
+        """The samples of network ``net`` at width N (a KeyError naming them where the run has none)."""
+        if net not in self.first or N not in self.first[net].sampled:
+            raise KeyError(f"samples of {net} at N = {N}")
+        return self.first[net].sampled[N]
+
 
 @dataclass(frozen=True)
 class Pruned:
