@@ -139,3 +139,36 @@ def test_every_typed_experiment_round_trips_its_summary(name):
     # a study that keeps its summary templates in a measured module: the class makes exactly those
     assert sorted(exp.outputs.keys(cfg)) == sorted(exp.summary.keys(cfg))
 
+
+
+PATHS = {e.key: e for e in experiments("paths")}
+
+
+@pytest.mark.parametrize("name", sorted(PATHS))
+def test_every_paths_experiment_round_trips_its_summary(name):
+    """paths declares its summary keys in outputs.py (measured code: the declaration stays), so its typed classes
+    (paths.summaries.TYPED) are checked against the declaration and against a tiny run, key for key."""
+    from attnlab.paths.summaries import TYPED
+
+    exp = PATHS[name]
+    cls = TYPED[name]
+    cfg = resolve(exp.config, "quick", dict(exp.outputs.tiny))
+    assert sorted(cls.keys(cfg)) == sorted(exp.outputs.keys(cfg))  # the class is the declaration
+    device = resolve_device(cfg.device)
+    with tempfile.TemporaryDirectory() as d:
+        result = exp.fn(cfg, RunContext(Path(d), cfg, device, Streams(cfg.seed, device)))
+    s = cls.from_summary(result.summary, cfg)
+    flat = s.to_summary()
+    assert flat == result.summary
+    assert cls.from_summary(flat, cfg) == s
+
+
+def test_paths_typed_summaries_match_the_declaration_at_the_quick_and_paper_scales():
+    """Every paths experiment at its quick and paper configs (no run): the typed keys are the declared ones."""
+    from attnlab.paths.summaries import TYPED
+
+    assert set(TYPED) == set(PATHS)
+    for name, exp in PATHS.items():
+        for scale in ("quick", "paper"):
+            cfg = resolve(exp.config, scale, {})
+            assert sorted(TYPED[name].keys(cfg)) == sorted(exp.outputs.keys(cfg)), (name, scale)

@@ -60,21 +60,30 @@ def test_every_claim_holds_at_quick_scale(tmp_path):
 
 
 class _Empty(ClaimContext):
-    """A context whose runs measured nothing (``values`` = {}) or only NaN: the event never happened."""
+    """A context whose runs measured nothing (``values`` = {}) or only NaN (as a float, or as stored: None): the
+    event never happened."""
 
-    values: dict
+    values: dict | float | None
 
     def run(self, experiment, **overrides):
-        return type("R", (), {"summary": self.values})()
+        from attnlab.core.config import resolve
+        from attnlab.core.experiment import get
+        from attnlab.paths.summaries import TYPED
+
+        exp = get(experiment)
+        config = resolve(exp.config, self.scale, overrides)
+        summary = self.values if isinstance(self.values, dict) else dict.fromkeys(TYPED[exp.key].keys(config),
+                                                                                   self.values)
+        return type("R", (), {"summary": summary, "config": config})()
 
 
-@pytest.mark.parametrize("values", [{}, "nan"])
+@pytest.mark.parametrize("values", [{}, "nan", None])
 def test_oneshot_claims_without_their_event_say_why(tmp_path, values):
     from attnlab.core.claims import Measured
     from attnlab.paths.claims import oneshot as oneshot_claims
 
     ctx = _Empty("paper", RunStore(tmp_path))
-    ctx.values = {} if values == {} else __import__("collections").defaultdict(lambda: float("nan"))
+    ctx.values = float(values) if values == "nan" else values
     names = [c for c in claims("paths", "paper") if c.measure.__module__ == oneshot_claims.__name__
              and c.measure.__qualname__.startswith("_on.")]
     assert len(names) >= 6  # the summary-based measures; the paired and pruning ones read arrays (test_oneshot)

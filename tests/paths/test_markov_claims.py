@@ -6,19 +6,24 @@ import numpy as np
 import pytest
 
 from attnlab.core.claims import ClaimContext
+from attnlab.core.config import resolve
 from attnlab.core.runs import RunStore
 from attnlab.paths.claims import markov as mc
-from attnlab.paths.keys import path_key
+from attnlab.paths.experiments.markov import FIG2C
+from attnlab.paths.keys import path_key, set_key, width_key
+from attnlab.paths.summaries import MarkovSummary
+
+CFG = resolve(FIG2C.config, "quick", {})
 
 
 class _Fake(ClaimContext):
-    """Each seed's fig2c run is a given summary (and a test set of ``n`` labels)."""
+    """Each seed's fig2c run is a given summary (its other keys 0.5; and a test set of ``n`` labels)."""
 
     runs: dict
 
     def run(self, experiment, **overrides):
-        summary = self.runs[overrides.get("seed", 0)]
-        return type("R", (), {"summary": summary, "arrays": {"y_test": np.ones(1000)}})()
+        summary = {**dict.fromkeys(MarkovSummary.keys(CFG), 0.5), **self.runs[overrides.get("seed", 0)]}
+        return type("R", (), {"summary": summary, "arrays": {"y_test": np.ones(1000)}, "config": CFG})()
 
 
 def _ctx(tmp_path, summaries):
@@ -27,13 +32,16 @@ def _ctx(tmp_path, summaries):
     return ctx
 
 
+A, B = width_key("acc_theory", 10), set_key("acc_gp", "good")  # the two arms as stored: A_theory(N=10), GP(good)
+
+
 def test_paired_lower_is_the_t_interval_of_the_seed_differences(tmp_path):
     d = [0.02, 0.03, 0.01, 0.02]
-    ctx = _ctx(tmp_path, [{"a": 0.9 + x, "b": 0.9} for x in d])
-    got = mc.paired_lower(ctx, "a", "b", "a − b").value
+    ctx = _ctx(tmp_path, [{A: 0.9 + x, B: 0.9} for x in d])
+    got = mc.paired_lower(ctx, mc.theory_at(10), mc.gp("good"), "a − b").value
     assert got == pytest.approx(np.mean(d) - 3.1824 * np.std(d, ddof=1) / 2, abs=1e-4)
-    assert mc.paired_lower(_ctx(tmp_path, [{"a": 0.9 + x, "b": 0.9} for x in (0.02, -0.02, 0.03, -0.01)]), "a", "b",
-                           "a − b").value < 0
+    assert mc.paired_lower(_ctx(tmp_path, [{A: 0.9 + x, B: 0.9} for x in (0.02, -0.02, 0.03, -0.01)]),
+                           mc.theory_at(10), mc.gp("good"), "a − b").value < 0
 
 
 @pytest.mark.parametrize("acc, passes", [(0.5, True), (0.51, True), (0.53, False), (0.47, False)])

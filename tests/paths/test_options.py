@@ -279,8 +279,13 @@ def test_a_claim_whose_width_was_not_sampled_says_why():
     import types
 
     from attnlab.core.claims import Measured, claims
+    from attnlab.core.config import resolve
+    from attnlab.paths.experiments.markov import FIG2C
+    from attnlab.paths.summaries import MarkovSummary
 
     c = next(c for c in claims("paths") if c.id == "paths.sampling_matches_theory_U_N50")
-    ctx = types.SimpleNamespace(run=lambda *a, **k: types.SimpleNamespace(summary={"acc_theory_N10": 0.9}))
+    cfg = resolve(FIG2C.config, "quick", {"sample_widths": (10,)})  # a run that sampled N = 10 only
+    summary = dict.fromkeys(MarkovSummary.keys(cfg), 0.9)
+    ctx = types.SimpleNamespace(run=lambda *a, **k: types.SimpleNamespace(summary=summary, config=cfg))
     m = c.measure(ctx)
     assert isinstance(m, Measured) and math.isnan(m.value) and "not sampled" in m.detail

@@ -43,7 +43,8 @@ def _a1(ctx: ClaimContext) -> float:
     return worst
 
 
-claim("paths.layers_equal_paths", "Eqs. 1-7 (check A1)", "the layer recursion and the path-sum form give the same f",
+claim("paths.layers_equal_paths", "Eqs. (1)-(7) (check A1)",
+      "the layer recursion and the path-sum form give the same f",
       "max relative difference over L ∈ {1,2,3}, Hs ∈ {[1],[2,3],[2,2,2],[3,1]}, mean/first/last-token readout",
       _a1, 1e-10, "le",
       falsify=World("the path sum without Eq. 5's 1/√n (the heads' normalisation (N H_ℓ)^{-1/2} dropped): it is "
@@ -99,7 +100,7 @@ def _a3(ctx: ClaimContext) -> float:
     return worst
 
 
-claim("paths.action_gradient", "Eqs. 32-34, App. C (check A3)",
+claim("paths.action_gradient", "Eqs. (32)-(34), App. C (check A3)",
       "the analytic ∂S/∂U (re-derived) is the gradient of S",
       "Cholesky-parameter gradient vs central differences ε=1e-6, σ²=1.3, α=2, τ=0.1, Hs ∈ {[2,2],[2,1],[3,2,2],"
       "[1,1]}: max relative difference", _a3, 1e-6, "le",
@@ -192,7 +193,7 @@ def _a6(ctx: ClaimContext) -> Measured:
     return Measured(worst, "relative residuals of Eqs. 32-34 per level ℓ = 1..L+1, " + "; ".join(parts))
 
 
-claim("paths.stationarity_residuals", "Eqs. 32-34 at the saddle point (check A6)",
+claim("paths.stationarity_residuals", "Eqs. (32)-(34) at the saddle point (check A6)",
       "the stationarity equations hold at the numerical optimum",
       "the solver's U* at α = 10 (Markov data, Hs = [2,2] and [2,1]) put into Eqs. 32-34 written out in fixed-point "
       "form, independently of the action's gradient code that the solver stops on: largest relative residual "
@@ -257,7 +258,7 @@ def _a7(ctx: ClaimContext) -> float:
                float(np.abs(t1["f_mean"] - t2["f_mean"]).max()))
 
 
-claim("paths.head_permutation_equivariance", "symmetry of Eq. 2 (check A7)",
+claim("paths.head_permutation_equivariance", "symmetry of Eq. (2) (check A7)",
       "permuting a layer's heads permutes U*'s rows and columns and leaves the predictor unchanged",
       "Hs = [2,3], layer-1 heads swapped, both solved to max|∂S/∂U| ≤ 1e-11: max |ΔU| and max |Δ⟨f⟩|", _a7, 1e-8, "le",
       falsify=World("a kernel that weights the first path's training features by 1.3 whichever heads it comes from "
@@ -294,7 +295,7 @@ def _a9(ctx: ClaimContext) -> float:
     return float(((draws.mean(0) - mean) / (sd / n**0.5)).abs().max())
 
 
-claim("paths.block_sampler_exact", "Eq. 8, App. F (check A9)",
+claim("paths.block_sampler_exact", "Eq. (8), App. F (check A9)",
       "the Bhattacharya block sampler draws the exact Gaussian conditional",
       "Bayesian linear regression d=50, P=20: max |z-score| of 1e4 sample means vs the closed form", _a9, 4.0, "le",
       falsify=World("a sampler whose draws are shrunk by 20 % toward zero: its mean is not the conditional's",
@@ -313,7 +314,7 @@ def _a10(ctx: ClaimContext) -> float:
     return worst
 
 
-claim("paths.path_feature_tree", "Eq. 7 (check A10)", "the right-to-left tree computes the attentioned inputs ξ^π",
+claim("paths.path_feature_tree", "Eq. (7) (check A10)", "the right-to-left tree computes the attentioned inputs ξ^π",
       "max |tree − path-by-path product| over Hs ∈ {[2],[2,3],[3,2,2]}, mean and token readout", _a10, 1e-12, "le",
       falsify=World("a tree that applies the layers' heads in reverse order (Eq. 7's product out of order)",
                     patch={"attnlab.paths.model:path_features": lambda pf: lambda X, heads, readout, *a, **k: pf(

@@ -9,21 +9,32 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
 from scipy import stats
 
 from attnlab.core.claims import ClaimContext, Measured, claim
-from attnlab.core.experiment import Result
-from attnlab.core.worlds import World, scale_arrays, scale_summary, swap_summary
+from attnlab.core.experiment import Experiment, Result
+from attnlab.core.worlds import World, scale_arrays
 from attnlab.paths import model
+from attnlab.paths.claims import edits
 from attnlab.paths.data import markov as data
 from attnlab.paths.experiments.markov import FIG2C, FIG2D, FIG2E, FIG5C, GENERIC
-from attnlab.paths.keys import path_key, set_key, width_key
+from attnlab.paths.summaries import Fig2dSummary, MarkovSampled, MarkovSummary, typed
 
-_GP = {lay: set_key("acc_gp", lay) for lay in ("good", "all", "good_denoising", "good_uniform")}
-_TH = {N: width_key("acc_theory", N) for N in (10, 10000)}  # A_theory at N = 10, 10⁴
+Read = Callable[[MarkovSummary], float]  # a number of a Markov run's typed summary
+
+
+def gp(layout: str) -> Read:
+    """The GP accuracy of the reference layout ``layout`` (good, all, good_denoising, good_uniform)."""
+    return lambda s: s.acc_gp_layout[layout]
+
+
+def theory_at(N: float) -> Read:
+    """A_theory at width N."""
+    return lambda s: s.acc_theory[N]
 
 F64 = torch.float64
 SEEDS = (0, 1, 2, 3)  # the Markov checks' seeds: data, test data and random heads from seed s
@@ -36,18 +47,28 @@ def fig2c(ctx: ClaimContext, seed: int, **kw) -> Result:
     return ctx.run(FIG2C, seed=seed, sample_widths=(), **kw)
 
 
-def worst(ctx: ClaimContext, fn, kind: str, **kw) -> float:
+def markov(result: Result) -> MarkovSummary:
+    """The typed summary of a Markov sweep's run."""
+    return typed(MarkovSummary, result)
+
+
+def run_markov(ctx: ClaimContext, experiment: Experiment) -> MarkovSummary:
+    """The typed summary of ``experiment`` (a Markov sweep) run as configured."""
+    return markov(ctx.run(experiment))
+
+
+def worst(ctx: ClaimContext, fn: Callable[[MarkovSummary, dict], float], kind: str, **kw) -> float:
     """fn(summary, arrays) over the seeds; the worst for a ≥ gate ("min") or a ≤ gate ("max")."""
     vals = []
     for s in SEEDS:
         r = fig2c(ctx, s, **kw)
-        vals.append(fn(r.summary, r.arrays))
+        vals.append(fn(markov(r), r.arrays))
     return min(vals) if kind == "min" else max(vals)
 
 
-def worst_gap(a: str, b: str, kind: str, **kw):
-    """The measure ``summary[a] − summary[b]``, worst over the seeds (``kind`` as in :func:`worst`)."""
-    return lambda ctx: worst(ctx, lambda s, _: s[a] - s[b], kind, **kw)
+def worst_gap(a: Read, b: Read, kind: str, **kw):
+    """The measure ``a(summary) − b(summary)``, worst over the seeds (``kind`` as in :func:`worst`)."""
+    return lambda ctx: worst(ctx, lambda s, _: a(s) - b(s), kind, **kw)
 
 
 def U_at(arrays, N: float) -> np.ndarray:
@@ -113,20 +134,21 @@ claim("paths.good_head_attention", "App. G.2.1 (check B2)",
 
 def _expected_good(ctx: ClaimContext, **kw) -> Measured:
     """The seed furthest outside the B3 band of the good path's expected GP accuracy, every seed in the detail."""
-    runs = [fig2c(ctx, s, **kw).summary for s in SEEDS]
-    if any("acc_gp_good_expected" not in r for r in runs):
+    runs = [markov(fig2c(ctx, s, **kw)) for s in SEEDS]
+    expected = [r.good_expected for r in runs]
+    if any(e is None for e in expected):
         return Measured(float("nan"), "fig2c has no acc_gp_good_expected: gp_test_sets = 0 or 'good' not a GP line")
-    vals = [r["acc_gp_good_expected"] for r in runs]
+    vals = [e.value for e in expected if e is not None]
     v = min(vals) if (0.92 - min(vals)) > (max(vals) - 0.985) else max(vals)
     return Measured(v, "expected accuracy on seeds 0-3: " + ", ".join(
-        f"{r['acc_gp_good_expected']:.3f} ± {r['acc_gp_good_expected_se']:.3f}" for r in runs)
-        + "; on the one test set of P* = 1000: " + ", ".join(f"{r['acc_gp_good']:.3f}" for r in runs))
+        f"{e.value:.3f} ± {e.se:.3f}" for e in expected if e is not None)
+        + "; on the one test set of P* = 1000: " + ", ".join(f"{r.acc_gp_layout['good']:.3f}" for r in runs))
 
 
-def paired_lower(ctx: ClaimContext, a: str, b: str, what: str, **kw) -> Measured:
+def paired_lower(ctx: ClaimContext, a: Read, b: Read, what: str, **kw) -> Measured:
     """Lower end of the 95 % t-interval (over seeds 0-3, 3 degrees of freedom) of the mean paired difference
-    ``summary[a] − summary[b]``: each seed's training set, test set and heads are shared by both arms."""
-    d = np.array([(lambda r: r[a] - r[b])(fig2c(ctx, s, **kw).summary) for s in SEEDS])
+    ``a(summary) − b(summary)``: each seed's training set, test set and heads are shared by both arms."""
+    d = np.array([(lambda r: a(r) - b(r))(markov(fig2c(ctx, s, **kw))) for s in SEEDS])
     half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
     return Measured(float(d.mean() - half), f"{what} on seeds 0-3: " + ", ".join(f"{x:+.3f}" for x in d)
                     + f"; mean {d.mean():+.4f}, 95 % interval [{d.mean() - half:+.4f}, {d.mean() + half:+.4f}]")
@@ -139,16 +161,16 @@ def _other_paths(ctx: ClaimContext, **kw) -> Measured:
     """Each of paths 1-3 alone: its test accuracy pooled over seeds 0-3 (n = 4 P* test sequences), as |A − ½| in
     units of the half-width of a chance-level accuracy's binomial interval, z·½/√n (z for 95 % over 3 paths)."""
     runs = [fig2c(ctx, s, **kw) for s in SEEDS]
+    paths = [markov(r).acc_gp_path for r in runs]
     n = sum(len(r.arrays["y_test"]) for r in runs)
-    acc = [sum(r.summary[path_key("acc_gp", a)] * len(r.arrays["y_test"]) for r in runs) / n for a in (1, 2, 3)]
+    acc = [sum(p[a] * len(r.arrays["y_test"]) for p, r in zip(paths, runs, strict=True)) / n for a in (1, 2, 3)]
     half = Z_CHANCE * 0.5 / math.sqrt(n)
     return Measured(max(abs(x - 0.5) for x in acc) / half, "pooled accuracy of paths (1,2), (2,1), (2,2) alone over "
                     f"{n} test sequences: " + ", ".join(f"{x:.3f}" for x in acc) + f"; chance is 0.5 ± {half:.3f}; "
-                    "per seed: " + "; ".join(", ".join(f"{r.summary[path_key('acc_gp', a)]:.3f}" for a in (1, 2, 3))
-                                             for r in runs))
+                    "per seed: " + "; ".join(", ".join(f"{p[a]:.3f}" for a in (1, 2, 3)) for p in paths))
 
 
-def _monotone(s, a) -> float:
+def _monotone(s: MarkovSummary, a: dict) -> float:
     return float(np.max(np.diff(a["theory_accuracy"])))
 
 
@@ -197,12 +219,6 @@ _UNMIXED = World("chains stopped after 8 sweeps from their independent prior dra
                  {FIG2C: {**_SAMPLED, "burn_in": 0, "samples": 8}})
 
 
-def _informative_paths(experiment: str, result: Result) -> Result:
-    for a in (1, 2, 3):
-        result.summary[path_key("acc_gp", a)] = result.summary[path_key("acc_gp", 0)]
-    return result
-
-
 def _increasing(experiment: str, result: Result) -> Result:
     result.arrays["theory_accuracy"] = result.arrays["theory_accuracy"][::-1].copy()
     return result
@@ -215,7 +231,7 @@ for _sfx, _kw, _ref in (("", {}, ""), ("_last_token", {"readout": -1}, "; B11: l
           "the good path alone reaches A ≈ 94% in the GP limit",
           f"{_on}: GP accuracy of the good-path network (Hs = [1,1]), mean over seeds 0-3 (P* = 1000 each: one "
           "seed's test accuracy has a standard error ≈ 0.008)",
-          lambda ctx, kw=_kw: float(np.mean([fig2c(ctx, s, **kw).summary[_GP["good"]] for s in SEEDS])),
+          lambda ctx, kw=_kw: float(np.mean([markov(fig2c(ctx, s, **kw)).acc_gp_layout["good"] for s in SEEDS])),
           (0.92, 0.985), "in", falsify=_NOISY)
     claim(f"paths.gp_good_path_worst_seed{_sfx}", f"Sec. 4.1.1 (check B3{_ref}, per seed)",
           "the good path alone reaches A ≈ 94% on every seed",
@@ -230,28 +246,28 @@ for _sfx, _kw, _ref in (("", {}, ""), ("_last_token", {"readout": -1}, "; B11: l
           "(z = 2.39: 95 % for the three paths together); pass ≤ 1",
           lambda ctx, kw=_kw: _other_paths(ctx, **kw), 1.0, "le",
           falsify=World("every other path made as informative as the good one (its accuracy put in their place): "
-                        "they are then far from chance", _SMALL, _informative_paths))
+                        "they are then far from chance", _SMALL, edits.paths_like(0, (1, 2, 3))))
     claim(f"paths.gp_all_below_good{_sfx}", f"Sec. 4.1.1 (check B3c{_ref})",
           "GP with all four paths is worse than the good path alone", f"{_on}: max over seeds of GP(all) − GP(good)",
-          worst_gap(_GP["all"], _GP["good"], "max", **_kw), -0.04, "le",
+          worst_gap(gp("all"), gp("good"), "max", **_kw), -0.04, "le",
           falsify=World("GP(all) and GP(good) swapped: all paths then beat the good path alone", _SMALL,
-                        swap_summary(_GP["all"], _GP["good"])))
+                        edits.swap_gp("all", "good")))
     claim(f"paths.gp_denoising_helps{_sfx}", f"Sec. 4.1.1 (check B3d{_ref})",
           "GP with good + denoising paths is better than good alone",
           f"{_on}: GP(good+denoising) − GP(good) paired per seed (same training and test set); lower end of the "
           "95 % t-interval of its mean over seeds 0-3; pass > 0",
-          lambda ctx, kw=_kw: paired_lower(ctx, _GP["good_denoising"], _GP["good"], "GP(good+den) − GP(good)", **kw),
+          lambda ctx, kw=_kw: paired_lower(ctx, gp("good_denoising"), gp("good"), "GP(good+den) − GP(good)", **kw),
           0.0, "ge", falsify=World("the two GP lines swapped: good + denoising is then worse than good alone",
-                                   _SMALL, swap_summary(_GP["good_denoising"], _GP["good"])))
+                                   _SMALL, edits.swap_gp("good_denoising", "good")))
     claim(f"paths.fw_beats_gp_all{_sfx}", f"Fig. 2c (check B4{_ref})",
           "at N = 10 the finite-width network is far above GP with all paths",
           f"{_on}: min over seeds of A_theory(N=10) − A_GP(all)",
-          worst_gap(_TH[10], _GP["all"], "min", **_kw), 0.05, "ge", falsify=_FROZEN)
+          worst_gap(theory_at(10), gp("all"), "min", **_kw), 0.05, "ge", falsify=_FROZEN)
     claim(f"paths.fw_matches_good_path{_sfx}", f"Fig. 2c (check B4{_ref})",
           "at N = 10 the finite-width network does at least as well as the good path alone",
           f"{_on}: A_theory(N=10) − A_GP(good) paired per seed; non-inferiority with a margin of 0.01: lower end of "
           "the 95 % t-interval of its mean over seeds 0-3 ≥ −0.01",
-          lambda ctx, kw=_kw: paired_lower(ctx, _TH[10], _GP["good"], "A_theory(N=10) − A_GP(good)", **kw),
+          lambda ctx, kw=_kw: paired_lower(ctx, theory_at(10), gp("good"), "A_theory(N=10) − A_GP(good)", **kw),
           -0.01, "ge", falsify=_FROZEN)
     claim(f"paths.accuracy_decreases_with_N{_sfx}", f"Fig. 2c (check B4b{_ref})",
           "the gap to GP shrinks monotonically as N grows",
@@ -261,9 +277,10 @@ for _sfx, _kw, _ref in (("", {}, ""), ("_last_token", {"readout": -1}, "; B11: l
                         _increasing))
     claim(f"paths.fw_converges_to_gp{_sfx}", f"Fig. 2c (check B4b{_ref})",
           "at N = 10⁴ the accuracy is the GP accuracy", f"{_on}: max over seeds of |A_theory(N=10⁴) − A_GP(all)|",
-          lambda ctx, kw=_kw: worst(ctx, lambda s, a: abs(s[_TH[10000]] - s[_GP["all"]]), "max", **kw),
+          lambda ctx, kw=_kw: worst(ctx, lambda s, a: abs(s.acc_theory[10000] - s.acc_gp_layout["all"]), "max",
+                                    **kw),
           0.01, "le", falsify=World("the theory's accuracy at N = 10⁴ scaled by 1.1: it no longer meets the GP "
-                                    "line", _SMALL, scale_summary(_TH[10000], by=1.1)))
+                                    "line", _SMALL, edits.scale_theory(10000, by=1.1)))
     claim(f"paths.U_suppresses_adversarial{_sfx}", f"Fig. 2c bottom (check B5{_ref})",
           "at N = 10 the adversarial paths are suppressed",
           f"{_on}: max over seeds of max(U_(1,2)(1,2), U_(2,2)(2,2)) / U_(1,1)(1,1) at N = 10",
@@ -286,7 +303,7 @@ for _sfx, _kw, _ref in (("", {}, ""), ("_last_token", {"readout": -1}, "; B11: l
 
 
 def _b6(ctx: ClaimContext) -> float:
-    return min(ctx.run(FIG2D, seed=s).summary["top5_ratio"] for s in SEEDS)
+    return min(typed(Fig2dSummary, ctx.run(FIG2D, seed=s)).top5_ratio for s in SEEDS)
 
 
 claim("paths.alignment_improves", "Fig. 2d (check B6)", "at N = 10 the kernel's top PCs overlap the labels much more "
@@ -297,12 +314,12 @@ claim("paths.alignment_improves", "Fig. 2d (check B6)", "at N = 10 the kernel's 
 
 claim("paths.denoising_gp_gain", "Fig. 2e (check B7)", "at σ⊥ = 5 the denoising path helps already in the GP limit",
       "fig2e: GP(good + denoising) − GP(good)",
-      lambda ctx: (lambda s: s[_GP["good_denoising"]] - s[_GP["good"]])(ctx.run(FIG2E).summary),
+      lambda ctx: (lambda s: s.acc_gp_layout["good_denoising"] - s.acc_gp_layout["good"])(run_markov(ctx, FIG2E)),
       0.08, "ge", falsify=World("the two GP lines swapped: good + denoising is then below good alone",
-                                {FIG2E: _SMALL_CFG}, swap_summary(_GP["good_denoising"], _GP["good"])))
+                                {FIG2E: _SMALL_CFG}, edits.swap_gp("good_denoising", "good")))
 claim("paths.denoising_fw_gain", "Fig. 2e (check B7)", "the cross-path kernel gives a larger finite-width gain",
       "fig2e: A_theory(N=10) − GP(good + denoising)",
-      lambda ctx: (lambda s: s[_TH[10]] - s[_GP["good_denoising"]])(ctx.run(FIG2E).summary),
+      lambda ctx: (lambda s: s.acc_theory[10] - s.acc_gp_layout["good_denoising"])(run_markov(ctx, FIG2E)),
       0.10, "ge", falsify=_FROZEN)
 claim("paths.denoising_anticorrelation", "Fig. 2e (check B7)", "U anti-correlates the good and denoising paths",
       "fig2e: ρ = U_(1,1)(2,1)/√(U_gg U_dd) at N = 10 (paths ordered good, denoising)",
@@ -310,59 +327,60 @@ claim("paths.denoising_anticorrelation", "Fig. 2e (check B7)", "U anti-correlate
 claim("paths.denoising_monotone", "Fig. 2e (check B7b)", "over N the good + denoising accuracy decreases to GP",
       "fig2e: largest increase between consecutive widths, plus |A(10⁴) − GP| (slack 0.01)",
       lambda ctx: (lambda r: max(float(np.max(np.diff(r.arrays["theory_accuracy"]))),
-                                 abs(r.summary[_TH[10000]] - r.summary[_GP["good_denoising"]])))(
+                                 abs(markov(r).acc_theory[10000] - markov(r).acc_gp_layout["good_denoising"])))(
           ctx.run(FIG2E)), 0.01, "le",
       falsify=World("the theory's accuracy curve reversed in N: it then grows with the width",
                     {FIG2E: _SMALL_CFG}, _increasing))
 claim("paths.uniform_denoising_head", "Fig. 5c (check B8)",
       "with the random denoising head made uniform the finite-width gain is the same",
       "fig5c: A_theory(N=10) − GP(good + uniform)",
-      lambda ctx: (lambda s: s[_TH[10]] - s[_GP["good_uniform"]])(ctx.run(FIG5C).summary),
+      lambda ctx: (lambda s: s.acc_theory[10] - s.acc_gp_layout["good_uniform"])(run_markov(ctx, FIG5C)),
       0.05, "ge", falsify=_FROZEN)
 
 # -- B9, B10: theory vs sampling ----------------------------------------------------------------------------
 
 
-def _s(key: str):
-    """fig2c's summary value, or NaN with the reason when the run did not sample that width."""
+def _s(N: int, read: Callable[[MarkovSampled], float], name: str):
+    """``read`` of fig2c's samples at width N, or NaN with the reason when the run did not sample that width
+    (``name``: what ``read`` reads, for the reason)."""
     def measure(ctx: ClaimContext) -> float | Measured:
-        summ = ctx.run(FIG2C).summary
-        if key not in summ:
-            return Measured(float("nan"), f"fig2c has no {key}: that width was not sampled at this scale")
-        return summ[key]
+        sampled = run_markov(ctx, FIG2C).sampled
+        if N not in sampled:
+            return Measured(float("nan"), f"fig2c has no {name}_N{N}: that width was not sampled at this scale")
+        return read(sampled[N])
 
     return measure
 
 
-for _key, _what, _exp, _rel in (
-        (width_key("acc_diff", 10), "|A_samples − A_theory|", 0.02, "le"),
-        (width_key("pearson", 10), "Pearson(f̄_samples, ⟨f⟩_theory) over test points", 0.99, "ge"),
-        (width_key("f_rel_err", 10), "‖f̄_samples − ⟨f⟩_theory‖/‖⟨f⟩_theory‖", 0.10, "le"),
-        ("U_gate_b9_N10", "max_ππ' |U_s − U_th| / (0.15|U_th| + 0.15) (pass ≤ 1)", 1.0, "le"),
-        (width_key("rhat", 10), "largest split-R̂ over U entries and monitored f's", 1.1, "le")):
-    claim(f"paths.sampling_matches_theory_{_key[:-4]}", "Fig. 2c, Sec. 4.1.1 (check B9)",
-          "at N = 10 the Gibbs-sampled posterior agrees with the theory", f"fig2c, N = 10: {_what}", _s(_key), _exp,
-          _rel, falsify=_UNMIXED if _key.startswith("rhat") else _WIDE_SAMPLER)
-claim("paths.sampling_matches_theory_variance", "Eq. 30 (check B9)", "the sampled predictive variance matches Eq. 30",
-      "fig2c, N = 10: |mean sampled var / mean theory var − 1|",
-      lambda ctx: abs(ctx.run(FIG2C).summary[width_key("var_ratio", 10)] - 1), 0.15, "le",
+for _name, _read, _what, _exp, _rel in (
+        ("acc_diff", lambda a: a.acc_diff, "|A_samples − A_theory|", 0.02, "le"),
+        ("pearson", lambda a: a.pearson, "Pearson(f̄_samples, ⟨f⟩_theory) over test points", 0.99, "ge"),
+        ("f_rel_err", lambda a: a.f_rel_err, "‖f̄_samples − ⟨f⟩_theory‖/‖⟨f⟩_theory‖", 0.10, "le"),
+        ("U_gate_b9", lambda a: a.U_gate_b9, "max_ππ' |U_s − U_th| / (0.15|U_th| + 0.15) (pass ≤ 1)", 1.0, "le"),
+        ("rhat", lambda a: a.rhat, "largest split-R̂ over U entries and monitored f's", 1.1, "le")):
+    claim(f"paths.sampling_matches_theory_{_name}", "Fig. 2c, Sec. 4.1.1 (check B9)",
+          "at N = 10 the Gibbs-sampled posterior agrees with the theory", f"fig2c, N = 10: {_what}",
+          _s(10, _read, _name), _exp, _rel, falsify=_UNMIXED if _name == "rhat" else _WIDE_SAMPLER)
+claim("paths.sampling_matches_theory_variance", "Eq. (30) (check B9)",
+      "the sampled predictive variance matches Eq. 30", "fig2c, N = 10: |mean sampled var / mean theory var − 1|",
+      lambda ctx: abs(run_markov(ctx, FIG2C).sampled[10].var_ratio - 1), 0.15, "le",
       falsify=_WIDE_SAMPLER)
 claim("paths.sampling_matches_theory_U_N50", "Fig. 2c (check B10)", "at N = 50 the sampled U agrees more tightly",
-      "fig2c, N = 50: max_ππ' |U_s − U_th| / (0.07|U_th| + 0.05) (pass ≤ 1)", _s("U_gate_b10_N50"), 1.0, "le",
-      falsify=_WIDE_SAMPLER)
+      "fig2c, N = 50: max_ππ' |U_s − U_th| / (0.07|U_th| + 0.05) (pass ≤ 1)",
+      _s(50, lambda a: a.U_gate_b10, "U_gate_b10"), 1.0, "le", falsify=_WIDE_SAMPLER)
 claim("paths.sampling_U_correlation_N50", "Fig. 2c (check B10)", "at N = 50 sampled and theory U are collinear",
-      "fig2c, N = 50: Pearson correlation of the U entries", _s(width_key("U_corr", 50)), 0.995, "ge",
+      "fig2c, N = 50: Pearson correlation of the U entries", _s(50, lambda a: a.U_corr, "U_corr"), 0.995, "ge",
       falsify=_WIDE_SAMPLER)
 
 # -- C: generic solver/sampler check -----------------------------------------------------------------------
 
-claim("paths.generic_sampler_U", "check C (Eqs. 8, 9 on random heads)",
+claim("paths.generic_sampler_U", "check C (Eqs. (8), (9) on random heads)",
       "on random heads (Hs = [3,3], mean readout) sampled U matches the theory",
       "generic: relative Frobenius error ‖U_s − U_th‖/‖U_th‖ at N = 10",
-      lambda ctx: ctx.run(GENERIC).summary[width_key("U_rel_fro", 10)], 0.15, "le",
+      lambda ctx: run_markov(ctx, GENERIC).sampled[10].U_rel_fro, 0.15, "le",
       falsify=_WIDE_SAMPLER)
-claim("paths.generic_sampler_predictor", "check C (Eq. 29 on random heads)",
+claim("paths.generic_sampler_predictor", "check C (Eq. (29) on random heads)",
       "on random heads the sampled mean predictor matches the theory",
       "generic: Pearson(f̄_samples, ⟨f⟩_theory) at N = 10",
-      lambda ctx: ctx.run(GENERIC).summary[width_key("pearson", 10)], 0.95, "ge",
+      lambda ctx: run_markov(ctx, GENERIC).sampled[10].pearson, 0.95, "ge",
       falsify=_HOT_SAMPLER)

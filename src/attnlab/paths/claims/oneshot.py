@@ -20,14 +20,16 @@ import torch
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.config import resolve
 from attnlab.core.experiment import Result, get
-from attnlab.core.worlds import World, swap_summary
+from attnlab.core.worlds import World
+from attnlab.paths.claims import edits
 from attnlab.paths.configs import Variant
 from attnlab.paths.data import episodes
 from attnlab.paths.data import images as data
 from attnlab.paths.experiments.oneshot import FIG3, FIG6, block_share, sign_agreement
 from attnlab.paths.experiments.pruning import FIG3EF
-from attnlab.paths.keys import net_key, pruned_key
+from attnlab.paths.keys import net_key
 from attnlab.paths.outputs import TINY
+from attnlab.paths.summaries import OneShotSummary, Pruned, PruningSummary, S, typed
 
 V = Variant().name  # the main text's network, L = 2, H = 4
 
@@ -107,17 +109,18 @@ def _where(cfg, scale: str, exp: str) -> str:
             f"N_gd = {cfg.N_gd}, {cfg.gd_steps} Adam steps, P = {cfg.P}, {test}")
 
 
-def _on(exp: str, value: Callable[[dict, str], float], say: Callable[[dict, str, float], str] | None = None,
+def _on(exp: str, cls: type[S], value: Callable[[S, str], float], say: Callable[[S, str, float], str] | None = None,
         why: str = "the run does not measure it") -> Callable[[ClaimContext], Measured]:
-    """A measure on experiment ``exp``'s summary: ``value(summary, first OOD set)``; the detail says what was
-    measured (``say``) and where. A missing key or a NaN is Measured(nan, why), never an exception."""
+    """A measure on experiment ``exp``'s typed summary ``cls``: ``value(summary, first OOD set)``; the detail says
+    what was measured (``say``) and where. A missing key or a NaN is Measured(nan, why), never an exception."""
 
     def measure(ctx: ClaimContext) -> Measured:
         cfg, res = _run(ctx, exp)
-        s = res.summary
         where = _where(cfg, ctx.scale, exp)
         try:
-            v = float(value(s, cfg.ood[0]))
+            s = typed(cls, res)
+            v = value(s, cfg.ood[0])
+            v = math.nan if v is None else float(v)  # None: a NaN as stored
         except KeyError as e:
             return Measured(math.nan, f"{exp} has no {e.args[0]!r}: {why} ({where})")
         if not math.isfinite(v):
@@ -145,39 +148,31 @@ def _both(quick_why: str, **kw) -> None:
 
 claim("paths.gd_model_learns", "App. H.1 (check D2)", "the gradient-descent model learns the one-shot task",
       "fig3ef: best validation accuracy of the GD model (unseen validation classes)",
-      _on("fig3ef", lambda s, o: s[_v("gd_best_val")]), 0.75, "ge",
+      _on("fig3ef", PruningSummary, lambda s, o: s.nets[V].gd_best_val), 0.75, "ge",
       falsify=World("40 Adam steps of a 16-wide model on synthetic glyphs: a GD model that has not learnt the task",
                     overrides={FIG3EF: {**TINY["fig3ef"], "P_prune": 400}}))
 
 # -- D3 and Fig. 3b-d: the theory with the GD model's Q/K ------------------------------------------------------
 
 
-def _v(name: str, which: str | None = None, N: float | None = None) -> str:
-    """Key of ``name`` of the claims' network ``V``."""
-    return net_key(V, name, which, N)
+def _v(name: str) -> str:
+    """Name of the array ``name`` of the claims' network ``V``."""
+    return net_key(V, name)
 
 
-def _shift_U(experiment: str, result: Result) -> Result:
-    """A theory whose U departs from GP's by 0.5 in one off-diagonal entry at every width: each max deviation
-    (from I, and of U/ū from I: ū = tr U/n is unchanged) grows by 0.5 where it was smaller."""
-    for k in list(result.summary):
-        if "U_dev_from_gp" in k or "U_shape_dev" in k:
-            result.summary[k] = max(result.summary[k], 0.5)
-    return result
-
-
+# each max deviation of U* (from I, and of U*/ū from I: ū = tr U*/n is unchanged) grows to 0.5 where it was smaller
 _U_OFF = World("U* off GP's by 0.5 in an off-diagonal entry at every width (a theory that does not converge to GP)",
-               overrides={FIG3: {**TINY["fig3"], "widths": (10, 1000, 10_000)}}, result=_shift_U)
+               overrides={FIG3: {**TINY["fig3"], "widths": (10, 1000, 10_000)}}, result=edits.U_off_gp(0.5))
 
 claim("paths.oneshot_U_near_gp_at_1000", "Fig. 3b, App. H.2.1 (check D3)", "with transplanted Q/K, U at N = 1000 is "
       "within 0.3 of U_GP up to its overall scale", "fig3: max |U*/ū − I| at N = 1000, τ*, with ū = tr U*/n "
       "(App. H.2.1: U's overall magnitude grows as N falls and τ* absorbs it; the structure is what departs from GP)",
-      _on("fig3", lambda s, o: s[_v("U_shape_dev", N=1000)],
-          lambda s, o, v: f"scale ū = {s[_v('U_scale', N=1000)]:.3g}, "
-          f"max |U* − I| = {s[_v('U_dev_from_gp', N=1000)]:.3g}"), 0.3, "le", falsify=_U_OFF)
+      _on("fig3", OneShotSummary, lambda s, o: s.nets[V].U_shape_dev[1000],
+          lambda s, o, v: f"scale ū = {s.nets[V].U_scale[1000]:.3g}, "
+          f"max |U* − I| = {s.nets[V].U_dev_from_gp[1000]:.3g}"), 0.3, "le", falsify=_U_OFF)
 claim("paths.oneshot_U_converges_to_gp", "Fig. 3b (check D3)", "with transplanted Q/K, U → U_GP as N grows",
       "fig3: max |U*(N=10⁴, τ*) − I| (check D3's 0.3 gate, one decade wider than its N = 1000)",
-      _on("fig3", lambda s, o: s[_v("U_dev_from_gp", N=10000)]), 0.3, "le", falsify=_U_OFF)
+      _on("fig3", OneShotSummary, lambda s, o: s.nets[V].U_dev_from_gp[10000]), 0.3, "le", falsify=_U_OFF)
 def _paired(a: np.ndarray, b: np.ndarray) -> tuple[float, float, int]:
     """Mean of two arms' per-episode correctness difference a − b, its lower 95 % bound (mean − 1.96 SE), n."""
     d = np.asarray(a, float) - np.asarray(b, float)
@@ -253,10 +248,10 @@ claim("paths.oneshot_gd_sign_agreement", "Fig. 3c (check D3)", "the GD model's e
 def _block_share(ctx: ClaimContext) -> Measured:
     """Share of U*(N = 10, τ*)'s off-diagonal |U| mass in pairs of paths sharing h_1 (Fig. 3c)."""
     cfg, res = _run(ctx, "fig3")
-    a, s = res.arrays, res.summary
+    a, s = res.arrays, typed(OneShotSummary, res)
     U = a[_v("U_star")][int(np.argmin(np.abs(np.log(a[_v("widths")]) - np.log(10.0))))]
     share, chance, top = block_share(U, Variant().Hs)
-    return Measured(share, f"no structure gives {chance:.2f}, GD's U {s[_v('block_share_gd')]:.2f}, {top:.0%} of the "
+    return Measured(share, f"no structure gives {chance:.2f}, GD's U {s.nets[V].block_share_gd:.2f}, {top:.0%} of the "
                     f"10 largest off-diagonal entries within a block; {_where(cfg, ctx.scale, 'fig3')}")
 
 
@@ -282,12 +277,14 @@ _NO_SAMPLER_WORLD = ("samples and theory are compared inside the fig3 run (pipel
                      "broken sampler needs a patched run kept apart from the store's unpatched ones, not built yet")
 claim("paths.oneshot_sampling_matches_theory", "Fig. 3b-c, Sec. 4.2.1", "theory = samples at N = 10 for the mean "
       "predictor", "fig3: Pearson(f̄_samples, ⟨f⟩_theory) on all test episodes at N = 10, τ*",
-      _on("fig3", lambda s, o: s[_v("pearson", N=10)], lambda s, o, v: f"R̂ = {s[_v('rhat', N=10)]:.3f}"), 0.95, "ge",
+      _on("fig3", OneShotSummary, lambda s, o: s.samples(V, 10).pearson,
+          lambda s, o, v: f"R̂ = {s.samples(V, 10).rhat:.3f}"), 0.95, "ge",
       falsify=_NO_SAMPLER_WORLD)
 claim("paths.oneshot_sampling_U", "Fig. 3c, Sec. 4.2.1", "the sampled U at N = 10 (10 < 136 entries) agrees with "
       "theory",
       "fig3: relative Frobenius error ‖U_s − U_th‖/‖U_th‖ at N = 10", _on(
-           "fig3", lambda s, o: s[_v("U_rel_fro", N=10)], lambda s, o, v: f"R̂ = {s[_v('rhat', N=10)]:.3f}"), 0.2, "le",
+           "fig3", OneShotSummary, lambda s, o: s.samples(V, 10).U_rel_fro,
+           lambda s, o, v: f"R̂ = {s.samples(V, 10).rhat:.3f}"), 0.2, "le",
       falsify=_NO_SAMPLER_WORLD)
 
 # -- D4 and Figs. 3e-f: pruning ------------------------------------------------------------------------------
@@ -300,10 +297,11 @@ def _se2(a: float, b: float, n: int) -> float:  # 1.96 × the unpaired standard 
     return 1.96 * math.sqrt((a * (1 - a) + b * (1 - b)) / n)
 
 
-def _heads(s: dict, o: str, v: float) -> str:
-    d = [s[_v(f"drop_{k}_score", "id")] for k in ("lowest", "highest")]
-    return (f"the lowest-score head costs {d[0]:.3f} of ID accuracy {s[_v('acc_full', 'id')]:.3f}, the highest "
-            f"{d[1]:.3f}; single heads cost {s[_v('drop_min', 'id')]:.3f}-{s[_v('drop_max', 'id')]:.3f}")
+def _heads(s: PruningSummary, o: str, v: float) -> str:
+    n = s.nets[V]
+    return (f"the lowest-score head costs {n.drop_lowest_score['id']:.3f} of ID accuracy {n.acc_full['id']:.3f}, the "
+            f"highest {n.drop_highest_score['id']:.3f}; single heads cost {n.drop_min['id']:.3f}-"
+            f"{n.drop_max['id']:.3f}")
 
 
 _QUICK_HEADS = ("Quick scale: every head of this 64-wide GD model carries part of these digits' task (of a 128-wide "
@@ -311,14 +309,16 @@ _QUICK_HEADS = ("Quick scale: every head of this 64-wide GD model carries part o
                 "asserted at paper scale")
 
 
-def _pruning(exp: str, net: str, value: Callable[[dict, str, int], float], say: Callable[[dict, str], str],
+def _pruning(exp: str, net: str, value: Callable[[PruningSummary, str, int], float],
+             say: Callable[[PruningSummary, str], str],
              n_pruned: int = 2) -> Callable[[ClaimContext], Measured]:
     """A measure on ``exp``'s pruning summary of network ``net``: ``value(summary, first OOD set, P_prune)``."""
 
     def measure(ctx: ClaimContext) -> Measured:
         cfg, res = _run(ctx, exp)
-        s, o = res.summary, cfg.ood[0]
+        o = cfg.ood[0]
         try:
+            s = typed(PruningSummary, res)
             v = float(value(s, o, cfg.P_prune))
         except KeyError as e:
             return Measured(math.nan, f"{exp} has no {e.args[0]!r}: no network {net} in the run")
@@ -327,22 +327,22 @@ def _pruning(exp: str, net: str, value: Callable[[dict, str, int], float], say: 
     return measure
 
 
-def _lowest_minus_highest(s: dict, o: str, n: int) -> float:
+def _lowest_minus_highest(s: PruningSummary, o: str, n: int) -> float:
     """Upper 95 % bound of drop(lowest-score head) − drop(highest-score head) = A(highest pruned) − A(lowest
     pruned), ID."""
-    full, lo, hi = s[_v("acc_full", "id")], s[_v("drop_lowest_score", "id")], s[_v("drop_highest_score", "id")]
+    full, lo, hi = s.nets[V].acc_full["id"], s.nets[V].drop_lowest_score["id"], s.nets[V].drop_highest_score["id"]
     return lo - hi + _se2(full - lo, full - hi, n)
 
 
-def _two_id(net: str, k: int) -> Callable[[dict, str, int], float]:
+def _two_id(net: str, k: int) -> Callable[[PruningSummary, str, int], float]:
     """Upper 95 % bound of A_ID(full) − A_ID(k lowest-score heads pruned)."""
-    return lambda s, o, n: (s[net_key(net, "acc_full", "id")] - s[pruned_key(net, k, "id")]
-                            + _se2(s[net_key(net, "acc_full", "id")], s[pruned_key(net, k, "id")], n))
+    return lambda s, o, n: (s.nets[net].acc_full["id"] - s.acc_pruned[Pruned(net, k, "id")]
+                            + _se2(s.nets[net].acc_full["id"], s.acc_pruned[Pruned(net, k, "id")], n))
 
 
-def _two_ood(s: dict, o: str, n: int) -> float:
+def _two_ood(s: PruningSummary, o: str, n: int) -> float:
     """Lower 95 % bound of A_OOD(2 heads pruned) − A_OOD(full)."""
-    a, b = s[pruned_key(V, 2, o)], s[_v("acc_full", o)]
+    a, b = s.acc_pruned[Pruned(V, 2, o)], s.nets[V].acc_full[o]
     return a - b - _se2(a, b, n)
 
 
@@ -356,34 +356,33 @@ claim("paths.lowest_score_small_drop", "Fig. 3e (check D4)", "the lowest-score h
       _pruning("fig3ef", V, _lowest_minus_highest, lambda s, o: _heads(s, o, 0.0)), 0.0, "le", blocks=2,
       falsify=World("the lowest- and highest-score heads' drops swapped: the head the theory ranks lowest costs "
                     "the more", overrides={FIG3EF: _SMALL_PRUNE},
-                    result=swap_summary(_v("drop_lowest_score", "id"), _v("drop_highest_score", "id"))))
+                    result=edits.swap_score_drops(V, "id")))
 _both(_QUICK_HEADS, id="paths.score_tracks_drop", ref="Fig. 3e (check D4)",
       statement="accuracy drops track the head scores",
       how="fig3ef: Spearman correlation of the 8 scores with the single-head ID accuracy drops (one-sided 5% level "
-      "for 8 pairs: 0.64)", measure=_on("fig3ef", lambda s, o: s[_v("spearman_score_drop", "id")],
-                                        lambda s, o, v: f"OOD Spearman {s[_v('spearman_score_drop', o)]:.2f}; "
+      "for 8 pairs: 0.64)", measure=_on("fig3ef", PruningSummary, lambda s, o: s.nets[V].spearman_score_drop["id"],
+                                        lambda s, o, v: f"OOD Spearman {s.nets[V].spearman_score_drop[o]:.2f}; "
                                         + _heads(s, o, v), why="the single-head drops are all equal"),
       expected=0.64, relation="ge",
       falsify=World("the head scores ranked upside down (score → −score): the Spearman correlation with the drops "
                     "changes sign", overrides={FIG3EF: _SMALL_PRUNE},
-                    result=lambda e, r: (r.summary.update({k: -x for k, x in r.summary.items()
-                                                           if "spearman_score_drop" in k}), r)[1]))
+                    result=edits.negate_spearman()))
 _both(_QUICK_HEADS, id="paths.prune_two_heads_id", ref="Fig. 3f", statement="pruning the two lowest-score heads "
       "(25% of the parameters) costs only a marginal ID accuracy", how="fig3ef: upper end of the 95 % interval of "
       "A_ID(full) − A_ID(2 heads pruned) (unpaired SE, conservative); marginal: ≤ 0.03 (Fig. 3e: the two "
       "lowest-score heads alone cost 0.02 and 0.008 of 0.838)",
-      measure=_pruning("fig3ef", V, _two_id(V, 2), lambda s, o: f"{s[_v('acc_full', 'id')]:.3f} → "
-                       f"{s[pruned_key(V, 2, 'id')]:.3f}; " + _heads(s, o, 0.0)),
+      measure=_pruning("fig3ef", V, _two_id(V, 2), lambda s, o: f"{s.nets[V].acc_full['id']:.3f} → "
+                       f"{s.acc_pruned[Pruned(V, 2, 'id')]:.3f}; " + _heads(s, o, 0.0)),
       expected=0.03, relation="le", falsify=_NO_LEARNT_HEAD)
 _both(_QUICK_HEADS, id="paths.prune_two_heads_ood", ref="Fig. 3f", statement="pruning the two lowest-score heads "
       "improves OOD accuracy", how="fig3ef: lower end of the 95 % interval of A_OOD(2 heads pruned) − A_OOD(full) "
       "on the first OOD set (unpaired SE, conservative), > 0",
-      measure=_pruning("fig3ef", V, _two_ood, lambda s, o: f"{o}: {s[_v('acc_full', o)]:.3f} → "
-                       f"{s[pruned_key(V, 2, o)]:.3f}; " + _heads(s, o, 0.0)),
+      measure=_pruning("fig3ef", V, _two_ood, lambda s, o: f"{o}: {s.nets[V].acc_full[o]:.3f} → "
+                       f"{s.acc_pruned[Pruned(V, 2, o)]:.3f}; " + _heads(s, o, 0.0)),
       expected=0.0, relation="ge",
       falsify=World("the full and the pruned model swapped: pruning lowers the OOD accuracy",
                     overrides={FIG3EF: _SMALL_PRUNE},
-                    result=swap_summary(pruned_key(V, 2, "digits"), _v("acc_full", "digits"))))
+                    result=edits.swap_full_pruned(V, 2, "digits")))
 
 # -- paper scale only: Figs. 6 and 7 -------------------------------------------------------------------------
 
@@ -395,5 +394,5 @@ claim("paths.prune_four_of_sixteen", "Fig. 7, App. H.2.3", "with H = 8 up to 4 h
       "drop", "fig7: upper end of the 95 % interval of A_ID(full) − A_ID(4 heads pruned), H = 8 (unpaired SE, "
       "conservative); marginal: ≤ 0.03",
       _pruning("fig7", "L2_H8-8", _two_id("L2_H8-8", 4), lambda s, o: (
-          f"{s[net_key('L2_H8-8', 'acc_full', 'id')]:.3f} → {s[pruned_key('L2_H8-8', 4, 'id')]:.3f}")),
+          f"{s.nets['L2_H8-8'].acc_full['id']:.3f} → {s.acc_pruned[Pruned('L2_H8-8', 4, 'id')]:.3f}")),
       0.03, "le", scales=("paper",), falsify=_NO_LEARNT_HEAD)
