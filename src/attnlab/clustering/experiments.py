@@ -89,6 +89,7 @@ STATIONARITY = Experiment(
     memory=memory.stationarity_bytes,
     cost=costs.single,
     outputs=outputs.STATIONARITY,
+    summary="attnlab.clustering.summaries:StationaritySummary",
 )
 
 
@@ -131,6 +132,7 @@ CIRCUITS = Experiment(
     memory=memory.train_bytes,
     cost=costs.single,
     outputs=outputs.CIRCUITS,
+    summary="attnlab.clustering.summaries:CircuitsSummary",
 )
 
 
@@ -181,6 +183,7 @@ FIG5 = Experiment(
     memory=memory.train_bytes,
     cost=costs.single,
     outputs=outputs.FIG5,
+    summary="attnlab.clustering.summaries:Fig5Summary",
 )
 
 
@@ -258,6 +261,7 @@ TRANSFER_CIRCUIT = Experiment(
     memory=memory.transfer_bytes,
     cost=costs.transfer,
     outputs=outputs.TRANSFER_CIRCUIT,
+    summary="attnlab.clustering.summaries:TransferCircuitSummary",
 )
 
 
@@ -309,6 +313,7 @@ FIG8 = Experiment(
     memory=memory.train_bytes,
     cost=costs.single,
     outputs=outputs.FIG8,
+    summary="attnlab.clustering.summaries:Fig8Summary",
 )
 
 
@@ -358,4 +363,5 @@ TRAIN = Experiment(
     memory=memory.train_bytes,
     cost=costs.single,
     outputs=outputs.TRAIN,
+    summary="attnlab.clustering.summaries:TrainSummary",
 )

@@ -117,4 +117,5 @@ FIG1 = Experiment(
     title="Ideal clustering head (§3.2 construction): stationary, C(k+p−1,k) clusters",
     cost=costs.fig1,
     outputs=outputs.FIG1,
+    summary="attnlab.clustering.summaries:Fig1Summary",
 )

@@ -102,7 +102,10 @@ class Experiment(Generic[S]):
     Experiment("potts", "fig2", Fig2Config, fig2, ...)``) and lists them in its :class:`~attnlab.core.study.Study`;
     claims pass the object to ``ctx.run`` (go-to-definition lands on it). The ``title`` defaults to the first line
     of ``fn``'s docstring. ``summary``: the typed summary class (:mod:`attnlab.core.summaries`) that claims read
-    (``ctx.summary(FIG2)``) and from which the declared summary keys come (``outputs=declare(arrays=...)``)."""
+    (``ctx.summary(FIG2)``) and from which the declared summary keys come (``outputs=declare(arrays=...)``); or its
+    ``"module:Class"`` name, imported here (a study whose experiment modules do not import their summaries module,
+    so that their code fingerprint stays what it was). Outputs that declare their summary keys as well keep them
+    (a study whose declarations live in measured code): the tests check the class against them key for key."""
 
     study: str
     name: str
@@ -117,18 +120,18 @@ class Experiment(Generic[S]):
     resources: Callable[[Any], dict[str, float]] | None = None
     cost: Callable[[Any], float] | None = None  # work as a formula in the config's sizes (core.costs)
     outputs: Outputs | None = None  # declared summary keys and arrays (``<study>/outputs.py``, core.outputs)
-    summary: type[S] | None = None  # the typed summary (core.summaries): attributes for the flat keys
+    summary: type[S] | str | None = None  # the typed summary (core.summaries): attributes for the flat keys
 
     def __post_init__(self) -> None:
         if not self.title:
             doc = (self.fn.__doc__ or "").strip().splitlines()
             object.__setattr__(self, "title", doc[0] if doc else self.name)
-        if self.summary is not None and self.outputs is not None:
+        if isinstance(self.summary, str):
+            module, _, name = self.summary.partition(":")
+            object.__setattr__(self, "summary", getattr(importlib.import_module(module), name))
+        if self.summary is not None and self.outputs is not None and self.outputs.summary is None:
             import dataclasses
 
-            if self.outputs.summary is not None and self.outputs.summary != self.summary.keys:
-                raise ValueError(f"{self.key}: the summary keys come from {self.summary.__name__}; "
-                                 "declare(...) takes no summary= as well")
             object.__setattr__(self, "outputs", dataclasses.replace(self.outputs, summary=self.summary.keys))
 
     @property

@@ -76,4 +76,5 @@ FIG10 = Experiment(
     title="High-curvature normalisation: x ↦ x/||x|| near the origin",
     cost=costs.fig10,
     outputs=outputs.FIG10,
+    summary="attnlab.clustering.summaries:CurvatureSummary",
 )

@@ -143,6 +143,7 @@ FIG7 = Experiment(
     memory=memory.sparsity_bytes,
     cost=costs.sparsity,
     outputs=outputs.FIG7,
+    summary="attnlab.clustering.summaries:SparsitySummary",
 )
 FIG19 = Experiment(
     STUDY, "fig19", Fig19Config, sparsity_sweep,
@@ -152,6 +153,7 @@ FIG19 = Experiment(
     memory=memory.sparsity_bytes,
     cost=costs.sparsity,
     outputs=outputs.FIG19,
+    summary="attnlab.clustering.summaries:SparsitySummary",
 )
 
 
@@ -253,6 +255,7 @@ FIG14 = Experiment(
     memory=memory.fig14_bytes,
     cost=costs.fig14,
     outputs=outputs.FIG14,
+    summary="attnlab.clustering.summaries:TransferSummary",
 )
 
 
@@ -358,4 +361,5 @@ FIG16 = Experiment(
     memory=memory.fig16_bytes,
     cost=costs.fig16,
     outputs=outputs.FIG16,
+    summary="attnlab.clustering.summaries:AblationSummary",
 )
