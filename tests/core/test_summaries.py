@@ -1,6 +1,7 @@
 """Typed summaries (core.summaries): a frozen dataclass names the flat keys of ``summary.json`` once; to_summary gives
 exactly those keys and values back, from_summary builds the object from a stored run and its config, keys(config)
-is the declared summary. Every potts experiment at its tiny size: the typed summary round-trips key for key."""
+is the declared summary. Every potts and clustering experiment at its tiny size: the typed summary round-trips key
+for key (clustering's declared key templates, kept in its measured outputs.py, agree with its classes)."""
 
 from __future__ import annotations
 
@@ -124,3 +125,21 @@ def test_every_potts_experiment_round_trips_its_summary(name):
     assert flat == result.summary  # key for key, value for value: summary.json is what it was
     assert sorted(exp.summary.keys(cfg)) == sorted(result.summary)
     assert exp.summary.from_summary(flat, cfg) == s
+
+
+CLUSTERING = {e.key: e for e in experiments("clustering")}
+
+
+@pytest.mark.parametrize("name", sorted(CLUSTERING))
+def test_every_clustering_experiment_round_trips_its_summary(name):
+    """Its summary class named as ``"module:Class"`` is imported; its keys are those outputs.py declares."""
+    exp = CLUSTERING[name]
+    assert exp.summary is not None and not isinstance(exp.summary, str), f"{name} has no typed summary"
+    cfg = resolve(exp.config, "quick", dict(exp.outputs.tiny))
+    assert sorted(exp.summary.keys(cfg)) == sorted(exp.outputs.keys(cfg))
+    device = resolve_device(cfg.device)
+    with tempfile.TemporaryDirectory() as d:
+        result = exp.fn(cfg, RunContext(Path(d), cfg, device, Streams(cfg.seed, device)))
+    s = exp.summary.from_summary(result.summary, cfg)
+    assert s.to_summary() == result.summary
+    assert exp.summary.from_summary(s.to_summary(), cfg) == s
