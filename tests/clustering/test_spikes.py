@@ -2,6 +2,7 @@
 with their figures; the measuring code behind the claims (D5, D7, D8, Prop. 4 along training, spike rates) on
 tiny runs and synthetic curves; config errors."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -107,16 +108,26 @@ def test_spike_stats_on_synthetic_curves():
     assert 0 < st["base_rate"][0] < 0.1 and st["base_rate"][1] == 0
 
 
+def _drop(**values):
+    """A typed drop unit: ``values``, every other statistic None (not measured)."""
+    from attnlab.clustering.summaries import DropUnit
+
+    return DropUnit(**{f.name: values.get(f.name) for f in dataclasses.fields(DropUnit)})
+
+
 def test_claim_measures_on_summaries():
-    s9 = {"units": "d2_mini,d2_full", "d2_mini_n_drop_eligible": 3, "d2_mini_n_drop_ratio_ge5": 3,
-          "d2_mini_drop_ratio_min": 7.0, "d2_full_n_drop_eligible": 2, "d2_full_n_drop_ratio_ge5": 1,
-          "d2_full_drop_ratio_min": 2.0, "d2_mini_n_eligible": 2, "d2_mini_n_ratio_ge5": 1}
+    from attnlab.clustering.summaries import DynamicsSummary, SpikesSummary, SpikeUnit
+
+    s9 = DynamicsSummary(units="d2_mini,d2_full", unit={
+        (2, "mini"): _drop(n_drop_eligible=3, n_drop_ratio_ge5=3, drop_ratio_min=7.0, n_eligible=2, n_ratio_ge5=1),
+        (2, "full"): _drop(n_drop_eligible=2, n_drop_ratio_ge5=1, drop_ratio_min=2.0)})
     mini, full = C.d5_fraction([s9]), C.d5_fraction([s9], "full")
     assert mini.value == 1.0 and full.value == pytest.approx(1 / 2)
     assert "smallest ratio 7.0" in mini.detail and "instead 1 of 2" in mini.detail and "instead 0 of 0" in full.detail
-    one = {"units": "d2_mini", "d2_mini_n_drop_eligible": 1, "d2_mini_n_drop_ratio_ge5": 1}
+    one = DynamicsSummary(units="d2_mini", unit={(2, "mini"): _drop(n_drop_eligible=1, n_drop_ratio_ge5=1)})
     assert math.isnan(C.d5_fraction([one]).value)
-    s13 = {"units": "d2", "d2_n_onsets": 6, "d2_n_ratio_ge2": 5}
+    spikes = SpikeUnit(**{f.name: None for f in dataclasses.fields(SpikeUnit)})
+    s13 = SpikesSummary(units="d2", unit={2: dataclasses.replace(spikes, n_onsets=6, n_ratio_ge2=5)})
     assert C.d7_counts([s13]) == (5, 6)
 
 
@@ -133,10 +144,10 @@ def test_gradient_exponent_reads_the_rate_of_prop2():
 
 
 def test_claim_measures_on_tiny_runs(runs):
-    s9 = runs["fig9"][1].summary
-    curves = C.unit_curves(load_result(runs["fig9"][1].run_dir)[1])
-    assert len(curves) == len(s9["units"].split(",")) and all(c["tv_error"].shape == c["grad_total"].shape
-                                                              for c in curves)
+    cfg, rec = runs["fig9"]
+    s9 = get("clustering.fig9").summary.from_summary(rec.summary, cfg)
+    curves = C.unit_curves(load_result(rec.run_dir)[1], s9.units)
+    assert len(curves) == len(s9.unit) and all(c["tv_error"].shape == c["grad_total"].shape for c in curves)
     assert C.prop4_max_ratio([s9]) <= 1.0
     assert 0 <= C.prop4_paper_violation_fraction([s9]) <= 1
     rem = load_result(runs["remedies"][1].run_dir)[1]
@@ -168,7 +179,9 @@ def test_smooth_minus_sphere_on_known_rates():
 def test_prop4_is_reported_with_its_ratio(runs):
     from attnlab.core.claims import claims
 
-    out = C.prop4_along_training(load_result(runs["fig9"][1].run_dir)[1])
+    cfg, rec = runs["fig9"]
+    units = get("clustering.fig9").summary.from_summary(rec.summary, cfg).units
+    out = C.prop4_along_training(load_result(rec.run_dir)[1], units)
     assert 0 < out.value <= 1.0 and "violations" in out.detail
     ids = {c.id: c for c in claims("clustering")}
     assert ids["clustering.prop4_bound_along_training"].relation == "report"

@@ -1,6 +1,8 @@
 """Multi-seed experiments of paper 4 (Figs 7, 14, 16, 19) at a tiny size through the run store, with their
 figures; unit resume; config errors; the claims' measuring code on tiny results."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -157,20 +159,22 @@ def test_claims_are_registered():
         assert ids[f"clustering.{name}"].relation != "report" and "quick" in ids[f"clustering.{name}"].scales
 
 
-def _summary_result(**summary):
-    from attnlab.core.experiment import Result
+def _sparsity(**units):
+    """A typed Figs. 7/19 summary: ``units`` maps d to its values, every other statistic None."""
+    from attnlab.clustering.summaries import SparsitySummary, SparsityUnit
 
-    return Result(summary=summary, arrays={"ds": np.array([2, 8])})
+    empty = {f.name: None for f in dataclasses.fields(SparsityUnit)}
+    return SparsitySummary(d={int(d[1:]): SparsityUnit(**{**empty, **v}) for d, v in units.items()})
 
 
 def test_sparsity_measures():
-    r = _summary_result(n_success_d8=3, n_models_d8=6, sparsity_success_d8=0.2, sparsity_failed_d8=0.5,
-                        spearman_d8=-0.7, success_rate_d2=0.0, success_rate_d8=0.5)
-    assert sweep_claims.sparsity_gap(r, 8) == pytest.approx(-0.3)
-    assert sweep_claims.sparsity_spearman(r, 8) == -0.7
-    assert sweep_claims.success_rate_slope(r) == 0.5
-    few = _summary_result(n_success_d8=2, n_models_d8=6, sparsity_success_d8=0.2, sparsity_failed_d8=0.5,
-                          spearman_d8=-0.7)
+    s = _sparsity(d2={"success_rate": 0.0}, d8={"n_success": 3, "n_models": 6, "sparsity_success": 0.2,
+                                                 "sparsity_failed": 0.5, "spearman": -0.7, "success_rate": 0.5})
+    assert sweep_claims.sparsity_gap(s, 8) == pytest.approx(-0.3)
+    assert sweep_claims.sparsity_spearman(s, 8) == -0.7
+    assert sweep_claims.success_rate_slope(s) == 0.5
+    few = _sparsity(d8={"n_success": 2, "n_models": 6, "sparsity_success": 0.2, "sparsity_failed": 0.5,
+                        "spearman": -0.7})
     assert np.isnan(sweep_claims.sparsity_gap(few, 8)) and np.isnan(sweep_claims.sparsity_spearman(few, 8))
 
 
@@ -183,22 +187,30 @@ def test_sparsity_measures_on_a_tiny_run(tmp_path):
     ok = acc > 0.9
     assert r.summary["n_success_d2"] == ok.sum()
     assert r.summary["spearman_d2"] == pytest.approx(spearman(sparse, acc), nan_ok=True)
-    gap = sweep_claims.sparsity_gap(r, 2)
+    exp = get("clustering.fig7")
+    cfg = resolve(exp.config, "quick", {**TINY, **CASES["fig7"], "n_seeds": 6})
+    gap = sweep_claims.sparsity_gap(exp.summary.from_summary(r.summary, cfg), 2)
     assert np.isnan(gap) if min(ok.sum(), (~ok).sum()) < 3 else gap == pytest.approx(
         sparse[ok].mean() - sparse[~ok].mean())
 
 
 def test_transfer_measures(shared):
+    from attnlab.clustering.summaries import Bar, FinetuneBar, TransferSummary
+
     r = _run(shared, "fig14")
-    assert sweep_claims.scratch_successes_above(r, 2) == r.summary["n_success_scratch_p3"]
-    assert sweep_claims.perfect_without_ideal(r) == r.summary["n_perfect_not_ideal_finetune_p3"]
-    assert r.summary["min_gain_finetune"] == pytest.approx(
+    exp = get("clustering.fig14")
+    s = exp.summary.from_summary(r.summary, resolve(exp.config, "quick", {**TINY, **CASES["fig14"]}))
+    assert sweep_claims.scratch_successes_above(s, 2) == r.summary["n_success_scratch_p3"]
+    assert sweep_claims.perfect_without_ideal(s) == r.summary["n_perfect_not_ideal_finetune_p3"]
+    assert s.gain is not None and s.gain.min_gain_finetune == pytest.approx(
         r.summary["mean_acc_finetune_p3"] - r.summary["mean_acc_scratch_p3"])
-    made = _summary_result(n_success_scratch_p4=2, n_success_scratch_p5=1, n_success_scratch_p10=3,
-                           n_perfect_not_ideal_finetune_p3=1, n_perfect_not_ideal_finetune_p4=0)
+    made = TransferSummary(ideal_clusters=4, n_ideal_clusters_pre=0, pre_success_rate=0.0,
+                           scratch={q: Bar(0.0, 0.0, n) for q, n in ((4, 2), (5, 1), (10, 3))},
+                           finetune={q: FinetuneBar(0.0, 0.0, 0, 0, n) for q, n in ((3, 1), (4, 0))},
+                           finetune_mean_ideal={}, finetune_mean_other={})
     assert sweep_claims.scratch_successes_above(made) == 4
     assert sweep_claims.perfect_without_ideal(made) == 1
-    assert sweep_claims.min_success_from(_summary_result(n_success_d2=1, n_success_d8=19)) == 19
+    assert sweep_claims.min_success_from(_sparsity(d2={"n_success": 1}, d8={"n_success": 19})) == 19
 
 
 def test_roughness():

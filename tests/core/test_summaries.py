@@ -1,7 +1,7 @@
 """Typed summaries (core.summaries): a frozen dataclass names the flat keys of ``summary.json`` once; to_summary gives
 exactly those keys and values back, from_summary builds the object from a stored run and its config, keys(config)
-is the declared summary. Every experiment of potts and specialization at its tiny size: the typed summary round-trips
-key for key (and, where a study keeps its declared templates, makes exactly those keys)."""
+is the declared summary. Every experiment of every study at its tiny size: the typed summary round-trips key for key
+(and, where a study keeps its declared templates, makes exactly those keys)."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def test_a_world_edits_the_typed_summary_and_writes_flat_keys():
     assert result.summary == {**flat, "test_a1": -1.0}
 
 
-TYPED = {e.key: e for study in ("potts", "specialization", "signal") for e in experiments(study)}
+TYPED = {e.key: e for study in ("potts", "specialization", "signal", "clustering") for e in experiments(study)}
 
 
 @pytest.mark.parametrize("name", sorted(TYPED))
@@ -138,7 +138,6 @@ def test_every_typed_experiment_round_trips_its_summary(name):
     assert exp.summary.from_summary(flat, cfg) == s
     # a study that keeps its summary templates in a measured module: the class makes exactly those
     assert sorted(exp.outputs.keys(cfg)) == sorted(exp.summary.keys(cfg))
-
 
 
 PATHS = {e.key: e for e in experiments("paths")}

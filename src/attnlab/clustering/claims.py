@@ -18,7 +18,7 @@ from attnlab.clustering.circuits import other_corr
 from attnlab.clustering.experiments import CIRCUITS, FIG5, FIG8, STATIONARITY, TRANSFER_CIRCUIT
 from attnlab.clustering.ideal_head import FIG1
 from attnlab.clustering.intervals import mean_interval
-from attnlab.clustering.keys import check_key, scaled_key
+from attnlab.clustering.summaries import Construction, Fig1Summary, StationaritySummary
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.worlds import World, swap_arrays
 
@@ -30,8 +30,8 @@ def _num(v: float | None) -> float:
     return math.nan if v is None else float(v)
 
 
-def _fig1(ctx: ClaimContext) -> dict:
-    return ctx.run(FIG1).summary
+def _fig1(ctx: ClaimContext) -> Fig1Summary:
+    return ctx.summary(FIG1)
 
 
 def _relu_head(build):
@@ -55,32 +55,32 @@ UNFOCUSED = World("the query scale β = 1 (not 20) and the spurious-position sca
 
 
 claim(
-    id=f"{S}.ideal_head_accuracy", ref="Fig. 1, §3.2",
+    id=f"{S}.ideal_head_accuracy", ref="Fig. 1, Sec. 3.2",
     statement="the explicit clustering head (p=2, N=12, k=5, d=2, h=8) classifies every sentence correctly",
     how="fig1: accuracy of the §3.2 construction on all 4096 sentences (float64)",
-    measure=lambda ctx: _fig1(ctx)["accuracy"], expected=1.0, relation="ge", falsify=SOFT,
+    measure=lambda ctx: _fig1(ctx).accuracy, expected=1.0, relation="ge", falsify=SOFT,
 )
 claim(
     id=f"{S}.ideal_head_stationary", ref="Prop. 1 / Prop. 3",
     statement="a clustering head is a stationary point: ∇_{q,V,W,U} L = 0",
     how="fig1: ||∇_{q,V,W,U} L|| of the construction (λ = μ = 10) by autograd over all 4096 sentences",
-    measure=lambda ctx: _fig1(ctx)["grad_norm"], expected=1e-8, relation="le", falsify=SOFT,
+    measure=lambda ctx: _fig1(ctx).grad_norm, expected=1e-8, relation="le", falsify=SOFT,
 )
 claim(
-    id=f"{S}.ideal_head_six_clusters", ref="Fig. 1, §3 footnote 1",
+    id=f"{S}.ideal_head_six_clusters", ref="Fig. 1, Sec. 3 footnote 1",
     statement="the sentence embeddings ξ of a clustering head form C(k+p−1, k) = 6 clusters for p = 2, k = 5",
     how="fig1: single-linkage clusters of ξ over the probe grid (threshold 2 % of the diameter)",
-    measure=lambda ctx: _fig1(ctx)["n_clusters"], expected=6, relation="approx", falsify=UNFOCUSED,
+    measure=lambda ctx: _fig1(ctx).n_clusters, expected=6, relation="approx", falsify=UNFOCUSED,
 )
 for _p, _N, _k, _d, _n in ((2, 12, 5, 3, 6), (3, 12, 5, 4, 21), (3, 8, 3, 4, 10), (5, 8, 3, 6, 35)):
     claim(
-        id=f"{S}.ideal_head_clusters_p{_p}_N{_N}_k{_k}", ref="§3, footnote 1",
+        id=f"{S}.ideal_head_clusters_p{_p}_N{_N}_k{_k}", ref="Sec. 3, footnote 1",
         statement=f"the construction for p={_p}, N={_N}, k={_k}, d={_d} has C(k+p−1,k) = {_n} ξ clusters and "
                   "is correct",
         how=f"fig1 check config (p,N,k,d) = ({_p},{_N},{_k},{_d}): n_clusters on the probe grid; NaN if its "
             "accuracy on all/20 000 sampled sentences is below 1",
-        measure=lambda ctx, t=(_p, _N, _k, _d): (
-            _fig1(ctx)[check_key("n_clusters", *t)] if _fig1(ctx)[check_key("accuracy", *t)] >= 1.0 else math.nan),
+        measure=lambda ctx, t=Construction(_p, _N, _k, _d): (
+            _fig1(ctx).check[t].n_clusters if _fig1(ctx).check[t].accuracy >= 1.0 else math.nan),
         expected=_n, relation="approx", falsify=UNFOCUSED,
     )
 
@@ -89,9 +89,9 @@ def _scaling_ratio(ctx: ClaimContext) -> float:
     """Largest ||∇L||(c_{i+1}) / ||∇L||(c_i) over c ∈ {0.2, 0.3, 0.5, 1}; inf if accuracy drops below 1 there."""
     s = _fig1(ctx)
     cs = [0.2, 0.3, 0.5, 1.0]
-    if any(s[scaled_key("accuracy", c)] < 1.0 for c in cs):
+    if any(s.scaled[c].accuracy < 1.0 for c in cs):
         return math.inf
-    g = [s[scaled_key("grad_norm", c)] for c in cs]
+    g = [s.scaled[c].grad_norm for c in cs]
     return max(b / a for a, b in itertools.pairwise(g))
 
 
@@ -106,7 +106,7 @@ claim(
     statement="at c = 0.1 (λ = μ = 1) the GeLU units are no longer ReLU-like and the construction misclassifies "
               "sentences: accuracy below 1",
     how="fig1: accuracy of the construction at c = 0.1 on all 4096 sentences (float64; ≤ 0.99: at least 41 wrong)",
-    measure=lambda ctx: _fig1(ctx)[scaled_key("accuracy", 0.1)], expected=0.99, relation="le",
+    measure=lambda ctx: _fig1(ctx).scaled[0.1].accuracy, expected=0.99, relation="le",
     falsify=World("ReLU units instead of GeLU: the construction is exact at every scale, so it does not break at "
                   "c = 0.1 (n_sample changed only to store the patched run apart)",
                   overrides={FIG1: {"n_sample": 10_000}},
@@ -121,8 +121,8 @@ _SHARP_WHY = ("at c = 0.5 the head's gradient (≈ 3e-11) is far below Adam's ε
               "parameter")
 
 
-def _stat(ctx: ClaimContext, c: float) -> dict:
-    return ctx.run(STATIONARITY, c=c).summary
+def _stat(ctx: ClaimContext, c: float) -> StationaritySummary:
+    return ctx.summary(STATIONARITY, c=c)
 
 
 # Adam at lr 0.3 takes steps of ≈ 0.3 per parameter from the first one: the run leaves the head
@@ -138,7 +138,7 @@ for _c in (0.2, 0.5):
         statement=f"Adam started at the clustering head (c = {_c}, λ = μ = {10 * _c:g}) keeps it: accuracy stays 1.0 "
                   "on all sentences",
         how=f"stationarity (c = {_c}): min over 20 epochs (lr 1e-3, bs 32, fresh train set) of the full-space accuracy",
-        measure=lambda ctx, c=_c: _stat(ctx, c)["accuracy_min"], expected=1.0, relation="ge",
+        measure=lambda ctx, c=_c: _stat(ctx, c).accuracy_min, expected=1.0, relation="ge",
         falsify=KICKED if _c == 0.2 else World("Adam started at the construction at c = 0.1 (λ = μ = 1), which is "
                                                "not a clustering head: it misclassifies sentences from the start",
                                                overrides={STATIONARITY: {"c": 0.1, "epochs": 5}}),
@@ -147,7 +147,7 @@ for _c in (0.2, 0.5):
         id=f"{S}.stationary_under_training_ce{_tag}", ref="Prop. 1",
         statement=f"Adam started at the clustering head (c = {_c}) does not increase the full-space cross-entropy",
         how=f"stationarity (c = {_c}): full-space CE after 20 epochs minus at the start (float64)",
-        measure=lambda ctx, c=_c: _stat(ctx, c)["ce_increase"], expected=0.0, relation="le", tolerance=1e-12,
+        measure=lambda ctx, c=_c: _stat(ctx, c).ce_increase, expected=0.0, relation="le", tolerance=1e-12,
         falsify=KICKED if _c == 0.2 else _SHARP_WHY,
     )
 
@@ -156,14 +156,13 @@ for _c in (0.2, 0.5):
 def _cluster_first(ctx: ClaimContext) -> float:
     """Fraction of solved clustering-type seeds (fig8 ∪ circuits) with t_cluster ≤ t_fit + 1; NaN below 2 seeds."""
     n = ok = 0
-    for exp in (FIG8, CIRCUITS):
-        s = ctx.run(exp).summary
-        n, ok = n + s["d4_n_clustering_solved"], ok + s["d4_n_cluster_first"]
+    for s in (ctx.summary(FIG8), ctx.summary(CIRCUITS)):
+        n, ok = n + s.d4_n_clustering_solved, ok + s.d4_n_cluster_first
     return ok / n if n >= 2 else math.nan
 
 
 claim(
-    id=f"{S}.clustering_precedes_fitting", ref="§4.3, Fig. 8",
+    id=f"{S}.clustering_precedes_fitting", ref="Sec. 4.3, Fig. 8",
     statement="two-stage learning: ξ clusters (cluster score ≥ 0.9) no later than the test accuracy reaches 0.9",
     how="fig8 + circuits: over solved seeds with final cluster_score ≥ 0.9 (≥ 2 needed), the fraction with "
         "t_cluster ≤ t_fit + 1",
@@ -175,11 +174,11 @@ claim(
 # The head taxonomy calls a model 'failed' exactly when its test accuracy is below 0.9 (head metric 8): a unit test
 # (tests/clustering/test_analysis.py), not a claim.
 claim(
-    id=f"{S}.taxonomy_value_corrected", ref="Fig. 2, §4.2",
+    id=f"{S}.taxonomy_value_corrected", ref="Fig. 2, Sec. 4.2",
     statement="training finds 'faulty attention corrected by value' heads: suffix-invariant ξ with attention "
               "mass on t ≤ k below 0.9",
     how="circuits: number of solved models of head type value_corrected",
-    measure=lambda ctx: ctx.run(CIRCUITS).summary["n_value_corrected"], expected=1, relation="ge",
+    measure=lambda ctx: ctx.summary(CIRCUITS).n_value_corrected, expected=1, relation="ge",
     falsify="value-corrected heads are found among many trained, solved seeds (circuits: 128 seeds × 200 epochs, "
             "≈ 2 min at quick); a smaller run finds none for lack of solved seeds, not because the statement is false",
 )
@@ -202,7 +201,7 @@ def init_shapes_attention(ctx: ClaimContext) -> Measured:
 
 
 claim(
-    id=f"{S}.attention_init_final_similar", ref="Fig. 5, §4.2",
+    id=f"{S}.attention_init_final_similar", ref="Fig. 5, Sec. 4.2",
     statement="final attention maps correlate with the original one: initialisation shapes the circuit",
     how="fig5: over solved models (test acc ≥ 0.9), Pearson correlation of the (probe sentences × N) attention maps "
         "at epoch 0 and at the end, minus that of the same final map with the other seeds' epoch-0 maps; the lower "

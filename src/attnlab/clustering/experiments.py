@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
 
-from attnlab.clustering import costs, dynamics, figures, memory, outputs, theory
+from attnlab.clustering import costs, dynamics, figures, memory, outputs, summaries, theory
 from attnlab.clustering.circuits import (
     attention_change,
     choose_two_stage_seed,
@@ -89,6 +89,7 @@ STATIONARITY = Experiment(
     memory=memory.stationarity_bytes,
     cost=costs.single,
     outputs=outputs.STATIONARITY,
+    summary=summaries.StationaritySummary,
 )
 
 
@@ -131,6 +132,7 @@ CIRCUITS = Experiment(
     memory=memory.train_bytes,
     cost=costs.single,
     outputs=outputs.CIRCUITS,
+    summary=summaries.CircuitsSummary,
 )
 
 
@@ -181,6 +183,7 @@ FIG5 = Experiment(
     memory=memory.train_bytes,
     cost=costs.single,
     outputs=outputs.FIG5,
+    summary=summaries.Fig5Summary,
 )
 
 
@@ -258,6 +261,7 @@ TRANSFER_CIRCUIT = Experiment(
     memory=memory.transfer_bytes,
     cost=costs.transfer,
     outputs=outputs.TRANSFER_CIRCUIT,
+    summary=summaries.TransferCircuitSummary,
 )
 
 
@@ -309,6 +313,7 @@ FIG8 = Experiment(
     memory=memory.train_bytes,
     cost=costs.single,
     outputs=outputs.FIG8,
+    summary=summaries.Fig8Summary,
 )
 
 
@@ -358,4 +363,5 @@ TRAIN = Experiment(
     memory=memory.train_bytes,
     cost=costs.single,
     outputs=outputs.TRAIN,
+    summary=summaries.TrainSummary,
 )

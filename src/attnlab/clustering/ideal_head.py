@@ -9,7 +9,7 @@ import pandas as pd
 import torch
 from pydantic import Field, model_validator
 
-from attnlab.clustering import analysis, costs, figures, outputs, theory
+from attnlab.clustering import analysis, costs, figures, outputs, summaries, theory
 from attnlab.clustering.data import Task
 from attnlab.clustering.keys import check_key, scaled_key
 from attnlab.clustering.model import ModelSpec, forward
@@ -117,4 +117,5 @@ FIG1 = Experiment(
     title="Ideal clustering head (§3.2 construction): stationary, C(k+p−1,k) clusters",
     cost=costs.fig1,
     outputs=outputs.FIG1,
+    summary=summaries.Fig1Summary,
 )

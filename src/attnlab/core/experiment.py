@@ -119,7 +119,7 @@ class Experiment(Generic[S]):
     resources: Callable[[Any], dict[str, float]] | None = None
     cost: Callable[[Any], float] | None = None  # work as a formula in the config's sizes (core.costs)
     outputs: Outputs | None = None  # declared summary keys and arrays (``<study>/outputs.py``, core.outputs)
-    summary: type[S] | None = None  # the typed summary (core.summaries): attributes for the flat keys
+    summary: type[S] | str | None = None  # the typed summary (core.summaries): attributes for the flat keys
 
     def __post_init__(self) -> None:
         if not self.title:

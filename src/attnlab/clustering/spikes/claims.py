@@ -13,40 +13,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
 from attnlab.clustering import dynamics
 from attnlab.clustering.intervals import mean_interval
-from attnlab.clustering.keys import unit_key
 from attnlab.clustering.spikes.experiments import FIG9, FIG13, REMEDIES
+from attnlab.clustering.summaries import DynamicsSummary, Prop4, SpikesSummary
 from attnlab.core.claims import ClaimContext, Measured, claim
-from attnlab.core.experiment import Result
+from attnlab.core.experiment import Experiment, Result
+from attnlab.core.summaries import typed
 from attnlab.core.worlds import World, swap_arrays
 
 S = "clustering"
 
 
-def _pairs(summaries: Iterable[dict[str, Any]], *keys: str, units=lambda u: True) -> list[tuple[Any, ...]]:
-    """(summary[unit_key(unit, key)] for each key) over every unit (selected by ``units``) of every summary."""
-    out = []
-    for s in summaries:
-        for unit in filter(units, str(s["units"]).split(",")):
-            out.append(tuple(s.get(unit_key(unit, k)) for k in keys))
-    return out
-
-
-def d5_fraction(summaries: Iterable[dict[str, Any]], kind: str = "mini") -> Measured:
+def d5_fraction(summaries: Iterable[DynamicsSummary], kind: str = "mini") -> Measured:
     """Fraction of the seeds of the runs of ``kind`` (mini | full) whose full-batch gradient norm during the loss
     drop is ≥ 5× its median on the plateau before it (``dynamics.drop_peak_ratio``: seeds with a plateau of ≥ 10
     epochs that fitted); NaN with fewer than 2 such seeds. The detail adds the t_cluster-anchored ratio."""
-    mine = lambda u: u.endswith(f"_{kind}")  # noqa: E731
-    rows = _pairs(summaries, "n_drop_eligible", "n_drop_ratio_ge5", "drop_ratio_min", units=mine)
-    n, ok = sum(r[0] or 0 for r in rows), sum(r[1] or 0 for r in rows)
-    old = _pairs(summaries, "n_eligible", "n_ratio_ge5", units=mine)
-    n_old, ok_old = sum(r[0] or 0 for r in old), sum(r[1] or 0 for r in old)
-    low = min((r[2] for r in rows if r[2] is not None), default=math.nan)
+    units = [u for s in summaries for (_, k), u in s.unit.items() if k == kind]
+    n, ok = sum(u.n_drop_eligible or 0 for u in units), sum(u.n_drop_ratio_ge5 or 0 for u in units)
+    n_old, ok_old = sum(u.n_eligible or 0 for u in units), sum(u.n_ratio_ge5 or 0 for u in units)
+    low = min((u.drop_ratio_min for u in units if u.drop_ratio_min is not None), default=math.nan)
     if n < 2:
         return Measured(math.nan, f"{n} seed(s) with a plateau of ≥ 10 epochs and a fit: fewer than 2")
     return Measured(ok / n, f"{ok} of {n} seeds with a plateau and a fit have the peak ≥ 5× the plateau median "
@@ -54,16 +43,17 @@ def d5_fraction(summaries: Iterable[dict[str, Any]], kind: str = "mini") -> Meas
                             f"{ok_old} of {n_old}, because the cluster score passes 0.9 late in the drop.")
 
 
-def d7_counts(summaries: Iterable[dict[str, Any]]) -> tuple[int, int]:
+def d7_counts(summaries: Iterable[SpikesSummary]) -> tuple[int, int]:
     """D7: (onsets with full-batch grad norm ≥ 2× its trailing 20-epoch median, all onsets)."""
-    rows = _pairs(summaries, "n_ratio_ge2", "n_onsets")
-    return sum(r[0] or 0 for r in rows), sum(r[1] or 0 for r in rows)
+    units = [u for s in summaries for u in s.unit.values()]
+    return sum(u.n_ratio_ge2 or 0 for u in units), sum(u.n_onsets or 0 for u in units)
 
 
-def unit_curves(result: Result) -> list[dict[str, np.ndarray]]:
-    """Each training unit's full-batch curves (grad_total, tv_error, train_loss: (E, S)) of a dynamics/spike run."""
+def unit_curves(result: Result, units: str) -> list[dict[str, np.ndarray]]:
+    """Each training unit's full-batch curves (grad_total, tv_error, train_loss: (E, S)) of a dynamics/spike run
+    whose units (its summary's ``units``: names in training order, comma-separated) are ``units``."""
     return [{k: result.arrays[f"{u}/epoch/{k}"] for k in ("grad_total", "tv_error", "train_loss")}
-            for u in str(result.summary["units"]).split(",")]
+            for u in units.split(",")]
 
 
 def gradient_exponent(units: list[dict[str, np.ndarray]], below: float = 1e-2) -> Measured:
@@ -86,23 +76,28 @@ def gradient_exponent(units: list[dict[str, np.ndarray]], below: float = 1e-2) -
                            "which the paper does not state, does not follow.")
 
 
-def prop4_max_ratio(summaries: Iterable[dict[str, Any]]) -> float:
+def _prop4(summaries: Iterable[DynamicsSummary]) -> list[Prop4]:
+    return [u.prop4 for s in summaries for u in s.unit.values() if u.prop4 is not None]
+
+
+def prop4_max_ratio(summaries: Iterable[DynamicsSummary]) -> float:
     """Prop. 4 (corrected): max over the checked snapshots of ||∇_{qVWU}L||² / (bound_corrected · 𝓔)."""
-    vals = [r[0] for r in _pairs(summaries, "prop4_max_ratio_corrected") if r[0] is not None]
+    vals = [p.max_ratio_corrected for p in _prop4(summaries) if p.max_ratio_corrected is not None]
     return max(vals) if vals else math.nan
 
 
-def prop4_paper_violation_fraction(summaries: Iterable[dict[str, Any]]) -> float:
+def prop4_paper_violation_fraction(summaries: Iterable[DynamicsSummary]) -> float:
     """Fraction of checked snapshots where the paper's printed B̂ fails: ||∇L||² > B̂ · 𝓔."""
-    rows = [r for r in _pairs(summaries, "prop4_paper_violations", "prop4_n_epochs") if r[1]]
-    n = sum(r[1] for r in rows)
-    return sum(r[0] for r in rows) / n if n else math.nan
+    rows = [p for p in _prop4(summaries) if p.n_epochs]
+    n = sum(p.n_epochs for p in rows)
+    return sum(p.paper_violations for p in rows) / n if n else math.nan
 
 
-def prop4_along_training(result: Result) -> Measured:
-    """Prop. 4 along training, reported: the largest ||∇L||² / (bound_corrected·𝓔) over the checked snapshots, with
-    the printed B̂'s largest ratio and violations in the detail (Eq. (33); docs note 11)."""
-    units = [u for u in str(result.summary["units"]).split(",") if f"{u}/prop4/grad_sq" in result.arrays]
+def prop4_along_training(result: Result, units: str) -> Measured:
+    """Prop. 4 along training, reported: the largest ||∇L||² / (bound_corrected·𝓔) over the checked snapshots of
+    the units ``units`` (as :func:`unit_curves`), with the printed B̂'s largest ratio and violations in the detail
+    (Eq. (33); docs note 11)."""
+    units = [u for u in units.split(",") if f"{u}/prop4/grad_sq" in result.arrays]
     if not units:
         return Measured(math.nan, "no run of the paper's model (sphere normaliser) to check")
     a = result.arrays
@@ -142,14 +137,24 @@ def gradient_floor(floor: float = 1.0):
     return fn
 
 
+def _with_units(ctx: ClaimContext, experiment: Experiment) -> tuple[Result, str]:
+    """The run of ``experiment`` (fig9, fig13) and the names of its training units (its typed summary's)."""
+    result = ctx.run(experiment)
+    return result, typed(experiment, result).units
+
+
+def _curves(ctx: ClaimContext, experiment: Experiment) -> list[dict[str, np.ndarray]]:
+    return unit_curves(*_with_units(ctx, experiment))
+
+
 _EVENTS_WHY = ("the loss drop (spike) and the gradient peak are events of the same trained runs; no cheap model has "
                "one without the other, and editing the recorded counts would only restate the verdict")
 
 
 def _d7(ctx: ClaimContext) -> Measured:
-    summaries = [ctx.run(FIG13).summary]
+    summaries = [ctx.summary(FIG13)]
     if d7_counts(summaries)[1] < 5:  # check D7's fallback: d = 2, k = 3, lr = 1e-2, 300 epochs, 8 seeds
-        summaries.append(ctx.run(FIG13, k=3, lr=1e-2, epochs=300, n_seeds=8).summary)
+        summaries.append(ctx.summary(FIG13, k=3, lr=1e-2, epochs=300, n_seeds=8))
     ok, n = d7_counts(summaries)
     runs = f"over {len(summaries)} fig13 run(s)"
     if n < 5:
@@ -165,14 +170,14 @@ claim(
     how="fig9 mini-batch run (batch 32): over seeds whose loss sits ≥ 10 epochs on a plateau and that fit (≥ 2 "
         "needed), the fraction with max grad norm on [t_0, t_fit + 3] ≥ 5× its median on [t_0 − 25, t_0 − 2), t_0 "
         "the first epoch with the train loss 5 % below its epoch-5 value",
-    measure=lambda ctx: d5_fraction([ctx.run(FIG9).summary]), expected=0.8, relation="ge",
+    measure=lambda ctx: d5_fraction([ctx.summary(FIG9)]), expected=0.8, relation="ge",
     scales=("quick",), falsify=_EVENTS_WHY,
 )
 claim(
     id=f"{S}.drops_at_gradient_peaks_full_batch", ref="Sec. 4.3, Fig. 9",
     statement="in full-batch training (Fig. 9), the gradient norm during the loss drop is ≥ 5× its plateau median",
     how="fig9 full-batch run (lr 1e-2): the same fraction over its seeds",
-    measure=lambda ctx: d5_fraction([ctx.run(FIG9).summary], "full"), expected=0.8, relation="ge",
+    measure=lambda ctx: d5_fraction([ctx.summary(FIG9)], "full"), expected=0.8, relation="ge",
     falsify=_EVENTS_WHY,
 )
 claim(
@@ -188,7 +193,7 @@ claim(
               "||∇L|| = O(B̃·√𝓔)",
     how="fig9 (mini-batch and full-batch) + fig13 runs (d = 2, logged every 1-3 epochs): slope of log ||∇L|| against "
         "log 𝓔 over the epochs with 𝓔 < 1e-2, within each seed that gets there, pooled; ≥ 0.5 is Prop. 2's rate",
-    measure=lambda ctx: gradient_exponent(unit_curves(ctx.run(FIG9)) + unit_curves(ctx.run(FIG13))),
+    measure=lambda ctx: gradient_exponent(_curves(ctx, FIG9) + _curves(ctx, FIG13)),
     expected=0.5, relation="ge", scales=("quick",),
     falsify=World("a gradient floor: 1 added to every logged ||∇L|| (as a term that does not vanish with the error "
                   "would), so ||∇L|| no longer falls with 𝓔",
@@ -202,7 +207,7 @@ claim(
     how="fig9: every snapshot (≤ 200) of the drawn seed of each run, float64 on the 4096-sentence probe grid; the "
         "max of ||∇L||² / (bound_corrected·𝓔), the printed B̂'s max ratio and violations in the detail. Reported: "
         "both hold by 1e5 to 1e8, a loose bound whose rate is asserted by solved_small_gradient*",
-    measure=lambda ctx: prop4_along_training(ctx.run(FIG9)), relation="report",
+    measure=lambda ctx: prop4_along_training(*_with_units(ctx, FIG9)), relation="report",
 )
 # quick: the two variants the claim compares, on enough seeds to count a few dozen onsets (≈ 4 min on one core);
 # paper: the remedies run itself, whose paper scale has 256 seeds for this claim (RemediesConfigDefault)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnlab.clustering import costs, outputs
+from attnlab.clustering import costs, outputs, summaries
 from attnlab.clustering.model import ModelSpec, normalize
 from attnlab.clustering.spikes import figures as spike_figures
 from attnlab.clustering.spikes.configs import CurvatureConfig
@@ -76,4 +76,5 @@ FIG10 = Experiment(
     title="High-curvature normalisation: x ↦ x/||x|| near the origin",
     cost=costs.fig10,
     outputs=outputs.FIG10,
+    summary=summaries.CurvatureSummary,
 )

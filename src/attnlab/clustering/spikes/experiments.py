@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnlab.clustering import costs, dynamics, memory, outputs, theory
+from attnlab.clustering import costs, dynamics, memory, outputs, summaries, theory
 from attnlab.clustering.configs import TrainConfig, as_train_config
 from attnlab.clustering.history import History
 from attnlab.clustering.keys import unit_key
@@ -156,6 +156,7 @@ FIG9 = Experiment(
     memory=memory.dynamics_bytes,
     cost=costs.dynamics,
     outputs=outputs.FIG9,
+    summary=summaries.DynamicsSummary,
 )
 FIG17 = Experiment(
     STUDY, "fig17", Fig17Config, dynamics_run,
@@ -165,6 +166,7 @@ FIG17 = Experiment(
     memory=memory.dynamics_bytes,
     cost=costs.dynamics,
     outputs=outputs.FIG17,
+    summary=summaries.DynamicsSummary,
 )
 
 
@@ -247,6 +249,7 @@ FIG13 = Experiment(
     memory=memory.spike_bytes,
     cost=costs.spikes,
     outputs=outputs.FIG13,
+    summary=summaries.SpikesSummary,
 )
 FIG18 = Experiment(
     STUDY, "fig18", Fig18Config, spike_run,
@@ -256,6 +259,7 @@ FIG18 = Experiment(
     memory=memory.spike_bytes,
     cost=costs.spikes,
     outputs=outputs.FIG18,
+    summary=summaries.SpikesSummary,
 )
 
 
@@ -337,6 +341,7 @@ FIG11 = Experiment(
     memory=memory.spike_bytes,
     cost=costs.anatomy,
     outputs=outputs.FIG11,
+    summary=summaries.AnatomySummary,
 )
 FIG12 = Experiment(
     STUDY, "fig12", Fig11Config, spike_anatomy,
@@ -346,6 +351,7 @@ FIG12 = Experiment(
     memory=memory.spike_bytes,
     cost=costs.anatomy,
     outputs=outputs.FIG12,
+    summary=summaries.AnatomySummary,
 )
 
 
@@ -387,4 +393,5 @@ REMEDIES = Experiment(
     memory=memory.remedies_bytes,
     cost=costs.remedies,
     outputs=outputs.REMEDIES,
+    summary=summaries.RemediesSummary,
 )

@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 from pydantic import Field, model_validator
 
-from attnlab.clustering import analysis, costs, memory, outputs
+from attnlab.clustering import analysis, costs, memory, outputs, summaries
 from attnlab.clustering.configs import TrainConfig, unit_config
 from attnlab.clustering.data import n_multisets
 from attnlab.clustering.history import History
@@ -143,6 +143,7 @@ FIG7 = Experiment(
     memory=memory.sparsity_bytes,
     cost=costs.sparsity,
     outputs=outputs.FIG7,
+    summary=summaries.SparsitySummary,
 )
 FIG19 = Experiment(
     STUDY, "fig19", Fig19Config, sparsity_sweep,
@@ -152,6 +153,7 @@ FIG19 = Experiment(
     memory=memory.sparsity_bytes,
     cost=costs.sparsity,
     outputs=outputs.FIG19,
+    summary=summaries.SparsitySummary,
 )
 
 
@@ -253,6 +255,7 @@ FIG14 = Experiment(
     memory=memory.fig14_bytes,
     cost=costs.fig14,
     outputs=outputs.FIG14,
+    summary=summaries.TransferSummary,
 )
 
 
@@ -358,4 +361,5 @@ FIG16 = Experiment(
     memory=memory.fig16_bytes,
     cost=costs.fig16,
     outputs=outputs.FIG16,
+    summary=summaries.AblationSummary,
 )
