@@ -1,7 +1,7 @@
 """Declared outputs (core.outputs): every experiment that declares its outputs runs at its tiny size (no figures,
 no store) and produces exactly the summary keys and arrays, of the declared shapes, it declares, and metrics that
-the store writes in the one tidy schema (core.metrics); templates expand over config fields and a mismatch is
-named in one line."""
+the store writes in the one tidy schema (core.metrics), and its typed summary (core.summaries) reads it and gives
+the same flat summary back; templates expand over config fields and a mismatch is named in one line."""
 
 from __future__ import annotations
 
@@ -48,6 +48,10 @@ def test_an_experiment_produces_what_it_declares(key):
     exp = DECLARED[key]
     cfg, result = run_tiny(exp)
     assert check(exp.outputs, cfg, result) == []
+    if exp.summary is not None:  # its typed summary (core.summaries) reads the run and gives summary.json back
+        typed = exp.summary.from_summary(result.summary, cfg)
+        assert typed.to_summary() == result.summary  # key for key, value for value
+        assert exp.summary.from_summary(typed.to_summary(), cfg) == typed
     stored = tidy(result.metrics, exp.outputs.axes(cfg))  # what the store writes: the one schema (docs/data.md)
     assert conforms(stored) == []
     if exp.study in NAMED:

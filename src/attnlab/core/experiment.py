@@ -102,9 +102,10 @@ class Experiment(Generic[S]):
     Experiment("potts", "fig2", Fig2Config, fig2, ...)``) and lists them in its :class:`~attnlab.core.study.Study`;
     claims pass the object to ``ctx.run`` (go-to-definition lands on it). The ``title`` defaults to the first line
     of ``fn``'s docstring. ``summary``: the typed summary class (:mod:`attnlab.core.summaries`) that claims read
-    (``ctx.summary(FIG2)``) and from which the declared summary keys come (``outputs=declare(arrays=...)``); a
-    study whose declarations live in a measured module (:mod:`attnlab.core.fingerprint`) keeps its ``summary=``
-    templates there, and its tests check that the typed class makes exactly those keys."""
+    (``ctx.summary(FIG2)``) and from which the declared summary keys come (``outputs=declare(arrays=...)``): it
+    names them at every scale. Summary templates still written in an older ``declare(summary=...)`` are left
+    aside (some named only the keys of the tiny test config; they stay in modules that are measured code,
+    :mod:`attnlab.core.fingerprint`, until the study is next re-measured)."""
 
     study: str
     name: str
@@ -119,17 +120,15 @@ class Experiment(Generic[S]):
     resources: Callable[[Any], dict[str, float]] | None = None
     cost: Callable[[Any], float] | None = None  # work as a formula in the config's sizes (core.costs)
     outputs: Outputs | None = None  # declared summary keys and arrays (``<study>/outputs.py``, core.outputs)
-    summary: type[S] | str | None = None  # the typed summary (core.summaries): attributes for the flat keys
+    summary: type[S] | None = None  # the typed summary (core.summaries): attributes for the flat keys
 
     def __post_init__(self) -> None:
         if not self.title:
             doc = (self.fn.__doc__ or "").strip().splitlines()
             object.__setattr__(self, "title", doc[0] if doc else self.name)
-        if self.summary is not None and self.outputs is not None and self.outputs.summary is None:
+        if self.summary is not None and self.outputs is not None:
             import dataclasses
 
-            # the declared keys are the typed summary's; a declaration kept where it is measured code (a study's
-            # fingerprinted outputs module) stays, and a test checks the typed class against it
             object.__setattr__(self, "outputs", dataclasses.replace(self.outputs, summary=self.summary.keys))
 
     @property

@@ -7,10 +7,10 @@ line of the good path alone, Sec. 4.1.1), groups hold one nested summary per sam
 Fig. 3b). A value is a number, or None where the run stored NaN.
 
 The experiments' summary keys are declared in :mod:`attnlab.paths.outputs`, which is part of the measured code
-(:mod:`attnlab.core.fingerprint`): that declaration stays, the ``Experiment`` declarations do not name these
-classes, and ``tests/core/test_summaries.py`` checks each class against its declaration (``keys(config)`` is
-the declared summary) and against a tiny run (key for key). :data:`TYPED` maps each experiment to its class;
-:func:`typed` reads a run's result, :func:`edit` writes a world (``attnlab.core.worlds``) on a typed summary.
+(:mod:`attnlab.core.fingerprint`): that declaration stays beside each ``Experiment(..., summary=...)``, and
+``tests/core/test_summaries.py`` checks each class against its declaration (``keys(config)`` is the declared
+summary) and against a tiny run (key for key). :func:`typed` reads a run's result, :func:`edit` writes a world
+(``attnlab.core.worlds``) on a typed summary.
 """
 
 from __future__ import annotations
@@ -263,14 +263,6 @@ class PruningSummary(Summary):
 
 
 #: the typed summary of each experiment
-TYPED: dict[str, type[Summary]] = {
-    "paths.fig2c": MarkovSummary, "paths.fig2e": MarkovSummary, "paths.fig5c": MarkovSummary,
-    "paths.generic": MarkovSummary, "paths.fig2d": Fig2dSummary, "paths.fig5b": Fig5bSummary,
-    "paths.sample": SampleSummary, "paths.fig3": OneShotSummary, "paths.fig6": OneShotSummary,
-    "paths.fig3ef": PruningSummary, "paths.fig7": PruningSummary,
-}
-
-
 def typed(cls: type[S], result: Result) -> S:
     """The typed summary ``cls`` of ``result`` (a run that a claim context loaded: it carries its config)."""
     if getattr(result, "config", None) is None:

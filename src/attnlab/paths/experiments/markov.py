@@ -23,7 +23,7 @@ from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Units
-from attnlab.paths import costs, memory, outputs
+from attnlab.paths import costs, memory, outputs, summaries
 from attnlab.paths.configs import HeadSpec, MarkovConfig
 from attnlab.paths.data import files, public
 from attnlab.paths.data import markov as data
@@ -213,19 +213,23 @@ GenericConfig = MarkovConfig.with_defaults(
 FIG2C = Experiment(
     STUDY, "fig2c", Fig2cConfig, markov_sweep, ref="Fig. 2c", figure=figures.markov_sweep, headline=True,
     title="Markov task: accuracy and U vs N, theory vs Gibbs samples",
-    memory=memory.markov, cost=costs.markov_sweep, outputs=outputs.markov_outputs("fig2c"))
+    memory=memory.markov, cost=costs.markov_sweep, outputs=outputs.markov_outputs("fig2c"),
+    summary=summaries.MarkovSummary)
 FIG2E = Experiment(
     STUDY, "fig2e", Fig2eConfig, markov_sweep, ref="Fig. 2e", figure=figures.markov_sweep,
     title="Markov task: good + denoising network, σ⊥ = 5",
-    memory=memory.markov, cost=costs.markov_sweep, outputs=outputs.markov_outputs("fig2e"))
+    memory=memory.markov, cost=costs.markov_sweep, outputs=outputs.markov_outputs("fig2e"),
+    summary=summaries.MarkovSummary)
 FIG5C = Experiment(
     STUDY, "fig5c", Fig5cConfig, markov_sweep, ref="Fig. 5c", figure=figures.markov_sweep,
     title="Markov task: Fig. 2e with a uniform denoising head",
-    memory=memory.markov, cost=costs.markov_sweep, outputs=outputs.markov_outputs("fig5c"))
+    memory=memory.markov, cost=costs.markov_sweep, outputs=outputs.markov_outputs("fig5c"),
+    summary=summaries.MarkovSummary)
 GENERIC = Experiment(
     STUDY, "generic", GenericConfig, markov_sweep, ref="check C", figure=figures.markov_sweep,
     title="Solver and sampler on random heads (Hs = [3, 3])",
-    memory=memory.markov, cost=costs.markov_sweep, outputs=outputs.markov_outputs("generic"))
+    memory=memory.markov, cost=costs.markov_sweep, outputs=outputs.markov_outputs("generic"),
+    summary=summaries.MarkovSummary)
 
 
 # -- Figs. 2d and 5b: alignment and kernels ------------------------------------------------------------
@@ -258,7 +262,7 @@ def fig2d(config: MarkovConfig, ctx: RunContext) -> Result:
 FIG2D = Experiment(
     STUDY, "fig2d", Fig2dConfig, fig2d, ref="Fig. 2d", figure=figures.fig2d,
     title="Markov task: kernel-PC overlap with the labels, N = 10 vs GP",
-    memory=memory.markov, cost=costs.markov_kernels, outputs=outputs.FIG2D)
+    memory=memory.markov, cost=costs.markov_kernels, outputs=outputs.FIG2D, summary=summaries.Fig2dSummary)
 
 Fig5bConfig = MarkovConfig.with_defaults("Fig5bConfig", sample_widths=(), doc="Fig. 5b: the kernels.")
 
@@ -296,4 +300,4 @@ def fig5b(config: MarkovConfig, ctx: RunContext) -> Result:
 FIG5B = Experiment(
     STUDY, "fig5b", Fig5bConfig, fig5b, ref="Fig. 5b", figure=figures.fig5b,
     title="Markov task: same-path kernels, GP and renormalised kernels",
-    memory=memory.markov, cost=costs.markov_kernels, outputs=outputs.FIG5B)
+    memory=memory.markov, cost=costs.markov_kernels, outputs=outputs.FIG5B, summary=summaries.Fig5bSummary)

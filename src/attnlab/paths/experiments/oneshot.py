@@ -30,7 +30,7 @@ from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Units
-from attnlab.paths import costs, model, outputs
+from attnlab.paths import costs, model, outputs, summaries
 from attnlab.paths.configs import OneShotConfig, Variant
 from attnlab.paths.experiments import images as oneshot
 from attnlab.paths.experiments.common import agreement, sample_widths, solve_kw
@@ -174,8 +174,8 @@ Fig6Config = OneShotConfig.with_defaults(
 FIG3 = Experiment(
     STUDY, "fig3", Fig3Config, oneshot_theory, ref="Fig. 3b-d", figure=figures.fig3,
     title="One-shot task: accuracy vs N, U (theory / sampled / GD), kernel alignment",
-    cost=costs.oneshot_theory, outputs=outputs.oneshot_outputs("fig3"))
+    cost=costs.oneshot_theory, outputs=outputs.oneshot_outputs("fig3"), summary=summaries.OneShotSummary)
 FIG6 = Experiment(
     STUDY, "fig6", Fig6Config, oneshot_theory, ref="Fig. 6", figure=figures.fig6,
     title="One-shot task: (L, H) = (2, 4) and (3, 3)",
-    cost=costs.oneshot_theory, outputs=outputs.oneshot_outputs("fig6"))
+    cost=costs.oneshot_theory, outputs=outputs.oneshot_outputs("fig6"), summary=summaries.OneShotSummary)

@@ -15,7 +15,7 @@ import pandas as pd
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.units import Units
-from attnlab.paths import costs, outputs
+from attnlab.paths import costs, outputs, summaries
 from attnlab.paths.configs import OneShotConfig, Variant
 from attnlab.paths.experiments import images as oneshot
 from attnlab.paths.experiments.common import solve_kw
@@ -108,8 +108,8 @@ Fig7Config = OneShotConfig.with_defaults(
 FIG3EF = Experiment(
     STUDY, "fig3ef", Fig3efConfig, head_pruning, ref="Fig. 3e-f", figure=figures.pruning, headline=True,
     title="Head pruning of the GD model by scores from the theory's U",
-    cost=costs.head_pruning, outputs=outputs.pruning_outputs("fig3ef"))
+    cost=costs.head_pruning, outputs=outputs.pruning_outputs("fig3ef"), summary=summaries.PruningSummary)
 FIG7 = Experiment(
     STUDY, "fig7", Fig7Config, head_pruning, ref="Fig. 7", figure=figures.pruning,
     title="Head pruning for H = 4 and H = 8",
-    cost=costs.head_pruning, outputs=outputs.pruning_outputs("fig7"))
+    cost=costs.head_pruning, outputs=outputs.pruning_outputs("fig7"), summary=summaries.PruningSummary)

@@ -38,7 +38,7 @@ from attnlab.core.experiment import Experiment, Result, get
 from attnlab.core.rng import Streams
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Units
-from attnlab.paths import costs, memory, outputs
+from attnlab.paths import costs, memory, outputs, summaries
 from attnlab.paths.configs import MarkovConfig
 from attnlab.paths.experiments.common import make_sampler, sampling_tau
 from attnlab.paths.experiments.markov import STUDY, markov_problem
@@ -209,4 +209,4 @@ def sample(config: SampleConfig, ctx: RunContext) -> Result:
 SAMPLE = Experiment(
     STUDY, "sample", SampleConfig, sample, ref="App. F",
     title="Posterior samples of a stored run's network, appended to a stored sampling run",
-    memory=memory.markov, cost=costs.sample, outputs=outputs.SAMPLE)
+    memory=memory.markov, cost=costs.sample, outputs=outputs.SAMPLE, summary=summaries.SampleSummary)
