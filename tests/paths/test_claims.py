@@ -68,11 +68,10 @@ class _Empty(ClaimContext):
     def run(self, experiment, **overrides):
         from attnlab.core.config import resolve
         from attnlab.core.experiment import get
-        from attnlab.paths.summaries import TYPED
 
         exp = get(experiment)
         config = resolve(exp.config, self.scale, overrides)
-        summary = self.values if isinstance(self.values, dict) else dict.fromkeys(TYPED[exp.key].keys(config),
+        summary = self.values if isinstance(self.values, dict) else dict.fromkeys(exp.summary.keys(config),
                                                                                    self.values)
         return type("R", (), {"summary": summary, "config": config})()
 

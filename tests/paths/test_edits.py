@@ -6,17 +6,17 @@ from types import SimpleNamespace
 import pytest
 
 from attnlab.core.config import resolve
+from attnlab.core.experiment import get
 from attnlab.paths.claims import edits
 from attnlab.paths.experiments.markov import FIG2C
 from attnlab.paths.experiments.pruning import FIG7
-from attnlab.paths.summaries import TYPED
 
 MARKOV = resolve(FIG2C.config, "quick", {})
 PRUNING = resolve(FIG7.config, "quick", {})
 
 
 def _run(name: str, cfg):
-    flat = {k: float(i) for i, k in enumerate(TYPED[name].keys(cfg))}  # every value distinct
+    flat = {k: float(i) for i, k in enumerate(get(name).summary.keys(cfg))}  # every value distinct
     return flat, SimpleNamespace(summary=dict(flat), config=cfg)
 
 
