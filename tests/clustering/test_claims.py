@@ -35,13 +35,17 @@ def tiny_ctx(tmp_path_factory):
 
 
 class FakeCtx:
-    """Answers ``ctx.run(name).summary`` from given summaries."""
+    """Answers ``ctx.run(name).summary`` and the typed ``ctx.summary(name)`` (its attributes) from given summaries."""
 
     def __init__(self, **summaries):
         self.summaries = summaries
 
     def run(self, name, **_):
         return SimpleNamespace(summary=self.summaries[get(name).name])
+
+    def summary(self, name, key=None, **_):
+        flat = self.summaries[get(name).name]
+        return flat[key] if key is not None else SimpleNamespace(**flat)
 
 
 MINE = ("ideal_head_accuracy", "ideal_head_stationary", "ideal_head_six_clusters", "ideal_head_clusters_p3_N12_k5",
@@ -56,7 +60,7 @@ def test_registered_with_refs():
     by_id = {c.id: c for c in claims("clustering")}
     for name in MINE:
         c = by_id[f"clustering.{name}"]
-        assert "spec" not in c.ref.lower() and any(w in c.ref for w in ("Fig", "Prop", "§", "App")), c.ref
+        assert "spec" not in c.ref.lower() and any(w in c.ref for w in ("Fig", "Prop", "Sec.", "App")), c.ref
     reported = {n for n in MINE if by_id[f"clustering.{n}"].relation == "report"}
     assert reported == set()
     assert set(_claim("transfer_better_focus").scales) == {"quick", "paper"}  # asserted at both scales

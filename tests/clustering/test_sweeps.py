@@ -161,7 +161,7 @@ def test_claims_are_registered():
 
 def _sparsity(**units):
     """A typed Figs. 7/19 summary: ``units`` maps d to its values, every other statistic None."""
-    from attnlab.clustering.summaries import SparsitySummary, SparsityUnit
+    from attnlab.clustering.sweeps.summaries import SparsitySummary, SparsityUnit
 
     empty = {f.name: None for f in dataclasses.fields(SparsityUnit)}
     return SparsitySummary(d={int(d[1:]): SparsityUnit(**{**empty, **v}) for d, v in units.items()})
@@ -195,7 +195,7 @@ def test_sparsity_measures_on_a_tiny_run(tmp_path):
 
 
 def test_transfer_measures(shared):
-    from attnlab.clustering.summaries import Bar, FinetuneBar, TransferSummary
+    from attnlab.clustering.sweeps.summaries import Bar, FinetuneBar, TransferSummary
 
     r = _run(shared, "fig14")
     exp = get("clustering.fig14")

@@ -3,8 +3,9 @@
 Each class names the flat keys its experiment writes to ``summary.json``; the experiments name their class as
 ``Experiment(..., summary=summaries.Fig1Summary)`` (neither that keyword nor the import is part of the study's code
 fingerprint, :mod:`attnlab.core.fingerprint`), and ``outputs.py`` keeps its declared key templates, against
-which ``tests/core/test_summaries.py`` checks every class key for key at its tiny size. Families are keyed by the
-config's values (``Fig1Summary.scaled[0.2].accuracy``, c in ``scale_factors``; ``SparsitySummary.d[8].n_success``),
+the tests check every class key for key at its tiny size. The sweeps' classes are in
+:mod:`attnlab.clustering.sweeps.summaries`. Families are keyed by the config's values
+(``Fig1Summary.scaled[0.2].accuracy``, c in ``scale_factors``),
 groups hold one nested summary per construction, training unit, bar or variant
 (``Fig1Summary.check[Construction(3, 8, 3, 4)].n_clusters``, ``DynamicsSummary.unit[2, "mini"].n_drop_eligible``).
 A value is a number, or None where the run stored NaN ("never happened").
@@ -328,91 +329,3 @@ class RemediesSummary(Summary):
     """Sec. 4.4 remedies: one entry per variant."""
 
     variant: dict[str, VariantRates] = group("{variants}:*", VariantRates)
-
-
-# ----------------------------------------------------------------------------------------------- Figs. 7, 14, 16, 19
-
-
-@dataclass(frozen=True)
-class SparsityUnit(Summary):
-    """The models of one d (App. A.1, A.4)."""
-
-    max_final_train_loss: float
-    max_grad_ce_below: float = key("max_grad_ce_below_1e-3")
-    n_ce_below: float = key("n_ce_below_1e-3")
-    mean_test_acc: float = key("mean_test_acc")
-    n_models: float = key("n_models")
-    n_reach90: float = key("n_reach90")
-    n_reach99: float = key("n_reach99")
-    n_stuck100: float = key("n_stuck100")
-    n_success: float = key("n_success")
-    sparsity_failed: float = key("sparsity_failed")
-    sparsity_success: float = key("sparsity_success")
-    spearman: float = key("spearman")
-    success_rate: float = key("success_rate")
-
-
-@dataclass(frozen=True)
-class SparsitySummary(Summary):
-    """Figs. 7, 19: one unit per embedding dimension d."""
-
-    d: dict[int, SparsityUnit] = group("*_d{dims}", SparsityUnit, dims=lambda c: list(c.dims()))
-
-
-@dataclass(frozen=True)
-class Bar(Summary):
-    """One bar of Fig. 14: the runs trained on p' (from scratch or finetuned)."""
-
-    mean_acc: float
-    max_acc: float
-    n_success: float
-
-
-@dataclass(frozen=True)
-class FinetuneBar(Bar):
-    """A finetuned bar: also its perfect runs, with and without the ideal p-phase clusters."""
-
-    n_perfect: float
-    n_perfect_not_ideal: float
-
-
-@dataclass(frozen=True)
-class Gain(Summary):
-    """Only where some p' is trained both ways: the smallest gain of the mean accuracy, finetuned − scratch."""
-
-    min_gain_finetune: float
-
-
-@dataclass(frozen=True)
-class TransferSummary(Summary):
-    """Fig. 14: bars from scratch (p' in ``ps``) and finetuned from p (p' in ``ft_ps``)."""
-
-    ideal_clusters: float
-    n_ideal_clusters_pre: float
-    pre_success_rate: float
-    scratch: dict[int, Bar] = group("*_scratch_p{ps}", Bar)
-    finetune: dict[int, FinetuneBar] = group("*_finetune_p{ft_ps}", FinetuneBar)
-    finetune_mean_ideal: dict[int, float] = key("mean_acc_finetune_p{ft_ps}_ideal")
-    finetune_mean_other: dict[int, float] = key("mean_acc_finetune_p{ft_ps}_other")
-    gain: Gain | None = group("*", Gain, when=lambda c: any(q in c.ps for q in c.ft_ps))
-
-
-@dataclass(frozen=True)
-class Setting(Summary):
-    """Final test accuracy at one hyper-parameter setting of Fig. 16."""
-
-    seed0_acc: float
-    mean_acc: float
-    se_acc: float
-
-
-@dataclass(frozen=True)
-class AblationSummary(Summary):
-    """Fig. 16: one setting per value of each axis, and the roughness of seed 0 and of the seed mean."""
-
-    roughness_mean: float
-    roughness_seed0: float
-    batch_size: dict[int, Setting] = group("*_batch_size={batch_sizes}", Setting)
-    h: dict[int, Setting] = group("*_h={hs}", Setting)
-    lr: dict[float, Setting] = group("*_lr={lrs}", Setting)
-    mlp_lr_factor: dict[float, Setting] = group("*_mlp_lr_factor={mlp_lr_factors}", Setting)
