@@ -71,24 +71,20 @@ def normalised(source: str) -> bytes:
                 and isinstance(body[0].value.value, str)):
             node.body = body[1:] or [ast.Pass()]
         if isinstance(node, ast.Call):
-            drop = FIELD_DOCS if _is_field(node) else ("description", *EXPERIMENT_DOCS) if _is_experiment(node) else (
-                "description",)
+            drop = FIELD_DOCS if _calls(node, "Field") else (
+                ("description", *EXPERIMENT_DOCS) if _calls(node, "Experiment") else ("description",))
             node.keywords = [k for k in node.keywords if k.arg not in drop]
     return ast.dump(tree, include_attributes=False).encode()
 
 
-def _is_experiment(node: ast.Call) -> bool:
-    return (isinstance(node.func, ast.Name) and node.func.id == "Experiment") or (
-        isinstance(node.func, ast.Attribute) and node.func.attr == "Experiment")
-
-
-def _is_field(node: ast.Call) -> bool:
-    return (isinstance(node.func, ast.Name) and node.func.id == "Field") or (
-        isinstance(node.func, ast.Attribute) and node.func.attr == "Field")
+def _calls(node: ast.Call, name: str) -> bool:
+    """Whether ``node`` calls ``name`` (``Field(...)`` or ``pydantic.Field(...)``)."""
+    return (isinstance(node.func, ast.Name) and node.func.id == name) or (
+        isinstance(node.func, ast.Attribute) and node.func.attr == name)
 
 
 def _docs_only(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and _is_field(node) and all(k.arg in FIELD_DOCS for k in node.keywords)
+    return isinstance(node, ast.Call) and _calls(node, "Field") and all(k.arg in FIELD_DOCS for k in node.keywords)
 
 
 class _BareFields(ast.NodeTransformer):

@@ -107,6 +107,13 @@ class Summary:
         return _read(cls, config, "*", get)
 
     @classmethod
+    def from_result(cls: type[S], result: Any) -> S:
+        """The typed summary of ``result``: a run that a claim context loaded, which carries its config."""
+        if getattr(result, "config", None) is None:
+            raise ValueError(f"{cls.__name__}: the result carries no config (a typed summary needs the run's config)")
+        return cls.from_summary(result.summary, result.config)
+
+    @classmethod
     def keys(cls, config: Any) -> list[str]:
         """The flat keys a run of ``config`` writes (the experiment's declared summary)."""
         seen: list[str] = []
@@ -225,10 +232,7 @@ def typed(experiment: str | Experiment, result: Any) -> Summary:
     exp = get(experiment)
     if exp.summary is None:
         raise TypeError(f"{exp.key} declares no typed summary (Experiment(..., summary=...)); read result.summary")
-    if getattr(result, "config", None) is None:
-        raise ValueError(f"the result of {exp.key} carries no config: a typed summary needs the run's config")
-    return exp.summary.from_summary(result.summary, result.config)
-
+    return exp.summary.from_result(result)
 
 
 def edit_summary(fn: Callable[[Any], Any]) -> Callable[[str, Any], Any]:

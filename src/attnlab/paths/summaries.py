@@ -9,14 +9,13 @@ Fig. 3b). A value is a number, or None where the run stored NaN.
 The experiments' summary keys are declared in :mod:`attnlab.paths.outputs`, which is part of the measured code
 (:mod:`attnlab.core.fingerprint`): that declaration stays beside each ``Experiment(..., summary=...)``, and
 ``tests/core/test_summaries.py`` checks each class against its declaration (``keys(config)`` is the declared
-summary) and against a tiny run (key for key). :func:`typed` reads a run's result, :func:`edit` writes a world
-(``attnlab.core.worlds``) on a typed summary.
+summary) and against a tiny run (key for key). :func:`typed` reads a run's result; a world
+(``attnlab.core.worlds``) edits a typed summary with :func:`attnlab.core.summaries.edit_summary`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -262,20 +261,6 @@ class PruningSummary(Summary):
     acc_pruned: dict[Pruned, float] = key("{point}", point=_pruned)
 
 
-#: the typed summary of each experiment
 def typed(cls: type[S], result: Result) -> S:
     """The typed summary ``cls`` of ``result`` (a run that a claim context loaded: it carries its config)."""
-    if getattr(result, "config", None) is None:
-        raise ValueError(f"{cls.__name__}: the result carries no config (a typed summary needs the run's config)")
-    return cls.from_summary(result.summary, result.config)
-
-
-def edit(cls: type[S], fn: Callable[[S], S]) -> Callable[[str, Result], Result]:
-    """A world's result function written on the typed summary: ``fn(summary)`` returns the changed one
-    (``dataclasses.replace``), whose flat keys replace the run's."""
-
-    def world(experiment: str, result: Result) -> Result:
-        result.summary = {**result.summary, **fn(typed(cls, result)).to_summary()}
-        return result
-
-    return world
+    return cls.from_result(result)

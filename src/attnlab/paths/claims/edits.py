@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from attnlab.paths.summaries import MarkovSummary, OneShotSummary, Pruned, PruningSummary, edit
+from attnlab.core.summaries import edit_summary
+from attnlab.paths.summaries import Pruned, PruningSummary
 
 replace = dataclasses.replace
 
@@ -19,18 +20,18 @@ def _swapped(values: dict, a: Any, b: Any) -> dict:
 
 def swap_gp(a: str, b: str):
     """The GP lines of the reference layouts ``a`` and ``b`` swapped (Sec. 4.1.1: the two arms exchanged)."""
-    return edit(MarkovSummary, lambda s: replace(s, acc_gp_layout=_swapped(s.acc_gp_layout, a, b)))
+    return edit_summary(lambda s: replace(s, acc_gp_layout=_swapped(s.acc_gp_layout, a, b)))
 
 
 def paths_like(path: int, others: tuple[int, ...]):
     """The GP accuracy of each path of ``others`` alone replaced by that of ``path`` alone."""
-    return edit(MarkovSummary, lambda s: replace(s, acc_gp_path={**s.acc_gp_path,
+    return edit_summary(lambda s: replace(s, acc_gp_path={**s.acc_gp_path,
                                                                  **{a: s.acc_gp_path[path] for a in others}}))
 
 
 def scale_theory(N: float, by: float):
     """The theory's accuracy at width N multiplied by ``by`` (Fig. 2c)."""
-    return edit(MarkovSummary, lambda s: replace(s, acc_theory={**s.acc_theory, N: by * s.acc_theory[N]}))
+    return edit_summary(lambda s: replace(s, acc_theory={**s.acc_theory, N: by * s.acc_theory[N]}))
 
 
 def U_off_gp(floor: float):
@@ -40,7 +41,7 @@ def U_off_gp(floor: float):
     def at_least(values: dict) -> dict:
         return {k: max(x, floor) for k, x in values.items()}
 
-    return edit(OneShotSummary, lambda s: replace(s, nets={
+    return edit_summary(lambda s: replace(s, nets={
         name: replace(net, U_dev_from_gp=at_least(net.U_dev_from_gp), U_shape_dev=at_least(net.U_shape_dev))
         for name, net in s.nets.items()}))
 
@@ -55,13 +56,13 @@ def swap_score_drops(net: str, which: str):
             n, drop_lowest_score={**n.drop_lowest_score, which: n.drop_highest_score[which]},
             drop_highest_score={**n.drop_highest_score, which: n.drop_lowest_score[which]})})
 
-    return edit(PruningSummary, fn)
+    return edit_summary(fn)
 
 
 def negate_spearman():
     """Every network's Spearman correlation of the head scores with the drops, on every set, with its sign flipped
     (the scores ranked upside down)."""
-    return edit(PruningSummary, lambda s: replace(s, nets={name: replace(n, spearman_score_drop={
+    return edit_summary(lambda s: replace(s, nets={name: replace(n, spearman_score_drop={
         k: -x for k, x in n.spearman_score_drop.items()}) for name, n in s.nets.items()}))
 
 
@@ -76,4 +77,4 @@ def swap_full_pruned(net: str, n_pruned: int, which: str):
         return replace(s, acc_pruned={**s.acc_pruned, point: n.acc_full[which]},
                        nets={**s.nets, net: replace(n, acc_full={**n.acc_full, which: s.acc_pruned[point]})})
 
-    return edit(PruningSummary, fn)
+    return edit_summary(fn)
