@@ -83,7 +83,7 @@ def require(bytes_needed: int, device: torch.device | str, what: str, reduce: st
         return
     hint = reduce or "reduce the sizes (--set KEY=VALUE, or --scale quick) or use a device with more memory"
     raise WouldNotFit(
-        f"{what} needs {_gib(bytes_needed)} but {device_name(device)} has {_gib(free)} free; {hint}"
+        f"{what} needs {_gib(bytes_needed)} but {label(device)} has {_gib(free)} free; {hint}"
     )
 
 
@@ -93,9 +93,6 @@ def check_model(model: MemoryModel, config: Any, device: torch.device | str, wha
     need, reduce = (out if isinstance(out, tuple) else (out, None))
     require(int(need), device, what, reduce)
     return int(need)
-
-
-device_name = label  # core.device.label: "cuda:N" or "the CPU"
 
 
 def _gib(n: int) -> str:
