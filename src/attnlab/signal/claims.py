@@ -15,7 +15,7 @@ import torch
 
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.config import resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 from attnlab.core.summaries import typed
 from attnlab.signal import theory
 from attnlab.signal.arch import Architecture, beta_from_std
