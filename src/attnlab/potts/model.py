@@ -22,8 +22,8 @@ from typing import Literal
 import torch
 from torch import nn
 
-from attnlab.core.hooks import Hook, call, run_with_cache
 from attnlab.core import rng
+from attnlab.core.hooks import Hook, call, run_with_cache
 from attnlab.potts.data import PottsModel, true_class_logp
 
 Tensor = torch.Tensor
