@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from attnlab.core.rng import generator
 from attnlab.potts.data import PottsModel, PottsSpec, mean_pairwise_hamming
 from attnlab.potts.sampler import gibbs
 
@@ -49,7 +50,7 @@ def sample_dataset(spec: PottsSpec) -> PottsData:
     potts = spec.model()
     sets, diag = [], {}
     for name, M, seed in (("train", spec.M_train, spec.train_seed), ("test", spec.M_test, spec.test_seed)):
-        g = torch.Generator().manual_seed(seed)
+        g = generator(seed)
         run = gibbs(potts, spec.n_chains, _per_chain(M, spec.n_chains), burn_in=spec.burn_in, thin=spec.thin,
                     generator=g, order=spec.order)
         sets.append(run.samples.reshape(-1, spec.L)[:M])
