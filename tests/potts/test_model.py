@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnlab.potts import metrics
-from attnlab.potts.data import PottsModel, PottsSpec, make_J, make_U
+from attnlab.potts.data.potts import PottsModel, PottsSpec, make_J, make_U
 from attnlab.potts.model import (
     VanillaTransformer,
     attention,

@@ -24,7 +24,7 @@ from torch import nn
 
 from attnlab.core import rng
 from attnlab.core.hooks import Hook, call, run_with_cache
-from attnlab.potts.data import PottsModel, true_class_logp
+from attnlab.potts.data.potts import PottsModel, true_class_logp
 
 Tensor = torch.Tensor
 Attn = Literal["softmax", "softmax_nosink", "linear"]

@@ -6,7 +6,7 @@ computed directly. Fig. 3-right's rise, fall and peak are asserted on converged 
 along M): a sweep with an unconverged fit measures NaN, with the count in the detail. Two statements of the paper
 are reported, not asserted: ε_g ∝ α^-1/2 (the theory gives α^-1 for the excess) and d_H = 0.3 from one chain at the
 tuned β (independent chains at that β disagree). Each asserted claim names a world where it is false
-(``falsify``; sizes and shared result functions in ``potts/worlds.py``)."""
+(``falsify``; sizes and shared result functions in ``potts/claims/worlds.py``)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.rng import generator
 from attnlab.core.summaries import edit_summary, typed
 from attnlab.core.worlds import World
-from attnlab.potts import worlds as w
-from attnlab.potts.data import (
+from attnlab.potts.claims import worlds as w
+from attnlab.potts.data.potts import (
     PottsModel,
     PottsSpec,
     colour_frequencies,
@@ -31,11 +31,11 @@ from attnlab.potts.data import (
     mean_pairwise_hamming,
     total_variation,
 )
+from attnlab.potts.data.sampler import gibbs
 from attnlab.potts.experiments.checks import EQUIVALENCE, GIBBS
 from attnlab.potts.experiments.fig2 import FIG2, FIG2D
 from attnlab.potts.experiments.fig3right import CONSISTENCY
 from attnlab.potts.model import factored_logits, factored_loss_grad, perturbed_logits
-from attnlab.potts.sampler import gibbs
 from attnlab.potts.summaries import Fig2Summary
 
 F64 = torch.float64
