@@ -1,11 +1,11 @@
-"""Declared outputs of the paths experiments (:mod:`attnlab.core.outputs`): the summary keys and arrays of each
-(shapes over the config fields; None: an axis no field fixes), with the tiny overrides under which
-``tests/core/test_outputs.py`` runs it and checks them."""
+"""Declared outputs of the paths experiments (:mod:`attnlab.core.outputs`): the arrays of each (shapes over the config
+fields; None: an axis no field fixes; the summary keys are those of its typed summary, :mod:`attnlab.paths.summaries`),
+with the tiny overrides under which ``tests/core/test_outputs.py`` runs it and checks them."""
 
 import math
 
 from attnlab.core.outputs import Outputs, declare
-from attnlab.paths.keys import net_key, path_key, pruned_key, set_key, width_key
+from attnlab.paths.keys import net_key, set_key
 
 MARKOV = {"P": 40, "P_test": 100, "widths": (10, 100), "sample_widths": (10,), "chains": 2, "burn_in": 20,
           "samples": 10, "thin": 2}
@@ -48,22 +48,6 @@ def _solved(c) -> list[float]:
     return sorted(set(c.widths) | {float(n) for n in c.sample_widths})
 
 
-def markov_summary(c) -> list[str]:
-    """The keys of ``markov_sweep``: solver, theory per solved width, the GP of the network, of each reference layout
-    and of each of its paths alone, and the samples' agreement with the theory per sampled width."""
-    out = ["acc_gp all_converged gen_error_gp max_grad max_residual n_paths solve_seconds solver_iterations",
-           " ".join(set_key(k, "{gp_layouts}") for k in ("acc_gp", "gen_error_gp")),
-           " ".join(path_key("acc_gp", a) for a in range(n_paths(c)))]
-    theory = ("acc_theory", "gen_error_theory", *(("hessian_min_eig",) if c.hessian else ()),
-              *(("history_steps",) if c.history_every else ()))
-    out += [width_key(k, N) for N in _solved(c) for k in theory]
-    if c.gp_test_sets and "good" in c.gp_layouts:
-        out.append("acc_gp_good_expected acc_gp_good_expected_se")
-    if c.sample_widths:
-        out += [width_key(k, "{sample_widths}") for k in ("acc_sample", "rhat", "ess", *AGREEMENT.split())]
-    return out
-
-
 def markov_arrays(c) -> dict:
     """The theory at every solved width (T), the Gibbs samples and their agreement at every sampled one (S)."""
     T, S, n = len(_solved(c)), len(c.sample_widths), n_paths(c)
@@ -82,33 +66,23 @@ def markov_arrays(c) -> dict:
 
 def markov_outputs(name: str) -> Outputs:
     """The outputs of a Markov sweep (``paths.fig2c``, ``fig2e``, ``fig5c``, ``generic``), with its tiny check."""
-    return declare(tiny=TINY[name], index=PATH_PAIRS, summary=markov_summary, arrays=markov_arrays)
-
-
-
-def sample_summary(c) -> list[str]:
-    """The keys of ``paths.sample`` per sampled width (a continued run: the previous run's widths)."""
-    keys = ("acc_sample", "gen_error_sample", "rhat", "ess", "kept", "sweeps")
-    return ["continued n_paths tau_sampled", *(width_key(k, "{sample_widths}") for k in keys)]
+    return declare(tiny=TINY[name], index=PATH_PAIRS, arrays=markov_arrays)
 
 
 # paths.sample: the chains' statistics per width (S widths, n paths and P* test points of the sampled problem, the
 # source's when a run is named) and each width's chain state (``state_N<N>/…``, markov.sample.pack)
-SAMPLE = declare(tiny=TINY["sample"], index=PATH_PAIRS, summary=sample_summary,
-        arrays={"sim_U": (None, None, None), "sim_f_mean sim_f_var": (None, None), "y_test": (None,),
+SAMPLE = declare(tiny=TINY["sample"], index=PATH_PAIRS,
+                 arrays={"sim_U": (None, None, None), "sim_f_mean sim_f_var": (None, None), "y_test": (None,),
                 "sim_accuracy sim_ess sim_gen_error sim_rhat sim_tau sim_time sim_train_mse": (None,),
                 "state_N*": None})
 
 FIG2D = declare(tiny=TINY["fig2d"],
-        summary="kta_fw kta_gp max_grad top5_overlap_fw top5_overlap_gp top5_ratio",
         arrays={
             "U": (None, None),
             "eig_fw eig_gp overlap_fw overlap_gp": (None,),
         })
 
 FIG5B = declare(tiny=TINY["fig5b"],
-        summary=("contrast_fw contrast_gp contrast_path0 contrast_path1 contrast_path2 contrast_path3 "
-                 "relative_spread_path0 relative_spread_path1 relative_spread_path2 relative_spread_path3"),
         arrays={
             "C0 C1 C2 C3 K_fw K_gp": ("P", "P"),
             "y_sorted": ("P",),
@@ -126,26 +100,6 @@ def _net(var) -> tuple[str, int, int]:
 def _each(v: str, names: str, which: str | None = None, N: float | str | None = None) -> str:
     """The keys ``net_key(v, name, which, N)`` of the space-separated ``names``, space-separated."""
     return " ".join(net_key(v, name, which, N) for name in names.split())
-
-
-def oneshot_summary(c) -> list[str]:
-    """The keys of ``oneshot_theory``: per variant GD, theory per width and GP; for the first variant also the
-    Gibbs samples per sampled width and the kernel-PC alignment."""
-    score = min(c.widths, key=lambda N: abs(math.log(N) - math.log(c.score_width)))  # experiments._nearest
-    out = []
-    for k, var in enumerate(c.variants):
-        v = var.name
-        out += [_each(v, "gd_best_val"), _each(v, "gd_acc acc_gp", "id"), _each(v, "gd_acc acc_gp", "{ood}"),
-                _each(v, "acc_fw", "id", "{widths}"), _each(v, "acc_fw", "{ood}", "{widths}"),
-                _each(v, "U_dev_from_gp U_scale U_shape_dev", N="{widths}"),
-                _each(v, "sign_agreement_gd block_ratio_theory block_ratio_gd block_share_theory block_share_chance "
-                      "block_top10_theory block_share_gd"), net_key(v, "fw_minus_gp_id", N=score)]
-        if k == 0:
-            out.append(_each(v, "top5_overlap_fw top5_overlap_gp"))
-            if c.sample_widths:
-                out += [_each(v, AGREEMENT + " rhat", N="{sample_widths}"),
-                        *(_each(v, "acc_sample", w, "{sample_widths}") for w in ("id", "{ood}"))]
-    return out
 
 
 def oneshot_arrays(c) -> dict:
@@ -176,20 +130,6 @@ def oneshot_arrays(c) -> dict:
     return out
 
 
-def pruning_summary(c) -> list[str]:
-    """The keys of ``head_pruning`` per variant and test set: accuracy after pruning 0 … Σ(H_ℓ − 1) heads in score
-    order (a layer keeps its last head), single-head drops against the scores."""
-    out = []
-    for var in c.variants:
-        v, _, heads = _net(var)
-        out.append(_each(v, "gd_best_val param_fraction_per_head rankings_agree scores_max scores_min tau_star"))
-        for s in ("id", *c.ood):
-            out += [net_key(v, key, s) for key in ("acc_full", "drop_highest_score", "drop_lowest_score", "drop_max",
-                                                 "drop_min", "spearman_score_drop")]
-            out += [pruned_key(v, i, s) for i in range(1, heads - var.L + 1)]
-    return out
-
-
 def pruning_arrays(c) -> dict:
     """Per variant: U at N = score_width, the head scores and single-head drops (Σ Hs heads), the pruning order
     (layer, head) and the accuracy curve after pruning 0 … Σ(H_ℓ − 1) heads, per test set."""
@@ -205,9 +145,9 @@ def pruning_arrays(c) -> dict:
 
 def oneshot_outputs(name: str) -> Outputs:
     """The outputs of a one-shot theory run (``paths.fig3``, ``fig6``), with its tiny check."""
-    return declare(tiny=TINY[name], summary=oneshot_summary, arrays=oneshot_arrays)
+    return declare(tiny=TINY[name], arrays=oneshot_arrays)
 
 
 def pruning_outputs(name: str) -> Outputs:
     """The outputs of a head-pruning run (``paths.fig3ef``, ``fig7``), with its tiny check."""
-    return declare(tiny=TINY[name], summary=pruning_summary, arrays=pruning_arrays)
+    return declare(tiny=TINY[name], arrays=pruning_arrays)

@@ -1,6 +1,7 @@
-"""Declared outputs of the specialization experiments (:mod:`attnlab.core.outputs`): the summary keys and arrays of each
-(shapes over the config fields; None: an axis no field fixes), with the tiny overrides under which
-``tests/core/test_outputs.py`` runs it and checks them."""
+"""Declared outputs of the specialization experiments (:mod:`attnlab.core.outputs`): the arrays of each (shapes over
+the config fields; None: an axis no field fixes; the summary keys are those of its typed summary,
+:mod:`attnlab.specialization.summaries`), with the tiny overrides under which ``tests/core/test_outputs.py`` runs it
+and checks them."""
 
 from attnlab.core.outputs import declare
 
@@ -42,8 +43,6 @@ ORDER = {"loss v": ("seed",), "b": ("seed", "head"), "m": ("seed", "head", "feat
          "q rr": ("seed", "head", "head_prime"), "p": ("seed", "feature", "feature_prime")}
 
 FIG1 = declare(tiny=TINY["fig1"], index=ORDER,
-        summary=("bayes_risk loss_final_sim_softmax loss_final_theory_softmax max_db_softmax max_dloss_softmax "
-                 "max_dm_softmax max_drr_softmax max_dv_softmax tau_s_sim_softmax tau_s_theory_softmax"),
         arrays={
             "softmax/sim_b softmax/theory_b": (None, 1, None),
             "softmax/sim_loss softmax/sim_v softmax/theory_loss softmax/theory_v": (None, 1),
@@ -53,9 +52,6 @@ FIG1 = declare(tiny=TINY["fig1"], index=ORDER,
         })
 
 FIG9 = declare(tiny=TINY["fig9"], index=ORDER,
-        summary=("bayes_risk loss_final_sim_{activations} loss_final_theory_{activations} max_db_{activations} "
-                 "max_dloss_{activations} max_dm_{activations} max_drr_{activations} max_dv_{activations} "
-                 "tau_s_sim_{activations} tau_s_theory_{activations}"),
         arrays={
             "{activations}/sim_b {activations}/theory_b": (None, 1, None),
             ("{activations}/sim_loss {activations}/sim_v {activations}/theory_loss "
@@ -67,9 +63,6 @@ FIG9 = declare(tiny=TINY["fig9"], index=ORDER,
         })
 
 FIG10 = declare(tiny=TINY["fig10"], index=ORDER,
-        summary=("bayes_risk loss_final_sim_bsoftmax loss_final_theory_bsoftmax max_db_bsoftmax "
-                 "max_dloss_bsoftmax max_dm_bsoftmax max_drr_bsoftmax max_dv_bsoftmax tau_s_sim_bsoftmax "
-                 "tau_s_theory_bsoftmax"),
         arrays={
             "bsoftmax/sim_b bsoftmax/theory_b": ("F", 1, "H"),
             "bsoftmax/sim_loss bsoftmax/sim_v bsoftmax/theory_loss bsoftmax/theory_v": ("F", 1),
@@ -80,10 +73,6 @@ FIG10 = declare(tiny=TINY["fig10"], index=ORDER,
         })
 
 FIG2 = declare(tiny=TINY["fig2"], index=ORDER,
-        summary=("head_spread_0 head_spread_1 head_spread_2 head_spread_3 loss_final_0 loss_final_1 "
-                 "loss_final_2 loss_final_3 sign_patterns_0 sign_patterns_1 sign_patterns_2 sign_patterns_3 "
-                 "tau_feature1_0 tau_feature1_1 tau_feature1_2 tau_feature1_3 tau_feature2_0 tau_feature2_1 "
-                 "tau_feature2_2 tau_feature2_3"),
         arrays={
             "panel0/b": (None, 1, "F"),
             "panel0/loss panel0/v panel1/loss panel1/v panel2/loss panel2/v panel3/loss panel3/v": (None, 1),
@@ -96,7 +85,6 @@ FIG2 = declare(tiny=TINY["fig2"], index=ORDER,
 
 # one experiment function, several figures: each figure's declaration by name
 ONE_PANEL = {name: declare(tiny=TINY[name], index=ORDER,
-                           summary="head_spread_0 loss_final_0 sign_patterns_0 tau_feature1_0 tau_feature2_0",
                            arrays={
                                "panel0/b": (None, 1, "F"),
                                "panel0/loss panel0/v": (None, 1),
@@ -106,8 +94,6 @@ ONE_PANEL = {name: declare(tiny=TINY[name], index=ORDER,
              for name in ("fig3", "fig12", "fig13", "fig14", "fig16", "fig17", "fig18")}
 
 FIG4 = declare(tiny=TINY["fig4"], index=ORDER,
-        summary=("head_spread_0 head_spread_1 loss_final_0 loss_final_1 sign_patterns_0 sign_patterns_1 "
-                 "tau_feature1_0 tau_feature1_1 tau_feature2_0 tau_feature2_1 tau_feature3_0 tau_feature3_1"),
         arrays={
             "panel0/b panel1/b": ("F", 1, None),
             "panel0/loss panel0/v panel1/loss panel1/v": ("F", 1),
@@ -118,7 +104,6 @@ FIG4 = declare(tiny=TINY["fig4"], index=ORDER,
         })
 
 FIG19 = declare(tiny=TINY["fig19"], index=ORDER,
-        summary="head_spread_0 loss_final_0 sign_patterns_0 tau_feature1_0 tau_feature2_0 tau_feature3_0",
         arrays={
             "panel0/b": ("F", 1, None),
             "panel0/loss panel0/v": ("F", 1),
@@ -132,7 +117,6 @@ FIG19 = declare(tiny=TINY["fig19"], index=ORDER,
 TRAJECTORY = {"fig2": FIG2, "fig4": FIG4, "fig19": FIG19, **ONE_PANEL}
 
 FIG5 = declare(tiny=TINY["fig5"],
-        summary="E_{laws}_bayes_H E_{laws}_bayes_nu2 E_{laws}_{activations}_H{Hs} E_{laws}_{activations}_nu2",
         arrays={
             ("H/{laws}/bayes/0/loss_eval H/{laws}/bayes/0/stderr H/{laws}/{activations}/{Hs}/loss "
              "H/{laws}/{activations}/{Hs}/loss_eval H/{laws}/{activations}/{Hs}/loss_train "
@@ -145,7 +129,6 @@ FIG5 = declare(tiny=TINY["fig5"],
         })
 
 FIG6 = declare(tiny=TINY["fig6"],
-        summary="loss_train_{activations} off_target_{activations}",
         arrays={
             "{activations}/b": (1, "H"),
             "{activations}/eps": ("sequences",),
@@ -156,7 +139,6 @@ FIG6 = declare(tiny=TINY["fig6"],
         })
 
 FIG7 = declare(tiny=TINY["fig7"],
-        summary="E_flip_{activations}_pruned0 E_flip_{activations}_pruned1 E_flip_{activations}_pruned2",
         arrays={
             "flip/{activations}/b flip/{activations}/curves": (1, None),
             ("flip/{activations}/loss flip/{activations}/loss_eval flip/{activations}/loss_train "
@@ -166,7 +148,6 @@ FIG7 = declare(tiny=TINY["fig7"],
         })
 
 FIG8 = declare(tiny=TINY["fig8"], index=ORDER,
-        summary="max_abs_diff_m11 max_abs_diff_m12",
         arrays={
             "diff_m1": (None, None),
             "fixed/b resampled/b": (None, 1, None),
@@ -177,14 +158,12 @@ FIG8 = declare(tiny=TINY["fig8"], index=ORDER,
         })
 
 FIG11 = declare(tiny=TINY["fig11"],
-        summary="cos_max cos_min monotone_down_in_nu2 monotone_up_in_nu1",
         arrays={
             "cos_m cos_q": (None, None),
             "nu1s nu2s": (None,),
         })
 
 PHASES = declare(tiny=TINY["phases"], index=ORDER,
-        summary="dm1_at_tau1 gaussian_norm_ratio m1_at_tau5 split_change",
         arrays={
             "flip/b gaussian_iso/b": (None, 1, None),
             "flip/loss flip/v gaussian_iso/loss gaussian_iso/v": (None, 1),
@@ -194,7 +173,6 @@ PHASES = declare(tiny=TINY["phases"], index=ORDER,
         })
 
 ESCAPE = declare(tiny=TINY["escape"],
-        summary="increasing_bsoftmax slope_spread_bsoftmax tau_s_bsoftmax_D{Ds}",
         arrays={
             "bsoftmax/b": (None, None, None),
             "bsoftmax/loss bsoftmax/v": (None, None),
@@ -203,8 +181,6 @@ ESCAPE = declare(tiny=TINY["escape"],
         })
 
 SPLIT_TIME = declare(tiny=TINY["split_time"],
-        summary=("D gap0_median plateau_rate plateau_tau rate_median saddle_rate seeds split_fraction_{thresholds} "
-                 "tau_max tau_s_{thresholds}_max tau_s_{thresholds}_median tau_s_{thresholds}_min"),
         arrays={
             "b": (None, None, None),
             "gap loss v": (None, None),

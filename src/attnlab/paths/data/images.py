@@ -42,6 +42,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from attnlab.core import rng
+
 Tensor = torch.Tensor
 
 OMNIGLOT_SPLIT = (1028, 172, 423)
@@ -258,7 +260,7 @@ def synthetic_glyphs(n_classes: int, per_class: int = 20, size: int = 16, channe
                      generator: torch.Generator | None = None, name: str | None = None) -> ImageSet:
     """``per_class`` instances of ``n_classes`` templates: shifted by up to ±``shift`` pixels, ``flip`` of the
     pixels flipped (an OOD set for tests)."""
-    g = generator or torch.Generator().manual_seed(0)
+    g = generator or rng.generator(0)
     temp = glyph_templates(n_classes, size, family, g)
     M = n_classes * per_class
     base = temp.repeat_interleave(per_class, 0)
@@ -307,7 +309,7 @@ def rendered_letters(per_class: int = 40, size: int = 32, channels: int = 3, let
 
     if len(set(letters)) != len(letters) or len(letters) < 2:
         raise ValueError(f"letters {letters!r}: at least two, none repeated")
-    g = generator or torch.Generator().manual_seed(0)
+    g = generator or rng.generator(0)
     M = len(letters) * per_class
     face = torch.randint(len(LETTER_FACES), (M,), generator=g).tolist()
     height = (0.40 + 0.25 * torch.rand(M, generator=g, dtype=torch.float64)).tolist()

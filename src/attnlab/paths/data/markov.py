@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
+from attnlab.core import rng
+
 Tensor = torch.Tensor
 F64 = torch.float64
 
@@ -256,7 +258,7 @@ def seeded_head(task: MarkovTask, kind: str, beta: float, shift: int, seed: int,
     ``different_token``, ``uniform``; ``random``: zero), plus ``features``·N(0,1)/N0 on the features block (drawn
     only when > 0), ``positions``·N(0,1) on the positions block (always drawn), ``cross``·N(0,1)/√N0 on the two
     cross blocks (one D×D draw, only when > 0), then times β (App. G.2.2's per-subspace normalisation)."""
-    g = torch.Generator().manual_seed(seed)
+    g = rng.generator(seed)
     N0, D = task.N0, task.D
     if kind in ("same_token", "different_token"):
         W = token_head(task, kind, 1.0, shift)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import torch
 
+from attnlab.core import rng
 from attnlab.paths.data.markov import F64, MarkovData, MarkovTask
 
 Tensor = torch.Tensor
@@ -82,7 +83,7 @@ def sample_public(task: MarkovTask, P: int, seed: int, device=None) -> MarkovDat
     """
     if P < 2 or P % 2:
         raise ValueError(f"key 'P' = {P}: streams 'public' draws P/2 sequences per class; give an even P")
-    g = torch.Generator().manual_seed(seed)
+    g = rng.generator(seed)
     half, T, N0 = P // 2, task.T, task.N0
     y = torch.cat([torch.ones(half, dtype=F64), -torch.ones(half, dtype=F64)])
     coins = torch.rand(P, T, generator=g, dtype=F64)  # = P·T draws of one coin each, in this order

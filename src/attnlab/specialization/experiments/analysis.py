@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from attnlab.core.rng import generator
 from attnlab.core.trajectory import Trajectory, max_deviation
 from attnlab.specialization import theory
 from attnlab.specialization.model.activations import get_activation
@@ -115,7 +116,7 @@ def attention_maps(params: dict, activation: str, law, L: int, n: int, seed: int
     """σ(χ, b, v; h)_ℓ for ``n`` fresh sequences in reduced space (χ = m χ* + r ξ, relevant token ε uniform).
 
     Returns maps (n, H, L) of the first seed and ε (n,)."""
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     m, r = _t(params["m"])[:1], _t(params["r"])[:1]
     H, F = m.shape[1:]
     eps = torch.randint(L, (n,), generator=g)

@@ -17,6 +17,7 @@ import pandas as pd
 import torch
 
 from attnlab.core.experiment import Experiment, Result
+from attnlab.core.rng import generator
 from attnlab.core.runs import RunContext
 from attnlab.specialization import costs, figures, memory, outputs, summaries, theory
 from attnlab.specialization.configs import EscapeConfig, PhasesConfig, SplitTimeConfig, law_from
@@ -80,7 +81,7 @@ PHASES = Experiment(
 
 def _escape_init(H: int, F: int, D: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """m(0) = m̂/√D, q(0) = m mᵀ + r rᵀ with r = I + r̂/√D; m̂, r̂ ~ N(0, 1) drawn once from ``seed``."""
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     m_hat = torch.randn(H, F, generator=g, dtype=torch.float64)
     r_hat = torch.randn(H, H, generator=g, dtype=torch.float64)
     m = m_hat / np.sqrt(D)

@@ -31,11 +31,6 @@ def tau_s_key(source: str, activation: str) -> str:
     return f"tau_s_{source}_{activation}"
 
 
-def deviation_key(observable: str, activation: str) -> str:
-    """Summary key of max_τ |SGD − theory| of ``observable`` ('m', 'rr', 'b', 'v', 'loss') for ``activation``."""
-    return f"max_d{observable}_{activation}"
-
-
 # -- Figs. 1, 9, 10: SGD against theory -----------------------------------------------------------------
 
 _SIM_QUICK = {**SimVsTheoryConfig.scales["quick"], "tau_max": 30.0}  # D = 500: the split starts at τ ≈ 25

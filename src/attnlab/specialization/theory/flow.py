@@ -15,6 +15,7 @@ import time as _time
 
 import torch
 
+from attnlab.core.rng import generator
 from attnlab.core.trajectory import Trajectory
 from attnlab.specialization.data.laws import symsqrt
 from attnlab.specialization.model.activations import get_activation
@@ -33,7 +34,7 @@ def theory_init(H: int, F: int, *, n_seeds: int = 1, init_noise_var: float = 1e-
                 seed: int = 0, dtype=torch.float64, device="cpu") -> dict:
     """Theory-only init (App. B): m ~ N(0, init_noise_var), r = η I + N(0, init_noise_var), b = 0,
     v = 1; one row per seed (seed, seed+1, ... drawn from one generator)."""
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     sd = math.sqrt(init_noise_var)
     m = sd * torch.randn(n_seeds, H, F, generator=g, dtype=torch.float64)
     r = eta * torch.eye(H, dtype=torch.float64)

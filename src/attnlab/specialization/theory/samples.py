@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
+from attnlab.core.rng import generator
 from attnlab.specialization.data.laws import symsqrt
 
 Tensor = torch.Tensor
@@ -105,7 +106,7 @@ def mc_samples(law, L: int, H: int, n: int, *, seed: int = 0, symmetrize: bool =
     a multiple of the number of copies. Gaussian θ uses the integrated form χ*_0 ~ N(Eθ, I + Cov θ).
     """
     info = law_info(law)
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     signs = _sign_symmetries(info, info["F"]) if symmetrize else [None]
     n_copies = len(signs) * (2 if antithetic else 1) * (H if head_cyclic else 1)
     nb = max(1, math.ceil(n / n_copies))

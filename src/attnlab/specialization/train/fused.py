@@ -1,7 +1,7 @@
 """The fused SGD step (optional, Triton on CUDA): the N_b·L·D tokens of a step never touch GPU memory.
 
 The step's heavy work is three contractions of the batch X (N_b·L·D floats): the scores χ = X Kᵀ, the Gram
-matrices G = X Xᵀ per sequence, and ∇K = Σ_μ ∂χ_μᵀ X_μ (:func:`attnlab.specialization.train.sgd.gram_head`
+matrices G = X Xᵀ per sequence, and ∇K = Σ_μ ∂χ_μᵀ X_μ (:func:`attnlab.specialization.train.gram.gram_head`
 between them). Written to memory and read three times, X costs 4× the write of ``torch.randn`` alone. Here
 each token is made where it is used from its counter (the ``splitmix64`` stream of
 :mod:`attnlab.specialization.data.noise`: word j of a sequence gives its tokens at flat positions 2j, 2j + 1) with
@@ -29,6 +29,7 @@ import os
 import torch
 
 from attnlab.specialization.data import noise
+from attnlab.specialization.train.gram import gram_head
 
 Tensor = torch.Tensor
 
@@ -149,7 +150,6 @@ def chunk_sums(keys: list[int], first: int, batch: int, eps: Tensor, theta: Tens
     ``keys``: the seeds' states of the step's word 0 (:func:`noise.step_keys`); eps (S, n), theta (S, n, F)
     the labels of these sequences; K_star (S, F, D), K (S, H, D) float32.
     """
-    from attnlab.specialization.train.sgd import gram_head
 
     S, n = eps.shape
     H, D, F = K.shape[1], K.shape[2], K_star.shape[1]

@@ -6,7 +6,7 @@ with the spike θ_μ K* planted at ε_μ (Eq. (2)), twice:
 
 1. over tiles of d: the scores χ = X Kᵀ (H, L) and the Gram matrix G = X Xᵀ (L, L) of each sequence; then, in
    registers, the activation σ (softmax, softmax-1, Bayes-softmax: Eqs. (3)-(4)), s = mean_h σ, a = s − e_ε,
-   the loss aᵀGa/D and ∂/∂χ, ∂/∂b, ∂/∂v by hand (:func:`attnlab.specialization.train.sgd.gram_head` does them by
+   the loss aᵀGa/D and ∂/∂χ, ∂/∂b, ∂/∂v by hand (:func:`attnlab.specialization.train.gram.gram_head` does them by
    autograd); ∂/∂χ (H·L floats per sequence) goes to a small scratch the same program reads back;
 2. over tiles of d: ∇K += ∂χ_μ X_μ for the block's sequences, written once per block.
 

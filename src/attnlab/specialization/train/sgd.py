@@ -29,6 +29,7 @@ from attnlab.specialization.data import SGDStream, ThetaLaw, noise, philox, samp
 from attnlab.specialization.model import attend, get_activation, init_keys, order_parameters
 from attnlab.specialization.train import fused, fused_philox
 from attnlab.specialization.train.budget import sgd_chunk
+from attnlab.specialization.train.gram import gram_head
 
 Tensor = torch.Tensor
 OBSERVABLES = ("m", "q", "p", "rr", "b", "v", "loss")
@@ -78,21 +79,6 @@ def _chunk_sums_gram(X: Tensor, eps: Tensor, K: Tensor, b: Tensor, v: Tensor, ac
     loss, g_sc, gb, gv = gram_head(scores, X @ X.mT, eps, b, v, activation, D)
     gK = g_sc.permute(0, 2, 1, 3).reshape(S, -1, n * L) @ Xf  # (S, H, D)
     return loss, gK, gb, gv
-
-
-def gram_head(scores: Tensor, G: Tensor, eps: Tensor, b: Tensor, v: Tensor, activation: str, D: int):
-    """The small part of :func:`_chunk_sums_gram`: from the scores χ (S, n, H, L) and the Gram matrices
-    G (S, n, L, L), the loss sum (S,), ∂/∂χ (S, n, H, L) and the b, v gradients (autograd through σ only)."""
-    sigma = get_activation(activation)
-    L = G.shape[-1]
-    with torch.enable_grad():
-        sc = scores.detach().requires_grad_()
-        bb, vv = b.detach().requires_grad_(), v.detach().requires_grad_()
-        s = sigma(sc, bb.unsqueeze(-2), vv.unsqueeze(-1)).mean(dim=-2)  # (S, n, L)
-        a = s.detach() - torch.nn.functional.one_hot(eps, L).to(s.dtype)
-        Ga = (G @ a.unsqueeze(-1)).squeeze(-1)
-        g_sc, gb, gv = torch.autograd.grad(s, (sc, bb, vv), Ga * (2.0 / D), allow_unused=True)
-    return (a * Ga).sum(dim=(-2, -1)) / D, g_sc, gb, gv
 
 
 def _chunk_sums_autograd(X: Tensor, y: Tensor, K: Tensor, b: Tensor, v: Tensor, activation: str):
