@@ -8,7 +8,7 @@ import torch
 from attnlab.clustering import model as M
 from attnlab.clustering.data import Task
 from attnlab.clustering.model import ModelSpec, forward, init_params
-from attnlab.clustering.theory import build_clustering_head
+from attnlab.clustering.theory.construction import build_clustering_head
 from attnlab.core.config import ConfigError
 
 torch.set_num_threads(1)

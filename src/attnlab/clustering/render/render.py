@@ -17,10 +17,10 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from attnlab.clustering.data import Task
-from attnlab.clustering.history import History
 from attnlab.clustering.model import ModelSpec
 from attnlab.clustering.render import panels as P
 from attnlab.clustering.render.draw import CURSOR_COLOR, DRAW
+from attnlab.clustering.train.history import History
 from attnlab.core.config import ConfigError
 from attnlab.core.plotting import COLORS, STYLE, figure
 
@@ -236,7 +236,7 @@ def render_ideal(p: int = 2, k: int = 5, N: int = 12, *, d: int | None = None, h
     """Fig. 1: the hand-built clustering head from ``theory.build_clustering_head(p, N, k, d, h)``,
     or from an explicit ``head=(params, spec)``."""
     if head is None:
-        from attnlab.clustering.theory import build_clustering_head
+        from attnlab.clustering.theory.construction import build_clustering_head
 
         d = d if d is not None else (2 if p == 2 else p + 1)
         h = h if h is not None else max(4 * d, k * (p - 1) + 1)

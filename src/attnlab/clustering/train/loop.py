@@ -24,13 +24,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from attnlab.clustering import analysis, probe, streams
+from attnlab.clustering import analysis, probe
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.data import Task, encode
-from attnlab.clustering.history import History
 from attnlab.clustering.model import ModelSpec, Params, forward, grow_vocab
-from attnlab.clustering.runner import EpochRunner, Stepper, graph_supported
-from attnlab.clustering.step import Adam, Flat, chunked_tail, one_hot
+from attnlab.clustering.train import streams
+from attnlab.clustering.train.history import History
+from attnlab.clustering.train.runner import EpochRunner, Stepper, graph_supported
+from attnlab.clustering.train.step import Adam, Flat, chunked_tail, one_hot
 from attnlab.core.config import ConfigError
 from attnlab.core.rng import stream_seed
 

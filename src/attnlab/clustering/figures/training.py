@@ -7,8 +7,8 @@ import numpy as np
 import torch
 
 from attnlab.clustering.data import Task
-from attnlab.clustering.history import History
 from attnlab.clustering.model import ModelSpec
+from attnlab.clustering.train.history import History
 from attnlab.core.experiment import Result
 from attnlab.core.plotting import COLORS, figure
 
