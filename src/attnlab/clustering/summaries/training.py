@@ -3,11 +3,11 @@ what the claims read, as attributes.
 
 Each class names the flat keys its experiment writes to ``summary.json``; the experiments name their class as
 ``Experiment(..., summary=summaries.Fig1Summary)`` (neither that keyword nor the import is part of the study's code
-fingerprint, :mod:`attnlab.core.fingerprint`), and ``outputs.py`` keeps its declared key templates, against
-the tests check every class key for key at its tiny size. The loss spikes' classes are in
-:mod:`.spikes`, the sweeps' in :mod:`.sweeps`. Families are keyed by the config's values
-(``Fig1Summary.scaled[0.2].accuracy``, c in ``scale_factors``),
-groups hold one nested summary per construction, training unit, bar or variant
+fingerprint, :mod:`attnlab.core.fingerprint`); the summary keys declared for each experiment are its class's
+(``outputs.py`` declares only the arrays), and the tests check every key at its tiny size. The loss spikes'
+classes are in :mod:`.spikes`, the sweeps' in :mod:`.sweeps`. Families are keyed by the config's values
+(``Fig1Summary.scaled[0.2].accuracy``, c in ``scale_factors``), groups hold one nested summary per construction,
+training unit, bar or variant
 (``Fig1Summary.check[Construction(3, 8, 3, 4)].n_clusters``, ``DynamicsSummary.unit[2, "mini"].n_drop_eligible``).
 A value is a number, or None where the run stored NaN ("never happened").
 """
