@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from attnlab.clustering.activations import MLP_ACTIVATIONS, activation, canonical  # noqa: F401 (re-exported)
 from attnlab.core.config import ConfigError
-from attnlab.core.rng import stream_seed
+from attnlab.core.rng import generator, stream_seed
 
 Norm = Literal["sphere", "rmsnorm", "smooth", "smooth_inf"]
 Params = dict[str, torch.Tensor]
@@ -168,7 +168,7 @@ def nested_mlp(table: torch.Tensor, spec: ModelSpec) -> Params:
 
 def draw(shape: tuple[int, ...], law: str, scale: float, seed: int) -> torch.Tensor:
     """One parameter tensor from its own CPU generator (float64 draws, cast later: identical across dtypes)."""
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     if law == "normal":
         return torch.randn(shape, generator=g, dtype=torch.float64) * scale
     if law == "uniform":

@@ -18,6 +18,7 @@ from attnlab.clustering.summaries import training as summaries
 from attnlab.clustering.theory import construction, gradients
 from attnlab.core.config import Config
 from attnlab.core.experiment import Experiment, Result
+from attnlab.core.rng import generator
 from attnlab.core.runs import RunContext
 
 STUDY = "clustering"
@@ -64,7 +65,7 @@ class IdealHeadConfig(Config):
 def _sentences(task: Task, n: int, seed: int) -> torch.Tensor:
     if task.space <= 2**16:
         return task.enumerate()
-    return task.sample(n, torch.Generator().manual_seed(seed))
+    return task.sample(n, generator(seed))
 
 
 def ideal_head_metrics(params: dict, spec: ModelSpec, task: Task, x: torch.Tensor) -> dict[str, Any]:
