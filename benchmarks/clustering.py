@@ -54,7 +54,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 from attnlab.clustering.configs import TrainConfig
-from attnlab.clustering.train import train
+from attnlab.clustering.train.loop import train
 from attnlab.core import bench
 
 THREADS = bench.threads()
@@ -267,9 +267,9 @@ def _cpu_seconds(fn, repeat: int) -> float:
 
 def _stepper(S: int, device: torch.device | str = "cpu"):
     """A pal-preset Stepper of S seeds and one random batch (one-hot tokens and labels) on ``device``."""
-    from attnlab.clustering import streams
-    from attnlab.clustering.runner import Stepper
-    from attnlab.clustering.step import Adam, Flat, one_hot
+    from attnlab.clustering.train import streams
+    from attnlab.clustering.train.runner import Stepper
+    from attnlab.clustering.train.step import Adam, Flat, one_hot
 
     cfg = TrainConfig(preset="pal", n_seeds=S)
     params, _ = streams.initial("pal", cfg.spec(), cfg.seeds(), torch.float32, device)
@@ -284,7 +284,7 @@ def profile() -> dict:
     """Where a default-record epoch of 100 pal-preset seeds spends its CPU time, and the dispatch floor of a step."""
     from torch.profiler import profile as torch_profile
 
-    from attnlab.clustering.train import _leaves, epoch_draws, evaluate, make_data
+    from attnlab.clustering.train.loop import _leaves, epoch_draws, evaluate, make_data
 
     stepper, xb, yb = _stepper(100)
     step_s = _cpu_seconds(lambda: stepper(xb, yb, None), 200)
@@ -313,7 +313,7 @@ def gpu_step() -> dict:
     """On CUDA (``attnlab bench clustering --device cuda``): ms per Adam step of the pal preset at 2 000 and 10 000
     seeds, eager and as a captured epoch (``EpochRunner``), and the seeds that fit in the device's memory."""
     from attnlab.clustering.memory import max_seeds
-    from attnlab.clustering.runner import EpochRunner
+    from attnlab.clustering.train.runner import EpochRunner
     from attnlab.core.memory import free_bytes
 
     device = bench.device()
@@ -347,10 +347,10 @@ def gpu_step() -> dict:
 def fig14() -> dict:
     """CPU seconds per epoch of one Fig. 14 bar (250 seeds, the figure's record: full-batch metrics every 50
     epochs): one epoch of the 64 Adam steps and batch orders, plus 1/50 of one evaluation."""
-    from attnlab.clustering import streams
-    from attnlab.clustering.runner import EpochRunner, Stepper
-    from attnlab.clustering.step import Adam, Flat, one_hot
-    from attnlab.clustering.train import _leaves, epoch_draws, evaluate, make_data
+    from attnlab.clustering.train import streams
+    from attnlab.clustering.train.loop import _leaves, epoch_draws, evaluate, make_data
+    from attnlab.clustering.train.runner import EpochRunner, Stepper
+    from attnlab.clustering.train.step import Adam, Flat, one_hot
 
     out = {}
     for p in (3, 10):

@@ -11,12 +11,13 @@ test accuracy 1, most stay on a plateau. A tiny version of ``clustering.fig1`` a
 
 import matplotlib.pyplot as plt
 
-from attnlab.clustering import analysis, theory
+from attnlab.clustering import analysis
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.data import Task
-from attnlab.clustering.train import train
+from attnlab.clustering.theory import construction
+from attnlab.clustering.train.loop import train
 
-ideal, spec = theory.build_clustering_head(p=2, N=12, k=5, d=2, h=8)
+ideal, spec = construction.build_clustering_head(p=2, N=12, k=5, d=2, h=8)
 clusters = int(analysis.n_clusters(ideal, spec, Task(p=2, N=12, k=5)))
 print(f"clusters of the construction: {clusters} (C(k + p - 1, k) = C(6, 5) = 6)")
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from attnlab.clustering import analysis as A
-from attnlab.clustering import dynamics as D
 from attnlab.clustering.data import Task
 from attnlab.clustering.model import ModelSpec, forward, init_params, select, stack
+from attnlab.clustering.train import dynamics as D
 
 TASK = Task(p=2, N=12, k=5)
 SPEC = ModelSpec(p=2, N=12, d=2, h=8)

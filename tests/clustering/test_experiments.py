@@ -9,8 +9,8 @@ import torch
 
 from attnlab.clustering import circuits
 from attnlab.clustering.data import Task
-from attnlab.clustering.history import History
 from attnlab.clustering.outputs import TINY
+from attnlab.clustering.train.history import History
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.registry import experiments, get
 from attnlab.core.runs import RunContext, RunStore, load_result
@@ -74,9 +74,9 @@ def test_training_summaries_are_consistent(runs):
 
 def test_circuit_metrics_and_taxonomy_on_the_construction():
     """The construction (plus a copy with the suffix leaking into ξ) through the per-model metrics of Figs. 2–4."""
-    from attnlab.clustering import theory
+    from attnlab.clustering.theory import construction
 
-    params, spec = theory.build_clustering_head(2, 12, 5, 2, 8)
+    params, spec = construction.build_clustering_head(2, 12, 5, 2, 8)
     leaky = {k: v.clone() for k, v in params.items()}
     leaky["P"][0, 5:] = torch.tensor([0.0, 1.0]) + 0.3 * torch.randn(7, 2, generator=torch.Generator().manual_seed(0),
                                                                      dtype=torch.float64)

@@ -17,7 +17,7 @@ PEAK = r"""
 import json, resource, sys, torch
 torch.set_num_threads(1)
 from attnlab.clustering.configs import TrainConfig
-from attnlab.clustering.train import train
+from attnlab.clustering.train.loop import train
 cfg = TrainConfig(**json.loads(sys.argv[1]))
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 train(cfg)
@@ -62,7 +62,7 @@ def test_a_run_that_would_not_fit_stops_before_it_starts(tmp_path, monkeypatch):
 
 @pytest.mark.cuda
 def test_model_bounds_the_cuda_peak():
-    from attnlab.clustering.train import train
+    from attnlab.clustering.train.loop import train
 
     cfg = TrainConfig(preset="pal", n_seeds=2000, epochs=2, device="cuda")
     torch.cuda.reset_peak_memory_stats()

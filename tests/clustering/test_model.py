@@ -8,7 +8,7 @@ import torch
 from attnlab.clustering import model as M
 from attnlab.clustering.data import Task
 from attnlab.clustering.model import ModelSpec, forward, init_params
-from attnlab.clustering.theory import build_clustering_head
+from attnlab.clustering.theory.construction import build_clustering_head
 from attnlab.core.config import ConfigError
 
 torch.set_num_threads(1)
@@ -225,16 +225,25 @@ def test_hooks_can_patch_and_read():
     base = forward(params, x, spec)
     seen = {}
 
-    def read(t):
-        seen["attn"] = t.clone()
-        return t
+    def read(name, t):
+        seen[name] = t.clone()
 
-    same = forward(params, x, spec, hooks={"attn": read})
-    assert torch.equal(seen["attn"], base["attn"]) and torch.equal(same["logits"], base["logits"])
-    patched = forward(params, x, spec, hooks={"attn": torch.zeros_like})
+    def patch(target):
+        return lambda name, t: torch.zeros_like(t) if name == target else None
+
+    same = forward(params, x, spec, hook=read)
+    assert list(seen) == [M.HOOK_NAMES[k] for k in base] and set(base) == set(M.HOOK_NAMES)
+    assert all(torch.equal(seen[M.HOOK_NAMES[k]], v) and torch.equal(same[k], v) for k, v in base.items())
+    assert torch.equal(seen["blocks.0.attn.hook_pattern"], base["attn"])
+    assert torch.equal(seen["blocks.0.hook_resid_post"], base["psi"])
+    patched = forward(params, x, spec, hook=patch("blocks.0.attn.hook_pattern"))
     assert not patched["attn"].any() and not torch.allclose(patched["logits"], base["logits"])
-    uniform = forward(params, x, spec, hooks={"scores": torch.zeros_like})
+    uniform = forward(params, x, spec, hook=patch("blocks.0.attn.hook_attn_scores"))
     assert torch.allclose(uniform["attn"], torch.full_like(uniform["attn"], 1 / 12))
+    # a hook forces the per-token path: the embedding is seen even where training would skip it
+    seen.clear()
+    forward(params, x, spec, hook=read, tokens=False)
+    assert "hook_embed" in seen and "blocks.0.ln1.hook_normalized" in seen
 
 
 def test_grow_vocab():

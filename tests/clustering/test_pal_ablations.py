@@ -22,9 +22,9 @@ import pytest
 import torch
 
 from attnlab.cli_run import _configs_file
-from attnlab.clustering import streams
 from attnlab.clustering.configs import TrainConfig
-from attnlab.clustering.train import train
+from attnlab.clustering.train import streams
+from attnlab.clustering.train.loop import train
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.points import parse_configs
 from attnlab.core.registry import get

@@ -22,12 +22,12 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.clustering import streams
 from attnlab.clustering.activations import MLP_ACTIVATIONS, REFUSED, activation
 from attnlab.clustering.configs import TrainConfig
-from attnlab.clustering.experiments import TransferConfig
+from attnlab.clustering.experiments.training import TransferConfig
 from attnlab.clustering.model import ModelSpec, forward, grow_vocab
-from attnlab.clustering.train import eval_masks, make_data, train, transfer
+from attnlab.clustering.train import streams
+from attnlab.clustering.train.loop import eval_masks, make_data, train, transfer
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.registry import get
 

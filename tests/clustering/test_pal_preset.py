@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.clustering import streams
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.model import MLP_ACTIVATIONS, ModelSpec, forward, init_params, normalize
-from attnlab.clustering.train import train
+from attnlab.clustering.train import streams
+from attnlab.clustering.train.loop import train
 from attnlab.core.config import ConfigError
 
 torch.set_num_threads(1)
@@ -180,7 +180,7 @@ def test_every_activation_trains(name):
 def test_dropout_masks_law_and_evaluation():
     """Dropout on the MLP's output: a fraction p of the entries zeroed, the rest scaled by 1/(1−p); evaluation
     runs without it (the record at epoch 0 equals the dropout-free model's)."""
-    from attnlab.clustering.train import dropout_masks
+    from attnlab.clustering.train.loop import dropout_masks
 
     gens = [torch.Generator().manual_seed(s) for s in range(4)]
     m = dropout_masks(gens, 0.3, 2, 20_000, torch.zeros(()))

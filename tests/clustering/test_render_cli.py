@@ -10,7 +10,7 @@ from attnlab.cli import app
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.render.animate import frame_count
 from attnlab.clustering.render.runs import parse_epochs
-from attnlab.clustering.train import train
+from attnlab.clustering.train.loop import train
 from attnlab.core.config import ConfigError
 
 runner = CliRunner()

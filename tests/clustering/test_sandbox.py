@@ -18,11 +18,11 @@ import pytest
 import torch
 
 from attnlab.clustering.data import Task
-from attnlab.clustering.history import History
 from attnlab.clustering.model import ModelSpec, init_params
 from attnlab.clustering.render import PANELS, compute_panels, panels
 from attnlab.clustering.render.animate import render_animation, render_frames
 from attnlab.clustering.render.render import render_ideal, render_snapshot, render_strip
+from attnlab.clustering.train.history import History
 from attnlab.core.config import ConfigError
 
 TASK = Task(2, 12, 5)
@@ -130,9 +130,9 @@ def test_render_ideal_uses_theory_hook(monkeypatch):
         calls.append((p, N, k, d, h))
         return ideal_head()
 
-    fake = types.ModuleType("attnlab.clustering.theory")
+    fake = types.ModuleType("attnlab.clustering.theory.construction")
     fake.build_clustering_head = build
-    monkeypatch.setitem(sys.modules, "attnlab.clustering.theory", fake)
+    monkeypatch.setitem(sys.modules, "attnlab.clustering.theory.construction", fake)
     fig = render_ideal(p=2, k=5, N=12, panels=["xi"])
     plt.close(fig)
     assert calls == [(2, 12, 5, 2, 8)]

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
+from attnlab.clustering.claims import spikes as C
 from attnlab.clustering.configs import TrainConfig
-from attnlab.clustering.history import History
+from attnlab.clustering.experiments import spikes as K
 from attnlab.clustering.outputs import CTRAIN, TINY
-from attnlab.clustering.spikes import claims as C
-from attnlab.clustering.spikes import experiments as K
-from attnlab.clustering.train import train
+from attnlab.clustering.train.history import History
+from attnlab.clustering.train.loop import train
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.metrics import wide
 from attnlab.core.registry import get
@@ -110,13 +110,13 @@ def test_spike_stats_on_synthetic_curves():
 
 def _drop(**values):
     """A typed drop unit: ``values``, every other statistic None (not measured)."""
-    from attnlab.clustering.summaries import DropUnit
+    from attnlab.clustering.summaries.spikes import DropUnit
 
     return DropUnit(**{f.name: values.get(f.name) for f in dataclasses.fields(DropUnit)})
 
 
 def test_claim_measures_on_summaries():
-    from attnlab.clustering.summaries import DynamicsSummary, SpikesSummary, SpikeUnit
+    from attnlab.clustering.summaries.spikes import DynamicsSummary, SpikesSummary, SpikeUnit
 
     s9 = DynamicsSummary(units="d2_mini,d2_full", unit={
         (2, "mini"): _drop(n_drop_eligible=3, n_drop_ratio_ge5=3, drop_ratio_min=7.0, n_eligible=2, n_ratio_ge5=1),

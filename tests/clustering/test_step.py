@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from attnlab.clustering.model import ModelSpec, forward, init_params
-from attnlab.clustering.step import (
+from attnlab.clustering.train.step import (
     Adam,
     Flat,
     chunked_tail,

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from attnlab.clustering.analysis import EPS_GRID
+from attnlab.clustering.claims import sweeps as sweep_claims
+from attnlab.clustering.experiments import sweeps
 from attnlab.clustering.outputs import STRAIN as TINY
 from attnlab.clustering.outputs import TINY as OUT
-from attnlab.clustering.sweeps import claims as sweep_claims
-from attnlab.clustering.sweeps import experiments as sweeps
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.experiment import Result
 from attnlab.core.metrics import wide
@@ -162,7 +162,7 @@ def test_claims_are_registered():
 
 def _sparsity(**units):
     """A typed Figs. 7/19 summary: ``units`` maps d to its values, every other statistic None."""
-    from attnlab.clustering.sweeps.summaries import SparsitySummary, SparsityUnit
+    from attnlab.clustering.summaries.sweeps import SparsitySummary, SparsityUnit
 
     empty = {f.name: None for f in dataclasses.fields(SparsityUnit)}
     return SparsitySummary(d={int(d[1:]): SparsityUnit(**{**empty, **v}) for d, v in units.items()})
@@ -196,7 +196,7 @@ def test_sparsity_measures_on_a_tiny_run(tmp_path):
 
 
 def test_transfer_measures(shared):
-    from attnlab.clustering.sweeps.summaries import Bar, FinetuneBar, TransferSummary
+    from attnlab.clustering.summaries.sweeps import Bar, FinetuneBar, TransferSummary
 
     r = _run(shared, "fig14")
     exp = get("clustering.fig14")

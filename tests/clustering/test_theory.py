@@ -7,9 +7,11 @@ import math
 import pytest
 import torch
 
-from attnlab.clustering import theory as T
 from attnlab.clustering.data import Task, n_multisets
 from attnlab.clustering.model import ModelSpec, forward, init_params, loss_per_seed
+from attnlab.clustering.theory import bound as B
+from attnlab.clustering.theory import construction as H
+from attnlab.clustering.theory import gradients as G
 from attnlab.core.config import ConfigError
 
 torch.set_num_threads(1)
@@ -32,14 +34,14 @@ def _grad_norm2(grads: dict) -> float:
 
 def _autograd_logit_grads(params, x, spec):
     """∇_θ ζ_j(x) by autograd, one backward pass per (sentence, class)."""
-    leaves = {n: t.clone().requires_grad_(n in T.GROUPS) for n, t in params.items()}
+    leaves = {n: t.clone().requires_grad_(n in G.GROUPS) for n, t in params.items()}
     z = forward(leaves, x, spec)["logits"][0]
     B, C = z.shape
-    out = {g: torch.zeros(B, C, *params[g].shape[1:], dtype=F64) for g in T.GROUPS}
+    out = {g: torch.zeros(B, C, *params[g].shape[1:], dtype=F64) for g in G.GROUPS}
     for b in range(B):
         for j in range(C):
-            grads = torch.autograd.grad(z[b, j], [leaves[g] for g in T.GROUPS], retain_graph=True)
-            for g, gr in zip(T.GROUPS, grads, strict=True):
+            grads = torch.autograd.grad(z[b, j], [leaves[g] for g in G.GROUPS], retain_graph=True)
+            for g, gr in zip(G.GROUPS, grads, strict=True):
                 out[g][b, j] = gr[0]
     return out
 
@@ -59,8 +61,8 @@ def _random_cases(n=20, N=6):
 # ----------------------------------------------------------------------------------------------- C1, C2
 def test_c1_lemma2_logit_gradients_match_autograd():
     for spec, params, x in _random_cases():
-        cf, ag = T.logit_grads(params, x, spec), _autograd_logit_grads(params, x, spec)
-        for g in T.GROUPS:
+        cf, ag = G.logit_grads(params, x, spec), _autograd_logit_grads(params, x, spec)
+        for g in G.GROUPS:
             assert cf[g].shape == ag[g].shape
             assert _rel(cf[g], ag[g]) < 1e-10, (spec, g)
 
@@ -72,15 +74,15 @@ def test_c1_printed_factor_is_wrong_when_xi_not_unit():
     for spec, params, x in _random_cases():
         xi_norm = forward(params, x, spec)["xi"][0].norm(dim=-1)
         assert float((xi_norm - 1).abs().max()) > 0.1
-        printed, ag = T.logit_grads(params, x, spec, printed=True), _autograd_logit_grads(params, x, spec)
+        printed, ag = G.logit_grads(params, x, spec, printed=True), _autograd_logit_grads(params, x, spec)
         assert max(_rel(printed[g], ag[g]) for g in ("q", "V")) > 0.01
         assert max(_rel(printed[g], ag[g]) for g in ("W", "U")) < 1e-10   # W, U gradients do not involve M
     # rescaling V moves ξ along itself: with ||ξ|| = 1 the printed form is exact
     spec, params, x = next(_random_cases())
     x = x[:1]
     params = dict(params, V=params["V"] / forward(params, x, spec)["xi"][0].norm())
-    printed, ag = T.logit_grads(params, x, spec, printed=True), _autograd_logit_grads(params, x, spec)
-    assert all(_rel(printed[g], ag[g]) < 1e-10 for g in T.GROUPS)
+    printed, ag = G.logit_grads(params, x, spec, printed=True), _autograd_logit_grads(params, x, spec)
+    assert all(_rel(printed[g], ag[g]) < 1e-10 for g in G.GROUPS)
 
 
 def test_c2_lemma1_loss_gradient_is_reweighted_logit_gradients():
@@ -90,16 +92,16 @@ def test_c2_lemma1_loss_gradient_is_reweighted_logit_gradients():
         y = task.labels(x)
         p_hat = torch.softmax(forward(params, x, spec)["logits"][0], -1)
         weight = p_hat - torch.nn.functional.one_hot(y, spec.p).to(F64)            # p̂_j − 1{y = j}
-        lg = T.logit_grads(params, x, spec)
-        lemma1 = {g: torch.einsum("bc,bc...->...", weight, lg[g]) / len(x) for g in T.GROUPS}
-        ag = T.autograd_grads(params, x, y, spec)
-        for g in T.GROUPS:
+        lg = G.logit_grads(params, x, spec)
+        lemma1 = {g: torch.einsum("bc,bc...->...", weight, lg[g]) / len(x) for g in G.GROUPS}
+        ag = G.autograd_grads(params, x, y, spec)
+        for g in G.GROUPS:
             assert _rel(lemma1[g], ag[g]) < 1e-10
 
 
 # ----------------------------------------------------------------------------------------------- C3
 def test_construction_concrete_numbers():
-    params, spec = T.build_clustering_head(2, 12, 5, 2, 8)
+    params, spec = H.build_clustering_head(2, 12, 5, 2, 8)
     assert spec == ModelSpec(p=2, N=12, d=2, h=8) and all(t.shape[0] == 1 and t.dtype == F64 for t in params.values())
     r2 = math.sqrt(2)
     assert torch.equal(params["E"][0], torch.tensor([[-1.0, 0.0], [1.0, 0.0]], dtype=F64))
@@ -112,7 +114,7 @@ def test_construction_concrete_numbers():
     assert math.isclose(float(params["W"][0, 0, 1]), 10 * 4.5 * r2, rel_tol=1e-14)
     U = torch.tensor([[-15, 25, -20, 20, -20, 20, 0, 0], [0] * 8], dtype=F64)
     assert torch.allclose(params["U"][0], U, atol=1e-12)
-    assert torch.equal(T._interpolation_coefficients(2, 5),
+    assert torch.equal(H._interpolation_coefficients(2, 5),
                        torch.tensor([[2, -3, 2, -2, 2, -2], [-1, 2, -2, 2, -2, 2]], dtype=F64))
 
 
@@ -136,14 +138,14 @@ def _cluster_metrics(xi, pre_id, mset_id, n_pre, n_suf):
 @pytest.mark.parametrize("cfg", CONFIGS)
 def test_c3_construction_is_an_ideal_clustering_head(cfg):
     p, N, k, d, h = cfg
-    params, spec = T.build_clustering_head(p, N, k, d, h)
+    params, spec = H.build_clustering_head(p, N, k, d, h)
     task = Task(p, N, k)
     x = task.enumerate() if p**N <= 8192 else task.sample(20_000, torch.Generator().manual_seed(0))
     y = task.labels(x)
     acts = forward(params, x, spec)
     assert bool((acts["logits"][0].argmax(-1) == y).all())
     assert float(loss_per_seed(params, x, y, spec)[0]) < 1e-8
-    assert math.sqrt(_grad_norm2(T.autograd_grads(params, x, y, spec))) < 1e-8
+    assert math.sqrt(_grad_norm2(G.autograd_grads(params, x, y, spec))) < 1e-8
     assert float(acts["attn"][0][:, :k].sum(-1).mean()) > 0.9999
     # clusters on the probe grid: one ξ per multiset of prefix values
     xg, pre_id, _ = task.probe_grid()
@@ -162,7 +164,7 @@ def test_c3_construction_is_an_ideal_clustering_head(cfg):
 
 def test_construction_general_informative_set():
     informative = (1, 4, 6, 9, 11)
-    params, spec = T.build_clustering_head(2, 12, 5, 2, 8, informative=informative)
+    params, spec = H.build_clustering_head(2, 12, 5, 2, 8, informative=informative)
     task = Task(2, 12, 5, informative)
     x = task.enumerate()
     acts = forward(params, x, spec)
@@ -172,17 +174,17 @@ def test_construction_general_informative_set():
 
 def test_construction_errors():
     with pytest.raises(ConfigError, match="'h' = 5"):
-        T.build_clustering_head(2, 12, 5, 2, 5)                   # needs h ≥ 6
+        H.build_clustering_head(2, 12, 5, 2, 5)                   # needs h ≥ 6
     with pytest.raises(ConfigError, match="'h' = 10"):
-        T.build_clustering_head(3, 12, 5, 4, 10)                  # needs h ≥ 11
+        H.build_clustering_head(3, 12, 5, 4, 10)                  # needs h ≥ 11
     with pytest.raises(ConfigError, match="'d' = 3"):
-        T.build_clustering_head(3, 12, 5, 3, 16)                  # p = 3 needs d ≥ 4
+        H.build_clustering_head(3, 12, 5, 3, 16)                  # p = 3 needs d ≥ 4
     with pytest.raises(ConfigError, match="'d' = 2"):
-        T.build_clustering_head(3, 12, 5, 2, 16)                  # p = 3, d = 2 is not covered
+        H.build_clustering_head(3, 12, 5, 2, 16)                  # p = 3, d = 2 is not covered
     with pytest.raises(ConfigError, match="'d' = 1"):
-        T.build_clustering_head(2, 12, 5, 1, 8)
+        H.build_clustering_head(2, 12, 5, 1, 8)
     with pytest.raises(ConfigError, match="'k'"):
-        T.build_clustering_head(2, 12, 13, 2, 20)
+        H.build_clustering_head(2, 12, 13, 2, 20)
 
 
 def test_theory_rejects_variants_and_ensembles():
@@ -191,13 +193,13 @@ def test_theory_rejects_variants_and_ensembles():
     y = task.labels(x)
     for spec in (ModelSpec(p=2, N=6, d=2, norm="rmsnorm"), ModelSpec(p=2, N=6, d=2, mlp_bias=True)):
         params = init_params(spec, [0], dtype=F64)
-        for fn, args in ((T.closed_form_grads, (x, y)), (T.bound_corrected, (x,)), (T.bound_paper, (x,)),
-                         (T.logit_grads, (x,)), (T.stationarity_residuals, (x, y))):
+        for fn, args in ((G.closed_form_grads, (x, y)), (B.bound_corrected, (x,)), (B.bound_paper, (x,)),
+                         (G.logit_grads, (x,)), (G.stationarity_residuals, (x, y))):
             with pytest.raises(ConfigError, match="paper's"):
                 fn(params, *args, spec)
     spec = ModelSpec(p=2, N=6, d=2)
     with pytest.raises(ConfigError, match="S = 2"):
-        T.closed_form_grads(init_params(spec, [0, 1], dtype=F64), x, y, spec)
+        G.closed_form_grads(init_params(spec, [0, 1], dtype=F64), x, y, spec)
 
 
 # ----------------------------------------------------------------------------------------------- C4, C5
@@ -207,9 +209,9 @@ def test_c4_gradient_vanishes_as_construction_scales_up():
     y = task.labels(x)
     norms = []
     for c in (0.2, 0.3, 0.5, 1.0):
-        params, spec = T.build_clustering_head(2, 12, 5, 2, 8, lam=10 * c, mu=10 * c)
+        params, spec = H.build_clustering_head(2, 12, 5, 2, 8, lam=10 * c, mu=10 * c)
         assert bool((forward(params, x, spec)["logits"][0].argmax(-1) == y).all())
-        norms.append(math.sqrt(_grad_norm2(T.autograd_grads(params, x, y, spec))))
+        norms.append(math.sqrt(_grad_norm2(G.autograd_grads(params, x, y, spec))))
     assert norms[0] > 1e-3                                   # λ = μ = 2: still correct, visibly non-stationary
     assert all(a > b for a, b in itertools.pairwise(norms))
 
@@ -219,25 +221,25 @@ def test_c5_stationarity_residuals_equal_autograd():
         task = Task(spec.p, 12, 5)
         x = task.sample(128, torch.Generator().manual_seed(3))
         y = task.labels(x)
-        cf, ag = T.closed_form_grads(params, x, y, spec), T.autograd_grads(params, x, y, spec)
-        assert all(_rel(cf[g], ag[g]) < 1e-10 for g in T.GROUPS)
+        cf, ag = G.closed_form_grads(params, x, y, spec), G.autograd_grads(params, x, y, spec)
+        assert all(_rel(cf[g], ag[g]) < 1e-10 for g in G.GROUPS)
     task = Task(2, 12, 5)
     x = task.enumerate()
     y = task.labels(x)
     for c in (0.2, 0.3, 0.5, 1.0):   # near-stationary: compare on the joint gradient (q alone is ~1e-6 of it)
-        params, spec = T.build_clustering_head(2, 12, 5, 2, 8, lam=10 * c, mu=10 * c)
-        assert _joint_rel(T.closed_form_grads(params, x, y, spec), T.autograd_grads(params, x, y, spec)) < 1e-10
-    res = T.stationarity_residuals(params, x, y, spec)
+        params, spec = H.build_clustering_head(2, 12, 5, 2, 8, lam=10 * c, mu=10 * c)
+        assert _joint_rel(G.closed_form_grads(params, x, y, spec), G.autograd_grads(params, x, y, spec)) < 1e-10
+    res = G.stationarity_residuals(params, x, y, spec)
     assert set(res) == {"q", "V", "W", "U", "total"}
     assert res["total"] < 1e-8
-    assert math.isclose(res["total"] ** 2, sum(res[g] ** 2 for g in T.GROUPS), rel_tol=1e-12)
+    assert math.isclose(res["total"] ** 2, sum(res[g] ** 2 for g in G.GROUPS), rel_tol=1e-12)
 
 
 # ----------------------------------------------------------------------------------------------- C6, C7
 def _check_bounds(params, x, y, spec, record):
-    g2 = _grad_norm2(T.autograd_grads(params, x, y, spec))
-    err = T.tv_error(params, x, y, spec)
-    corrected, paper = T.bound_corrected(params, x, spec), T.bound_paper(params, x, spec)
+    g2 = _grad_norm2(G.autograd_grads(params, x, y, spec))
+    err = B.tv_error(params, x, y, spec)
+    corrected, paper = B.bound_corrected(params, x, spec), B.bound_paper(params, x, spec)
     assert g2 <= corrected * err, (g2, corrected * err)
     record.append((g2, paper * err))
 
@@ -281,8 +283,8 @@ def test_paper_bound_fails_for_small_xi():
     params["V"] = params["V"] * 1e-3
     x = task.sample(512, torch.Generator().manual_seed(6))
     y = task.labels(x)
-    g2, err = _grad_norm2(T.autograd_grads(params, x, y, spec)), T.tv_error(params, x, y, spec)
-    assert T.bound_paper(params, x, spec) * err < g2 <= T.bound_corrected(params, x, spec) * err
+    g2, err = _grad_norm2(G.autograd_grads(params, x, y, spec)), B.tv_error(params, x, y, spec)
+    assert B.bound_paper(params, x, spec) * err < g2 <= B.bound_corrected(params, x, spec) * err
 
 
 def test_c7_tv_identity():
@@ -292,7 +294,7 @@ def test_c7_tv_identity():
     for spec, params, _ in _random_cases(n=6, N=8):
         if spec.p != 3:
             continue
-        e1, e2 = T.tv_error(params, x, y, spec), T.tv_error(params, x, y, spec, form="l1")
+        e1, e2 = B.tv_error(params, x, y, spec), B.tv_error(params, x, y, spec, form="l1")
         assert 0 < e1 < 1 and abs(e1 - e2) < 1e-12
     with pytest.raises(ConfigError, match="'form'"):
-        T.tv_error(params, x, y, spec, form="l2")
+        B.tv_error(params, x, y, spec, form="l2")

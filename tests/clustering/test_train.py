@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from attnlab.cli import app
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.model import GROUPS, init_params
-from attnlab.clustering.train import make_data, train, transfer
+from attnlab.clustering.train.loop import make_data, train, transfer
 from attnlab.core.config import ConfigError, resolve
 from attnlab.core.registry import get
 
@@ -138,7 +138,7 @@ def test_training_matches_a_plain_pytorch_loop(n_train):
     import torch.nn.functional as F
 
     from attnlab.clustering.model import init_params
-    from attnlab.clustering.train import make_data
+    from attnlab.clustering.train.loop import make_data
     from attnlab.core.rng import stream_seed
 
     cfg = TrainConfig(d=4, k=3, n_train=n_train, n_test=64, epochs=2, head_metrics=False, snapshot_every=0,
@@ -173,7 +173,7 @@ def test_evaluation_on_the_enumerated_space_equals_forward_passes(preset):
     """At p = 2, N = 12 the per-epoch record is read from one pass over the 4096 sentences (train loss and its
     gradient weighted by each sentence's multiplicity in the train set, test/unseen by lookup); every metric
     equals the forward passes over the train, test and unseen sets and the probe grid."""
-    from attnlab.clustering.train import evaluate
+    from attnlab.clustering.train.loop import evaluate
 
     cfg = TrainConfig(n_seeds=3, preset=preset, dtype="float64", **SMALL)
     task, spec = cfg.task(), cfg.spec()
@@ -203,7 +203,7 @@ def test_sparse_step_record_keeps_every_kth_step():
 
 def test_capturable_adam_equals_eager_adam():
     """The graph path's Adam (step count kept as a tensor) makes the same updates as the eager one."""
-    from attnlab.clustering.step import Adam, Flat
+    from attnlab.clustering.train.step import Adam, Flat
 
     params = init_params(TrainConfig(preset="pal").spec(), [0, 1], dtype=torch.float64)
     a, b = Flat(params), Flat(params)

@@ -44,7 +44,7 @@ def test_compare_interpolates_onto_reference_grid():
 def test_compare_pairs_two_clustering_runs_through_their_history():
     """clustering's History offers the paired view: two trainings (seeds 0 and 1 alone, then together) compare."""
     from attnlab.clustering.configs import TrainConfig
-    from attnlab.clustering.train import train
+    from attnlab.clustering.train.loop import train
 
     small = {"n_train": 64, "n_test": 64, "batch_size": 32, "epochs": 3}
     both = train(TrainConfig(n_seeds=2, **small)).trajectory()

@@ -14,10 +14,10 @@ import torch
 from PIL import Image
 
 from attnlab.clustering.configs import TrainConfig
-from attnlab.clustering.history import History
 from attnlab.clustering.model import forward
 from attnlab.clustering.render import panels as P
-from attnlab.clustering.train import train
+from attnlab.clustering.train.history import History
+from attnlab.clustering.train.loop import train
 from attnlab.core.config import ConfigError
 from attnlab.core.registry import get
 from attnlab.core.runs import RunStore

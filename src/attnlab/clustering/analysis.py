@@ -6,7 +6,7 @@ Every function takes stacked parameters with a leading seed axis S (``model.py``
 are evaluated on the probe grid G = {prefixes} × {suffixes} (paper Sec. 2) unless a ``probe`` is given: either the
 ``(x, prefix_id, suffix_id)`` triple of :meth:`Task.probe_grid` or a plain (B, N) tensor of sentences. Forward
 passes are chunked over seeds so that S·B·N·d stays below ``max_elements``. Time-series detectors (two-stage
-learning, spikes) live in :mod:`attnlab.clustering.dynamics`.
+learning, spikes) live in :mod:`attnlab.clustering.train.dynamics`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import numpy as np
 import torch
 
 from attnlab.clustering.data import Task
-from attnlab.clustering.dynamics import spearman  # noqa: F401  (re-exported: D6 sparsity vs accuracy)
 from attnlab.clustering.model import ModelSpec, Params, activation, normalize, softmax_last, token_table
 from attnlab.clustering.probe import (  # noqa: F401  (Grid, grid, MAX_ELEMENTS re-exported)
     MAX_ELEMENTS,
@@ -31,6 +30,7 @@ from attnlab.clustering.probe import (  # noqa: F401  (Grid, grid, MAX_ELEMENTS 
     sq_norm,
     xi_stats,
 )
+from attnlab.clustering.train.dynamics import spearman  # noqa: F401  (re-exported: D6 sparsity vs accuracy)
 
 F64 = torch.float64
 

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from attnlab.clustering import analysis, dynamics
-from attnlab.clustering.history import History
+from attnlab.clustering import analysis
+from attnlab.clustering.train import dynamics
+from attnlab.clustering.train.history import History
 from attnlab.clustering.units import epoch_frame
 
 TYPES = ("ideal", "value_corrected", "partial", "fuzzy", "failed")

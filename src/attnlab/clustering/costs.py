@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnlab.clustering.configs import as_train_config, unit_config
+from attnlab.clustering.configs import as_train_config, dim_config, parse_variant, unit_config, unit_dims
 from attnlab.clustering.data import MAX_ENUMERATION, PROBE_LIMIT
-from attnlab.clustering.spikes.configs import dim_config, parse_variant, unit_dims
 
 STEP_FIXED = 6e5       # dispatch of one step's ~120 kernels, in activation elements (≈ 1 ms on one CPU thread)
 EVAL_FIXED = 2e6       # dispatch of one evaluation's few hundred kernels

@@ -16,6 +16,7 @@ from typing import Literal
 import torch
 
 from attnlab.core.config import ConfigError
+from attnlab.core.rng import generator
 
 TestMode = Literal["iid", "complement", "full"]
 MAX_ENUMERATION = 2**20  # p^N above this is sampled, never enumerated (paper Sec. 2)
@@ -132,7 +133,7 @@ class Task:
         if n_suffixes >= n_all:
             suffixes = decode(torch.arange(n_all), self.p, n_spur)
         else:
-            g = torch.Generator().manual_seed(seed)
+            g = generator(seed)
             suffixes = torch.randint(0, self.p, (n_suffixes, n_spur), generator=g)
         n_pre, n_suf = len(prefixes), len(suffixes)
         x = torch.empty(n_pre, n_suf, self.N, dtype=torch.long)

@@ -1,10 +1,8 @@
 """Summary keys and array names built from parameters, shared by the experiments that write them and the claims
-and figures that read them (``outputs.py`` declares them, so a rename fails ``tests/core/test_outputs.py``)."""
+and figures that read them (the typed summaries, ``summaries/``, declare them, so a rename fails
+``tests/core/test_outputs.py``)."""
 
 from __future__ import annotations
-
-from collections.abc import Mapping
-from typing import Any
 
 
 def scaled_key(name: str, c: float) -> str:
@@ -37,7 +35,3 @@ def bar_array(name: str, kind: str, q: int) -> str:
     """Array ``name`` (test_acc, epochs: (E, S), (E,)) of the Fig. 14 bar ``kind`` at p' = q."""
     return f"{kind}_p{q}/{name}"
 
-
-def bar_moduli(summary: Mapping[str, Any], name: str, kind: str) -> list[int]:
-    """The moduli p' (ascending) of the Fig. 14 bars of ``kind`` whose summary holds the key ``name``."""
-    return [q for q in range(2, 98) if bar_key(name, kind, q) in summary]

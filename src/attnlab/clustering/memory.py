@@ -29,9 +29,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnlab.clustering.configs import TrainConfig, as_train_config, unit_config
+from attnlab.clustering.configs import TrainConfig, as_train_config, dim_config, parse_variant, unit_config, unit_dims
 from attnlab.clustering.data import MAX_ENUMERATION
-from attnlab.clustering.spikes.configs import dim_config, parse_variant, unit_dims
 
 TAIL_CHUNK = 2**19        # hidden units per chunk of the record's closed-form tail (step.chunked_tail)
 

@@ -16,14 +16,19 @@ RMSNorm with eps added to the root mean square (``rms_eps="outside"``) and a tok
 element-wise activation of ``MLP_ACTIVATIONS`` (GeLU in the paper), its output optionally dropped out in training
 (``mlp_dropout``, as the public code does, on U σ(·) before the residual).
 
-``forward`` returns the named activations (TransformerLens style) and applies optional ``hooks``
-{name: fn(tensor) -> tensor} right after each one is computed, so analysis code can read or patch them.
+``forward`` returns the named activations and calls an optional ``hook(name, tensor)`` right after each one is
+computed (the hook protocol of :mod:`attnlab.signal.model` and :mod:`attnlab.paths.model`): it may return a
+replacement, so analysis code can read or patch them. Hook names are TransformerLens's for this one-layer model
+(``HOOK_NAMES``): ``hook_embed`` (e), ``blocks.0.ln1.hook_normalized`` (z), ``blocks.0.attn.hook_attn_scores``,
+``blocks.0.attn.hook_pattern`` (a), ``blocks.0.attn.hook_z`` (Σ_t a_t z_t, before V), ``blocks.0.hook_attn_out``
+(ξ), ``blocks.0.ln2.hook_normalized`` (ξ̄), ``blocks.0.mlp.hook_pre``, ``blocks.0.mlp.hook_post``,
+``blocks.0.hook_mlp_out``, ``blocks.0.hook_resid_post`` (ψ) and ``hook_logits`` (ζ).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -32,7 +37,7 @@ import torch.nn.functional as F
 
 from attnlab.clustering.activations import MLP_ACTIVATIONS, activation, canonical  # noqa: F401 (re-exported)
 from attnlab.core.config import ConfigError
-from attnlab.core.rng import stream_seed
+from attnlab.core.rng import generator, stream_seed
 
 Norm = Literal["sphere", "rmsnorm", "smooth", "smooth_inf"]
 Params = dict[str, torch.Tensor]
@@ -168,7 +173,7 @@ def nested_mlp(table: torch.Tensor, spec: ModelSpec) -> Params:
 
 def draw(shape: tuple[int, ...], law: str, scale: float, seed: int) -> torch.Tensor:
     """One parameter tensor from its own CPU generator (float64 draws, cast later: identical across dtypes)."""
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     if law == "normal":
         return torch.randn(shape, generator=g, dtype=torch.float64) * scale
     if law == "uniform":
@@ -196,7 +201,14 @@ def grow_vocab(params: Params, spec: ModelSpec, p_new: int,
 
 
 # ----------------------------------------------------------------------------------------------- forward
-Hooks = Mapping[str, Callable[[torch.Tensor], torch.Tensor]]
+Hook = Callable[[str, torch.Tensor], torch.Tensor | None]
+
+#: name of each activation ``forward`` returns → the name its hook is called with (TransformerLens's)
+HOOK_NAMES = {"e": "hook_embed", "z": "blocks.0.ln1.hook_normalized", "scores": "blocks.0.attn.hook_attn_scores",
+              "attn": "blocks.0.attn.hook_pattern", "pooled": "blocks.0.attn.hook_z", "xi": "blocks.0.hook_attn_out",
+              "xi_n": "blocks.0.ln2.hook_normalized", "pre": "blocks.0.mlp.hook_pre",
+              "hidden": "blocks.0.mlp.hook_post", "mlp_out": "blocks.0.hook_mlp_out", "psi": "blocks.0.hook_resid_post",
+              "logits": "hook_logits"}
 
 
 def embed(params: Params, x: torch.Tensor) -> torch.Tensor:
@@ -214,29 +226,30 @@ def token_table(params: Params, spec: ModelSpec) -> torch.Tensor:
     return normalize(params["E"][:, :, None] + params["P"][:, None], spec, _gain(params, "g_attn"))
 
 
-def forward(params: Params, x: torch.Tensor, spec: ModelSpec, hooks: Hooks | None = None,
+def forward(params: Params, x: torch.Tensor, spec: ModelSpec, hook: Hook | None = None,
             tokens: bool = True, mlp_keep: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
     """All named activations for inputs x (B, N) or (S, B, N): e, z (S,B,N,d); scores, attn (S,B,N);
     pooled = Σ_t a_t z_t and ξ = V·pooled (S,B,d); xi_n = Norm(ξ); pre = Wξ̄ (+bW), hidden = σ(pre) (S,B,h);
     mlp_out = U·hidden (+bU), ψ = ξ + mlp_out (S,B,d); logits ζ = E ψ (S,B,n_emb).
 
     ``tokens=False`` (the training path) skips the per-token e and z: scores are read from the normalised
-    (v, t) table and ξ pools table rows, the same numbers with far fewer small kernels. Hooks on e or z force
-    the per-token path. ``mlp_keep`` (S, B, d), the dropout mask already divided by the keep probability,
-    multiplies the MLP's output (training with ``mlp_dropout``; evaluation passes none).
+    (v, t) table and ξ pools table rows, the same numbers with far fewer small kernels. A ``hook`` (module
+    docstring) forces the per-token path. ``mlp_keep`` (S, B, d), the dropout mask already divided by the keep
+    probability, multiplies the MLP's output (training with ``mlp_dropout``; evaluation passes none).
     """
     acts: dict[str, torch.Tensor] = {}
 
     def put(name: str, value: torch.Tensor) -> torch.Tensor:
-        if hooks and name in hooks:
-            value = hooks[name](value)
+        if hook is not None:
+            out = hook(HOOK_NAMES[name], value)
+            value = value if out is None else out
         acts[name] = value
         return value
 
     q = params["q"]
     if x.dim() == 2:
         x = x.expand(q.shape[0], *x.shape)
-    if tokens or (hooks and ("e" in hooks or "z" in hooks)):
+    if tokens or hook is not None:
         e = put("e", embed(params, x))
         z = put("z", normalize(e, spec, _gain(params, "g_attn")))
         scores = put("scores", (z * q[:, None, None, :]).sum(-1) / math.sqrt(spec.d))

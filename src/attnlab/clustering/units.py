@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from attnlab.clustering.configs import TrainConfig
-from attnlab.clustering.history import History
-from attnlab.clustering.train import train
+from attnlab.clustering.train.history import History
+from attnlab.clustering.train.loop import train
 from attnlab.core.runs import RunContext
 from attnlab.core.units import Unit, run_units
 

@@ -21,7 +21,7 @@ from attnlab.clustering.render.panels import (
 )
 
 _LAZY = {
-    "draw_panel": "render", "render_snapshot": "render", "render_strip": "render", "render_ideal": "render",
+    "draw_panel": "draw", "render_snapshot": "render", "render_strip": "render", "render_ideal": "render",
     "SnapshotRenderer": "render", "strip_epochs": "render",
     "render_frames": "animate", "render_animation": "animate", "snapshot_indices": "animate",
     "render_run": "runs", "load_history": "runs",

@@ -15,8 +15,8 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-from attnlab.clustering.history import History
 from attnlab.clustering.render.render import SnapshotRenderer, resolve_panels
+from attnlab.clustering.train.history import History
 from attnlab.core.config import ConfigError
 
 FORMATS = ("png", "pdf")

@@ -13,8 +13,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import ScaledTranslation
 
-from attnlab.clustering.render import panels as P
-from attnlab.core.plotting import COLORS
+from attnlab.clustering.render.geometry import CLASS_MARKERS, Data, group_annotations
+from attnlab.core.plotting import COLORS, STYLE
 
 _TAB20 = plt.get_cmap("tab20").colors
 POSITION_COLORS = [_TAB20[i] for i in range(0, 20, 2)] + [_TAB20[i] for i in range(1, 20, 2)]
@@ -36,7 +36,7 @@ def class_color(v: int) -> Any:
 
 
 # ----------------------------------------------------------------------------------------------- geometry helpers
-def _geometry(ax, data: P.Data, *, adjustable: str = "datalim") -> None:
+def _geometry(ax, data: Data, *, adjustable: str = "datalim") -> None:
     fr = data["frame"]
     if fr["kind"] != "plane":  # the plane's own axes need no label (fewer texts per frame); PCA axes do
         ax.set_xlabel(fr["labels"][0])
@@ -74,7 +74,7 @@ def _by_marker(ax, pts: np.ndarray, markers: list[str], colors: list | np.ndarra
         _scatter(ax, pts[sel], c=list(c) if c.dtype == object else c, marker=mk, s=s, **kw)
 
 
-def _annotate(ax, ann: P.Data, *, fontsize: float = 7, center: np.ndarray | None = None, off: float = 5) -> None:
+def _annotate(ax, ann: Data, *, fontsize: float = 7, center: np.ndarray | None = None, off: float = 5) -> None:
     """Labels pushed away from ``center`` (default: the middle of the labelled points) to limit overlaps."""
     xy = np.asarray(ann["xy"], dtype=float)
     if len(xy) == 0:
@@ -102,7 +102,7 @@ def _corner(ax, text: str, **kw) -> None:
         ax.text(0.02, 0.02, text, transform=ax.transAxes, fontsize=7, **kw)
 
 
-def _origin(ax, data: P.Data) -> None:
+def _origin(ax, data: Data) -> None:
     if data["frame"]["dim"] == 2:
         ax.plot([0], [0], "+", color="0.4", ms=7, mew=1, zorder=0)
 
@@ -115,7 +115,7 @@ def _marker_legend(ax, items: list[tuple[str, str]], loc: str = "best") -> None:
 
 
 # ----------------------------------------------------------------------------------------------- draw functions
-def draw_tokens(ax, d: P.Data) -> None:
+def draw_tokens(ax, d: Data) -> None:
     _origin(ax, d)
     _scatter(ax, d["points"], c=[class_color(v) for v in d["values"]], marker="o", s=70, zorder=3)
     ann = {"xy": d["annotations"]["xy"], "text": [f"$E({t})$" if "," not in t else t for t in d["annotations"]["text"]]}
@@ -124,7 +124,7 @@ def draw_tokens(ax, d: P.Data) -> None:
     _geometry(ax, d)
 
 
-def draw_positions(ax, d: P.Data) -> None:
+def draw_positions(ax, d: Data) -> None:
     _origin(ax, d)
     _by_marker(ax, d["points"], d["markers"], palette(d["color_index"], 20, POSITION_COLORS), s=46, zorder=3)
     _annotate(ax, d["annotations"], fontsize=8, center=np.zeros(2))
@@ -133,20 +133,20 @@ def draw_positions(ax, d: P.Data) -> None:
     _marker_legend(ax, [("o", "informative $t\\leq k$"), ("s", "spurious $t>k$")])
 
 
-def _token_cloud(ax, d: P.Data, center: np.ndarray | None = None) -> None:
+def _token_cloud(ax, d: Data, center: np.ndarray | None = None) -> None:
     _by_marker(ax, d["points"], d["markers"], palette(d["color_index"], 20, POSITION_COLORS), s=34, zorder=3)
     _annotate(ax, d["annotations"], fontsize=6.5, center=center)
     _pad_limits(ax, d["points"])
     _geometry(ax, d)
 
 
-def draw_embeddings(ax, d: P.Data) -> None:
+def draw_embeddings(ax, d: Data) -> None:
     _origin(ax, d)
     _token_cloud(ax, d, center=np.zeros(2))
     _corner(ax, f"min ‖E(x)+P(t)‖ = {d['min_norm']:.3g}", color="0.3")
 
 
-def draw_normalized(ax, d: P.Data) -> None:
+def draw_normalized(ax, d: Data) -> None:
     r = d["radius"]
     q = d["query"]["vector"]
     if d["frame"]["dim"] == 3:
@@ -165,12 +165,12 @@ def draw_normalized(ax, d: P.Data) -> None:
         _pad_limits(ax, np.array([[-r, -r], [r, r]]), pad=0.2)
 
 
-def draw_value(ax, d: P.Data) -> None:
+def draw_value(ax, d: Data) -> None:
     _origin(ax, d)
     _token_cloud(ax, d, center=np.zeros(2))
 
 
-def draw_attention(ax, d: P.Data) -> None:
+def draw_attention(ax, d: Data) -> None:
     a = d["attn"]
     n, N = a.shape
     im = ax.imshow(a, cmap="Blues", norm=PowerNorm(0.5, vmin=0.0, vmax=1.0), aspect="auto", interpolation="nearest")
@@ -188,14 +188,14 @@ def draw_attention(ax, d: P.Data) -> None:
     cb.ax.tick_params(labelsize=6)
 
 
-def _sentences(ax, d: P.Data, s: float = 30, legend: bool = False) -> None:
+def _sentences(ax, d: Data, s: float = 30, legend: bool = False) -> None:
     _by_marker(ax, d["points"], d["markers"], d["colors"], s=s, zorder=3, linewidths=0.4)
     if legend:
         classes = sorted(set(np.asarray(d["classes"]).tolist()))
-        _marker_legend(ax, [(P.CLASS_MARKERS[c % len(P.CLASS_MARKERS)], f"$y={c}$") for c in classes])
+        _marker_legend(ax, [(CLASS_MARKERS[c % len(CLASS_MARKERS)], f"$y={c}$") for c in classes])
 
 
-def draw_xi(ax, d: P.Data) -> None:
+def draw_xi(ax, d: Data) -> None:
     _sentences(ax, d, legend=True)
     _pad_limits(ax, d["points"])
     _geometry(ax, d)
@@ -205,7 +205,7 @@ def _light(c, amount: float = 0.55) -> np.ndarray:
     return 1 - amount * (1 - np.asarray(to_rgb(c)))
 
 
-def draw_psi(ax, d: P.Data) -> None:
+def draw_psi(ax, d: Data) -> None:
     reg = d["regions"]
     if reg is not None:
         n_cls = int(reg["argmax"].max()) + 1
@@ -221,7 +221,7 @@ def draw_psi(ax, d: P.Data) -> None:
     _geometry(ax, d, adjustable="box" if reg is not None else "datalim")
 
 
-def draw_levels(ax, d: P.Data) -> None:
+def draw_levels(ax, d: Data) -> None:
     probs, xs, ys = d["probs"], d["xs"], d["ys"]
     n_cls = probs.shape[-1]
     cols = np.array([_light(class_color(v), 0.55) for v in range(n_cls)])
@@ -242,7 +242,7 @@ def draw_levels(ax, d: P.Data) -> None:
     _geometry(ax, d, adjustable="box")
 
 
-def draw_mlp(ax, d: P.Data) -> None:
+def draw_mlp(ax, d: Data) -> None:
     h = len(d["receptors"])
     cols = palette(d["color_index"], h)
     dim = d["frame"]["dim"]
@@ -251,14 +251,14 @@ def draw_mlp(ax, d: P.Data) -> None:
             seg = np.stack([np.zeros(dim), pts[i]])
             ax.plot(*seg.T, color=cols[i], lw=0.8, alpha=0.45, zorder=1)
         _scatter(ax, pts, c=cols, marker=mk, s=40, zorder=3)
-    _annotate(ax, P.group_annotations(d["receptors"], [(i + 1,) for i in range(h)]), fontsize=7, center=np.zeros(2))
+    _annotate(ax, group_annotations(d["receptors"], [(i + 1,) for i in range(h)]), fontsize=7, center=np.zeros(2))
     _origin(ax, d)
     _pad_limits(ax, np.concatenate([d["receptors"], d["assemblers"], np.zeros((1, dim))]))
     _geometry(ax, d)
     _marker_legend(ax, [("o", "receptor $w_i$"), ("^", "assembler $u_i$")])
 
 
-def draw_output(ax, d: P.Data) -> None:
+def draw_output(ax, d: Data) -> None:
     if d["kind"] == "strip":
         ax.axvline(0.5, color="0.5", lw=0.8, ls="--")
         n_ms = int(np.max(d["multiset_id"])) + 1
@@ -277,12 +277,12 @@ def draw_output(ax, d: P.Data) -> None:
     ax.set_title(d["title"], fontsize=10)
 
 
-def _cursor(ax, d: P.Data) -> None:
+def _cursor(ax, d: Data) -> None:
     if d.get("cursor") is not None:
         ax.axvline(d["cursor"], color=CURSOR_COLOR, ls="--", lw=1.2)
 
 
-def draw_loss(ax, d: P.Data) -> None:
+def draw_loss(ax, d: Data) -> None:
     styles = {"train_loss": (COLORS[0], "-"), "test_loss": (COLORS[1], "-"), "train_acc": (COLORS[0], ":"),
               "test_acc": (COLORS[1], ":")}
     for name, y in d["series"].items():
@@ -296,7 +296,7 @@ def draw_loss(ax, d: P.Data) -> None:
     ax.legend(fontsize=7, loc="center right")
 
 
-def _log_series(ax, d: P.Data, ylabel: str) -> None:
+def _log_series(ax, d: Data, ylabel: str) -> None:
     for i, (name, y) in enumerate(d["series"].items()):
         ax.plot(d["epochs"], np.where(y > 0, y, np.nan), color=COLORS[i % len(COLORS)], lw=1.2, label=name)
     ax.set_yscale("log")
@@ -307,15 +307,15 @@ def _log_series(ax, d: P.Data, ylabel: str) -> None:
     ax.legend(fontsize=7, ncols=2 if len(d["series"]) > 3 else 1, loc="best")
 
 
-def draw_grads(ax, d: P.Data) -> None:
+def draw_grads(ax, d: Data) -> None:
     _log_series(ax, d, r"$\|\nabla L\|$")
 
 
-def draw_min_norm(ax, d: P.Data) -> None:
+def draw_min_norm(ax, d: Data) -> None:
     _log_series(ax, d, "norm")
 
 
-def draw_sparsity(ax, d: P.Data) -> None:
+def draw_sparsity(ax, d: Data) -> None:
     ax.axvspan(*d["band"], color="0.9", zorder=0)
     ax.plot(d["eps"], d["sparsity"], color=COLORS[0], marker=".", ms=3)
     ax.set_xscale("log")
@@ -340,3 +340,12 @@ DRAW = {"tokens": draw_tokens, "positions": draw_positions, "embeddings": draw_e
         "normalized": draw_normalized, "attention": draw_attention, "value": draw_value, "xi": draw_xi,
         "psi": draw_psi, "levels": draw_levels, "mlp": draw_mlp, "output": draw_output, "loss": draw_loss,
         "grads": draw_grads, "sparsity": draw_sparsity, "min_norm": draw_min_norm}
+
+
+RC = {**STYLE, "axes.titley": 1.0}  # a fixed title position skips a costly per-draw title layout
+
+
+def draw_panel(ax, name: str, data: Data) -> None:
+    """Draw panel ``name`` from its ``panels.PANELS[name].compute`` data onto ``ax`` (3-D axes when d = 3)."""
+    with plt.rc_context(RC):
+        DRAW[name](ax, data)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 Data = dict[str, Any]
+CLASS_MARKERS = ("s", "o", "^", "D", "v", "P", "X", "*")  # class y = 0, 1, 2 → square, circle, triangle (Sec. 4.1)
 
 
 class Frame:

@@ -25,10 +25,8 @@ import torch
 
 from attnlab.clustering.data import Task
 from attnlab.clustering.model import ModelSpec, activation, forward, normalize
-from attnlab.clustering.render.geometry import Frame, group_annotations, square_box
+from attnlab.clustering.render.geometry import CLASS_MARKERS, Data, Frame, group_annotations, square_box
 
-Data = dict[str, Any]
-CLASS_MARKERS = ("s", "o", "^", "D", "v", "P", "X", "*")  # class y = 0, 1, 2 → square, circle, triangle (Sec. 4.1)
 EPS_GRID = np.logspace(-5, 2, 50)                            # activation-sparsity thresholds (App. A.1, Fig. 7)
 GRAD_GROUPS = ("E", "P", "q", "V", "W", "U")
 
@@ -324,9 +322,9 @@ class Panel(NamedTuple):
 
 def _lazy_draw(name: str) -> Callable[[Any, Data], None]:
     def draw(ax: Any, data: Data) -> None:
-        from attnlab.clustering.render import render  # matplotlib only when drawing
+        from attnlab.clustering.render import draw as drawing  # matplotlib only when drawing
 
-        render.draw_panel(ax, name, data)
+        drawing.draw_panel(ax, name, data)
 
     draw.__name__ = f"draw_{name}"
     return draw

@@ -1,6 +1,6 @@
 """Offline matplotlib renderer of the visual sandbox (paper Secs. 4.1–4.4, Figs. 1–6, 8, 10–13).
 
-``draw_panel(ax, name, data)`` draws one panel from the pure data of ``panels.py``; ``SnapshotRenderer`` lays
+``draw.draw_panel(ax, name, data)`` draws one panel from the pure data of ``panels.py``; ``SnapshotRenderer`` lays
 out a list of panels in a grid and redraws the same figure for successive snapshots (animations);
 ``render_snapshot`` is the one-shot version, ``render_strip`` the Fig. 8 strip and ``render_ideal`` Fig. 1.
 """
@@ -17,15 +17,14 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from attnlab.clustering.data import Task
-from attnlab.clustering.history import History
 from attnlab.clustering.model import ModelSpec
 from attnlab.clustering.render import panels as P
-from attnlab.clustering.render.draw import CURSOR_COLOR, DRAW
+from attnlab.clustering.render.draw import CURSOR_COLOR, DRAW, RC
+from attnlab.clustering.train.history import History
 from attnlab.core.config import ConfigError
-from attnlab.core.plotting import COLORS, STYLE, figure
+from attnlab.core.plotting import COLORS, figure
 
 log = logging.getLogger(__name__)
-RC = {**STYLE, "axes.titley": 1.0}  # a fixed title position skips a costly per-draw title layout
 
 
 def _reset(ax) -> None:
@@ -39,12 +38,6 @@ def _reset(ax) -> None:
         ax.legend_.remove()
     ax.ignore_existing_data_limits = True
     ax.set_autoscale_on(True)
-
-
-def draw_panel(ax, name: str, data: P.Data) -> None:
-    """Draw panel ``name`` from its ``panels.PANELS[name].compute`` data onto ``ax`` (3-D axes when d = 3)."""
-    with plt.rc_context(RC):
-        DRAW[name](ax, data)
 
 
 # ----------------------------------------------------------------------------------------------- layouts
@@ -236,7 +229,7 @@ def render_ideal(p: int = 2, k: int = 5, N: int = 12, *, d: int | None = None, h
     """Fig. 1: the hand-built clustering head from ``theory.build_clustering_head(p, N, k, d, h)``,
     or from an explicit ``head=(params, spec)``."""
     if head is None:
-        from attnlab.clustering.theory import build_clustering_head
+        from attnlab.clustering.theory.construction import build_clustering_head
 
         d = d if d is not None else (2 if p == 2 else p + 1)
         h = h if h is not None else max(4 * d, k * (p - 1) + 1)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnlab.clustering.history import History, histories
+from attnlab.clustering.train.history import History, histories
 from attnlab.core.config import ConfigError
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from attnlab.clustering.history import History, histories
 from attnlab.clustering.render import panels as P
+from attnlab.clustering.train.history import History, histories
 from attnlab.clustering.views import figures as F
 from attnlab.core.config import ConfigError
 from attnlab.sandbox.plugin import Figure, PanelSpec, StudyPlugin, View, register

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from attnlab.clustering.model import ModelSpec
-from attnlab.clustering.step import ACT_BACKWARD, Adam, Flat, loss_and_grads
+from attnlab.clustering.train.step import ACT_BACKWARD, Adam, Flat, loss_and_grads
 
 
 def packed_norms(grad: torch.Tensor, group: torch.Tensor, n_groups: int) -> torch.Tensor:

@@ -1,5 +1,5 @@
 """The typed summaries of paper 4's sweeps (:mod:`attnlab.core.summaries`; the other experiments' are in
-:mod:`attnlab.clustering.summaries`): success against sparsity (Figs. 7, 17-19: ``SparsitySummary.d[8].n_success``),
+:mod:`.training` and :mod:`.spikes`): success against sparsity (Figs. 7, 17-19: ``SparsitySummary.d[8].n_success``),
 transfer against training from scratch (Fig. 14: ``TransferSummary.scratch[q]``, ``.finetune[q]``, ``.gain``) and
 the learning-rate and seed ablation (Fig. 16: ``AblationSummary.lr[0.01]``). A value is a number, or None where the
 run stored NaN ("never happened").

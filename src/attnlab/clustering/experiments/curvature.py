@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnlab.clustering import costs, outputs, summaries
+from attnlab.clustering import costs, outputs
+from attnlab.clustering.configs import CurvatureConfig
+from attnlab.clustering.figures import spikes as spike_figures
 from attnlab.clustering.model import ModelSpec, normalize
-from attnlab.clustering.spikes import figures as spike_figures
-from attnlab.clustering.spikes.configs import CurvatureConfig
+from attnlab.clustering.summaries import spikes as summaries
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 

@@ -1,5 +1,6 @@
-"""Circuit figures of paper 4 (Figs. 1-6, 8, 15; Sec. 3, Secs. 4.2-4.3, App. A.2): config in, tables and arrays out, no
-plotting (``figures.py``); per-model measurements in ``circuits.py``. Every trained run is stored in the arrays with
+"""Circuit figures of paper 4 (Figs. 1-6, 8, 15; Sec. 3, Secs. 4.2-4.3, App. A.2): config in, tables and arrays out,
+no plotting (``figures/training.py``); per-model measurements in ``circuits.py``. Every trained run is stored in the
+arrays with
 ``History.to_arrays(prefix)`` (``run/``; ``pretrain/`` and ``finetune/`` for the transfer), so the sandbox reopens
 it. Training checkpoints every epoch (at most every 30 s) and resumes bit-identically on CPU. Quick scale uses
 k = 3 (a 3-sparse parity escapes its plateau within a few hundred epochs at d = 2; the plateau grows steeply with
@@ -15,7 +16,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
 
-from attnlab.clustering import costs, dynamics, figures, memory, outputs, summaries, theory
+from attnlab.clustering import costs, memory, outputs
 from attnlab.clustering.circuits import (
     attention_change,
     choose_two_stage_seed,
@@ -27,8 +28,12 @@ from attnlab.clustering.circuits import (
     type_counts,
 )
 from attnlab.clustering.configs import TrainConfig, as_train_config
-from attnlab.clustering.history import History
-from attnlab.clustering.train import train, transfer
+from attnlab.clustering.figures import training as figures
+from attnlab.clustering.summaries import training as summaries
+from attnlab.clustering.theory import construction
+from attnlab.clustering.train import dynamics
+from attnlab.clustering.train.history import History
+from attnlab.clustering.train.loop import train, transfer
 from attnlab.clustering.units import epoch_frame, train_units
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
@@ -52,7 +57,7 @@ class _Stationarity(TrainConfig):
 
     @model_validator(mode="after")
     def _buildable(self):
-        theory.build_clustering_head(self.p, self.N, self.k, self.d, self.spec().h)
+        construction.build_clustering_head(self.p, self.N, self.k, self.d, self.spec().h)
         return self
 
 
@@ -63,7 +68,7 @@ StationarityConfig = _Stationarity.with_defaults(
 
 def stationarity(config: StationarityConfig, ctx: RunContext) -> Result:
     """Train from the construction; the head should stay correct and its full-space CE should not increase."""
-    params, spec = theory.build_clustering_head(config.p, config.N, config.k, config.d, config.spec().h,
+    params, spec = construction.build_clustering_head(config.p, config.N, config.k, config.d, config.spec().h,
                                                 lam=10 * config.c, mu=10 * config.c)
     params = {k: v.expand(config.n_seeds, *v.shape[1:]).clone() for k, v in params.items()}
     cfg = as_train_config(config)
@@ -327,7 +332,7 @@ TrainRunConfig = TrainConfig.with_defaults(
 def train_run(config: TrainConfig, ctx: RunContext) -> Result:
     """Train ``n_seeds`` models with snapshots; per-seed circuit metrics and head types at the end. While it trains,
     the history so far is published under the same ``run/`` names for live viewers (``ctx.publish``: the sandbox)."""
-    from attnlab.clustering.train import Recorder
+    from attnlab.clustering.train.loop import Recorder
 
     cfg = as_train_config(config)
 

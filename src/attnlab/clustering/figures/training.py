@@ -7,8 +7,8 @@ import numpy as np
 import torch
 
 from attnlab.clustering.data import Task
-from attnlab.clustering.history import History
 from attnlab.clustering.model import ModelSpec
+from attnlab.clustering.train.history import History
 from attnlab.core.experiment import Result
 from attnlab.core.plotting import COLORS, figure
 
@@ -27,10 +27,16 @@ def _render():
     return render
 
 
+def _draw_panel(ax, name: str, data: dict) -> None:
+    from attnlab.clustering.render.draw import draw_panel  # matplotlib-heavy; loaded when a figure is drawn
+
+    draw_panel(ax, name, data)
+
+
 def _panel(ax, name: str, params: dict, spec: ModelSpec, task: Task, **opts) -> None:
     from attnlab.clustering.render.panels import PANELS
 
-    _render().draw_panel(ax, name, PANELS[name].compute(params, spec, task, **opts))
+    _draw_panel(ax, name, PANELS[name].compute(params, spec, task, **opts))
 
 
 def _ideal(result: Result, config) -> tuple[dict, ModelSpec, Task]:
@@ -163,7 +169,6 @@ def _attention_rows(hist: History, seeds: list[int], n_probe: int, title: str, a
 
     fig, axes = figure(3, len(seeds), width=3.2, height=0.22 * n_probe + 1.4)
     axes = np.asarray(axes, dtype=object).reshape(len(seeds), 3)
-    render = _render()
     for row, i in zip(axes, seeds, strict=True):
         d0, d1 = (PANELS["attention"].compute(hist.params_at(j, i), hist.spec, hist.task, n_attention=n_probe)
                   for j in (0, -1))
@@ -176,8 +181,8 @@ def _attention_rows(hist: History, seeds: list[int], n_probe: int, title: str, a
         row[0].grid(False)
         row[0].axvline(hist.task.k - 0.5, color="#D62728", lw=1, ls="--")
         row[0].set_title(f"seed {hist.seeds[i]} (test acc {acc[i]:.2f}): input $x$", fontsize=10)
-        render.draw_panel(row[1], "attention", d0)
-        render.draw_panel(row[2], "attention", d1)
+        _draw_panel(row[1], "attention", d0)
+        _draw_panel(row[2], "attention", d1)
         e0, e1 = hist.snapshot_epochs[0], hist.snapshot_epochs[-1]
         for ax, d, e in ((row[1], d0, e0), (row[2], d1, e1)):
             ax.set_title(f"attention, epoch {e:g}\nmass on $t\\leq k$: {d['prefix_mass']:.2f}", fontsize=9)

@@ -19,11 +19,11 @@ from pydantic import Field, model_validator
 from attnlab.clustering import analysis, costs, memory, outputs
 from attnlab.clustering.configs import TrainConfig, unit_config
 from attnlab.clustering.data import n_multisets
-from attnlab.clustering.history import History
+from attnlab.clustering.figures import sweeps as sweep_figures
 from attnlab.clustering.keys import bar_array, bar_key, d_key
-from attnlab.clustering.sweeps import figures as sweep_figures
-from attnlab.clustering.sweeps import summaries
-from attnlab.clustering.train import train, transfer
+from attnlab.clustering.summaries import sweeps as summaries
+from attnlab.clustering.train.history import History
+from attnlab.clustering.train.loop import train, transfer
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.units import Unit, run_units

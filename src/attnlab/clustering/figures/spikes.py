@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from attnlab.clustering.history import History
 from attnlab.clustering.keys import unit_key
+from attnlab.clustering.train.history import History
 from attnlab.core.plotting import COLORS, figure
 
 GROUPS = ("E", "P", "q", "V", "W", "U")

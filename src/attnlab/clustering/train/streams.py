@@ -34,7 +34,7 @@ import torch
 
 from attnlab.clustering.data import Task
 from attnlab.clustering.model import ModelSpec, Params, init_params, nested_mlp
-from attnlab.core.rng import stream_seed
+from attnlab.core.rng import generator, stream_seed
 
 PAL_TABLE_ROWS = 2048  # the public code's default MAX_FFN_DIM (key pal_table_rows): its MLP table's rows (≥ h, d)
 
@@ -47,14 +47,14 @@ def initial(kind: str, spec: ModelSpec, seeds: list[int], dtype: torch.dtype, de
         draws = [pal_init(spec, s, table_rows) for s in seeds]
         params = {k: torch.stack([p[k] for p, _ in draws]).to(device=device, dtype=dtype) for k in draws[0][0]}
         return params, [g for _, g in draws]
-    gens = [torch.Generator().manual_seed(stream_seed(s, "batch")) for s in seeds]
+    gens = [generator(stream_seed(s, "batch")) for s in seeds]
     return init_params(spec, seeds, dtype=dtype, device=device), gens
 
 
 def pal_init(spec: ModelSpec, seed: int, table_rows: int = PAL_TABLE_ROWS) -> tuple[Params, torch.Generator]:
     """One seed's float32 parameters as the public code draws them from a ``table_rows``-row MLP table (its
     MAX_FFN_DIM; at least h and d rows), and its generator after those draws."""
-    d, h, g = spec.d, spec.h, torch.Generator().manual_seed(int(seed))
+    d, h, g = spec.d, spec.h, generator(seed)
     table = torch.rand(max(table_rows, h, d), 2 * d + 2, generator=g) * 2 - 1
     out = _pal_module_draws(spec, g)
     out.update(nested_mlp(table, spec))
@@ -87,11 +87,11 @@ def finetune_gens(kind: str, spec: ModelSpec, seeds: list[int]) -> list[torch.Ge
     builds the model (the constructor's draws of ``_pal_module_draws``, no MLP table), then loads the trained
     weights over them; its batch orders (and dropout masks) follow from there."""
     if kind == "pal":
-        gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
+        gens = [generator(s) for s in seeds]
         for g in gens:
             _pal_module_draws(spec, g)
         return gens
-    return [torch.Generator().manual_seed(stream_seed(s, "batch")) for s in seeds]
+    return [generator(stream_seed(s, "batch")) for s in seeds]
 
 
 def pal_dropout(g: torch.Generator, p: float, sizes: list[int], d: int) -> torch.Tensor:
@@ -115,5 +115,5 @@ def epoch_order(kind: str, g: torch.Generator, n: int) -> torch.Tensor:
     if kind == "pal":
         torch.empty((), dtype=torch.int64).random_(generator=g)
         inner = int(torch.empty((), dtype=torch.int64).random_(generator=g).item())
-        return torch.randperm(n, generator=torch.Generator().manual_seed(inner))
+        return torch.randperm(n, generator=generator(inner))
     return torch.randperm(n, generator=g)

@@ -9,12 +9,16 @@ import pandas as pd
 import torch
 from pydantic import Field, model_validator
 
-from attnlab.clustering import analysis, costs, figures, outputs, summaries, theory
+from attnlab.clustering import analysis, costs, outputs
 from attnlab.clustering.data import Task
+from attnlab.clustering.figures import training as figures
 from attnlab.clustering.keys import check_key, scaled_key
 from attnlab.clustering.model import ModelSpec, forward
+from attnlab.clustering.summaries import training as summaries
+from attnlab.clustering.theory import construction, gradients
 from attnlab.core.config import Config
 from attnlab.core.experiment import Experiment, Result
+from attnlab.core.rng import generator
 from attnlab.core.runs import RunContext
 
 STUDY = "clustering"
@@ -54,14 +58,14 @@ class IdealHeadConfig(Config):
     @model_validator(mode="after")
     def _buildable(self):
         for p, N, k, d, h in [(self.p, self.N, self.k, self.d, self.h), *self.check_configs]:
-            theory.build_clustering_head(p, N, k, d, h)  # raises "key 'h' = …" / "key 'd' = …"
+            construction.build_clustering_head(p, N, k, d, h)  # raises "key 'h' = …" / "key 'd' = …"
         return self
 
 
 def _sentences(task: Task, n: int, seed: int) -> torch.Tensor:
     if task.space <= 2**16:
         return task.enumerate()
-    return task.sample(n, torch.Generator().manual_seed(seed))
+    return task.sample(n, generator(seed))
 
 
 def ideal_head_metrics(params: dict, spec: ModelSpec, task: Task, x: torch.Tensor) -> dict[str, Any]:
@@ -69,7 +73,7 @@ def ideal_head_metrics(params: dict, spec: ModelSpec, task: Task, x: torch.Tenso
     y = task.labels(x)
     with torch.no_grad():
         z = forward(params, x, spec, tokens=False)["logits"][0]
-    grads = theory.autograd_grads(params, x, y, spec)
+    grads = gradients.autograd_grads(params, x, y, spec)
     out: dict[str, Any] = {
         "accuracy": float((z.argmax(-1) == y).double().mean()),
         "ce": float(torch.nn.functional.cross_entropy(z, y)),
@@ -87,20 +91,20 @@ def fig1(config: IdealHeadConfig, ctx: RunContext) -> Result:
     """The Sec. 3.2 construction for (p, N, k, d, h), its metrics (C3), the Prop. 1 caveat (C4) and other sizes."""
     consts = {k: getattr(config, k) for k in ("a", "b", "R", "beta", "lam", "mu")}
     task = Task(config.p, config.N, config.k)
-    params, spec = theory.build_clustering_head(config.p, config.N, config.k, config.d, config.h, **consts)
+    params, spec = construction.build_clustering_head(config.p, config.N, config.k, config.d, config.h, **consts)
     x = _sentences(task, config.n_sample, ctx.seed("eval"))
     main = ideal_head_metrics(params, spec, task, x)
     summary = {k: v for k, v in main.items()}
     rows = [{"kind": "construction", "c": 1.0, **main}]
     for c in config.scale_factors:
-        prm, _ = theory.build_clustering_head(config.p, config.N, config.k, config.d, config.h,
+        prm, _ = construction.build_clustering_head(config.p, config.N, config.k, config.d, config.h,
                                               **{**consts, "lam": 10 * c, "mu": 10 * c})
         m = ideal_head_metrics(prm, spec, task, x)
         rows.append({"kind": "scaled", "c": c, **m})
         summary[scaled_key("grad_norm", c)], summary[scaled_key("accuracy", c)] = m["grad_norm"], m["accuracy"]
     for i, (p, N, k, d, h) in enumerate(config.check_configs):
         t = Task(p, N, k)
-        prm, sp = theory.build_clustering_head(p, N, k, d, h, **consts)
+        prm, sp = construction.build_clustering_head(p, N, k, d, h, **consts)
         m = ideal_head_metrics(prm, sp, t, _sentences(t, config.n_sample, ctx.seed("eval") + i + 1))
         rows.append({"kind": "check", "c": 1.0, "config": f"p={p},N={N},k={k},d={d},h={h}", **m})
         for key in ("n_clusters", "n_multisets", "accuracy", "grad_norm", "attn_prefix_mass"):

@@ -1,9 +1,7 @@
-"""Training dynamics of paper 4 (Secs. 4.3-4.4, App. A.4; docs/studies/clustering.md): two-stage
-learning and per-layer gradient norms (Figs. 9, 17), the curvature of x ↦ x/||x|| (Fig. 10), loss spikes and
-the feed-forward mechanism behind them (Figs. 11, 12), loss spikes vs gradient-norm spikes (Figs. 13, 18) and
-the spike remedies of Sec. 4.4 (``remedies``; the paper gives no spike counts — every count here is ours).
-
-Config in (``configs.py``), tables and arrays out, no plotting (drawings in ``figures.py``). Every trained run is stored
+"""Training dynamics of paper 4 (Secs. 4.3-4.4, App. A.4): two-stage learning and per-layer gradient norms (Figs. 9,
+17), loss spikes and the feed-forward mechanism behind them (Figs. 11, 12), loss spikes vs gradient-norm spikes (Figs.
+13, 18) and the spike remedies of Sec. 4.4 (``remedies``; the paper gives no spike counts — every count is ours).
+Config in (``configs.py``), tables and arrays out, no plotting (``figures/spikes.py``). Every trained run is stored
 with ``History.to_arrays(prefix)`` (prefix = the unit name + "/"), so figures and claims reopen it.
 
 Quick scale uses k = 2 (a 2-sparse parity escapes its plateau within ~20–60 epochs at d = 2, 3 and 64 on one
@@ -21,13 +19,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnlab.clustering import costs, dynamics, memory, outputs, summaries, theory
-from attnlab.clustering.configs import TrainConfig, as_train_config
-from attnlab.clustering.history import History
-from attnlab.clustering.keys import unit_key
-from attnlab.clustering.model import forward
-from attnlab.clustering.spikes import figures as spike_figures
-from attnlab.clustering.spikes.configs import (
+from attnlab.clustering import costs, memory, outputs
+from attnlab.clustering.configs import (
     DynamicsConfig,
     Fig9Config,
     Fig11Config,
@@ -37,10 +30,19 @@ from attnlab.clustering.spikes.configs import (
     RemediesConfig,
     RemediesConfigDefault,
     SpikeConfig,
+    TrainConfig,
+    as_train_config,
     dim_config,
     parse_variant,
     unit_dims,
 )
+from attnlab.clustering.figures import spikes as spike_figures
+from attnlab.clustering.keys import unit_key
+from attnlab.clustering.model import forward
+from attnlab.clustering.summaries import spikes as summaries
+from attnlab.clustering.theory import bound, gradients
+from attnlab.clustering.train import dynamics
+from attnlab.clustering.train.history import History
 from attnlab.clustering.units import epoch_frame, train_units
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
@@ -94,10 +96,10 @@ def prop4_along(h: History, seed: int, points: int = 200) -> dict[str, np.ndarra
     rows = []
     for i in idx.astype(int):
         p = h.params_at(i, seed, dtype=F64)
-        g = theory.autograd_grads(p, x, y, h.spec)
+        g = gradients.autograd_grads(p, x, y, h.spec)
         rows.append((float(h.snapshot_epochs[i]), sum(float(v.pow(2).sum()) for v in g.values()),
-                     theory.tv_error(p, x, y, h.spec), theory.bound_corrected(p, x, h.spec),
-                     theory.bound_paper(p, x, h.spec)))
+                     bound.tv_error(p, x, y, h.spec), bound.bound_corrected(p, x, h.spec),
+                     bound.bound_paper(p, x, h.spec)))
     a = np.array(rows)
     return {"epochs": a[:, 0], "grad_sq": a[:, 1], "tv": a[:, 2], "bound_corrected": a[:, 3], "bound_paper": a[:, 4]}
 

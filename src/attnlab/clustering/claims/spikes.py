@@ -16,10 +16,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from attnlab.clustering import dynamics
+from attnlab.clustering.experiments.spikes import FIG9, FIG13, REMEDIES
 from attnlab.clustering.intervals import mean_interval
-from attnlab.clustering.spikes.experiments import FIG9, FIG13, REMEDIES
-from attnlab.clustering.summaries import DynamicsSummary, Prop4, SpikesSummary
+from attnlab.clustering.summaries.spikes import DynamicsSummary, Prop4, SpikesSummary
+from attnlab.clustering.train import dynamics
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.summaries import typed

@@ -24,15 +24,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from attnlab.clustering import analysis, probe, streams
+from attnlab.clustering import analysis, probe
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.data import Task, encode
-from attnlab.clustering.history import History
 from attnlab.clustering.model import ModelSpec, Params, forward, grow_vocab
-from attnlab.clustering.runner import EpochRunner, Stepper, graph_supported
-from attnlab.clustering.step import Adam, Flat, chunked_tail, one_hot
+from attnlab.clustering.train import streams
+from attnlab.clustering.train.history import History
+from attnlab.clustering.train.runner import EpochRunner, Stepper, graph_supported
+from attnlab.clustering.train.step import Adam, Flat, chunked_tail, one_hot
 from attnlab.core.config import ConfigError
-from attnlab.core.rng import stream_seed
+from attnlab.core.rng import generator, stream_seed
 
 
 @dataclass
@@ -67,12 +68,12 @@ def make_data(task: Task, cfg: TrainConfig, seeds: list[int], device: torch.devi
         if cfg.streams == "pal":
             x, x_test = streams.pal_data(task, cfg.n_train, cfg.n_test, s)
         else:
-            x = task.sample(cfg.n_train, torch.Generator().manual_seed(stream_seed(s, "data")))
-            x_test = task.test_set(cfg.test_mode, cfg.n_test, x, torch.Generator().manual_seed(stream_seed(s, "test")))
+            x = task.sample(cfg.n_train, generator(stream_seed(s, "data")))
+            x_test = task.test_set(cfg.test_mode, cfg.n_test, x, generator(stream_seed(s, "test")))
         xs.append(x)
         tests.append(x_test)
-        u = task.unseen(x, cfg.n_test, torch.Generator().manual_seed(stream_seed(s, "unseen")))
-        g_perm = torch.Generator().manual_seed(stream_seed(s, "unseen:order"))
+        u = task.unseen(x, cfg.n_test, generator(stream_seed(s, "unseen")))
+        g_perm = generator(stream_seed(s, "unseen:order"))
         unseen.append(u[torch.randperm(len(u), generator=g_perm)])
     n_u = min(len(u) for u in unseen)
     n_t = min(len(t) for t in tests)
@@ -130,7 +131,7 @@ def eval_masks(cfg: TrainConfig, spec: ModelSpec, data: Data, epoch: int,
     if cfg.eval_dropout == "off" or not spec.mlp_dropout:
         return None
     sets = {"train": data.x_train, "test": data.x_test, "unseen": data.x_unseen}
-    gens = [torch.Generator().manual_seed(stream_seed(s, f"dropout:eval:{epoch}")) for s in cfg.seeds()]
+    gens = [generator(stream_seed(s, f"dropout:eval:{epoch}")) for s in cfg.seeds()]
     like = torch.zeros((), dtype=cfg.torch_dtype)
     out = {k: dropout_masks(gens, spec.mlp_dropout, spec.d, x.shape[1], like).to(x.device) for k, x in sets.items()}
     if drawn is not None:
@@ -322,7 +323,7 @@ def train(cfg: TrainConfig, *, device: torch.device | str = "cpu", params: Param
     stepper = Stepper(flat, adam, spec, cfg.grad_clip)
     n, bs, spe = cfg.n_train, cfg.batch_size, cfg.steps_per_epoch
     runner = EpochRunner(stepper, n // bs, bs, cfg.cuda_graph and graph_supported(spec, device))
-    drop_gens = [torch.Generator().manual_seed(stream_seed(s, "dropout")) for s in seeds] \
+    drop_gens = [generator(stream_seed(s, "dropout")) for s in seeds] \
         if spec.mlp_dropout and cfg.streams != "pal" else []                 # pal: from the batch-order generator
     rec = Recorder(cfg, flat.names, S, device, 0)
     start, pending = 0, None

@@ -15,10 +15,10 @@ import math
 import numpy as np
 
 from attnlab.clustering.circuits import other_corr
-from attnlab.clustering.experiments import CIRCUITS, FIG5, FIG8, STATIONARITY, TRANSFER_CIRCUIT
-from attnlab.clustering.ideal_head import FIG1
+from attnlab.clustering.experiments.ideal_head import FIG1
+from attnlab.clustering.experiments.training import CIRCUITS, FIG5, FIG8, STATIONARITY, TRANSFER_CIRCUIT
 from attnlab.clustering.intervals import mean_interval
-from attnlab.clustering.summaries import Construction, Fig1Summary, StationaritySummary
+from attnlab.clustering.summaries.training import Construction, Fig1Summary, StationaritySummary
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.worlds import World, swap_arrays
 
@@ -35,7 +35,7 @@ def _fig1(ctx: ClaimContext) -> Fig1Summary:
 
 
 def _relu_head(build):
-    """``theory.build_clustering_head`` with ReLU units: no GeLU curvature, exact at every scale c."""
+    """``construction.build_clustering_head`` with ReLU units: no GeLU curvature, exact at every scale c."""
     def wrapped(*args, **kwargs):
         params, spec = build(*args, **kwargs)
         return params, dataclasses.replace(spec, activation="relu")
@@ -110,7 +110,7 @@ claim(
     falsify=World("ReLU units instead of GeLU: the construction is exact at every scale, so it does not break at "
                   "c = 0.1 (n_sample changed only to store the patched run apart)",
                   overrides={FIG1: {"n_sample": 10_000}},
-                  patch={"attnlab.clustering.theory:build_clustering_head": _relu_head}),
+                  patch={"attnlab.clustering.theory.construction:build_clustering_head": _relu_head}),
 )
 
 

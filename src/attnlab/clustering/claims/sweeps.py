@@ -16,11 +16,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from attnlab.clustering.claims.spikes import gradient_exponent, gradient_floor
+from attnlab.clustering.experiments.sweeps import FIG7, FIG14, FIG16, FIG19
 from attnlab.clustering.intervals import mean_interval
 from attnlab.clustering.keys import bar_array
-from attnlab.clustering.spikes.claims import gradient_exponent, gradient_floor
-from attnlab.clustering.sweeps.experiments import FIG7, FIG14, FIG16, FIG19
-from attnlab.clustering.sweeps.summaries import AblationSummary, SparsitySummary, TransferSummary
+from attnlab.clustering.summaries.sweeps import AblationSummary, SparsitySummary, TransferSummary
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Result
 from attnlab.core.summaries import edit_summary, typed
