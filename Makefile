@@ -79,7 +79,7 @@ docs-serve: $(STAMP)
 
 # tests/docs/ opens the site just built in Chromium.
 test: $(STAMP) lint chromium docs
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=30
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

@@ -21,11 +21,11 @@ import numpy as np
 import torch
 
 from attnlab.core import bench
-from attnlab.potts.data import PottsSpec
-from attnlab.potts.dataset import sample_dataset
+from attnlab.potts.data.potts import PottsSpec
+from attnlab.potts.data.sampler import gibbs
+from attnlab.potts.data.sets import sample_dataset
 from attnlab.potts.model import factored_logits, factored_loss_grad, mlm_loss
-from attnlab.potts.sampler import gibbs
-from attnlab.potts.train import Optim, init_params, model_generators
+from attnlab.potts.train.mlm import Optim, init_params, model_generators
 
 THREADS = bench.threads()
 

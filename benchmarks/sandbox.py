@@ -35,7 +35,7 @@ RUN = {"k": 3, "n_train": 16, "batch_size": 16, "epochs": 1000, "log_every": 20,
 
 def make_run(root: Path) -> str:
     from attnlab.core.config import resolve
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
     from attnlab.core.runs import RunStore
 
     exp = get("clustering.train")

@@ -105,7 +105,7 @@ def fig5_quick() -> dict:
     import tempfile
 
     from attnlab.core.config import resolve
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
     from attnlab.core.runs import RunStore
 
     exp = get("specialization.fig5")

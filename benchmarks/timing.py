@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from attnlab.core.config import resolve
-from attnlab.core.experiment import experiments
+from attnlab.core.registry import experiments
 from attnlab.core.runs import RunStore
 
 STUDIES = ("specialization", "signal", "potts", "paths", "clustering")

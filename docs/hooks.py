@@ -3,7 +3,7 @@
 A page puts a marker on a line of its own and the build replaces it:
 
 * ``<!-- attnlab:experiments STUDY -->``: the study's registered experiments (name, title, paper reference, what the
-  quick and paper scales set), from :func:`attnlab.core.experiment.experiments`;
+  quick and paper scales set), from :func:`attnlab.core.registry.experiments`;
 * ``<!-- attnlab:claims STUDY -->``: the study's registered claims (id, paper reference, statement) joined with the
   committed record ``results/claims/<scale>/<study>[-cuda].json``: the last quick and paper verdict, measured value
   and detail of each (:mod:`attnlab.core.record`);
@@ -102,7 +102,7 @@ def on_page_content(html: str, **_: Any) -> str:
 def _registry() -> tuple[dict[str, list], dict[str, list]]:
     """Experiments and claims of every study, by study (imports the studies once per build)."""
     from attnlab.core.claims import claims
-    from attnlab.core.experiment import experiments
+    from attnlab.core.registry import experiments
 
     by_study: dict[str, list] = {}
     for exp in experiments():

@@ -30,7 +30,7 @@ if _missing:
         added = [str(INSTALLED_FROM[s][index]) for s in _missing]
         os.environ[var] = sep.join(filter(None, [*added, os.environ.get(var)]))
     sys.path[:0] = [str(INSTALLED_FROM[s][0]) for s in _missing]
-    from attnlab.core import experiment as _experiment
+    from attnlab.core import registry as _experiment
 
     _experiment._DEPRECATED_SAID.update({"ATTNLAB_PLUGINS", "ATTNLAB_SANDBOX_PLUGINS"})  # said once, here
     print(f"tests: {', '.join(str(INSTALLED_FROM[s][0].relative_to(ROOT)) for s in _missing)} not installed "
@@ -65,7 +65,7 @@ def run_cases(tmp_path_factory):
     """``run_cases(study, cases)``: each experiment ``study.name`` of ``cases`` (name → overrides) once at quick
     scale through one fresh store; returns name → (config, run record)."""
     from attnlab.core.config import resolve
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
     from attnlab.core.runs import RunStore
 
     def run(study: str, cases: dict) -> dict:
@@ -85,8 +85,8 @@ def model_vs_peak():
     """``model_vs_peak(key, overrides)``: (its memory model's bytes, the peak bytes a run adds, measured in a fresh
     process by core.memory.measured_peak) of experiment ``key`` at quick scale with ``overrides``."""
     from attnlab.core.config import resolve
-    from attnlab.core.experiment import get
     from attnlab.core.memory import measured_peak
+    from attnlab.core.registry import get
 
     def measure(key: str, overrides: dict) -> tuple[int, int]:
         exp = get(key)

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from attnlab.core.trajectory import compare
-from attnlab.potts import gaussian
+from attnlab.potts.data import gaussian
 from attnlab.potts.theory import replica as theory
 
 alphas = [0.25, 0.5, 1.0, 1.5, 2.5, 4.0]

@@ -56,7 +56,7 @@ def check(
     from attnlab.core import plan as pl
     from attnlab.core import record as rec
     from attnlab.core.claims import failed, iter_check, to_check
-    from attnlab.core.experiment import check_study
+    from attnlab.core.registry import check_study
     from attnlab.core.runs import deadline, sigterm_raises
 
     check_study(study)

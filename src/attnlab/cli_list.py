@@ -28,7 +28,7 @@ def list_(
 
     cat = load()  # from the on-disk cache: no study (and no torch) imported once it is built
     if study is not None and "." not in study and study not in cat["studies"]:
-        from attnlab.core.experiment import check_study
+        from attnlab.core.registry import check_study
 
         check_study(study)  # one line naming the allowed studies
     if claims_:
@@ -36,7 +36,7 @@ def list_(
     if study is not None and "." in study:
         found = [e for e in cat["experiments"] if e["experiment"] == study]
         if not found:
-            from attnlab.core.experiment import get
+            from attnlab.core.registry import get
 
             get(study)  # one line naming the study's experiments
         return _list_experiment(found[0], json_)

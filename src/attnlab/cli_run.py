@@ -52,7 +52,7 @@ def run(
 ) -> None:
     """Run one experiment (or reuse the finished run with the same config)."""
     from attnlab.core.device import parse
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
 
     progress.set_quiet(quiet or json_)
     exp = get(experiment)
@@ -169,7 +169,7 @@ def reproduce(
     from attnlab.core import report as rep
     from attnlab.core.claims import check as run_checks
     from attnlab.core.claims import failed
-    from attnlab.core.experiment import check_study, experiments
+    from attnlab.core.registry import check_study, experiments
 
     if quick and paper:
         raise ConfigError("--quick and --paper are exclusive")

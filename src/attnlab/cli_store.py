@@ -37,8 +37,8 @@ IdsArg = Annotated[list[str] | None, typer.Argument(help="run ids (or unique pre
 
 def _selection(study: str | None, experiment: str | None, status: str | None, older: str | None,
                newer: str | None):
-    from attnlab.core.experiment import check_study
     from attnlab.core.maintenance import Selection, parse_age
+    from attnlab.core.registry import check_study
 
     check_study(study)
     return Selection(study, experiment, status, parse_age(older, "--older-than") if older else None,
@@ -266,8 +266,8 @@ def calibrate_(
     """Fit each experiment's time model (its work formula, core.costs) to the seconds of the store's finished runs;
     `check --plan` reads the rates from results/timing/<kind>.json."""
     from attnlab.core import costs
-    from attnlab.core.experiment import load_studies
     from attnlab.core.record import hardware
+    from attnlab.core.registry import load_studies
     from attnlab.core.runs import RunStore
 
     if kind not in costs.KINDS:

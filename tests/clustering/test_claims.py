@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attnlab.core.claims import ClaimContext, check, claims, failed
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 from attnlab.core.runs import RunStore
 
 torch.set_num_threads(1)

@@ -12,7 +12,7 @@ from attnlab.clustering.data import Task
 from attnlab.clustering.history import History
 from attnlab.clustering.outputs import TINY
 from attnlab.core.config import ConfigError, resolve
-from attnlab.core.experiment import experiments, get
+from attnlab.core.registry import experiments, get
 from attnlab.core.runs import RunContext, RunStore, load_result
 
 torch.set_num_threads(1)

@@ -26,8 +26,8 @@ from attnlab.clustering import streams
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.train import train
 from attnlab.core.config import ConfigError, resolve
-from attnlab.core.experiment import get
 from attnlab.core.points import parse_configs
+from attnlab.core.registry import get
 
 torch.set_num_threads(1)
 PAL_ROOT = os.environ.get("ATTNLAB_PAL")

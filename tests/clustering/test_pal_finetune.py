@@ -29,7 +29,7 @@ from attnlab.clustering.experiments import TransferConfig
 from attnlab.clustering.model import ModelSpec, forward, grow_vocab
 from attnlab.clustering.train import eval_masks, make_data, train, transfer
 from attnlab.core.config import ConfigError, resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 
 torch.set_num_threads(1)
 PAL_ROOT = os.environ.get("ATTNLAB_PAL")

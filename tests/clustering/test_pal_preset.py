@@ -200,7 +200,7 @@ def test_dropout_masks_law_and_evaluation():
 def test_new_option_errors_are_one_line(overrides, key):
     with pytest.raises(ConfigError) as e:
         from attnlab.core.config import resolve
-        from attnlab.core.experiment import get
+        from attnlab.core.registry import get
 
         resolve(get("clustering.train").config, "quick", overrides)
     msg = str(e.value)

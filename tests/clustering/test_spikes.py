@@ -16,8 +16,8 @@ from attnlab.clustering.spikes import claims as C
 from attnlab.clustering.spikes import experiments as K
 from attnlab.clustering.train import train
 from attnlab.core.config import ConfigError, resolve
-from attnlab.core.experiment import get
 from attnlab.core.metrics import wide
+from attnlab.core.registry import get
 from attnlab.core.runs import RunStore, load_result
 
 torch.set_num_threads(1)

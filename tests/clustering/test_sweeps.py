@@ -13,8 +13,9 @@ from attnlab.clustering.outputs import TINY as OUT
 from attnlab.clustering.sweeps import claims as sweep_claims
 from attnlab.clustering.sweeps import experiments as sweeps
 from attnlab.core.config import ConfigError, resolve
-from attnlab.core.experiment import Result, get
+from attnlab.core.experiment import Result
 from attnlab.core.metrics import wide
+from attnlab.core.registry import get
 from attnlab.core.runs import RunStore, load_result
 
 torch.set_num_threads(1)

@@ -13,7 +13,7 @@ from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.model import GROUPS, init_params
 from attnlab.clustering.train import make_data, train, transfer
 from attnlab.core.config import ConfigError, resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 
 torch.set_num_threads(1)
 SMALL = {"n_train": 256, "n_test": 256, "batch_size": 32}

@@ -146,7 +146,7 @@ def test_a_field_added_later_keeps_the_stored_run_ids_while_at_its_default():
 def test_every_parameter_says_what_it_is_and_what_it_accepts():
     """`attnlab list` shows each parameter's description and allowed values: none of them is empty (issue 27)."""
     from attnlab.core.config import _allowed
-    from attnlab.core.experiment import experiments
+    from attnlab.core.registry import experiments
 
     missing = [f"{e.key}.{name}: {what}" for e in experiments() for name, f in e.config.model_fields.items()
                for what, ok in (("description", f.description), ("allowed values", _allowed(f))) if not ok]

@@ -10,7 +10,7 @@ import pytest
 from attnlab import STUDIES
 from attnlab.core import costs
 from attnlab.core.config import resolve
-from attnlab.core.experiment import experiments
+from attnlab.core.registry import experiments
 
 
 @pytest.mark.parametrize("study", STUDIES)

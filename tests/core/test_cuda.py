@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from attnlab.cli import app
 from attnlab.core.config import resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 from attnlab.core.runs import RunStore
 
 pytestmark = pytest.mark.cuda

@@ -43,7 +43,7 @@ def test_cpu_details_and_run_config_json(store):
     d = dev.details(torch.device("cpu"))
     assert d["type"] == "cpu" and d["threads"] == torch.get_num_threads() and d["torch"] == torch.__version__
     assert d["cpu"] and d["cpu"] != "unknown"
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
 
     exp = get("knobs.walk")
     rec = store.run(exp, resolve(exp.config, "quick", {"steps": 2}))

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from attnlab.cli import app
 from attnlab.core import memory
 from attnlab.core.config import ConfigError, resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 
 runner = CliRunner()
 CPU = torch.device("cpu")

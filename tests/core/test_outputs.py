@@ -16,9 +16,10 @@ import torch
 from attnlab.core.config import resolve
 from attnlab.core.context import RunContext
 from attnlab.core.device import resolve_device
-from attnlab.core.experiment import Result, experiments
+from attnlab.core.experiment import Result
 from attnlab.core.metrics import conforms, name_axes, tidy, unnamed_axes, wide
 from attnlab.core.outputs import Outputs, check, expand
+from attnlab.core.registry import experiments
 from attnlab.core.rng import Streams
 
 torch.set_num_threads(1)

@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 from attnlab.cli import app
 from attnlab.core import claims as claims_mod
 from attnlab.core.config import ConfigError, resolve
-from attnlab.core.experiment import get
 from attnlab.core.plan import order, parse_duration
+from attnlab.core.registry import get
 
 runner = CliRunner()
 

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from attnlab.core import record, report
 from attnlab.core.config import resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 
 FIG = re.compile(r'<img class="fig"')
 

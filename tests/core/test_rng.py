@@ -29,7 +29,7 @@ def test_run_context_seeds_and_generators_follow_the_named_streams(tmp_path):
     import torch
 
     from attnlab.core.config import resolve
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
     from attnlab.core.rng import Streams, stream_seed
     from attnlab.core.runs import RunContext
 

@@ -16,8 +16,8 @@ import pytest
 
 from attnlab.core.claims import claims
 from attnlab.core.config import SCALES, resolve
-from attnlab.core.experiment import get
 from attnlab.core.plan import ProbeContext
+from attnlab.core.registry import get
 from attnlab.core.runs import RunStore
 
 HERE = Path(__file__).resolve().parent

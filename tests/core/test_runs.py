@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from attnlab.core.config import resolve
-from attnlab.core.experiment import get
 from attnlab.core.files import atomic_write_text
+from attnlab.core.registry import get
 from attnlab.core.runs import RunFailed, RunStore, load_result
 
 
@@ -157,7 +157,7 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, sig):
 
 def test_config_lists_every_stream_the_run_used(tmp_path):
     """``seeds.streams``: the run's named streams and the per-model streams a study seeds itself (clustering)."""
-    from attnlab.core.experiment import get as get_exp
+    from attnlab.core.registry import get as get_exp
     from attnlab.core.rng import stream_seed
 
     exp = get_exp("clustering.train")

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from attnlab.cli import app
 from attnlab.core.config import resolve
-from attnlab.core.experiment import get
 from attnlab.core.integrity import MANIFEST
+from attnlab.core.registry import get
 from attnlab.core.runs import RunStore, load_result
 
 runner = CliRunner()

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.core.experiment import Experiment, Result, get
+from attnlab.core.experiment import Experiment, Result
+from attnlab.core.registry import get
 from attnlab.core.study import Study
 from attnlab.core.worlds import World, WorldContext
 

@@ -12,8 +12,8 @@ import pytest
 
 from attnlab import STUDIES
 from attnlab.core.config import resolve
-from attnlab.core.experiment import experiments
 from attnlab.core.outputs import expand
+from attnlab.core.registry import experiments
 from attnlab.core.summaries import Summary, edit_summary, fill, group, key
 
 
@@ -107,7 +107,8 @@ def test_the_declared_summary_keys_are_the_typed_class_s():
 
 
 def test_a_world_edits_the_typed_summary_and_writes_flat_keys():
-    from attnlab.core.experiment import Result, get
+    from attnlab.core.experiment import Result
+    from attnlab.core.registry import get
 
     exp = get("potts.fig2d")
     cfg = resolve(exp.config, "quick", dict(exp.outputs.tiny))

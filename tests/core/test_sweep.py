@@ -51,7 +51,7 @@ def test_failing_task_is_recorded_and_does_not_stop_the_sweep(tmp_path):
 
 def test_task_resources_claim_a_gpu_for_cuda_and_the_experiments_own():
     from attnlab.core.config import resolve
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
     from attnlab.core.sweep import task_resources
 
     exp = get("knobs.walk")

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attnlab.core.config import resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 from attnlab.core.runs import RunStore
 
 # experiment, overrides on its quick scale, the summary keys its borderline claims read

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from attnlab.core.config import ConfigError, parse_value, resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md") if "generated" not in p.parts)]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from attnlab import STUDIES
 from attnlab.core.config import parse_value, resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 
 MAKEFILE = Path(__file__).resolve().parents[2] / "Makefile"
 

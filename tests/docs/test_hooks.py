@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from attnlab.core.claims import claims
-from attnlab.core.experiment import experiments
+from attnlab.core.registry import experiments
 
 HOOKS = Path(__file__).resolve().parents[2] / "docs" / "hooks.py"
 

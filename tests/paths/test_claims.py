@@ -67,7 +67,7 @@ class _Empty(ClaimContext):
 
     def run(self, experiment, **overrides):
         from attnlab.core.config import resolve
-        from attnlab.core.experiment import get
+        from attnlab.core.registry import get
 
         exp = get(experiment)
         config = resolve(exp.config, self.scale, overrides)

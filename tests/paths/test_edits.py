@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from attnlab.core.config import resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 from attnlab.paths.claims import edits
 from attnlab.paths.experiments.markov import FIG2C
 from attnlab.paths.experiments.pruning import FIG7

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attnlab.core.config import ConfigError, resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 from attnlab.core.runs import RunStore, load_result
 from attnlab.paths.outputs import ONESHOT
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attnlab.core.config import resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 from attnlab.paths.configs import OneShotConfig
 from attnlab.paths.data import images as data
 from attnlab.paths.experiments import images as pipeline

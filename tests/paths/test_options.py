@@ -251,7 +251,7 @@ def test_float32_features():
 def test_options_through_the_run_store(store):
     """A listed 3-layer network, hardmax, per-layer widths and variances, split in-plane noise, state-dependent
     switching, a perturbed start: the run saves the Hessian's eigenvalues and the optimiser's history."""
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
     from attnlab.core.runs import load_result
 
     exp = get("paths.fig2c")

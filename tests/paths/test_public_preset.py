@@ -139,7 +139,7 @@ def _write(tmp_path, task, P=20, P_test=30):
 
 
 def test_runs_on_tokens_and_heads_from_files(tmp_path, store):
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
     from attnlab.core.runs import load_result
 
     task = data.MarkovTask(T=5, N0=8)
@@ -159,7 +159,7 @@ def test_a_rewritten_file_makes_a_new_run_and_a_stale_config_is_refused(tmp_path
     """The files' contents are in the run id (files_sha256): the same name with other tokens is another run, and a
     stored config whose file changed since no longer validates (it would describe other data)."""
     from attnlab.core.config import ConfigError, resolve_from
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
 
     task = data.MarkovTask(T=5, N0=8)
     tok, hd, *_ = _write(tmp_path, task)

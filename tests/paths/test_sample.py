@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from attnlab.core.config import ConfigError, resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 from attnlab.core.runs import RunFailed, RunStore, load_result
 from attnlab.paths.experiments.sample import pack, unpack
 

@@ -7,7 +7,7 @@ import torch
 from scipy.optimize import minimize
 
 from attnlab.core.config import resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 from attnlab.paths.theory import saddle as theory
 from attnlab.paths.theory.action import CholeskyParams
 from attnlab.paths.train import lbfgsb

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnlab.core.config import resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 from attnlab.core.runs import RunStore, load_result
 from attnlab.paths.configs import MarkovConfig
 from attnlab.paths.theory import kernels

@@ -14,7 +14,7 @@ import pytest
 
 from attnlab import STUDIES
 from attnlab.core.config import ConfigError
-from attnlab.core.experiment import get, known_studies, load_studies, study_modules
+from attnlab.core.registry import get, known_studies, load_studies, study_modules
 from attnlab.sandbox import plugin
 
 INSTALL = "pip install --no-deps --no-build-isolation -e examples/my_study -e tests/knobs_study (what `make` does)"
@@ -52,7 +52,8 @@ def test_an_unknown_study_is_one_line():
 
 LEGACY = textwrap.dedent('''
     from attnlab.core.config import Config
-    from attnlab.core.experiment import Result, experiment
+    from attnlab.core.experiment import Result
+    from attnlab.core.registry import experiment
 
     class C(Config):
         scales = {"quick": {}, "paper": {}}
@@ -70,7 +71,7 @@ LEGACY_VIEW = textwrap.dedent('''
 
     register(P())
 ''')
-PROBE = ("from attnlab.core.experiment import get; from attnlab.sandbox.plugin import plugins, plugin_for; "
+PROBE = ("from attnlab.core.registry import get; from attnlab.sandbox.plugin import plugins, plugin_for; "
          "get('legacy.noop'); get('legacy.noop'); plugins(); print(plugin_for('legacy.noop').study)")
 
 
@@ -92,3 +93,13 @@ def test_a_variable_naming_a_missing_module_is_one_line(monkeypatch):
     monkeypatch.setenv("ATTNLAB_PLUGINS", "no_such_study_module")
     with pytest.raises(ConfigError, match=r"^ATTNLAB_PLUGINS names 'no_such_study_module', which cannot be"):
         load_studies()
+
+
+def test_a_registry_name_imported_from_its_old_module_says_where_it_moved():
+    with pytest.raises(ImportError, match=r"moved to attnlab.core.registry: write `from attnlab.core.registry import "
+                                          r"load_studies`"):
+        from attnlab.core.experiment import load_studies  # noqa: F401
+    import attnlab.core.experiment as old
+
+    with pytest.raises(AttributeError):
+        old.nothing_like_this  # noqa: B018

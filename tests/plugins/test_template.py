@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from attnlab.core.config import Config, resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 from attnlab.core.runs import RunStore, load_result
 from attnlab.sandbox.plugin import plugin_for
 

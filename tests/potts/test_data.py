@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.potts.data import (
+from attnlab.potts.data.potts import (
     PottsModel,
     PottsSpec,
     colour_frequencies,

@@ -3,7 +3,7 @@
 import pytest
 
 from attnlab.core.config import resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 
 
 @pytest.mark.parametrize("key, overrides", [

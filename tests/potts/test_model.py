@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnlab.potts import metrics
-from attnlab.potts.data import PottsModel, PottsSpec, make_J, make_U
+from attnlab.potts.data.potts import PottsModel, PottsSpec, make_J, make_U
 from attnlab.potts.model import (
     VanillaTransformer,
     attention,
@@ -117,7 +117,11 @@ def test_vanilla_transformer_masks_and_caches():
     one = model(model.masked_inputs(c, torch.full((3,), 2)))[:, 2]
     assert torch.allclose(one, logits[:, 2], atol=1e-12)  # exact MLM reads site i in the copy masking site i
     _, cache = model.run_with_cache(x)
-    assert {"embed", "blocks.0.attn.pattern", "blocks.1.resid_post"} <= set(cache)
+    assert set(cache) == {"hook_embed", "blocks.0.attn.hook_pattern", "blocks.0.hook_resid_post",
+                          "blocks.1.attn.hook_pattern", "blocks.1.hook_resid_post"}
+    assert torch.equal(model(x), _) and not cache["hook_embed"].requires_grad
+    uniform = model(x, hook=lambda name, t: torch.full_like(t, 1 / 6) if name.endswith("hook_pattern") else None)
+    assert not torch.allclose(uniform, model(x))  # a hook's returned tensor replaces the activation
     with pytest.raises(ValueError, match="head"):
         VanillaTransformer(5, 6, head="mlp")
 

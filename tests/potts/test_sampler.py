@@ -6,8 +6,15 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.potts.data import PottsModel, PottsSpec, colour_frequencies, exact_distribution, make_U, total_variation
-from attnlab.potts.sampler import colour_classes, gibbs, integrated_autocorrelation, rhat, tune_beta
+from attnlab.potts.data.potts import (
+    PottsModel,
+    PottsSpec,
+    colour_frequencies,
+    exact_distribution,
+    make_U,
+    total_variation,
+)
+from attnlab.potts.data.sampler import colour_classes, gibbs, integrated_autocorrelation, rhat, tune_beta
 
 
 def small_model(beta=0.7):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.potts import gaussian
+from attnlab.potts.data import gaussian
 from attnlab.potts.theory import replica as theory
 from attnlab.potts.theory.replica import g_nu, saddle, semicircle
 

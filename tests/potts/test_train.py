@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.potts.data import PottsSpec
-from attnlab.potts.dataset import potts_dataset
+from attnlab.potts.data.potts import PottsSpec
+from attnlab.potts.data.sets import potts_dataset
 from attnlab.potts.model import potts_representation
-from attnlab.potts.optim import lbfgs
-from attnlab.potts.pseudolikelihood import fit_lbfgs, pl_objective
 from attnlab.potts.theory.optimum import potts_optimum
-from attnlab.potts.train import Optim, simulate, train_stacked, train_vanilla
+from attnlab.potts.train.mlm import Optim, simulate, train_stacked, train_vanilla
+from attnlab.potts.train.optim import lbfgs
+from attnlab.potts.train.pseudolikelihood import fit_lbfgs, pl_objective
 
 SPEC = PottsSpec(L=6, C=8, n_chains=10, burn_in=30, thin=3, M_train=300, M_test=100, beta=1.5)
 

@@ -22,7 +22,7 @@ from sandbox_helpers import BIG, SMALL, SPEC, Server, Stored, start_server, stop
 @pytest.fixture(scope="session")
 def stored(tmp_path_factory) -> Stored:
     from attnlab.core.config import resolve
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
     from attnlab.core.runs import RunStore
 
     store = RunStore(tmp_path_factory.mktemp("sandbox") / "store")

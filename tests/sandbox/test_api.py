@@ -15,7 +15,7 @@ from PIL import Image
 from sandbox_helpers import SMALL
 
 from attnlab.core.config import resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 
 
 def index_ids(server) -> set[str]:

@@ -45,7 +45,7 @@ def exchange(server, request: bytes) -> bytes:
 def planted(tmp_path_factory):
     """A server over a run store in which someone planted HTML in a run's error and in another run's label."""
     from attnlab.core.config import resolve
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
     from attnlab.core.runs import RunStore
 
     store = RunStore(tmp_path_factory.mktemp("planted") / "store")
@@ -193,7 +193,7 @@ def offered(server) -> list[str]:
 
 
 def test_every_experiment_the_form_offers_has_a_memory_model_and_the_api_accepts_it(server):
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
 
     keys = offered(server)
     assert {"signal.figC2", "signal.figC3", "potts.fig2d", "signal.alphac"} <= set(keys)

@@ -34,7 +34,7 @@ HEADER_TEXT = st.text(alphabet=string.ascii_letters + string.digits + " -_.,;:/=
 @pytest.fixture(scope="module")
 def target(tmp_path_factory):
     from attnlab.core.config import resolve
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
     from attnlab.core.runs import RunStore
 
     store = RunStore(tmp_path_factory.mktemp("fuzz") / "store")

@@ -15,7 +15,7 @@ from sandbox_helpers import start_server, stop_server, wait_for, wait_status
 
 from attnlab.core import report
 from attnlab.core.config import resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 from attnlab.core.runs import RunStore
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from attnlab.core.config import ConfigError, resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 from attnlab.core.runs import RunStore
 from attnlab.sandbox import forms, plugin, traces
 from attnlab.sandbox.store import RunReader

@@ -19,7 +19,7 @@ from attnlab.clustering.model import forward
 from attnlab.clustering.render import panels as P
 from attnlab.clustering.train import train
 from attnlab.core.config import ConfigError
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 from attnlab.core.runs import RunStore
 from attnlab.sandbox import forms, plugin, traces
 from attnlab.sandbox.store import RunReader, label

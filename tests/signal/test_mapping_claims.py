@@ -12,7 +12,8 @@ import torch
 from attnlab.core.config import resolve
 from attnlab.core.context import RunContext
 from attnlab.core.device import resolve_device
-from attnlab.core.experiment import Result, get
+from attnlab.core.experiment import Result
+from attnlab.core.registry import get
 from attnlab.core.rng import Streams
 
 pytest.importorskip("transformers")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 
 
 @pytest.mark.parametrize("key, overrides", [

@@ -5,7 +5,8 @@ import pytest
 
 from attnlab.core.claims import claims
 from attnlab.core.config import resolve
-from attnlab.core.experiment import Result, get, load_studies
+from attnlab.core.registry import get, load_studies
+from attnlab.core.result import Result
 
 SWAPS = {  # world (claim id without the study) → the two flat summary keys it exchanges
     "q_sa_annealed_vanishes": ("ipr_rho0_T1024_beta0.5", "ipr_rho0_T1024_beta3"),

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnlab.core.config import ConfigError, resolve
-from attnlab.core.experiment import experiments, get
+from attnlab.core.registry import experiments, get
 from attnlab.core.runs import RunStore, load_result
 from attnlab.specialization.outputs import TINY
 

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from attnlab.core.config import resolve
-from attnlab.core.experiment import get
 from attnlab.core.memory import measured_peak
+from attnlab.core.registry import get
 from attnlab.specialization.train import budget
 
 

@@ -55,7 +55,7 @@ def build() -> dict[str, Any]:
     """The catalogue from the live registry (imports every study)."""
     from attnlab.core.claims import claims
     from attnlab.core.config import SCALES
-    from attnlab.core.experiment import experiments, known_studies
+    from attnlab.core.registry import experiments, known_studies
 
     exps = [{"experiment": e.key, "study": e.study, "ref": e.ref, "title": e.title, "headline": e.headline,
              "doc": " ".join((e.config.__doc__ or "").split()),
@@ -70,7 +70,7 @@ def build() -> dict[str, Any]:
 def load() -> dict[str, Any]:
     """The catalogue: from the cache when the sources are those it was built from, else built and cached. A process
     that has imported the registry already (a notebook, a test that registers an experiment) reads it live."""
-    if "attnlab.core.experiment" in sys.modules:
+    if "attnlab.core.registry" in sys.modules:
         return build()
     path = cache_dir() / f"catalog-{key()}.json"
     try:

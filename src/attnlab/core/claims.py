@@ -22,7 +22,7 @@ spike) is ``Measured(nan, "…")``: a failed verdict that says why, never an exc
 
 Two guards make a ``pass`` mean something (``docs/claims.md``):
 
-* ``falsify``: every asserted claim names a :class:`~attnlab.core.worlds.World` where its statement is false (a
+* ``falsify``: every asserted claim names a :class:`World` where its statement is false (a
   perturbed theory, swapped arms, a broken model) and the tests measure the claim there and expect ``fail``; or,
   where no such world can be built cheaply, one sentence saying why (listed in the docs).
 * ``blocks=2``: a claim whose margin is within its seed-to-seed spread is measured on two independent seed blocks
@@ -36,20 +36,20 @@ import difflib
 import math
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from attnlab.core import progress
 from attnlab.core.config import SCALES, ConfigError, _clip, resolve
 from attnlab.core.display import html_block, text_block
-from attnlab.core.experiment import Experiment, Result, check_study, get, load_studies
+from attnlab.core.experiment import Experiment, Result
 from attnlab.core.files import atomic_write_json
+from attnlab.core.registry import check_study, get, load_studies
 from attnlab.core.runs import RunRecord, RunStore, load_result
 
 if TYPE_CHECKING:
     from attnlab.core.summaries import Summary
-    from attnlab.core.worlds import World
 
 S = TypeVar("S", bound="Summary")
 
@@ -57,6 +57,21 @@ Relation = Literal["approx", "le", "ge", "in", "report"]
 # Master seeds of a claim's independent seed blocks. Block 1 starts at 10^6 so that studies numbering their seeds
 # consecutively from the master seed (clustering's seed, seed + 1, …) draw disjoint seeds in the two blocks.
 BLOCK_SEEDS: tuple[int, ...] = (0, 1_000_000)
+
+
+ResultFn = Callable[[str, Result], Result]
+
+
+@dataclass(frozen=True)
+class World:
+    """A world where a claim's statement is false, and the claim measured there must say ``fail``
+    (:mod:`attnlab.core.worlds` measures it there)."""
+
+    why: str  # one sentence: what is broken, and why the statement is false there
+    overrides: Mapping[str | Experiment, Mapping[str, Any]] = field(default_factory=dict)
+    result: ResultFn | None = None
+    patch: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
+    scale: str = "quick"
 
 
 @dataclass(frozen=True)

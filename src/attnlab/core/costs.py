@@ -40,8 +40,8 @@ FACTOR = 4.0
 
 def cost_model(*keys: str) -> Callable[[CostFn], CostFn]:
     """Decorator attaching ``fn(config) -> work`` (a formula in the config's sizes) to the registered experiments
-    ``keys``, as :func:`attnlab.core.experiment.memory_model` attaches memory models."""
-    from attnlab.core.experiment import attach
+    ``keys``, as :func:`attnlab.core.registry.memory_model` attaches memory models."""
+    from attnlab.core.registry import attach
 
     def add(fn: CostFn) -> CostFn:
         for key in keys:
@@ -81,7 +81,7 @@ def measured_runs(store: Any, kind: str) -> Iterable[tuple[Any, Any, float]]:
     has a time model. On the CPU a run's seconds are its process's CPU time where its manifest kept it (a busy
     machine stretches wall time, not CPU time), else the index's wall time; a run resumed from a checkpoint timed
     only its last part and is left out."""
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
 
     for row in store.index.rows(status="done"):
         if not row.get("seconds"):

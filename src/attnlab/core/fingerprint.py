@@ -38,7 +38,7 @@ def _measured(relative: Path) -> bool:
 
 def study_root(study: str) -> Path | None:
     """The folder of ``study``'s package (or of its one registering module); None for an unknown study."""
-    from attnlab.core.experiment import study_modules
+    from attnlab.core.registry import study_modules
 
     module = study_modules().get(study)
     if module is None:

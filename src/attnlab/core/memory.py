@@ -187,7 +187,7 @@ def _probe(payload: str) -> dict[str, Any]:
     from attnlab.core.config import resolve_from
     from attnlab.core.context import RunContext
     from attnlab.core.device import parse
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
     from attnlab.core.rng import Streams
 
     spec = json.loads(payload)

@@ -1,10 +1,12 @@
 """Declared outputs: the summary keys and arrays each experiment means to produce, checked against what it does.
 
-A study declares them in ``<study>/outputs.py``, the way it declares memory models (``<study>/memory.py``)::
+An experiment declares them beside its run (``Experiment(..., outputs=declare(...), summary=Fig2dSummary)``)::
 
-    outputs("potts.fig2d", tiny={"a_values": [0.0, 1.0], "seeds": 2, "epochs": 2},
-            summary="best_a corr_a{a_values} test_a{a_values}",
+    declare(tiny={"a_values": [0.0, 1.0], "seeds": 2, "epochs": 2},
             arrays={"a": ("len(a_values) * seeds",), "map": ("len(a_values) * seeds", "L", "L")})
+
+its summary keys coming from its typed summary (:mod:`attnlab.core.summaries`), or from a ``summary=`` template
+(``"best_a corr_a{a_values} test_a{a_values}"``).
 
 A summary key or array name is a template: each ``{name}`` (or ``{name:spec}``) takes every value of the config's
 field ``name`` (each element of a list field; floats formatted with ``g`` unless a spec says otherwise), and the
@@ -30,8 +32,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnlab.core.experiment import Result, attach
 from attnlab.core.metrics import tidy, unnamed_axes
+from attnlab.core.result import Result
 
 Shape = tuple[int | str | None, ...] | None
 Names = Iterable[str] | Callable[[Any], Iterable[str]]
@@ -79,14 +81,6 @@ def declare(*, summary: Names | None = None, arrays: Arrays, tiny: Mapping[str, 
     names = (summary if summary is None or callable(summary) else (summary,) if isinstance(summary, str)
              else tuple(summary))
     return Outputs(names, arrays, dict(tiny or {}), None if index is None else dict(index))
-
-
-def outputs(key: str, *, summary: Names, arrays: Arrays, tiny: Mapping[str, Any] | None = None,
-            index: Mapping[str, tuple[str, ...]] | None = None) -> Outputs:
-    """Declare the outputs of the registered experiment ``key`` (``study.experiment``) from another module."""
-    out = declare(summary=summary, arrays=arrays, tiny=tiny, index=index)
-    attach(key, outputs=out)
-    return out
 
 
 def expand(template: str, config: Any) -> list[str]:

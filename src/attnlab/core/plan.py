@@ -26,8 +26,9 @@ from attnlab.core import costs
 from attnlab.core.claims import Claim, ClaimContext
 from attnlab.core.config import resolve
 from attnlab.core.device import kind
-from attnlab.core.experiment import Experiment, Result, get
+from attnlab.core.experiment import Experiment, Result
 from attnlab.core.fingerprint import code_fingerprint, stale
+from attnlab.core.registry import get
 from attnlab.core.runs import Interrupted, RunStore, deadline
 
 PROBE_SECONDS = 2.0  # the longest a plan lets one claim's measure run on stored results

@@ -227,7 +227,7 @@ def typed(experiment: str | Experiment, result: Any) -> Summary: ...
 
 def typed(experiment: str | Experiment, result: Any) -> Summary:
     """The typed summary of ``result`` (a run of ``experiment``, whose config the claim context put on it)."""
-    from attnlab.core.experiment import get
+    from attnlab.core.registry import get
 
     exp = get(experiment)
     if exp.summary is None:

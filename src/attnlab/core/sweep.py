@@ -54,10 +54,11 @@ import torch
 from attnlab.core import progress
 from attnlab.core.config import Config, ConfigError, resolve
 from attnlab.core.device import index, kind, parse
-from attnlab.core.experiment import Experiment, get, load_studies
+from attnlab.core.experiment import Experiment
 from attnlab.core.files import atomic_write, atomic_write_json
 from attnlab.core.memory import check_model
 from attnlab.core.points import expand, parse_configs, parse_grid, shard  # noqa: F401 (re-exported)
+from attnlab.core.registry import get, load_studies
 from attnlab.core.runs import RunFailed, RunStore
 
 

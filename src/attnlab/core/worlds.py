@@ -1,4 +1,5 @@
-"""Worlds where a claim's statement is false: the tests that prove a claim can fail.
+"""Worlds where a claim's statement is false (:class:`~attnlab.core.claims.World`, declared beside each claim), and
+measuring a claim there: the tests that prove a claim can fail.
 
 A ``pass`` means something only if the same check says ``fail`` where the paper is wrong. Each asserted claim
 names such a world beside its definition (``claim(..., falsify=World(...))``)::
@@ -27,25 +28,12 @@ import contextlib
 import copy
 import importlib
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from attnlab.core.claims import Claim, ClaimContext, claims
-from attnlab.core.experiment import Experiment, Result, get
+from attnlab.core.claims import Claim, ClaimContext, ResultFn, World, claims
+from attnlab.core.experiment import Experiment, Result
+from attnlab.core.registry import get
 from attnlab.core.runs import RunStore
-
-ResultFn = Callable[[str, Result], Result]
-
-
-@dataclass(frozen=True)
-class World:
-    """A world where a claim's statement is false, and the claim measured there must say ``fail``."""
-
-    why: str  # one sentence: what is broken, and why the statement is false there
-    overrides: Mapping[str | Experiment, Mapping[str, Any]] = field(default_factory=dict)
-    result: ResultFn | None = None
-    patch: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
-    scale: str = "quick"
 
 
 class WorldContext(ClaimContext):

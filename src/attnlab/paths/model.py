@@ -14,7 +14,7 @@ Paths are ordered lexicographically with h_1 most significant (the order of Fig.
 right to left down the tree of partial paths (:func:`path_features`), Σ_ℓ Π_{k≥ℓ} H_k T² work per example.
 Value weights may carry a leading batch axis (chains / samples): V0 (C, N, D), V[ℓ] (C, H_ℓ, N, N), a (C, N).
 
-Named activations (TransformerLens-style, the hook protocol of :mod:`attnlab.signal.model`): ``hook(name, tensor)``
+Named activations (TransformerLens-style, the hook protocol of :mod:`attnlab.core.hooks`): ``hook(name, tensor)``
 is called with ``hook_embed`` (x^(1)), then per layer ℓ = l + 1 ``blocks.{l}.attn.hook_pattern`` (Ω, (P, H, T, T),
 indexed [s, t]: softmax over the key s, Eq. (3)) and ``blocks.{l}.hook_resid_post`` (x^(ℓ+1): the layer's output;
 the network has no skip connection), and ``hook_readout`` (the read-out token x_{t*}); it may return a replacement.
@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from attnlab.core.hooks import Hook, call, run_with_cache
+
 Tensor = torch.Tensor
-Hook = Callable[[str, Tensor], Tensor | None]
 
 
 def check_heads(heads: Sequence[Tensor], D: int, Hs: Sequence[int] | None = None) -> tuple[int, ...]:
@@ -195,23 +196,6 @@ class Weights:
                                                  enumerate(Hs)], g(var[-1], C, ns[-1]))
 
 
-def _call(hook: Hook | None, name: str, t: Tensor) -> Tensor:
-    if hook is None:
-        return t
-    out = hook(name, t)
-    return t if out is None else out
-
-
-def run_with_cache(fn: Callable[[Hook], Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
-    """(``fn(hook)``, {name: activation}): every named activation of one forward pass, detached."""
-    cache: dict[str, Tensor] = {}
-
-    def hook(name: str, t: Tensor) -> None:
-        cache[name] = t.detach()
-
-    return fn(hook), cache
-
-
 def forward(X: Tensor, heads: Sequence[Tensor], w: Weights, readout: str | int, hook: Hook | None = None,
             nonlinearity: str = "softmax") -> Tensor:
     """f (C, P) by the layer recursion, Eqs. (1)-(4). ``hook`` sees the named activations (module docstring):
@@ -219,14 +203,14 @@ def forward(X: Tensor, heads: Sequence[Tensor], w: Weights, readout: str | int, 
     (C,P,T,N), ``hook_readout`` (C,P,N)."""
     Hs = check_heads(heads, X.shape[-1], w.Hs)
     N, D = w.N, X.shape[-1]
-    x = _call(hook, "hook_embed", torch.einsum("ptd,cnd->cptn", X, w.V0) / math.sqrt(D))
+    x = call(hook, "hook_embed", torch.einsum("ptd,cnd->cptn", X, w.V0) / math.sqrt(D))
     for ell, (A, V) in enumerate(zip(heads, w.V, strict=True), 1):
-        om = _call(hook, f"blocks.{ell - 1}.attn.hook_pattern", attention(X, A, nonlinearity))
+        om = call(hook, f"blocks.{ell - 1}.attn.hook_pattern", attention(X, A, nonlinearity))
         # x^(ℓ+1)_t = Σ_h Σ_s Ω_st V^h x_s: (Ωᵀ X) Vᵀ summed over heads, over √(N_ℓ H_ℓ) (N_ℓ: fan-in)
         x = torch.einsum("phst,cpsn,chmn->cptm", om, x, V) / math.sqrt(V.shape[-1] * Hs[ell - 1])
-        x = _call(hook, f"blocks.{ell - 1}.hook_resid_post", x)
+        x = call(hook, f"blocks.{ell - 1}.hook_resid_post", x)
     r = readout_vector(X.shape[1], readout, X.dtype, X.device)
-    z = _call(hook, "hook_readout", torch.einsum("cptn,t->cpn", x, r))
+    z = call(hook, "hook_readout", torch.einsum("cptn,t->cpn", x, r))
     return (z @ w.a[..., None]).squeeze(-1) / math.sqrt(N)
 
 
@@ -315,7 +299,7 @@ class AttentionPathNet(nn.Module):
     def forward(self, X: Tensor, hook: Hook | None = None) -> Tensor:
         if X.shape[-1] != self.D:
             raise ValueError(f"inputs have width {X.shape[-1]}; the model expects D = {self.D}")
-        x = _call(hook, "hook_embed", X @ self.V0.mT / math.sqrt(self.D))  # (P, T, N)
+        x = call(hook, "hook_embed", X @ self.V0.mT / math.sqrt(self.D))  # (P, T, N)
         for ell, V in enumerate(self.V):
             om = self.attention(X, ell)
             H = V.shape[0]
@@ -325,10 +309,10 @@ class AttentionPathNet(nn.Module):
                 om = om * keep[None, :, None, None].to(om.dtype)
                 if self.rescale:
                     scale = 1.0 / math.sqrt(self.N * int(keep.sum()))
-            om = _call(hook, f"blocks.{ell}.attn.hook_pattern", om)
-            x = _call(hook, f"blocks.{ell}.hook_resid_post", torch.einsum("phst,psn,hmn->ptm", om, x, V) * scale)
+            om = call(hook, f"blocks.{ell}.attn.hook_pattern", om)
+            x = call(hook, f"blocks.{ell}.hook_resid_post", torch.einsum("phst,psn,hmn->ptm", om, x, V) * scale)
         r = readout_vector(X.shape[1], self.readout, X.dtype, X.device)
-        z = _call(hook, "hook_readout", torch.einsum("ptn,t->pn", x, r))
+        z = call(hook, "hook_readout", torch.einsum("ptn,t->pn", x, r))
         return z @ self.a / math.sqrt(self.N)
 
     def weights(self) -> Weights:

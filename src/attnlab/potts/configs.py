@@ -13,8 +13,8 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from attnlab.core.config import Config
-from attnlab.potts.data import PottsSpec, check_couplings
-from attnlab.potts.train import Optim
+from attnlab.potts.data.potts import PottsSpec, check_couplings
+from attnlab.potts.train.mlm import Optim
 
 Matrix = tuple[tuple[float, ...], ...]
 Model = Literal["factored", "vanilla1", "vanilla3"]

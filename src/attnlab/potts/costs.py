@@ -52,7 +52,7 @@ def _groups(c) -> int:
         return c.L
     import torch
 
-    from attnlab.potts.sampler import colour_classes
+    from attnlab.potts.data.sampler import colour_classes
 
     J, _ = c.spec().structure()
     return len(colour_classes(torch.as_tensor(J), "chromatic"))

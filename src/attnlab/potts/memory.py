@@ -13,7 +13,7 @@ F32, F64 = 4, 8
 
 
 def ridge_sweep(L: int, n: int, alpha_max: float, problems: bool = True) -> int:
-    """Peak bytes of :func:`attnlab.potts.gaussian.simulate` over α up to ``alpha_max`` with n realisations.
+    """Peak bytes of :func:`attnlab.potts.data.gaussian.simulate` over α up to ``alpha_max`` with n realisations.
 
     At the largest α (M = αL): the draw z, m = R⁻ᵀz, its masked copy and X (n·L·M each), the previous α's X and
     m (held until reassigned, at most 2·n·L·M), and the problems' Ω, P, its Cholesky factor and S (4·n·L²;

@@ -8,7 +8,7 @@ The factored and perturbed layers are functions of explicit, stacked parameters 
     loss = mlm_loss(logits, c)                         # (...,) mean cross-entropy over sequences and sites
     A = attention(W)                                   # (..., L, L), rows sum to 1, A_ii = the sink
     W, V = potts_representation(potts)                 # exact softmax representation of Eq. (5) (docs note 6)
-    model = VanillaTransformer(C=20, L=20, n_layers=1); logits, cache = model.run_with_cache(x)
+    model = VanillaTransformer(C=20, L=20, n_layers=1); logits, cache = model.run_with_cache(x)   # core.hooks names
 
 Every site i of a sequence is predicted with s_i replaced by the masking token t = 0; for the factored layer the
 attention is input-independent, so all L masked predictions come from one pass.
@@ -22,7 +22,9 @@ from typing import Literal
 import torch
 from torch import nn
 
-from attnlab.potts.data import PottsModel, true_class_logp
+from attnlab.core import rng
+from attnlab.core.hooks import Hook, call, run_with_cache
+from attnlab.potts.data.potts import PottsModel, true_class_logp
 
 Tensor = torch.Tensor
 Attn = Literal["softmax", "softmax_nosink", "linear"]
@@ -215,15 +217,12 @@ class EncoderBlock(nn.Module):
         self.ff1 = _lecun_normal_(nn.Linear(d, 2 * d), generator)
         self.ff2 = _lecun_normal_(nn.Linear(2 * d, d), generator)
 
-    def forward(self, x: Tensor, cache: dict | None = None, name: str = "") -> Tensor:
+    def forward(self, x: Tensor, hook: Hook | None = None, name: str = "") -> Tensor:
         q, k, v = self.qkv(x).chunk(3, -1)
-        pattern = torch.softmax(q @ k.mT / math.sqrt(x.shape[-1]), -1)
+        pattern = call(hook, f"{name}.attn.hook_pattern", torch.softmax(q @ k.mT / math.sqrt(x.shape[-1]), -1))
         x = self.norm1(x + self.o_proj(pattern @ v))
         x = self.norm2(x + self.ff2(torch.relu(self.ff1(x))))
-        if cache is not None:
-            cache[f"{name}.attn.pattern"] = pattern
-            cache[f"{name}.resid_post"] = x
-        return x
+        return call(hook, f"{name}.hook_resid_post", x)
 
 
 class VanillaTransformer(nn.Module):
@@ -231,13 +230,16 @@ class VanillaTransformer(nn.Module):
 
     ``head='uva'`` is the unmodified tutorial's Dense(d) → LayerNorm → ReLU → Dense(C); ``'linear'`` the paper's
     text, Dense(d → C). Input: one-hot spins (n, L, C) with the masked site set to the zero vector.
-    Named activations (``run_with_cache``): ``embed``, ``blocks.{l}.attn.pattern``, ``blocks.{l}.resid_post``.
+    Named activations (the hook protocol of :mod:`attnlab.core.hooks`, TransformerLens's names): ``hook(name,
+    tensor)`` is called with ``hook_embed`` (embedding + positions, (n, L, d)), ``blocks.{l}.attn.hook_pattern``
+    ((n, L, L), softmax over the key) and ``blocks.{l}.hook_resid_post`` (the block's output, (n, L, d)); it may
+    return a replacement. ``run_with_cache`` collects them.
     """
 
     def __init__(self, C: int, L: int, d: int = 20, n_layers: int = 1, head: Literal["uva", "linear"] = "uva",
                  generator: torch.Generator | None = None) -> None:
         super().__init__()
-        g = generator or torch.Generator().manual_seed(0)
+        g = generator or rng.generator(0)
         self.C, self.L, self.d = C, L, d
         self.embed = _lecun_normal_(nn.Linear(C, d), g)
         self.register_buffer("pe", sinusoidal_positions(L, d))
@@ -250,17 +252,15 @@ class VanillaTransformer(nn.Module):
         else:
             raise ValueError(f"head {head!r} is not known; allowed: uva, linear")
 
-    def forward(self, x: Tensor, cache: dict | None = None) -> Tensor:
-        h = self.embed(x) + self.pe
-        if cache is not None:
-            cache["embed"] = h
+    def forward(self, x: Tensor, hook: Hook | None = None) -> Tensor:
+        h = call(hook, "hook_embed", self.embed(x) + self.pe)
         for i, block in enumerate(self.blocks):
-            h = block(h, cache, f"blocks.{i}")
+            h = block(h, hook, f"blocks.{i}")
         return self.head(h)
 
-    def run_with_cache(self, x: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
-        cache: dict[str, Tensor] = {}
-        return self(x, cache), cache
+    def run_with_cache(self, x: Tensor, names: tuple[str, ...] | None = None) -> tuple[Tensor, dict[str, Tensor]]:
+        """(logits, {name: activation}) for the hooks in ``names`` (all if None), detached."""
+        return run_with_cache(lambda hook: self(x, hook), names)
 
     def masked_inputs(self, c: Tensor, sites: Tensor) -> Tensor:
         """One-hot inputs (n, L, C) of sequences c (n, L) with site ``sites[b]`` of row b masked (t = 0)."""
@@ -278,12 +278,13 @@ class VanillaTransformer(nn.Module):
         """Exact MLM logits (n, L, C): site i read in the copy where site i is masked; optionally each layer's
         attention row i of that copy, (n_layers, n, L, L) (the maps of Fig. 2b, App. 'Numerical details')."""
         n, L = c.shape
-        cache = {} if with_maps else None
-        out = self(self.all_masked(c), cache).reshape(n, L, L, self.C)
+        names = tuple(f"blocks.{i}.attn.hook_pattern" for i in range(len(self.blocks)))
+        out, cache = self.run_with_cache(self.all_masked(c), names) if with_maps else (self(self.all_masked(c)), {})
+        out = out.reshape(n, L, L, self.C)
         idx = torch.arange(L, device=c.device)
         logits = out[:, idx, idx]  # (n, L, C)
         if not with_maps:
             return logits, None
-        maps = torch.stack([cache[f"blocks.{i}.attn.pattern"].reshape(n, L, L, L)[:, idx, idx]
-                            for i in range(len(self.blocks))])
+        maps = torch.stack([cache[name].reshape(n, L, L, L)[:, idx, idx]
+                            for name in names])
         return logits, maps

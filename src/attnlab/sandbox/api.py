@@ -39,8 +39,8 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from attnlab.core.config import SCALES, ConfigError, resolve_from
-from attnlab.core.experiment import get
 from attnlab.core.plotting import plotly_js as core_plotly_js
+from attnlab.core.registry import get
 from attnlab.core.runs import RunStore
 from attnlab.sandbox import forms
 from attnlab.sandbox.messages import (

@@ -30,7 +30,7 @@ from typing import Any, Literal
 import numpy as np
 
 from attnlab.core.config import ConfigError
-from attnlab.core.experiment import deprecated_env, entry_point_modules, import_plugin
+from attnlab.core.registry import deprecated_env, entry_point_modules, import_plugin
 
 Figure = dict[str, Any]  # a Plotly figure: {"data": [...], "layout": {...}}
 PANEL_NAME = r"[a-z0-9_]+"  # what the API's ``panels`` parameters accept

@@ -93,7 +93,7 @@ def serve(store_root: str | Path, *, host: str = "127.0.0.1", port: int = 0, max
     require()
     import uvicorn
 
-    from attnlab.core.experiment import load_studies
+    from attnlab.core.registry import load_studies
     from attnlab.core.runs import RunStore
     from attnlab.sandbox.api import create_app
     from attnlab.sandbox.plugin import plugins

@@ -10,7 +10,8 @@ from typing import Any
 
 from attnlab.core.config import ConfigError
 from attnlab.core.device import label, parse
-from attnlab.core.experiment import Experiment, get
+from attnlab.core.experiment import Experiment
+from attnlab.core.registry import get
 from attnlab.core.runs import RunStore
 from attnlab.sandbox import forms
 from attnlab.sandbox.jobs import ACTIVE, JobManager

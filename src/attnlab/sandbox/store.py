@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from attnlab.core.config import ConfigError
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 from attnlab.core.runs import LIVE_FILE, RunStore
 from attnlab.sandbox.plugin import View, plugin_for
 

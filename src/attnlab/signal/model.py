@@ -9,23 +9,23 @@ with their own β and α_SA), so a whole ensemble propagates or trains in one ba
 with s^h_ab = (W_Q^h x_a)·(W_K^h x_b)/√d_k, no Q/K biases, no output projection, LN(x) = √d x/‖x‖ (Eq. (1)) or
 a centring LayerNorm without affine; the pre-LN variant is x ← α_SA x + SA(LN x); x ← α_MLP x + MLP(LN x).
 
-Named activations (TransformerLens-style): ``hook(name, tensor)`` is called with
-``blocks.{l}.attn.hook_pattern`` (P, B, H, T, T), ``blocks.{l}.hook_attn_out``, ``blocks.{l}.hook_resid_mid``,
-``blocks.{l}.hook_mlp_out`` and ``blocks.{l}.hook_resid_post`` (P, B, T, d); it may return a replacement.
+Named activations (TransformerLens-style, the hook protocol of :mod:`attnlab.core.hooks`): ``hook(name, tensor)``
+is called with ``blocks.{l}.attn.hook_pattern`` (P, B, H, T, T), ``blocks.{l}.hook_attn_out``,
+``blocks.{l}.hook_resid_mid``, ``blocks.{l}.hook_mlp_out`` and ``blocks.{l}.hook_resid_post`` (P, B, T, d); it may
+return a replacement.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import torch
 from torch import nn
 
+from attnlab.core.hooks import Hook, call, run_with_cache
 from attnlab.signal.arch import Architecture
 from attnlab.signal.theory.kernels import phi
 
-Hook = Callable[[str, torch.Tensor], torch.Tensor | None]
 BLOCK_KEYS = ("wq", "wk", "wv", "bv", "w1", "b1", "w2", "b2")
 
 
@@ -90,7 +90,7 @@ def attention(x: torch.Tensor, p: dict[str, torch.Tensor], H: int, key_mask: tor
         s = s.masked_fill(~key_mask[None, :, None, None, :], float("-inf"))
     A = torch.softmax(s, dim=-1)
     if hook is not None:
-        A = _call(hook, f"{name}attn.hook_pattern", A)
+        A = call(hook, f"{name}attn.hook_pattern", A)
     return torch.matmul(A, v).transpose(2, 3).reshape(P, B, T, d)
 
 
@@ -108,20 +108,14 @@ def block(x: torch.Tensor, p: dict[str, torch.Tensor], arch: Architecture, *, al
     name = f"blocks.{layer}."
     post = arch.ln_position == "post"
     attn = attention(x if post else layer_norm(x, arch.norm), p, arch.H, key_mask, hook, name)
-    attn = _call(hook, name + "hook_attn_out", attn)
+    attn = call(hook, name + "hook_attn_out", attn)
     h = a_sa * x + attn
-    h = _call(hook, name + "hook_resid_mid", layer_norm(h, arch.norm) if post else h)
+    h = call(hook, name + "hook_resid_mid", layer_norm(h, arch.norm) if post else h)
     out = mlp(h if post else layer_norm(h, arch.norm), p, arch.activation)
-    out = _call(hook, name + "hook_mlp_out", out)
+    out = call(hook, name + "hook_mlp_out", out)
     y = a_mlp * h + out
-    return _call(hook, name + "hook_resid_post", layer_norm(y, arch.norm) if post else y)
+    return call(hook, name + "hook_resid_post", layer_norm(y, arch.norm) if post else y)
 
-
-def _call(hook: Hook | None, name: str, t: torch.Tensor) -> torch.Tensor:
-    if hook is None:
-        return t
-    out = hook(name, t)
-    return t if out is None else out
 
 
 class Encoder(nn.Module):
@@ -169,10 +163,4 @@ class Encoder(nn.Module):
 
     def run_with_cache(self, ids: torch.Tensor, names: tuple[str, ...] | None = None, **kw):
         """(logits, {name: activation}) for the hooks in ``names`` (all if None), detached."""
-        cache: dict[str, torch.Tensor] = {}
-
-        def hook(name, t):
-            if names is None or name in names:
-                cache[name] = t.detach()
-
-        return self.forward(ids, hook=hook, **kw), cache
+        return run_with_cache(lambda hook: self.forward(ids, hook=hook, **kw), names)

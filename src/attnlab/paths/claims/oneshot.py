@@ -19,7 +19,8 @@ import torch
 
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.config import resolve
-from attnlab.core.experiment import Result, get
+from attnlab.core.experiment import Result
+from attnlab.core.registry import get
 from attnlab.core.worlds import World
 from attnlab.paths.claims import edits
 from attnlab.paths.configs import Variant

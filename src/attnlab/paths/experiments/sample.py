@@ -34,7 +34,8 @@ from pydantic import Field
 
 from attnlab.core.config import ConfigError, resolve_from
 from attnlab.core.context import RunContext
-from attnlab.core.experiment import Experiment, Result, get
+from attnlab.core.experiment import Experiment, Result
+from attnlab.core.registry import get
 from attnlab.core.rng import Streams
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Units

@@ -14,7 +14,7 @@ from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.summaries import typed
 from attnlab.core.worlds import World
 from attnlab.potts import metrics
-from attnlab.potts import worlds as w
+from attnlab.potts.claims import worlds as w
 from attnlab.potts.experiments.fig3right import FIG3RIGHT
 from attnlab.potts.metrics import pl_key
 from attnlab.potts.summaries import PLSummary

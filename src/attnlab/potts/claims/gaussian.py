@@ -2,7 +2,7 @@
 limits, peak and large-α decay, and the ridge simulations against it (Fig. 3-left). The paper's ε_g ∝ α^-1/2 is
 reported, not asserted: the theory gives α^-1 for the excess ε_g − Δ (docs note 18). ε_g ≥ Δ for every fitted A
 is Eq. (8) itself (ε_g − Δ is a quadratic form in A − θ): a unit test (tests/potts/test_theory.py), not a claim.
-Each asserted claim names a world where it is false (``falsify``, sizes in ``potts/worlds.py``)."""
+Each asserted claim names a world where it is false (``falsify``, sizes in ``potts/claims/worlds.py``)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from dataclasses import replace
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.summaries import edit_summary
 from attnlab.core.worlds import World
+from attnlab.potts.claims.worlds import FIG3LEFT, FINITE_L, REPLICA, tiny
 from attnlab.potts.experiments import fig3left as f3l
 from attnlab.potts.summaries import Fig3LeftSummary, ReplicaSummary
-from attnlab.potts.worlds import FIG3LEFT, FINITE_L, REPLICA, tiny
 
 R, F3L, FL = f3l.REPLICA, f3l.FIG3LEFT, f3l.FINITE_L
 

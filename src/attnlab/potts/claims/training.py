@@ -6,7 +6,7 @@ computed directly. Fig. 3-right's rise, fall and peak are asserted on converged 
 along M): a sweep with an unconverged fit measures NaN, with the count in the detail. Two statements of the paper
 are reported, not asserted: ε_g ∝ α^-1/2 (the theory gives α^-1 for the excess) and d_H = 0.3 from one chain at the
 tuned β (independent chains at that β disagree). Each asserted claim names a world where it is false
-(``falsify``; sizes and shared result functions in ``potts/worlds.py``)."""
+(``falsify``; sizes and shared result functions in ``potts/claims/worlds.py``)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ import torch
 from scipy import stats
 
 from attnlab.core.claims import ClaimContext, Measured, claim
+from attnlab.core.rng import generator
 from attnlab.core.summaries import edit_summary, typed
 from attnlab.core.worlds import World
-from attnlab.potts import worlds as w
-from attnlab.potts.data import (
+from attnlab.potts.claims import worlds as w
+from attnlab.potts.data.potts import (
     PottsModel,
     PottsSpec,
     colour_frequencies,
@@ -30,11 +31,11 @@ from attnlab.potts.data import (
     mean_pairwise_hamming,
     total_variation,
 )
+from attnlab.potts.data.sampler import gibbs
 from attnlab.potts.experiments.checks import EQUIVALENCE, GIBBS
 from attnlab.potts.experiments.fig2 import FIG2, FIG2D
 from attnlab.potts.experiments.fig3right import CONSISTENCY
 from attnlab.potts.model import factored_logits, factored_loss_grad, perturbed_logits
-from attnlab.potts.sampler import gibbs
 from attnlab.potts.summaries import Fig2Summary
 
 F64 = torch.float64
@@ -49,7 +50,7 @@ def _conditional_vs_energy(ctx: ClaimContext) -> float:
     J = (G + G.T) / 2
     np.fill_diagonal(J, 0)
     potts = PottsModel(torch.tensor(J), torch.tensor(make_U(4, rng)), 0.7)
-    c = torch.randint(0, 4, (50, 6), generator=torch.Generator().manual_seed(0))
+    c = torch.randint(0, 4, (50, 6), generator=generator(0))
     logp = potts.conditional_logp(c)
     worst = 0.0
     for i in range(6):
@@ -83,7 +84,7 @@ def _gibbs_tv(ctx: ClaimContext) -> float:
     _, probs = exact_distribution(potts)
     tv = []
     for order in ("sequential", "chromatic"):
-        run = gibbs(potts, 200, 1000, burn_in=100, thin=5, generator=torch.Generator().manual_seed(1), order=order)
+        run = gibbs(potts, 200, 1000, burn_in=100, thin=5, generator=generator(1), order=order)
         tv.append(total_variation(run.samples, probs, 3))
     return max(tv)
 
@@ -98,7 +99,7 @@ claim("potts.gibbs_is_exact", "Appendix 'Numerical details' (check 2)",
 
 def _beta_zero(ctx: ClaimContext) -> float:
     potts = PottsSpec().model().with_beta(0.0)
-    run = gibbs(potts, 500, 20, burn_in=1, thin=1, generator=torch.Generator().manual_seed(2))
+    run = gibbs(potts, 500, 20, burn_in=1, thin=1, generator=generator(2))
     c = run.pooled()
     dev_freq = float((colour_frequencies(c, potts.C) - 1 / potts.C).abs().max())
     dev_ham = abs(run.hamming_pooled() - (1 - 1 / potts.C))
@@ -122,7 +123,7 @@ def _hot_hamming(ctx: ClaimContext) -> Measured:
     n = GROUPS * PER_GROUP
     betas = torch.tensor(HOT, dtype=F64).repeat_interleave(n)
     run = gibbs(potts, len(HOT) * n, 2, burn_in=500, thin=100, beta=betas,
-                generator=torch.Generator().manual_seed(ctx.seed + 4))
+                generator=generator(ctx.seed + 4))
     d = mean_pairwise_hamming(run.samples.reshape(len(HOT) * GROUPS, -1, potts.L), potts.C).reshape(len(HOT), GROUPS)
     mean, se = d.mean(1), d.std(1) / math.sqrt(GROUPS)
     lows = [float(mean[k] - mean[k + 1] - 1.96 * math.hypot(se[k], se[k + 1])) for k in range(len(HOT) - 1)]
@@ -182,7 +183,7 @@ claim("potts.no_sink_cannot_represent", "Eq. (4), the sink j = i (check 6)",
 
 
 def _a_zero(ctx: ClaimContext) -> float:
-    g = torch.Generator().manual_seed(0)
+    g = generator(0)
     Q, K, V = (torch.randn(20, 20, generator=g, dtype=F64) for _ in range(3))
     c = torch.randint(0, 20, (100, 20), generator=g)
     return float((perturbed_logits(c, Q.T @ K, V, 0.0) - factored_logits(c, Q.T @ K, V)).abs().max())
@@ -198,7 +199,7 @@ claim("potts.eq2_at_a0_is_factored", "Eqs. (2), (4) (check 7)",
 
 
 def _gradient_check(ctx: ClaimContext) -> float:
-    g = torch.Generator().manual_seed(1)
+    g = generator(1)
     W, V = torch.randn(5, 5, generator=g, dtype=F64), torch.randn(4, 4, generator=g, dtype=F64)
     c = torch.randint(0, 4, (12, 5), generator=g)
     _, gW, gV = factored_loss_grad(c, W, V)

@@ -16,13 +16,13 @@ from attnlab.core.runs import RunContext
 from attnlab.core.units import Unit, run_units
 from attnlab.potts import costs, figures, metrics
 from attnlab.potts.configs import TINY_DATA, PottsDataConfig, Training
-from attnlab.potts.data import colour_frequencies, mean_pairwise_hamming
+from attnlab.potts.data.potts import colour_frequencies, mean_pairwise_hamming
+from attnlab.potts.data.sampler import gibbs, tune_beta
 from attnlab.potts.experiments.common import final_metrics, potts_data
 from attnlab.potts.model import attention, factored_logits, mlm_loss, potts_representation
-from attnlab.potts.pseudolikelihood import fit_lbfgs
-from attnlab.potts.sampler import gibbs, tune_beta
 from attnlab.potts.summaries import EquivalenceSummary, GibbsSummary
-from attnlab.potts.train import train_stacked
+from attnlab.potts.train.mlm import train_stacked
+from attnlab.potts.train.pseudolikelihood import fit_lbfgs
 
 STUDY = "potts"
 

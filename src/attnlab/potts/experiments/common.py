@@ -6,7 +6,7 @@ import torch
 
 from attnlab.core.runs import RunContext
 from attnlab.potts import metrics
-from attnlab.potts.dataset import PottsData, potts_dataset
+from attnlab.potts.data.sets import PottsData, potts_dataset
 
 
 def potts_data(config, ctx: RunContext) -> PottsData:

@@ -19,11 +19,11 @@ from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Unit, run_units
 from attnlab.potts import costs, figures, memory, metrics
 from attnlab.potts.configs import TINY_DATA, Model, PottsDataConfig, Training
-from attnlab.potts.data import colour_frequencies
+from attnlab.potts.data.potts import colour_frequencies
 from attnlab.potts.experiments.common import final_metrics, potts_data
 from attnlab.potts.summaries import Fig2dSummary, Fig2Summary
 from attnlab.potts.theory.optimum import potts_optimum
-from attnlab.potts.train import Optim, progress_arrays, train_stacked, train_vanilla
+from attnlab.potts.train.mlm import Optim, progress_arrays, train_stacked, train_vanilla
 
 STUDY = "potts"
 

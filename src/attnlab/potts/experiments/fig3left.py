@@ -17,7 +17,8 @@ from attnlab.core.experiment import Experiment, Result
 from attnlab.core.outputs import declare
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
-from attnlab.potts import costs, figures, gaussian, memory
+from attnlab.potts import costs, figures, memory
+from attnlab.potts.data import gaussian
 from attnlab.potts.summaries import Fig3LeftSummary, FiniteLSummary, ReplicaSummary
 from attnlab.potts.theory import replica as theory
 

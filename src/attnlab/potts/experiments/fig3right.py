@@ -14,10 +14,10 @@ from attnlab.core.runs import RunContext
 from attnlab.core.units import Unit, run_units
 from attnlab.potts import costs, figures, metrics
 from attnlab.potts.configs import TINY_DATA, PLFit, PottsDataConfig
-from attnlab.potts.dataset import PottsData
+from attnlab.potts.data.sets import PottsData
 from attnlab.potts.experiments.common import potts_data
-from attnlab.potts.pseudolikelihood import fit_lbfgs
 from attnlab.potts.summaries import PLSummary
+from attnlab.potts.train.pseudolikelihood import fit_lbfgs
 
 STUDY = "potts"
 

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from attnlab.core.trajectory import Trajectory
-from attnlab.potts.gaussian import GaussianProblem, check_nu
+from attnlab.potts.data.gaussian import GaussianProblem, check_nu
 
 Tensor = torch.Tensor
 F64 = torch.float64

@@ -9,7 +9,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.config import resolve
-from attnlab.core.experiment import get
+from attnlab.core.registry import get
 from attnlab.signal.experiments.attention import FIG3, FIGB1, UNIVERSALITY
 from attnlab.signal.theory import rem
 

@@ -1,8 +1,8 @@
 """Paper 2's data sets: a Potts model of Eq. (1) and its train and test sequences, sampled by Gibbs sweeps
 (App. 'Numerical details'), memoised within a process and placed on a device.
 
-The model and its exact quantities live in :mod:`attnlab.potts.data`, the sampler in :mod:`attnlab.potts.sampler`;
-this module joins them, so that neither imports the other's user.
+The model and its exact quantities live in :mod:`attnlab.potts.data.potts`, the sampler in
+:mod:`attnlab.potts.data.sampler`; this module joins them, so that neither imports the other's user.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnlab.potts.data import PottsModel, PottsSpec, mean_pairwise_hamming
-from attnlab.potts.sampler import gibbs
+from attnlab.core.rng import generator
+from attnlab.potts.data.potts import PottsModel, PottsSpec, mean_pairwise_hamming
+from attnlab.potts.data.sampler import gibbs
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,7 +50,7 @@ def sample_dataset(spec: PottsSpec) -> PottsData:
     potts = spec.model()
     sets, diag = [], {}
     for name, M, seed in (("train", spec.M_train, spec.train_seed), ("test", spec.M_test, spec.test_seed)):
-        g = torch.Generator().manual_seed(seed)
+        g = generator(seed)
         run = gibbs(potts, spec.n_chains, _per_chain(M, spec.n_chains), burn_in=spec.burn_in, thin=spec.thin,
                     generator=g, order=spec.order)
         sets.append(run.samples.reshape(-1, spec.L)[:M])

@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from attnlab.potts.data import F64, PottsModel, mean_pairwise_hamming
+from attnlab.potts.data.potts import F64, PottsModel, mean_pairwise_hamming
 
 Tensor = torch.Tensor
 Order = Literal["chromatic", "sequential"]

@@ -5,8 +5,8 @@
 
 The MLM loss of factored attention *is* minus the pseudo-likelihood (6) of a generalised Potts model with couplings
 A_ij V_αγ, so minimising it full-batch with L-BFGS is the "factored PLM" (the paper's route is the same loss by
-mini-batch SGD, ``train.train_stacked``). The objective uses the closed-form gradient of ``model.factored_loss_grad``
-and the batched L-BFGS of ``optim.py``; all fits run in float64.
+mini-batch SGD, ``train.mlm.train_stacked``). The objective uses the closed-form gradient of
+``model.factored_loss_grad`` and the batched L-BFGS of ``train/optim.py``; all fits run in float64.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import Literal
 
 import torch
 
-from attnlab.potts.dataset import PottsData
+from attnlab.potts.data.sets import PottsData
 from attnlab.potts.model import Attn, attention, factored_logits, factored_loss_grad, mlm_loss
-from attnlab.potts.optim import lbfgs
-from attnlab.potts.train import init_params, model_generators
+from attnlab.potts.train.mlm import init_params, model_generators
+from attnlab.potts.train.optim import lbfgs
 
 Tensor = torch.Tensor
 

@@ -1,5 +1,5 @@
 """MLM training on Potts data (Eq. (3)): mini-batch Adam/SGD with a cosine schedule (full-batch L-BFGS of the
-same loss: ``pseudolikelihood.py``).
+same loss: ``train/pseudolikelihood.py``).
 
     fit = train_stacked("factored", data, seeds=[0, 1, 2], optim=Optim())     # 3 models in one computation
     fit.trajectory          # Trajectory over epochs: test_loss, train_loss, gap, recon_err, corr, each (T, S)
@@ -26,7 +26,7 @@ import torch
 
 from attnlab.core.trajectory import Trajectory
 from attnlab.potts import metrics
-from attnlab.potts.dataset import PottsData
+from attnlab.potts.data.sets import PottsData
 from attnlab.potts.model import (
     Attn,
     VanillaTransformer,

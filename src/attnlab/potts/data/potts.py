@@ -8,8 +8,8 @@ enumeration, Hamming statistics, the optimal MLM loss and the seeded spec of the
     J = make_J(20, "er", rng, p=0.2); U = make_U(20, rng)           # planted structures (the paper's Fig. 2 set-up)
 
 Sequences are integer tensors of colours (n, L); the one-hot spin s_i = e_{c_i} is never materialised where an
-index does the same work. The Gibbs sampler lives in ``sampler.py``, the sampled data sets
-(``potts_dataset(PottsSpec())``: the seeded `cpu_fig2` set-up, memoised) in ``dataset.py``.
+index does the same work. The Gibbs sampler lives in ``data/sampler.py``, the sampled data sets
+(``potts_dataset(PottsSpec())``: the seeded `cpu_fig2` set-up, memoised) in ``data/sets.py``.
 """
 
 from __future__ import annotations
