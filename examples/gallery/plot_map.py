@@ -12,10 +12,10 @@ Here at 24 × 32 tokens to keep the docs build quick; the command line is
 ``attnlab map --arch bert --layers 48 --hidden 1024 --heads 16``.
 """
 
-from attnlab.signal import mapping, mapping_read, mapping_report
+from attnlab.signal.mapping import place, read, report
 
-spec = mapping_read.from_family("bert", layers=48, hidden=1024, heads=16)
-doc = mapping.map_with_fix(spec, T=32, batch=24)
+spec = read.from_family("bert", layers=48, hidden=1024, heads=16)
+doc = place.map_with_fix(spec, T=32, batch=24)
 m, fixed = doc["map"], doc["fixed"]["map"]
 print(f"phase: {m['phase']}; β = {m['beta']:.3f} (β_c = {m['beta_c']:.2f}), α_SA = {doc['alpha_sa']:g} "
       f"(α_c(48) = {m['alpha_c']:.2f}); fix: α_SA = {m['fix']['alpha_sa']:.2f} → {fixed['phase']}")
@@ -23,4 +23,4 @@ print(f"phase: {m['phase']}; β = {m['beta']:.3f} (β_c = {m['beta_c']:.2f}), α
 # %%
 # The diagram with both points, α_c(L), and the predicted (lines) beside the measured (dots) ρ_ℓ and entropy, for
 # the model as initialised and for its fixed version.
-fig = mapping_report.figure(doc)
+fig = report.figure(doc)

@@ -52,7 +52,7 @@ def map_(
     collapse / entropy collapse), the margin to the nearest boundary, ρ_ℓ and the attention entropy predicted
     (Eqs. (19), (B.18)) and measured, and the fix. Writes OUT/map.json, OUT/map.png (or .svg) and OUT/map.html
     (the interactive page)."""
-    from attnlab.signal import mapping, mapping_read, mapping_report
+    from attnlab.signal.mapping import place, read, report
 
     if (model is None) == (arch is None):
         raise ConfigError("give MODEL (a config or checkpoint folder) or --arch FAMILY with sizes, not both")
@@ -61,25 +61,25 @@ def map_(
     if seq < 2 or batch < 1:
         raise ConfigError(f"--seq {seq} must be ≥ 2 and --batch {batch} ≥ 1")
     if model is not None:
-        spec = mapping_read.load(model)
+        spec = read.load(model)
     else:
-        spec = mapping_read.from_family(arch, layers, hidden, heads, ff, positions, init_std)
-    doc = mapping.map_with_fix(spec, apply=apply, T=seq, batch=batch, text=text, measure=not no_measure, eps=eps,
-                               margin=margin, seed=seed, finite_T=finite_t)
+        spec = read.from_family(arch, layers, hidden, heads, ff, positions, init_std)
+    doc = place.map_with_fix(spec, apply=apply, T=seq, batch=batch, text=text, measure=not no_measure, eps=eps,
+                             margin=margin, seed=seed, finite_T=finite_t)
     out.mkdir(parents=True, exist_ok=True)
-    fig = mapping_report.save_figure(doc, out / f"map.{fmt}")
-    (out / "map.json").write_text(mapping_report.to_json(doc))
+    fig = report.save_figure(doc, out / f"map.{fmt}")
+    (out / "map.json").write_text(report.to_json(doc))
     written = f"figure → {fig}   JSON → {out / 'map.json'}"
     if page:
-        from attnlab.signal import mapping_html
+        from attnlab.signal.mapping.page import save_html
 
         try:
-            written += f"   page → {mapping_html.save_html(doc, out / 'map.html')}"
+            written += f"   page → {save_html(doc, out / 'map.html')}"
         except ConfigError as exc:  # plotly missing: the page is skipped, not the map
             written += f"   (no page: {exc})"
     if json_out:
-        print(mapping_report.to_json(doc))
+        print(report.to_json(doc))
         return
-    for line in mapping_report.summary(doc):
+    for line in report.summary(doc):
         out_console.print(line, highlight=False, markup=False, soft_wrap=True)
     out_console.print(written, highlight=False, markup=False, soft_wrap=True)

@@ -33,7 +33,7 @@ def test_claims_cover_the_paper():
 
 def test_fig3_claims_read_the_scales_own_size(tmp_path):
     from attnlab.core.runs import RunStore
-    from attnlab.signal.claims import _fig3_size
+    from attnlab.signal.claims.attention import _fig3_size
 
     assert _fig3_size(ClaimContext("paper", RunStore(tmp_path))) == (512, 512)  # Fig. 3's T = d = 512
     assert _fig3_size(ClaimContext("quick", RunStore(tmp_path))) == (256, 1024)

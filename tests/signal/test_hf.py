@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from attnlab.signal import hf, theory
+from attnlab.signal import theory
+from attnlab.signal.mapping import hf
 
 pytest.importorskip("transformers")
 

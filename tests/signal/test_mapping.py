@@ -10,9 +10,9 @@ from torch import nn
 from typer.testing import CliRunner
 
 from attnlab import cli
-from attnlab.signal import mapping, mapping_read, mapping_report
 from attnlab.signal.arch import Architecture
-from attnlab.signal.mapping_measure import post_ln_block
+from attnlab.signal.mapping import place, read, report
+from attnlab.signal.mapping.measure import post_ln_block
 from attnlab.signal.model import Encoder
 
 
@@ -45,7 +45,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
 def test_block_matches_torch_encoder_layer():
     torch.manual_seed(0)
     lay = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True, activation="gelu").eval()
-    spec = mapping_read.read(nn.TransformerEncoder(lay, 2, enable_nested_tensor=False))
+    spec = read.read(nn.TransformerEncoder(lay, 2, enable_nested_tensor=False))
     assert spec.covered and spec.L == 2 and spec.activation == "gelu"
     x = torch.randn(3, 10, 32)
     with torch.no_grad():
@@ -57,9 +57,9 @@ def test_block_matches_torch_encoder_layer():
 
 def test_pre_ln_module_is_outside_the_theory():
     lay = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True, norm_first=True)
-    doc = mapping.map_model(nn.TransformerEncoder(lay, 2, enable_nested_tensor=False), T=8, batch=2)
+    doc = place.map_model(nn.TransformerEncoder(lay, 2, enable_nested_tensor=False), T=8, batch=2)
     assert not doc["covered"] and "pre-LN" in doc["reason"] and "predicted" not in doc
-    assert "OUTSIDE THE THEORY" in "\n".join(mapping_report.summary(doc))
+    assert "OUTSIDE THE THEORY" in "\n".join(report.summary(doc))
 
 
 def test_study_encoder_prediction_matches_measurement():
@@ -68,12 +68,12 @@ def test_study_encoder_prediction_matches_measurement():
     arch = Architecture(d=64, H=2, L=4, T=32, beta=0.5, alpha_sa=0.7, sigma_v2=1.0, sigma_w2=2.0, sigma_b2=0.0,
                         norm="rms")
     enc = Encoder(arch, vocab=50, gen=torch.Generator().manual_seed(1))
-    doc = mapping.map_model(enc, T=32, batch=16, finite_T=True)
+    doc = place.map_model(enc, T=32, batch=16, finite_T=True)
     assert doc["covered"] and doc["alpha_sa"] == pytest.approx(0.7)
     assert doc["params"]["sigma_v2"] == pytest.approx(1.0, rel=0.1)
     assert doc["difference"]["max_abs_rho"] < 0.08  # d = 64: finite-width fluctuations of ρ are a few 1e-2
-    assert mapping.map_model(enc, T=32, batch=16)["difference"]["max_abs_rho"] > doc["difference"]["max_abs_rho"]
-    json.loads(mapping_report.to_json(doc))  # strict JSON: no NaN
+    assert place.map_model(enc, T=32, batch=16)["difference"]["max_abs_rho"] > doc["difference"]["max_abs_rho"]
+    json.loads(report.to_json(doc))  # strict JSON: no NaN
 
 
 def test_fix_moves_a_rank_collapsed_model_into_the_trainable_region():
@@ -82,12 +82,12 @@ def test_fix_moves_a_rank_collapsed_model_into_the_trainable_region():
     arch = Architecture(d=64, H=2, L=8, T=32, beta=0.3, alpha_sa=0.05, sigma_v2=1.0, sigma_w2=2.0, sigma_b2=0.0,
                         norm="rms", activation="relu")
     enc = Encoder(arch, vocab=50, gen=torch.Generator().manual_seed(2))
-    doc = mapping.map_with_fix(enc, T=32, batch=8)
+    doc = place.map_with_fix(enc, T=32, batch=8)
     assert doc["map"]["phase"] == "rank collapse" and doc["map"]["margin"]["log10_alpha_over_alpha_c"] < 0
     fix = doc["map"]["fix"]
     assert fix["needed"] and fix["alpha_sa"] >= 2 * doc["map"]["alpha_c"] * 0.99
     fixed = doc["fixed"]
     assert fixed["map"]["phase"] == "trainable"
     assert fixed["measured"]["rho"][-1] < doc["measured"]["rho"][-1] - 0.05
-    fig = mapping_report.figure(doc)
+    fig = report.figure(doc)
     assert len(fig.axes) >= 4

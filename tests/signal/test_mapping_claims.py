@@ -1,5 +1,5 @@
 """The experiments and claims of ``attnlab map`` on real families (signal.map_families, signal.map_fix_training;
-claims in attnlab.signal.claims_mapping) at tiny sizes."""
+claims in attnlab.signal.claims.mapping) at tiny sizes."""
 
 import math
 import tempfile
@@ -71,7 +71,7 @@ def test_the_fix_lowers_beta_below_beta_c_of_an_entropy_collapsed_model():
 
 
 def test_fix_claim_is_the_lower_end_of_the_paired_t_interval():
-    from attnlab.signal import claims_mapping as cm
+    from attnlab.signal.claims import mapping as cm
 
     drops = {"drop_original_seed0": 0.1, "drop_fixed_seed0": 3.0, "drop_original_seed1": 0.2,
              "drop_fixed_seed1": 3.4, "drop_original_seed2": 0.0, "drop_fixed_seed2": 2.9}

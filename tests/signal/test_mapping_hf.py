@@ -8,8 +8,8 @@ import torch
 from typer.testing import CliRunner
 
 from attnlab import cli
-from attnlab.signal import hf, mapping, mapping_read
-from attnlab.signal.mapping_measure import post_ln_block
+from attnlab.signal.mapping import hf, place, read
+from attnlab.signal.mapping.measure import post_ln_block
 
 transformers = pytest.importorskip("transformers")
 
@@ -31,7 +31,7 @@ def _tiny(kind: str):
 @pytest.mark.parametrize("kind", ["bert", "roberta", "electra", "distilbert"])
 def test_block_reproduces_the_hf_forward(kind):
     model = _tiny(kind)
-    spec = mapping_read.read(model)
+    spec = read.read(model)
     assert spec.covered and spec.L == 2 and spec.ln == "post"
     ids = torch.randint(5, 100, (2, 16))
     with torch.no_grad():
@@ -55,7 +55,7 @@ def test_checkpoint_map_apply_and_reload(tmp_path):
     assert doc["covered"] and "weights read" in doc["source"]
     assert doc["params"]["beta"] == pytest.approx(0.2**2 * 32 / math.sqrt(math.log(64)), rel=0.1)  # std 0.2, T_init 64
     assert doc["map"]["phase"] == "rank collapse", doc["map"]
-    again = mapping.map_model(mapping_read.load(str(fixed)), T=32, batch=8)
+    again = place.map_model(read.load(str(fixed)), T=32, batch=8)
     assert again["alpha_sa"] == pytest.approx(doc["map"]["fix"]["alpha_sa"])
     assert again["map"]["phase"] == "trainable"
     assert again["measured"]["rho"][-1] < doc["measured"]["rho"][-1] - 0.05

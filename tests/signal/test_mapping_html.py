@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 
 from attnlab import cli
 from attnlab.core.config import ConfigError
-from attnlab.signal import mapping, mapping_html
 from attnlab.signal.arch import Architecture
+from attnlab.signal.mapping import page as html_page
+from attnlab.signal.mapping import place
 from attnlab.signal.model import Encoder
 
 SMALL = ["map", "--arch", "bert", "--layers", "3", "--hidden", "32", "--heads", "2", "--seq", "16", "--batch", "4"]
@@ -29,7 +30,7 @@ def fixed_doc():
     """A rank-collapsed model (α_SA = 0.05 at 8 layers) and its fix: the page's every panel and both points."""
     arch = Architecture(d=64, H=2, L=8, T=32, beta=0.3, alpha_sa=0.05, sigma_v2=1.0, sigma_w2=2.0, sigma_b2=0.0,
                         norm="rms", activation="relu")
-    doc = mapping.map_with_fix(Encoder(arch, vocab=50, gen=torch.Generator().manual_seed(2)), T=32, batch=8)
+    doc = place.map_with_fix(Encoder(arch, vocab=50, gen=torch.Generator().manual_seed(2)), T=32, batch=8)
     assert "fixed" in doc
     return doc
 
@@ -44,7 +45,7 @@ def test_cli_writes_a_self_contained_page_with_the_maps_numbers(tmp_path):
     assert not re.search(r"<script[^>]*\bsrc=", page) and not re.search(r"<link[^>]*https?:", page)
     assert _embedded(page, "map-json") == doc
     figs = _embedded(page, "map-figures")
-    assert list(figs) == list(mapping_html.PANELS)
+    assert list(figs) == list(html_page.PANELS)
     star = figs["map-diagram"]["data"][2]
     assert (star["x"], star["y"]) == ([doc["map"]["beta"]], [doc["map"]["alpha_sa"]])
     rho = figs["map-rho"]["data"]
@@ -59,7 +60,7 @@ def test_without_plotly_the_map_is_written_without_its_page(tmp_path, monkeypatc
     def missing():
         raise ConfigError("map.html needs plotly")
 
-    monkeypatch.setattr(mapping_html, "plotly_js", missing)
+    monkeypatch.setattr(html_page, "plotly_js", missing)
     res = CliRunner().invoke(cli.app, [*SMALL, "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert "no page: map.html needs plotly" in res.output and (tmp_path / "map.json").exists()
@@ -67,8 +68,8 @@ def test_without_plotly_the_map_is_written_without_its_page(tmp_path, monkeypatc
 
 
 def test_page_of_a_fixed_model_has_both_points_and_rebuilds_from_its_json(fixed_doc, tmp_path):
-    figs = mapping_html.figures(fixed_doc)
-    assert [len(figs[k]["data"]) for k in mapping_html.PANELS] == [4, 3, 4, 4]
+    figs = html_page.figures(fixed_doc)
+    assert [len(figs[k]["data"]) for k in html_page.PANELS] == [4, 3, 4, 4]
     fixed_star = figs["map-diagram"]["data"][3]
     assert fixed_star["x"] == [fixed_doc["fixed"]["map"]["beta"]] and fixed_star["name"] == "fixed"
     assert fixed_star["y"] == [fixed_doc["map"]["fix"]["alpha_sa"]]
@@ -77,20 +78,20 @@ def test_page_of_a_fixed_model_has_both_points_and_rebuilds_from_its_json(fixed_
     assert figs["map-rho"]["data"][1]["error_y"]["array"] == fixed_doc["measured"]["rho_se"]
     assert figs["map-rho"]["data"][1]["customdata"] == fixed_doc["difference"]["rho"]
     path = tmp_path / "map.json"
-    from attnlab.signal.mapping_report import to_json
+    from attnlab.signal.mapping.report import to_json
 
     path.write_text(to_json(fixed_doc))
     js = "/* plotly stand-in */"
-    assert mapping_html.page(mapping_html.read_json(path), js) == mapping_html.page(fixed_doc, js)
+    assert html_page.page(html_page.read_json(path), js) == html_page.page(fixed_doc, js)
 
 
 def test_outside_the_theory_the_page_shows_the_measured_curves_only():
     lay = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True, norm_first=True)
-    doc = mapping.map_model(torch.nn.TransformerEncoder(lay, 2, enable_nested_tensor=False), T=8, batch=2)
-    figs = mapping_html.figures(doc)
+    doc = place.map_model(torch.nn.TransformerEncoder(lay, 2, enable_nested_tensor=False), T=8, batch=2)
+    figs = html_page.figures(doc)
     assert list(figs) == ["map-rho", "map-entropy"]
     assert [t["name"] for t in figs["map-rho"]["data"]] == ["model measured"]
-    text = mapping_html.page(doc, "/* plotly */")
+    text = html_page.page(doc, "/* plotly */")
     assert "outside the theory" in text and "pre-LN" in text
 
 
@@ -111,7 +112,7 @@ def page(playwright, chromium_options):
 
 
 def test_browser_draws_every_panel_offline(fixed_doc, page, tmp_path):
-    path = mapping_html.save_html(fixed_doc, tmp_path / "map.html")
+    path = html_page.save_html(fixed_doc, tmp_path / "map.html")
     page.goto(path.as_uri())
     page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length === 4", timeout=60_000)
     traces = page.evaluate("Object.fromEntries([...document.querySelectorAll('.js-plotly-plot')]"

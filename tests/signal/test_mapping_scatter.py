@@ -5,8 +5,8 @@ weights (a finite-width model, Eq. 19 being its d → ∞ limit) moves ρ_ℓ by
 import numpy as np
 import torch
 
-from attnlab.signal import mapping_measure as mm
-from attnlab.signal import mapping_read
+from attnlab.signal.mapping import measure as mm
+from attnlab.signal.mapping import read
 from attnlab.signal.model import layer_norm
 
 
@@ -24,7 +24,7 @@ def _rho_L(spec, weight_seed: int, data_seed: int) -> tuple[float, float]:
 
 def test_rho_se_is_the_sequence_sampling_error_not_the_init_to_init_scatter():
     # the quick check's theory parameters (σ² d of d = 1024 at std 0.02) at width 128, 4 layers
-    spec = mapping_read.from_family("bert", layers=4, hidden=128, heads=2, init_std=0.02 * (1024 / 128) ** 0.5,
+    spec = read.from_family("bert", layers=4, hidden=128, heads=2, init_std=0.02 * (1024 / 128) ** 0.5,
                                     vocab=2000)
     same = [_rho_L(spec, 0, s) for s in (1, 2, 3)]
     rho_same, se = np.array([r for r, _ in same]), np.array([s for _, s in same])

@@ -6,8 +6,8 @@ import json
 from typer.testing import CliRunner
 
 from attnlab import cli
-from attnlab.signal import mapping_measure as mm
-from attnlab.signal import mapping_read
+from attnlab.signal.mapping import measure as mm
+from attnlab.signal.mapping import read
 
 
 def test_bundled_stories_are_measured(tmp_path):
@@ -21,7 +21,7 @@ def test_bundled_stories_are_measured(tmp_path):
 
 
 def test_stories_are_words_not_random_ids():
-    spec = mapping_read.from_family("bert", layers=1, hidden=16, heads=1, vocab=30522)
+    spec = read.from_family("bert", layers=1, hidden=16, heads=1, vocab=30522)
     ids = mm.token_ids(spec, 8, 32, mm.STORIES, seed=0)
     assert ids.shape == (8, 32) and bool((ids == mm.token_ids(spec, 8, 32, mm.STORIES, seed=0)).all())
     # a story repeats its words (names, objects, "the"): far fewer distinct ids than 256 uniform draws from 30522

@@ -263,7 +263,7 @@ def claim(id: str, ref: str, statement: str, how: str, measure: Callable[[ClaimC
 
 def attach(claim_id: str, falsify: World | str) -> Claim:
     """Name the world where the registered claim ``claim_id`` is false, for a study that keeps its worlds in a
-    module of their own (``signal/worlds.py``) rather than beside each ``claim(...)``."""
+    module of their own (``signal/claims/worlds.py``) rather than beside each ``claim(...)``."""
     from dataclasses import replace
 
     if claim_id not in _CLAIMS:

@@ -1,6 +1,7 @@
-"""Declared outputs of the signal experiments (:mod:`attnlab.core.outputs`): the summary keys and arrays of each
-(shapes over the config fields; None: an axis no field fixes), with the tiny overrides under which
-``tests/core/test_outputs.py`` runs it and checks them."""
+"""Declared outputs of the signal experiments (:mod:`attnlab.core.outputs`): the arrays of each (shapes over the
+config fields; None: an axis no field fixes), with the tiny overrides under which ``tests/core/test_outputs.py`` runs
+it and checks them. The declared summary keys are those of each experiment's typed summary
+(:mod:`attnlab.signal.summaries`)."""
 
 from attnlab.core.outputs import declare
 
@@ -30,8 +31,6 @@ TINY = {
 CONDITIONS = {"*": ("condition",)}
 
 FIG1C = declare(tiny=TINY["fig1c"],
-        summary=("alpha_c alpha_c_min_step beta_c diagram_seconds frac_entropy_collapse frac_rank_collapse "
-                 "frac_trainable sim_agreement sim_gflop_per_s sim_seconds"),
         arrays={
             ("Ls alphas betas sim_alphas sim_betas sim_entropy_1 sim_ipr_1 sim_phase sim_rho_L "
              "sim_theory_phase"): (None,),
@@ -41,8 +40,6 @@ FIG1C = declare(tiny=TINY["fig1c"],
         })
 
 FIG1D = declare(tiny=TINY["fig1d"], index=CONDITIONS,
-        summary=("beta beta_theory entropy_1_sim_0 entropy_1_sim_1 max_dev max_dev_0 max_dev_1 "
-                 "max_dev_finite_T rho0 rho_L_sim_0 rho_L_sim_1 rho_L_theory_0 rho_L_theory_1"),
         arrays={
             "alphas beta_theory betas finite_time sim_time theory_time": (None,),
             ("finite_entropy finite_ipr finite_q finite_q_attn_out finite_q_mlp_out finite_rho "
@@ -54,7 +51,6 @@ FIG1D = declare(tiny=TINY["fig1d"], index=CONDITIONS,
         })
 
 FIG1E = declare(tiny=TINY["fig1e"], index=CONDITIONS,
-        summary="beta beta_theory entropy_1_sim_0 max_dev max_dev_0 rho0 rho_L_sim_0 rho_L_theory_0",
         arrays={
             "alphas beta_theory betas": (1,),
             ("sim_entropy sim_entropy_std sim_ipr sim_ipr_std sim_q sim_q_attn_out "
@@ -66,10 +62,6 @@ FIG1E = declare(tiny=TINY["fig1e"], index=CONDITIONS,
         })
 
 DEPTH = declare(tiny=TINY["depth"], index=CONDITIONS,
-        summary=("beta beta_theory entropy_1_sim_0 entropy_1_sim_1 entropy_1_sim_2 entropy_1_sim_3 "
-                 "entropy_1_sim_4 max_dev max_dev_0 max_dev_1 max_dev_2 max_dev_3 max_dev_4 rho0 rho_L_sim_0 "
-                 "rho_L_sim_1 rho_L_sim_2 rho_L_sim_3 rho_L_sim_4 rho_L_theory_0 rho_L_theory_1 rho_L_theory_2 "
-                 "rho_L_theory_3 rho_L_theory_4"),
         arrays={
             "alphas beta_theory betas sim_time theory_time": ("len(pairs)",),
             ("sim_entropy sim_entropy_std sim_ipr sim_ipr_std sim_q "
@@ -81,9 +73,6 @@ DEPTH = declare(tiny=TINY["depth"], index=CONDITIONS,
         })
 
 FIG3 = declare(tiny=TINY["fig3"],
-        summary=("beta_star_mc_rho{rhos} beta_star_scaled_spread beta_star_sim_rho{rhos} "
-                 "beta_star_theory_rho{rhos} input_cos_error max_dev_eq14_beta3 max_dev_mc shift_ratio_max "
-                 "shift_ratio_min"),
         arrays={
             "betas": ("len(betas)",),
             "eq14 mc_cos mc_ipr sim_cos sim_ipr": ("len(betas)", "len(rhos)"),
@@ -93,15 +82,11 @@ FIG3 = declare(tiny=TINY["fig3"],
         })
 
 UNIVERSALITY = declare(tiny=TINY["universality"],
-        summary=("beta_star_32_1_32 beta_star_32_2_32 beta_star_spread_dH ipr_beta3_32_1_32 ipr_beta3_32_2_32 "
-                 "ipr_beta3_spread_T"),
         arrays={
             "betas ipr_32_1_32 ipr_32_2_32": ("len(betas)",),
         })
 
 ALPHAC = declare(tiny=TINY["alphac"],
-        summary=("alpha_c_L{Ls}_eps{eps_list} alpha_c_min_step alpha_c_sim_L classification_agreement max_dev "
-                 "max_dev_all_layers rho_L_mlp_only_L{Ls}"),
         arrays={
             "Ls mlp_only": ("len(Ls)",),
             "alpha_c": ("len(Ls)", "len(eps_list)"),
@@ -116,16 +101,11 @@ ALPHAC = declare(tiny=TINY["alphac"],
         })
 
 FIG5 = declare(tiny=TINY["fig5"],
-        summary="max_dev_16 relu_fixed_points rho_L_sim_16 rho_L_theory_16 rho_star_16 sigma_w2_c slope_16",
         arrays={
             "grid map_16 sigma_w2s sim_16 sim_sigma_w2s sim_std_16 theory_16": (None,),
         })
 
 FIGB1 = declare(tiny=TINY["figB1"],
-        summary=("entropy_rho{rhos}_T64_beta0.5 entropy_rho{rhos}_T64_beta1 entropy_rho{rhos}_T64_beta2 "
-                 "entropy_rho{rhos}_T64_beta3 entropy_rho{rhos}_T64_beta5 frozen_entropy_beta3 "
-                 "ipr_rho{rhos}_T64_beta0.5 ipr_rho{rhos}_T64_beta1 ipr_rho{rhos}_T64_beta2 "
-                 "ipr_rho{rhos}_T64_beta3 ipr_rho{rhos}_T64_beta5"),
         arrays={
             ("betas entropy_rho{rhos}_T64 heuristic_rho{rhos}_T64 ipr_rho{rhos}_T64 "
              "mc_pSA_rho{rhos} mc_psa_rho{rhos} mc_qSA_rho{rhos}"): ("len(betas)",),
@@ -133,17 +113,12 @@ FIGB1 = declare(tiny=TINY["figB1"],
         })
 
 FIGC1 = declare(tiny=TINY["figC1"],
-        summary=("bulk_radius_beta{betas}_T32 bulk_radius_standard_T32 lambda2_beta{betas}_T32 "
-                 "lambda2_standard_T32 slope_beta{betas} slope_standard"),
         arrays={
             "Ts lambda2_beta{betas} lambda2_standard radius_beta{betas} radius_standard": (None,),
             "eig_beta{betas} eig_standard": ("T_show",),
         })
 
 FIGC3 = declare(tiny=TINY["figC3"],
-        summary=("T d max_dev max_dev_beta{table_betas} max_dev_finite_T max_dev_finite_T_beta{table_betas} "
-                 "rho1_beta0.5 rho_10_beta{table_betas} rho_1_beta{table_betas} rho_2_beta{table_betas} "
-                 "rho_5_beta{table_betas}"),
         arrays={
             "betas finite_time rhos sim_time theory_time": (None,),
             "depth one_block": (None, None),
@@ -158,7 +133,6 @@ FIGC3 = declare(tiny=TINY["figC3"],
         })
 
 FIG1AB = declare(tiny=TINY["fig1ab"],
-        summary="entropy_beta{betas} ipr_beta{betas}",
         arrays={
             "attention": ("len(betas)", None, None),
             "betas": ("len(betas)",),
@@ -166,11 +140,6 @@ FIG1AB = declare(tiny=TINY["fig1ab"],
         })
 
 FIG4 = declare(tiny=TINY["fig4"],
-        summary=("beta_high beta_low entropy_change_high_beta_max entropy_final_beta{betas}_alpha1_seed0 "
-                 "entropy_final_beta{betas}_alpha1_seed1 entropy_init_beta{betas}_alpha1_seed0 "
-                 "entropy_init_beta{betas}_alpha1_seed1 entropy_init_high_beta_max "
-                 "loss_final_beta{betas}_alpha1_seed0 loss_final_beta{betas}_alpha1_seed1 loss_gap_min steps "
-                 "uniform_loss"),
         arrays={
             "entropy ipr": (None, "batch", None),
             "eval_loss loss": (None, "batch"),
@@ -179,9 +148,6 @@ FIG4 = declare(tiny=TINY["fig4"],
         })
 
 FIGC2 = declare(tiny=TINY["figC2"],
-        summary=("beta_high beta_low entropy_change_high_beta_max entropy_final_beta0.5_alpha1_seed0 "
-                 "entropy_init_beta0.5_alpha1_seed0 entropy_init_high_beta_max loss_final_beta0.5_alpha1_seed0 "
-                 "loss_gap_min steps"),
         arrays={
             "entropy ipr": (None, None, None),
             "eval_loss loss": (None, None),
@@ -189,12 +155,6 @@ FIGC2 = declare(tiny=TINY["figC2"],
         })
 
 FIG1F = declare(tiny=TINY["fig1f"],
-        summary=("entropy_final_entropy_beta{entropy_betas}_alpha1_seed0 "
-                 "entropy_final_rank_beta0.1_alpha{rank_alphas}_seed0 entropy_gap_min "
-                 "entropy_init_entropy_beta{entropy_betas}_alpha1_seed0 "
-                 "entropy_init_rank_beta0.1_alpha{rank_alphas}_seed0 "
-                 "loss_final_entropy_beta{entropy_betas}_alpha1_seed0 "
-                 "loss_final_rank_beta0.1_alpha{rank_alphas}_seed0 rank_gap_min"),
         arrays={
             "entropy_entropy entropy_ipr": ("rank_L", None, None),
             "entropy_eval_loss entropy_loss rank_eval_loss rank_loss": ("rank_L", None),

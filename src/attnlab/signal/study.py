@@ -14,7 +14,8 @@ STUDY = Study(
     "signal", "Signal propagation, rank and entropy collapse in deep post-LN transformers at initialisation (paper 1)",
     experiments=(FIG3, UNIVERSALITY, FIGB1, FIGC1, FIG1C, FIG1D, FIG1E, DEPTH, ALPHAC, FIG5, FIGC3, MAP_FAMILIES,
                  MAP_FIX_TRAINING, FIG1AB, FIG4, FIGC2, FIG1F),
-    claims=("attnlab.signal.claims", "attnlab.signal.claims_mapping", "attnlab.signal.claims_training",
-            "attnlab.signal.worlds"),
+    claims=("attnlab.signal.claims.exact", "attnlab.signal.claims.attention", "attnlab.signal.claims.depth",
+            "attnlab.signal.claims.spectrum", "attnlab.signal.claims.training", "attnlab.signal.claims.mapping",
+            "attnlab.signal.claims.worlds"),
     views="attnlab.signal.views.plugin",
 )

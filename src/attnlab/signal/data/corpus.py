@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from attnlab.core.rng import generator
 from attnlab.core.runs import RunContext
 from attnlab.signal.data.sequences import N_SPECIAL, SEP, repeat_task
 
@@ -211,7 +212,7 @@ def tokens(config, T: int, ctx: RunContext, n: int | None = None) -> tuple[torch
     fixed seeds, not from a checkpointed stream, so a resumed run sees the same corpus."""
     if config.corpus == "repeat":
         vocab = getattr(config, "repeat_vocab", 64)
-        gen = torch.Generator().manual_seed(ctx.seed("corpus"))
+        gen = generator(ctx.seed("corpus"))
         return repeat_task(n or getattr(config, "n_train", 4096), T, vocab, gen), vocab
     windows, tok = corpus_windows(config.corpus, T, config.n_stories, config.vocab_size, config.corpus_path,
                                   seed=ctx.seed("corpus") % 2**31)

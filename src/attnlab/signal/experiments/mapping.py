@@ -6,7 +6,7 @@ standard initialisation, every Linear N(0, init_std²); nothing downloaded) at s
 through the model's own forward, max over layers of the difference per (family, depth).
 
 ``map_fix_training``: a model the map places in a collapse phase and its ``--apply``-fixed version
-(``mapping.apply_fix``: Q/K redrawn at β ≤ β_c/2, W_O scaled to α_SA ≥ 2 α_c(L)) trained side by side on the
+(``mapping.place.apply_fix``: Q/K redrawn at β ≤ β_c/2, W_O scaled to α_SA ≥ 2 α_c(L)) trained side by side on the
 repeat-MLM task (same head, data and masks per seed): the held-out loss drop of each, paired by seed.
 """
 
@@ -26,6 +26,7 @@ from torch.nn import functional as F
 from attnlab.core.config import Config, ConfigError
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.outputs import declare
+from attnlab.core.rng import generator
 from attnlab.core.runs import RunContext
 from attnlab.signal import costs, summaries
 
@@ -47,11 +48,11 @@ def build(family: str, L: int, d: int, H: int, init_std: float, positions: int, 
           dropout: bool = True):
     """A ``transformers`` encoder of ``family`` from its config (the family's own ``_init_weights`` at
     ``init_std``, global torch RNG seeded with ``seed``), eager attention, in eval mode."""
-    from attnlab.signal import mapping, mapping_read
+    from attnlab.signal.mapping import place, read
 
     tf = _transformers()
-    spec = mapping_read.from_family(family, L, d, H, None, positions, init_std, vocab=vocab)
-    cfg = mapping._family_config(spec, tf)
+    spec = read.from_family(family, L, d, H, None, positions, init_std, vocab=vocab)
+    cfg = place._family_config(spec, tf)
     if not dropout:
         for k in NO_DROPOUT:
             if hasattr(cfg, k):
@@ -79,9 +80,9 @@ class MapFamiliesConfig(Config):
 
 
 def map_families(config: MapFamiliesConfig, ctx: RunContext) -> Result:
-    """Per (family, depth): ``mapping.map_model`` on the built model (measured through its own forward), the max
+    """Per (family, depth): ``mapping.place.map_model`` on the built model (measured through its own forward), the max
     over layers ℓ ≥ 1 of |ρ_ℓ(predicted) − ρ_ℓ(measured)| and ρ_L of each."""
-    from attnlab.signal import mapping
+    from attnlab.signal.mapping import place
 
     F_, D, Lmax = len(config.families), len(config.depths), max(config.depths)
     dev = np.full((F_, D), np.nan)
@@ -91,7 +92,7 @@ def map_families(config: MapFamiliesConfig, ctx: RunContext) -> Result:
         for j, L in enumerate(config.depths):
             seed = ctx.seed(f"{fam}_L{L}") % 2**31
             model = build(fam, L, config.d, config.H, config.init_std, config.positions, config.vocab, seed)
-            doc = mapping.map_model(model, T=config.T, batch=config.batch, seed=seed)
+            doc = place.map_model(model, T=config.T, batch=config.batch, seed=seed)
             del model
             pred, meas = np.array(doc["predicted"]["rho"], float), np.array(doc["measured"]["rho"], float)
             curves["rho_predicted"][i, j, : L + 1], curves["rho_measured"][i, j, : L + 1] = pred, meas
@@ -110,8 +111,6 @@ def map_families(config: MapFamiliesConfig, ctx: RunContext) -> Result:
 
 MAP_FAMILIES_OUTPUTS = declare(tiny={"families": ["bert", "distilbert"], "depths": [2, 3], "d": 32, "H": 2,
                                      "T": 16, "batch": 4, "vocab": 100, "positions": 64},
-        summary=("max_dev max_dev_{families}_L{depths} rho_L_predicted_{families}_L{depths} "
-                 "rho_L_measured_{families}_L{depths} worst_layer_{families}_L{depths}"),
         arrays={"max_dev": ("len(families)", "len(depths)"), "depths": ("len(depths)",),
                 "rho_predicted rho_measured rho_se": ("len(families)", "len(depths)", "max(depths) + 1")},
         index={"max_dev": ("family", "depth"), "rho_*": ("family", "depth", "layer")})
@@ -173,7 +172,7 @@ def train_arm(enc, head: nn.Linear, config: MapFixTrainingConfig, seed: int, dev
 
     model = _MLM(enc, head).to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01)
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     ev_in, ev_lab = mask_tokens(repeat_task(config.n_eval, config.T, config.vocab, gen), config.vocab, gen)
     ev_in, ev_lab = ev_in.to(device), ev_lab.to(device)
     at = set(np.linspace(0, config.steps, config.n_log + 1).round().astype(int).tolist())
@@ -198,7 +197,7 @@ def train_arm(enc, head: nn.Linear, config: MapFixTrainingConfig, seed: int, dev
 def map_fix_training(config: MapFixTrainingConfig, ctx: RunContext) -> Result:
     """Per seed: the original model (mapped: its phase and the fix) and its fixed version, trained on the same
     data from the same head; the held-out loss drop (first − last evaluation) of each arm."""
-    from attnlab.signal import mapping, mapping_read
+    from attnlab.signal.mapping import place, read
 
     losses = np.full((config.n_seeds, 2, config.n_log + 1), np.nan)
     summary, rows = {}, []
@@ -206,16 +205,16 @@ def map_fix_training(config: MapFixTrainingConfig, ctx: RunContext) -> Result:
         seed = ctx.seed("init", s) % 2**31
         model = build(config.family, config.L, config.d, config.H, config.init_std, config.positions, config.vocab,
                       seed, dropout=False)
-        spec = mapping_read.read(model)
-        doc = mapping.map_model(spec, T=config.T, batch=16, seed=seed, margin=config.margin)
+        spec = read.read(model)
+        doc = place.map_model(spec, T=config.T, batch=16, seed=seed, margin=config.margin)
         fix = doc["map"]["fix"]
         if config.fix and fix["feasible"]:
-            fixed = mapping.apply_fix(spec, fix["beta"], fix["alpha_sa"], None, seed)
+            fixed = place.apply_fix(spec, fix["beta"], fix["alpha_sa"], None, seed)
         else:
             fixed = copy.deepcopy(model)
         head = nn.Linear(config.d, config.vocab)
         with torch.no_grad():
-            head.weight.copy_(torch.randn(head.weight.shape, generator=torch.Generator().manual_seed(seed)) * 0.02)
+            head.weight.copy_(torch.randn(head.weight.shape, generator=generator(seed)) * 0.02)
             head.bias.zero_()
         data_seed = ctx.seed("data", s) % 2**31
         for a, enc in enumerate((model, fixed)):
@@ -241,11 +240,6 @@ def map_fix_training(config: MapFixTrainingConfig, ctx: RunContext) -> Result:
 
 MAP_FIX_TRAINING_OUTPUTS = declare(tiny={"L": 1, "d": 16, "H": 1, "T": 8, "steps": 3, "batch": 2, "n_eval": 4,
                                          "n_seeds": 2, "n_log": 1, "positions": 16, "vocab": 16},
-        summary=lambda c: ["drop_gain_mean", "drop_gain_sd", "uniform_loss", "loss_start", "beta", "beta_c",
-                           "alpha_c", "beta_fix", "alpha_fix",
-                           *(f"{k}_seed{s}" for s in range(c.n_seeds) for k in ("drop_original", "drop_fixed",
-                                                                                 "phase", "loss_original",
-                                                                                 "loss_fixed"))],
         arrays={"eval_loss": ("n_seeds", 2, "n_log + 1")})
 
 MAP_FIX_TRAINING = Experiment(

@@ -15,6 +15,7 @@ import pandas as pd
 import torch
 
 from attnlab.core.experiment import Experiment, Result
+from attnlab.core.rng import generator
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
 from attnlab.core.units import Unit, Units
@@ -83,7 +84,7 @@ def _train(config: MLMTraining, ctx: RunContext, units: Units, arch, betas, alph
         T = arch.T
         windows, vocab = corpus.tokens(config, T, ctx)
         if config.corpus == "repeat":
-            ev = data.repeat_task(config.n_eval, T, vocab, torch.Generator().manual_seed(ctx.seed("eval")))
+            ev = data.repeat_task(config.n_eval, T, vocab, generator(ctx.seed("eval")))
         else:
             windows, ev = windows[config.n_eval:], windows[: config.n_eval]
         slots = list(itertools.product(betas, alphas)) * config.n_seeds

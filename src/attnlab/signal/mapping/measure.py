@@ -28,7 +28,8 @@ import torch
 from torch.nn import functional as F
 
 from attnlab.core.config import ConfigError
-from attnlab.signal.mapping_read import Spec
+from attnlab.core.rng import generator
+from attnlab.signal.mapping.read import Spec
 from attnlab.signal.model import layer_norm
 from attnlab.signal.theory.kernels import phi
 
@@ -45,7 +46,7 @@ def token_ids(spec: Spec, B: int, T: int, text: str | Path | None = None, seed: 
     stories (``text = "stories"``)."""
     vocab = max(spec.vocab, 8)
     if text is None:
-        return torch.randint(min(5, vocab - 1), vocab, (B, T), generator=torch.Generator().manual_seed(seed))
+        return torch.randint(min(5, vocab - 1), vocab, (B, T), generator=generator(seed))
     if is_stories(text):  # the signal study's bundled story generator (offline, deterministic, ~60 words each)
         from attnlab.signal.data.corpus import generate_stories
 
@@ -104,7 +105,7 @@ def onednn():
     """The oneDNN linear this torch has, checked once against ``F.linear`` on a small product (None: none works)."""
     if not torch.backends.mkldnn.is_available():
         return None
-    gen = torch.Generator().manual_seed(0)
+    gen = generator(0)
     x, w, b = torch.randn(2, 8, 16, generator=gen), torch.randn(4, 16, generator=gen), torch.randn(4, generator=gen)
     for f in (_pointwise, _converted):
         try:
@@ -164,7 +165,7 @@ def post_ln_block(x: torch.Tensor, w: dict[str, Any], H: int, activation: str, a
 def family_embedding(spec: Spec, ids: torch.Tensor, seed: int = 0) -> torch.Tensor:
     """The family's embedding output at initialisation: LN(word + position [+ token type]) with every table
     N(0, std²) (HF ``_init_weights``), the word rows drawn for the distinct ids used."""
-    gen = torch.Generator().manual_seed(seed + 7919)
+    gen = generator(seed + 7919)
     std, d = spec.init_std or 0.02, spec.d
     uniq, inv = ids.unique(return_inverse=True)
     x = (torch.randn(len(uniq), d, generator=gen) * std)[inv]
@@ -176,14 +177,14 @@ def family_embedding(spec: Spec, ids: torch.Tensor, seed: int = 0) -> torch.Tens
 
 def gaussian_tokens(B: int, T: int, d: int, seed: int = 0) -> torch.Tensor:
     """Orthogonal-ish unit tokens (ρ_0 ≈ 0) for models without an embedding (nn.TransformerEncoder)."""
-    return layer_norm(torch.randn(B, T, d, generator=torch.Generator().manual_seed(seed + 7919)), "layernorm")
+    return layer_norm(torch.randn(B, T, d, generator=generator(seed + 7919)), "layernorm")
 
 
 def _hf_inputs(model, ids: torch.Tensor, seed: int) -> dict[str, torch.Tensor]:
     cfg = model.config
     if getattr(cfg, "image_size", None) and getattr(cfg, "num_channels", None):  # ViT: random pixels
         s = cfg.image_size
-        gen = torch.Generator().manual_seed(seed)
+        gen = generator(seed)
         return {"pixel_values": torch.randn(ids.shape[0], cfg.num_channels, s, s, generator=gen)}
     return {"input_ids": ids}
 
@@ -225,9 +226,9 @@ def measure_hf(model, ids: torch.Tensor, seed: int = 0, layers: list | None = No
 def measure_stream(spec: Spec, x: torch.Tensor, layers) -> tuple[dict[str, list[float]], list[dict[str, Any]]]:
     """Run the post-LN blocks of ``layers`` (an iterable of weight dicts) on x (B, T, d), one layer at a time;
     returns the measured curves and the weight dicts' theory parameters (read as each layer is drawn). The
-    projections use every torch thread, the element-wise work one (``mapping_read.one_thread``: a few ms an operation,
+    projections use every torch thread, the element-wise work one (``read.one_thread``: a few ms an operation,
     and on shared cores each parallel one waits for a descheduled thread)."""
-    from attnlab.signal.mapping_read import layer_params, one_thread
+    from attnlab.signal.mapping.read import layer_params, one_thread
 
     alpha = 1.0 if spec.alpha_in_wo else spec.alpha_sa
     threads = torch.get_num_threads()

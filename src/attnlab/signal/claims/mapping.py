@@ -1,5 +1,6 @@
 """Claims of paper 1 measured through ``attnlab map`` on real architectures (Eq. (19) with each layer's own
-parameters; the trainability diagram of Fig. 1c, Sec. 3.3); imported by :mod:`attnlab.signal.claims`."""
+parameters; the trainability diagram of Fig. 1c, Sec. 3.3): the figure family :mod:`attnlab.signal.experiments.mapping`
+and the package :mod:`attnlab.signal.mapping`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.worlds import World
-from attnlab.signal.claims_training import T975
+from attnlab.signal.claims.training import T975
 from attnlab.signal.experiments.mapping import MAP_FAMILIES, MAP_FIX_TRAINING
 
 S = "signal"
@@ -41,7 +42,7 @@ claim("signal.map_predicts_real_families", "Eq. (19), Sec. 3.2.2, App. B.1",
       falsify=World("the theory's attention branch twice too strong in amplitude (σ_v² × 4 in every layer's "
                     "block map): the predicted cosine climbs faster than the models' own",
                     overrides={MAP_FAMILIES: {"families": ("bert",), "depths": (12,), "batch": 6}},
-                    patch={"attnlab.signal.mapping:_arch": lambda f: lambda spec, p, T: f(
+                    patch={"attnlab.signal.mapping.place:_arch": lambda f: lambda spec, p, T: f(
                         spec, {**p, "sigma_v2": 4 * p["sigma_v2"]}, T)}))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from attnlab.core.rng import generator
 from attnlab.signal import theory
 from attnlab.signal.arch import Architecture, beta_from_std, std_from_beta
 from attnlab.signal.theory import diagram, rem
@@ -111,7 +112,7 @@ def reinit(model, beta: float, alpha_sa: float = 1.0, T: int | None = None, seed
     cfg = _config(model)
     T = T or getattr(cfg, "max_position_embeddings", 512)
     std = std_from_beta(beta, cfg.hidden_size, cfg.num_attention_heads, T)
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     for lay in _layers(model):
         for lin in (lay.attention.self.query, lay.attention.self.key):
             lin.weight.copy_(torch.randn(lin.weight.shape, generator=gen) * std)
@@ -161,7 +162,7 @@ def score_std(model, T: int, layer: int = 0, seed: int = 12345) -> float:
     cfg = _config(model)
     d, H = cfg.hidden_size, cfg.num_attention_heads
     lay = _layers(model)[layer].attention.self
-    x = torch.randn(T, d, generator=torch.Generator().manual_seed(seed))
+    x = torch.randn(T, d, generator=generator(seed))
     x = x / x.norm(dim=-1, keepdim=True) * d**0.5
     with torch.no_grad():
         q, k = lay.query(x).reshape(T, H, d // H), lay.key(x).reshape(T, H, d // H)

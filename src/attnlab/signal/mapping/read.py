@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from attnlab.core.config import ConfigError
+from attnlab.core.rng import generator
 
 # post-LN encoders whose attention block is Eqs. (2)-(5) with an output projection (σ_v² folds W_V and W_O, Sec. 2)
 POST_LN = {"bert": "bert", "roberta": "bert", "electra": "bert", "camembert": "bert", "xlm-roberta": "bert",
@@ -87,7 +88,7 @@ def family_layers(d: int, ff: int, std: float) -> Callable[[int], Iterator[dict[
     drawn layer by layer from ``seed``."""
 
     def draw(seed: int) -> Iterator[dict[str, Any]]:
-        gen = torch.Generator().manual_seed(seed)
+        gen = generator(seed)
         zero_d, zero_f, one = torch.zeros(d), torch.zeros(ff), torch.ones(d)
         while True:
             n = lambda *s: torch.randn(s, generator=gen).mul_(std)  # noqa: E731

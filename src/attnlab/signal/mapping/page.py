@@ -18,7 +18,7 @@ from typing import Any
 
 from attnlab.core.plotting import plotly_js as core_plotly_js
 from attnlab.signal.figures import PHASE_COLORS, PHASE_NAMES
-from attnlab.signal.mapping_report import FIXED, ORIG, _clean, _f, summary
+from attnlab.signal.mapping.report import FIXED, ORIG, _clean, _f, summary
 
 PANELS = ("map-diagram", "map-alpha-c", "map-rho", "map-entropy")  # div ids (the last two only, outside the theory)
 

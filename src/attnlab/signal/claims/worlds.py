@@ -1,21 +1,24 @@
 """The world where each asserted claim of paper 1 is false (``falsify``, :mod:`attnlab.core.worlds`): a perturbed
-theory (Eqs. (13), (14), (19)), the wrong activation, skips restored, swapped arms. Attached to the registered claims by
-:func:`attach` (imported by :mod:`attnlab.signal.claims`). Each world shrinks its experiment; a patched world has
-overrides of its own, so that no other world reuses its runs."""
+theory (Eqs. (13), (14), (19)), the wrong activation, skips restored, swapped arms (edited on the typed summaries,
+:mod:`attnlab.signal.summaries`). Attached to the registered claims by :func:`attach` (the last claims module
+:mod:`attnlab.signal.study` names). Each world shrinks its experiment; a patched world has overrides of its own, so
+that no other world reuses its runs."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from typing import Any
 
 from attnlab.core.claims import attach
-from attnlab.core.worlds import World, swap_summary
+from attnlab.core.summaries import edit_summary
+from attnlab.core.worlds import World
 from attnlab.signal.experiments import attention as att
 from attnlab.signal.experiments import depth as dep
 from attnlab.signal.experiments import training as trn
-from attnlab.signal.experiments.attention import rem_key
 
 S = "signal"
-C = "attnlab.signal.claims"
+EXACT, DEPTH_CLAIMS = "attnlab.signal.claims.exact", "attnlab.signal.claims.depth"
 PREDICT, DIAGRAM_AC = "attnlab.signal.theory:predict", "attnlab.signal.theory.diagram:alpha_c"
 QK_STD = "attnlab.signal.experiments.attention:qk_std_from_beta"
 
@@ -52,6 +55,22 @@ def _mc_cos(by: float):
     return wrap
 
 
+def _swapped(values: dict, a: Any, b: Any) -> dict:
+    """``values`` with the entries ``a`` and ``b`` exchanged."""
+    return {**values, a: values[b], b: values[a]}
+
+
+def swap(name: str, a: Any, b: Any):
+    """The entries ``a`` and ``b`` of the typed summary's family ``name`` swapped (the two arms exchanged)."""
+    return edit_summary(lambda s: dataclasses.replace(s, **{name: _swapped(getattr(s, name), a, b)}))
+
+
+def _swap_no_skip_rho1(beta: float):
+    """Fig. C.3's ρ after one block at β = 0.5 exchanged with that at ``beta``."""
+    return edit_summary(lambda s: dataclasses.replace(s, rho1_low_beta=s.rho[1, beta],
+                                                      rho={**s.rho, (1, beta): s.rho1_low_beta}))
+
+
 def _width_free_gap(experiment, result):
     """The simulation below the Monte Carlo by 0.03 at every width."""
     result.arrays["sim_cos"] = result.arrays["mc_cos"] - 0.03
@@ -76,28 +95,27 @@ WORLDS: dict[str, World | str] = {
     "closed_forms": World("β_c(ρ) of Eq. 13 off by 5 %: the hand-worked values no longer follow",
                           patch={"attnlab.signal.theory.rem:beta_c": _times(1.05)}),
     "bert_beta_paper": World("β_eff computed without the authors' d_k convention of App. B.1 (the per-head one)",
-                             patch={f"{C}:beta_from_std": lambda f: lambda s, d, H, T, *_: f(s, d, H, T)}),
+                             patch={f"{EXACT}:beta_from_std": lambda f: lambda s, d, H, T, *_: f(s, d, H, T)}),
     "bert_beta_per_head": World("per-head β computed in the authors' d_k convention, a factor H too small",
-                                patch={f"{C}:beta_from_std": lambda f: lambda s, d, H, T, *_: f(s, d, H, T,
+                                patch={f"{EXACT}:beta_from_std": lambda f: lambda s, d, H, T, *_: f(s, d, H, T,
                                                                                                  "authors_dk")}),
     "relu_kernel_quadrature": World("the Gaussian integrator of Eq. 18 5 % off",
                                     patch={"attnlab.signal.theory.kernels:gauss_cross": _times(1.05)}),
     "mlp_kernel_vs_wide_mlp": World("the wide MLP runs the other activation (ReLU ↔ tanh) than its kernel",
-                                    patch={f"{C}:mlp": lambda f: lambda x, p, act: f(x, p, {"relu": "tanh"}.get(
+                                    patch={f"{EXACT}:mlp": lambda f: lambda x, p, act: f(x, p, {"relu": "tanh"}.get(
                                         act, "relu"))}),
     "score_covariance_eq10": World("W_K = W_Q (tied query and key weights): scores gain a G_ad G_bc term",
-                                   patch={f"{C}:_draw_qk": lambda f: lambda *a: (f(*a)[0],) * 2}),
+                                   patch={f"{EXACT}:_draw_qk": lambda f: lambda *a: (f(*a)[0],) * 2}),
     "score_variance_eq11": World("Q/K weights drawn 1.2× too wide: Var(s) is 2× β² log T",
-                                 patch={f"{C}:_draw_qk": lambda f: lambda n, dk, d, std, g: f(n, dk, d, 1.2 * std, g)}),
+                                 patch={f"{EXACT}:_draw_qk": lambda f: lambda n, dk, d, std, g: f(n, dk, d, 1.2 * std,
+                                                                                                  g)}),
     "q_sa_frozen_phase": World("Eq. 13's q_sa 1.3× too large: the frozen IPR no longer matches",
                                overrides={att.FIGB1: {**B1, "n_rows": 9}},
                                patch={"attnlab.signal.theory.rem:q_sa": _times(1.3)}),
     "q_sa_annealed_vanishes": World("the β = 0.5 and β = 3 rows swapped: the low-β row is the localised one",
-                                    overrides={att.FIGB1: B1}, result=swap_summary(
-                                        rem_key("ipr", 0, 1024, 0.5), rem_key("ipr", 0, 1024, 3))),
+                                    overrides={att.FIGB1: B1}, result=swap("ipr", (0.0, 1024, 0.5), (0.0, 1024, 3.0))),
     "entropy_annealed": World("the β = 0.5 and β = 3 rows swapped: the low-β entropy is the frozen one",
-                              overrides={att.FIGB1: B1}, result=swap_summary(
-                                  rem_key("entropy", 0, 4096, 0.5), rem_key("entropy", 0, 4096, 3))),
+                              overrides={att.FIGB1: B1}, result=swap("entropy", (0.0, 4096, 0.5), (0.0, 4096, 3.0))),
     "beta_c_independent_of_d_H": World("Q/K std set as if Var(s) grew with d (β_eff ∝ √d): β* moves with d",
                                        overrides={att.UNIVERSALITY: UNIV},
                                        patch={QK_STD: lambda f: lambda b, d, T: f(b * (d / 128) ** 0.5, d, T)}),
@@ -151,7 +169,8 @@ WORLDS: dict[str, World | str] = {
                                    overrides={dep.ALPHAC: {**ALPHAC, "n_seqs": 2}},
                                    patch={PREDICT: _theory_alpha(0.25)}),
     "relu_no_fixed_point": World("the MLPs run tanh instead of ReLU: above σ_w,c² a fixed point ρ* < 1 appears",
-                                 patch={f"{C}:Architecture": lambda f: lambda **k: f(**k, activation="tanh")}),
+                                 patch={f"{DEPTH_CLAIMS}:Architecture": lambda f: lambda **k: f(**k,
+                                                                                                activation="tanh")}),
     "tanh_critical_sigma_w2": World("σ_b² = 1 (biases order the tanh MLP): σ_w,c² moves to 28, out of (4, 16)",
                                     overrides={dep.FIG5: {**FIG5, "sigma_b2": 1.0, "sim_sigma_w2s": ()}}),
     "tanh_fixed_point_sim": World("σ_b² = 1 moves σ_w,c² to 28: at σ_w² = 16 the tanh network collapses",
@@ -160,15 +179,15 @@ WORLDS: dict[str, World | str] = {
                                         overrides={dep.FIG5: {**FIG5, "L": 100, "sigma_v2": 0.2}}),
     "no_skip_low_beta_collapses": World("the β = 0.5 and β = 3 blocks swapped: the low-β block is the frozen one",
                                         overrides={dep.FIGC3: C3},
-                                        result=swap_summary("rho1_beta0.5", "rho_1_beta3")),
+                                        result=_swap_no_skip_rho1(3.0)),
     "no_skip_theory_vs_sim": World("the theory at twice the networks' β", overrides={dep.FIGC3: C3},
                                    patch={PREDICT: _theory_beta(2.0)}),
     "spectrum_standard_bulk": World("a standard init with score std 2 instead of 1: the bulk is 5× wider",
                                     overrides={att.FIGC1: {**C1, "sigma_std": 2.0}}),
     "spectrum_rescaled_no_bulk": World("the standard and rescaled inits' spectra swapped", overrides={att.FIGC1: C1},
-                                       result=swap_summary("lambda2_beta2_T1024", "lambda2_standard_T1024")),
+                                       result=swap("lambda2", ("beta2", 1024), ("standard", 1024))),
     "spectrum_standard_scaling": World("the standard and rescaled inits' spectra swapped", overrides={att.FIGC1: C1},
-                                       result=swap_summary("slope_standard", "slope_beta2")),
+                                       result=swap("slope", "standard", "beta2")),
     "entropy_collapse_blocks_training": World("both models below β_c (β = 0.5, 0.6): no collapsed arm",
                                               overrides={trn.FIG4: {**MLM, "betas": (0.5, 0.6)}}),
     "entropy_collapsed_at_init": World("the high arm at β = 1 < β_c: its attention spreads",
@@ -183,8 +202,8 @@ WORLDS: dict[str, World | str] = {
     "entropy_collapse_blocks_deep_training": World("both β below β_c: no entropy-collapsed arm", overrides={
         trn.FIG1F: {**MLM, "rank_L": 2, "entropy_L": 1, "rank_alphas": (3.0, 3.5), "entropy_betas": (0.6, 0.5)}}),
     "hf_reinit_beta": World("hf.reinit sets 1.2 β: the score std misses β √(log T)",
-                            patch={"attnlab.signal.hf:reinit": lambda f: lambda m, beta, *a, **k: f(m, 1.2 * beta,
-                                                                                                    *a, **k)}),
+                            patch={"attnlab.signal.mapping.hf:reinit": lambda f: lambda m, beta, *a, **k: f(
+                                m, 1.2 * beta, *a, **k)}),
 }
 
 

@@ -1,10 +1,10 @@
 """``attnlab map``: a model on the trainability diagram of paper 1 (Fig. 1c), its predicted and measured signal
 propagation, and the fix.
 
-``map_model(obj)`` reads the model's actual weights (:mod:`mapping_read`: per-layer β from the Q/K weights in both
+``map_model(obj)`` reads the model's actual weights (:mod:`.read`: per-layer β from the Q/K weights in both
 conventions of App. B.1, σ_v² from the value and output projections, the MLP fan-in variances, activation, α_SA,
 α_MLP, LN placement), iterates the block map of Eq. (19) layer by layer with each layer's own parameters (the
-prediction of ρ_ℓ, and of S_ℓ/log T by B.18), measures both on inputs (:mod:`mapping_measure`), places the model on
+prediction of ρ_ℓ, and of S_ℓ/log T by B.18), measures both on inputs (:mod:`.measure`), places the model on
 the (β, α_SA) diagram of its depth with β_c (Eq. (13)) and α_c(L), and gives the phase, the margin to the nearest
 boundary and the fix: β and α_SA (as a Q/K std and an output-projection scale) inside the trainable region by a
 factor ``margin``. ``apply_fix`` writes the fixed model (``hf.reinit`` for the BERT layout).
@@ -20,10 +20,11 @@ from typing import Any
 import torch
 
 from attnlab.core.config import ConfigError
-from attnlab.signal import mapping_measure as mm
-from attnlab.signal import mapping_read as mr
+from attnlab.core.rng import generator
 from attnlab.signal.arch import Architecture, std_from_beta
-from attnlab.signal.mapping_read import one_thread
+from attnlab.signal.mapping import measure as mm
+from attnlab.signal.mapping import read as mr
+from attnlab.signal.mapping.read import one_thread
 from attnlab.signal.theory import diagram, propagation, rem
 
 PARAMS = ("beta", "beta_paper", "sigma_v2", "sigma_w2", "sigma_w2_out", "sigma_b2", "qk_std", "qk_bias_rms",
@@ -95,8 +96,8 @@ def place(arch: Architecture, rho0: float, eps: float, margin: float, n: int = 1
 
 def map_model(obj, *, T: int = 64, batch: int = 32, text=None, measure: bool = True, eps: float = 1e-2,
               margin: float = 2.0, rho0: float | None = None, seed: int = 0, finite_T: bool = False) -> dict[str, Any]:
-    """The whole map of a model (module doc) as one JSON-able dict; ``obj`` is anything :func:`mapping_read.read`
-    takes, or a :class:`mapping_read.Spec`. ``finite_T``: the attention of T keys by the finite-T Monte Carlo of
+    """The whole map of a model (module doc) as one JSON-able dict; ``obj`` is anything :func:`.read.read`
+    takes, or a :class:`.read.Spec`. ``finite_T``: the attention of T keys by the finite-T Monte Carlo of
     App. B.7 (:class:`rem.OverlapTable`, seconds at T ≤ 64) instead of the asymptotic Eq. (13)."""
     t0 = time.perf_counter()
     spec = mr.read(obj)
@@ -186,7 +187,7 @@ def fixed_spec(spec: mr.Spec, beta: float, alpha_sa: float, seed: int = 0) -> mr
     old_alpha = spec.alpha_sa
 
     def layers(s: int):
-        gen = torch.Generator().manual_seed(s + 104729)
+        gen = generator(s + 104729)
         for w in spec.iter_layers(s):
             w = dict(w)
             for k in ("wq", "wk"):
@@ -217,7 +218,7 @@ def apply_fix(spec: mr.Spec, beta: float, alpha_sa: float, out=None, seed: int =
     else:
         cfg = spec.config or _family_config(spec, transformers)
         model = transformers.AutoModel.from_config(cfg, attn_implementation="eager")
-    from attnlab.signal import hf
+    from attnlab.signal.mapping import hf
 
     if mr.POST_LN.get(model.config.model_type) == "bert":
         for out_mod in (lay.attention.output for lay in hf._layers(model)):
@@ -247,7 +248,7 @@ def _family_config(spec: mr.Spec, transformers):
 @torch.no_grad()
 def _reinit_distil(model, beta: float, alpha_sa: float, spec: mr.Spec, seed: int) -> None:
     std = std_from_beta(beta, spec.d, spec.H, spec.T_init)
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     for lay in model.transformer.layer:
         for lin in (lay.attention.q_lin, lay.attention.k_lin):
             lin.weight.copy_(torch.randn(lin.weight.shape, generator=gen) * std)

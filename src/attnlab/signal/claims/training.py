@@ -1,5 +1,6 @@
-"""Claims of paper 1 on training (Figs. 4, C.2, 1f, Secs. 3.2.3, App. A.1, C.2) and the HuggingFace interop; imported
-by :mod:`attnlab.signal.claims`."""
+"""Claims of paper 1 on training (the figure family :mod:`attnlab.signal.experiments.training`: Figs. 4, C.2, 1f,
+Secs. 3.2.3, App. A.1, C.2) and the HuggingFace interop (:mod:`attnlab.signal.mapping.hf`). The deep-training claims
+of Fig. 1f hold at ``paper`` scale only."""
 
 from __future__ import annotations
 
@@ -116,7 +117,7 @@ claim("signal.entropy_collapse_blocks_deep_training", "Fig. 1f, App. A.1",
 
 def _hf_reinit_beta(ctx) -> float:
     """Relative error of the per-head score std of a re-initialised HF BERT against β √(log T)."""
-    from attnlab.signal import hf
+    from attnlab.signal.mapping import hf
 
     model = hf.reinit(hf.bert(d=128, H=4, L=2, T=128), beta=3.0, alpha_sa=2.0, T=128)
     return abs(hf.score_std(model, T=128) / (3.0 * math.sqrt(math.log(128))) - 1)
