@@ -17,7 +17,7 @@ element-wise activation of ``MLP_ACTIVATIONS`` (GeLU in the paper), its output o
 (``mlp_dropout``, as the public code does, on U σ(·) before the residual).
 
 ``forward`` returns the named activations and calls an optional ``hook(name, tensor)`` right after each one is
-computed (the hook protocol of :mod:`attnlab.signal.model` and :mod:`attnlab.paths.model`): it may return a
+computed (the hook protocol of :mod:`attnlab.core.hooks`, as signal's, paths' and potts' models): it may return a
 replacement, so analysis code can read or patch them. Hook names are TransformerLens's for this one-layer model
 (``HOOK_NAMES``): ``hook_embed`` (e), ``blocks.0.ln1.hook_normalized`` (z), ``blocks.0.attn.hook_attn_scores``,
 ``blocks.0.attn.hook_pattern`` (a), ``blocks.0.attn.hook_z`` (Σ_t a_t z_t, before V), ``blocks.0.hook_attn_out``
@@ -28,7 +28,6 @@ replacement, so analysis code can read or patch them. Hook names are Transformer
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -37,6 +36,7 @@ import torch.nn.functional as F
 
 from attnlab.clustering.activations import MLP_ACTIVATIONS, activation, canonical  # noqa: F401 (re-exported)
 from attnlab.core.config import ConfigError
+from attnlab.core.hooks import Hook, call
 from attnlab.core.rng import generator, stream_seed
 
 Norm = Literal["sphere", "rmsnorm", "smooth", "smooth_inf"]
@@ -201,8 +201,6 @@ def grow_vocab(params: Params, spec: ModelSpec, p_new: int,
 
 
 # ----------------------------------------------------------------------------------------------- forward
-Hook = Callable[[str, torch.Tensor], torch.Tensor | None]
-
 #: name of each activation ``forward`` returns → the name its hook is called with (TransformerLens's)
 HOOK_NAMES = {"e": "hook_embed", "z": "blocks.0.ln1.hook_normalized", "scores": "blocks.0.attn.hook_attn_scores",
               "attn": "blocks.0.attn.hook_pattern", "pooled": "blocks.0.attn.hook_z", "xi": "blocks.0.hook_attn_out",
@@ -240,10 +238,7 @@ def forward(params: Params, x: torch.Tensor, spec: ModelSpec, hook: Hook | None 
     acts: dict[str, torch.Tensor] = {}
 
     def put(name: str, value: torch.Tensor) -> torch.Tensor:
-        if hook is not None:
-            out = hook(HOOK_NAMES[name], value)
-            value = value if out is None else out
-        acts[name] = value
+        acts[name] = value = call(hook, HOOK_NAMES[name], value)
         return value
 
     q = params["q"]

@@ -53,9 +53,8 @@ class Experiment(Generic[S]):
     claims pass the object to ``ctx.run`` (go-to-definition lands on it). The ``title`` defaults to the first line
     of ``fn``'s docstring. ``summary``: the typed summary class (:mod:`attnlab.core.summaries`) that claims read
     (``ctx.summary(FIG2)``) and from which the declared summary keys come (``outputs=declare(arrays=...)``): it
-    names them at every scale. Summary templates still written in an older ``declare(summary=...)`` are left
-    aside (some named only the keys of the tiny test config; they stay in modules that are measured code,
-    :mod:`attnlab.core.fingerprint`, until the study is next re-measured)."""
+    names them at every scale; a ``declare(summary=...)`` template beside it is left aside (a study without a typed
+    summary declares its keys that way)."""
 
     study: str
     name: str
