@@ -188,13 +188,18 @@ def _fw_gain(exp: str, net: str, which: str | None = None) -> Callable[[ClaimCon
     def measure(ctx: ClaimContext) -> Measured:
         cfg, res = _run(ctx, exp)
         k = which or cfg.ood[0]
-        try:
-            e = OneShotEpisodes.from_result(res).nets[net]
-        except KeyError as err:  # MissingArray names the array; a bare KeyError the network
-            missing = err.args[0] if isinstance(err, MissingArray) else net_key(net, "widths")
-            return Measured(math.nan, f"{exp} has no {missing!r} (a run stored before per-episode correctness "
+
+        def lacks(name: str) -> Measured:
+            return Measured(math.nan, f"{exp} has no {name!r} (a run stored before per-episode correctness "
                             f"was recorded, or no such network: rerun it); {_where(cfg, ctx.scale, exp)}")
-        widths, fw, gp = e.widths, e.correct_fw[k], e.correct_gp[k]
+
+        try:
+            nets = OneShotEpisodes.from_result(res).nets
+        except MissingArray as err:
+            return lacks(err.args[0])
+        if net not in nets or k not in nets[net].correct_fw:
+            return lacks(net_key(net, "widths") if net not in nets else net_key(net, "correct_fw", k))
+        widths, fw, gp = nets[net].widths, nets[net].correct_fw[k], nets[net].correct_gp[k]
         j = int(np.argmin(np.abs(np.log(widths) - np.log(10.0))))
         if widths[j] != 10:
             return Measured(math.nan, f"N = 10 is not among the run's widths {list(widths)}")
