@@ -63,8 +63,9 @@ class MissingArray(KeyError):
 @dataclass(frozen=True)
 class _Dims:
     names: tuple[str, ...]
-    spec: _Spec  # the array's name (a template), its own choices, when; ``child`` for a nested class
+    spec: _Spec  # the array's name (a template), its own choices, when
     observable: str | None = None
+    child: type[Arrays] | None = None  # a nested class
 
 
 def dims(*names: str, key: str | None = None, observable: str | None = None,
@@ -78,7 +79,7 @@ def nested(template: str, child: type[Arrays], *, when: Callable[[Any], bool] | 
     mapping keyed by the values of its names, or one object (None where ``when`` is false)."""
     if "*" not in template:
         raise ValueError(f"nested template {template!r} has no '*' for the nested arrays' names")
-    return _field(_Dims((), _Spec(template, choices, when, child)))
+    return _field(_Dims((), _Spec(template, choices, when), child=child))
 
 
 def _field(d: _Dims) -> Any:
@@ -125,8 +126,8 @@ class Arrays:
         if name not in fields:
             raise KeyError(f"{cls.__name__} has no field {name!r}; it has {', '.join(fields)}")
         d = _dims(fields[name])
-        if d.spec.child is not None:
-            raise TypeError(f"{cls.__name__}.{name} holds {d.spec.child.__name__} objects: ask that class")
+        if d.child is not None:
+            raise TypeError(f"{cls.__name__}.{name} holds {d.child.__name__} objects: ask that class")
         return d.names
 
     @classmethod
@@ -162,21 +163,21 @@ def _read(cls: type[A], config: Any, wrap: str, get: Callable[[str, _Dims, tuple
     kwargs = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         d = _dims(f)
-        spec = d.spec
+        spec, child = d.spec, d.child
         template = spec.template or f.name
         full = wrap.replace("*", template)
         if spec.when is not None and not spec.when(config):
             continue  # the field's default: an empty family, or None
         if not _names(template):
             step = (*path, (f.name, _NONE))
-            kwargs[f.name] = get(full, d, step) if spec.child is None else _read(spec.child, config, full, get, step)
+            kwargs[f.name] = get(full, d, step) if child is None else _read(child, config, full, get, step)
             continue
         if config is None:
             raise ValueError(f"{cls.__name__}.{f.name}: the family {template!r} needs the run's config")
         members = {}
         for k, values in _combos(dataclasses.replace(spec, template=template), config):
             name, step = fill(full, values), (*path, (f.name, k))
-            members[k] = get(name, d, step) if spec.child is None else _read(spec.child, config, name, get, step)
+            members[k] = get(name, d, step) if child is None else _read(child, config, name, get, step)
         kwargs[f.name] = members
     return cls(**kwargs)
 
