@@ -1,7 +1,8 @@
 """Declared outputs (core.outputs): every experiment that declares its outputs runs at its tiny size (no figures,
 no store) and produces exactly the summary keys and arrays, of the declared shapes, it declares, and metrics that
 the store writes in the one tidy schema (core.metrics), and its typed summary (core.summaries) reads it and gives
-the same flat summary back; templates expand over config fields and a mismatch is named in one line."""
+the same flat summary back (its typed arrays, core.arrays, its arrays); templates expand over config fields and a
+mismatch is named in one line."""
 
 from __future__ import annotations
 
@@ -21,10 +22,13 @@ from attnlab.core.metrics import conforms, name_axes, tidy, unnamed_axes, wide
 from attnlab.core.outputs import Outputs, check, expand
 from attnlab.core.registry import experiments
 from attnlab.core.rng import Streams
+from attnlab.paths.summaries import ARRAYS as paths_arrays
+from attnlab.specialization.summaries import ARRAYS as specialization_arrays
 
 torch.set_num_threads(1)
 NAMED = ("potts", "paths", "specialization", "signal")  # the studies whose metrics name every index axis (docs/data.md)
 DECLARED = {e.key: e for e in experiments() if e.outputs is not None}
+TYPED_ARRAYS = {**paths_arrays, **specialization_arrays}  # experiment key → its typed arrays classes
 
 
 def run_tiny(exp) -> tuple[object, Result]:
@@ -53,6 +57,9 @@ def test_an_experiment_produces_what_it_declares(key):
         typed = exp.summary.from_summary(result.summary, cfg)
         assert typed.to_summary() == result.summary  # key for key, value for value
         assert exp.summary.from_summary(typed.to_summary(), cfg) == typed
+    for cls in TYPED_ARRAYS.get(key, ()):  # its typed arrays (core.arrays) read the run and give its arrays back
+        arrays = cls.from_arrays(result.arrays, cfg)
+        assert all(v is result.arrays[k] for k, v in arrays.to_arrays(cfg).items())
     stored = tidy(result.metrics, exp.outputs.axes(cfg))  # what the store writes: the one schema (docs/data.md)
     assert conforms(stored) == []
     if exp.study in NAMED:

@@ -17,13 +17,15 @@ CFG = resolve(FIG2C.config, "quick", {})
 
 
 class _Fake(ClaimContext):
-    """Each seed's fig2c run is a given summary (its other keys 0.5; and a test set of ``n`` labels)."""
+    """Each seed's fig2c run is a given summary (its other keys 0.5), a test set of 1000 labels and two widths."""
 
     runs: dict
 
     def run(self, experiment, **overrides):
         summary = {**dict.fromkeys(MarkovSummary.keys(CFG), 0.5), **self.runs[overrides.get("seed", 0)]}
-        return type("R", (), {"summary": summary, "arrays": {"y_test": np.ones(1000)}, "config": CFG})()
+        arrays = {"y_test": np.ones(1000), "theory_time": np.ones(2), "theory_U": np.ones((2, 4, 4)),
+                  "theory_accuracy": np.ones(2)}  # what MarkovArrays reads
+        return type("R", (), {"summary": summary, "arrays": arrays, "config": CFG})()
 
 
 def _ctx(tmp_path, summaries):

@@ -19,6 +19,9 @@ import math
 from dataclasses import dataclass
 from typing import TypeVar
 
+import numpy as np
+
+from attnlab.core.arrays import Arrays, dims, nested
 from attnlab.core.experiment import Result
 from attnlab.core.summaries import Summary, group, key
 from attnlab.paths.keys import pruned_key
@@ -259,6 +262,60 @@ class PruningSummary(Summary):
 
     nets: dict[str, PrunedNet] = group("{net}/*", PrunedNet, net=_nets)
     acc_pruned: dict[Pruned, float] = key("{point}", point=_pruned)
+
+
+# -- typed arrays (:mod:`attnlab.core.arrays`): the arrays the claims read, with their named dimensions ----------
+
+
+@dataclass(frozen=True, eq=False)
+class MarkovArrays(Arrays):
+    """A Markov sweep's arrays (Fig. 2c, 2e, 5c, check C): the test labels and the theory at every solved width."""
+
+    y_test: np.ndarray = dims("test_point")
+    theory_time: np.ndarray = dims("width")  # the solved widths N, ascending
+    theory_U: np.ndarray = dims("width", "path", "path_prime", observable="U")  # U*(N), Eq. (13)
+    theory_accuracy: np.ndarray = dims("width")
+
+
+@dataclass(frozen=True, eq=False)
+class NetArrays(Arrays):
+    """One network of a one-shot run: the theory's U*(N, τ*) per width and the GD model's empirical U (Fig. 3c)."""
+
+    widths: np.ndarray = dims("width")
+    U_star: np.ndarray = dims("width", "path", "path_prime")
+    U_gd: np.ndarray = dims("path", "path_prime")
+
+
+@dataclass(frozen=True, eq=False)
+class NetEpisodes(Arrays):
+    """One network of a one-shot run: per test episode of each set, 1 where the mean predictor is right (the FW
+    network at each width, the GP), Fig. 3b."""
+
+    widths: np.ndarray = dims("width")
+    correct_fw: dict[str, np.ndarray] = dims("width", "episode", key="correct_fw_{set}", set=_sets)
+    correct_gp: dict[str, np.ndarray] = dims("episode", key="correct_gp_{set}", set=_sets)
+
+
+@dataclass(frozen=True, eq=False)
+class OneShotArrays(Arrays):
+    """A one-shot theory run's U per network (Figs. 3, 6): ``OneShotArrays.from_result(run).nets["L2_H4-4"]``."""
+
+    nets: dict[str, NetArrays] = nested("{net}/*", NetArrays, net=_nets)
+
+
+@dataclass(frozen=True, eq=False)
+class OneShotEpisodes(Arrays):
+    """A one-shot theory run's per-episode correctness per network (a run stored before it was recorded lacks it,
+    hence a class of its own)."""
+
+    nets: dict[str, NetEpisodes] = nested("{net}/*", NetEpisodes, net=_nets)
+
+
+#: experiment key → the typed arrays classes its runs are read with (``tests/core/test_arrays.py`` checks each)
+ARRAYS: dict[str, tuple[type[Arrays], ...]] = {
+    **{f"paths.{name}": (MarkovArrays,) for name in ("fig2c", "fig2e", "fig5c", "generic")},
+    **{f"paths.{name}": (OneShotArrays, OneShotEpisodes) for name in ("fig3", "fig6")},
+}
 
 
 def typed(cls: type[S], result: Result) -> S:

@@ -6,6 +6,10 @@ activation, panel or law (``SimVsTheorySummary.activation["softmax"].max_dm``,
 ``TrajectorySummary.panel[0].tau_feature[1]``, ``FinalErrorSummary.error["flip"].H["bsoftmax", 4]``). A value is a
 number, or None where the run stored NaN ("never happened": an event beyond the horizon).
 
+The arrays the claims read are typed too (:mod:`attnlab.core.arrays`), with their named dimensions: a trajectory is
+(time, seed, ...) with the order parameters' index names of the experiments' declared ``index`` (Eqs. (8)-(9))
+(``TrajectoryArrays.from_result(run).panel[0].m[-1, 0]``: the heads' overlaps m_hf at the end, Fig. 3).
+
 The declared summaries of :mod:`attnlab.specialization.outputs` stay where they are (that module is part of the
 measured code); ``tests/core/test_summaries.py`` checks that each class makes exactly their keys.
 """
@@ -14,6 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from attnlab.core.arrays import Arrays, dims, nested
 from attnlab.core.summaries import Summary, group, key
 
 STATS = ("median", "min", "max")  # split_time: statistics of τ^s(a) over the inits
@@ -189,3 +196,63 @@ class SplitTimeSummary(Summary):
     plateau_rate: float
     split_fraction: dict[float, float] = key("split_fraction_{thresholds}")
     tau_s: dict[tuple[float, str], float] = key("tau_s_{thresholds}_{stat}", stat=STATS)
+
+
+# -- typed arrays (:mod:`attnlab.core.arrays`): the arrays the claims read, with their named dimensions ----------
+
+
+@dataclass(frozen=True, eq=False)
+class ActivationArrays(Arrays):
+    """One activation of Figs. 1, 9, 10: the biases b_h of SGD and of the flow (12), at their recorded times."""
+
+    sim_time: np.ndarray = dims("time")
+    theory_time: np.ndarray = dims("time")
+    sim_b: np.ndarray = dims("time", "seed", "head", observable="b")
+    theory_b: np.ndarray = dims("time", "seed", "head", observable="b")
+
+
+@dataclass(frozen=True, eq=False)
+class SimVsTheoryArrays(Arrays):
+    """Figs. 1, 9, 10 per activation: ``SimVsTheoryArrays.from_result(run).activation["bsoftmax"].sim_b``."""
+
+    activation: dict[str, ActivationArrays] = nested("{activations}/*", ActivationArrays)
+
+
+@dataclass(frozen=True, eq=False)
+class PanelArrays(Arrays):
+    """One panel of a trajectory figure: the flow's times and the overlaps m_hf (Eq. (8))."""
+
+    time: np.ndarray = dims("time")
+    m: np.ndarray = dims("time", "seed", "head", "feature", observable="m")
+
+
+@dataclass(frozen=True, eq=False)
+class TrajectoryArrays(Arrays):
+    """Figs. 2-4, 12-19 per panel (by position): ``TrajectoryArrays.from_result(run).panel[0].time[-1]``."""
+
+    panel: dict[int, PanelArrays] = nested("panel{panel}/*", PanelArrays, panel=_panels)
+
+
+@dataclass(frozen=True, eq=False)
+class EscapeArrays(Arrays):
+    """The escape runs (Prop. III.4): each activation's recorded times."""
+
+    time: dict[str, np.ndarray] = dims("time", key="{activations}/time")
+
+
+@dataclass(frozen=True, eq=False)
+class PruningArrays(Arrays):
+    """Fig. 7: per law and activation, each init's loss after pruning k = 0..H-1 heads (``curves["flip",
+    "softmax"][:, k]``)."""
+
+    curves: dict[tuple[str, str], np.ndarray] = dims("seed", "pruned", key="{laws}/{activations}/curves")
+
+
+#: experiment key → the typed arrays classes its runs are read with (``tests/core/test_arrays.py`` checks each)
+ARRAYS: dict[str, tuple[type[Arrays], ...]] = {
+    **{f"specialization.{name}": (SimVsTheoryArrays,) for name in ("fig1", "fig9", "fig10")},
+    **{f"specialization.{name}": (TrajectoryArrays,) for name in (
+        "fig2", "fig3", "fig4", "fig19", "fig12", "fig13", "fig14", "fig16", "fig17", "fig18")},
+    "specialization.escape": (EscapeArrays,),
+    "specialization.fig7": (PruningArrays,),
+}

@@ -22,7 +22,7 @@ from attnlab.paths import model
 from attnlab.paths.claims import edits
 from attnlab.paths.data import markov as data
 from attnlab.paths.experiments.markov import FIG2C, FIG2D, FIG2E, FIG5C, GENERIC
-from attnlab.paths.summaries import Fig2dSummary, MarkovSampled, MarkovSummary, typed
+from attnlab.paths.summaries import Fig2dSummary, MarkovArrays, MarkovSampled, MarkovSummary, typed
 
 Read = Callable[[MarkovSummary], float]  # a number of a Markov run's typed summary
 
@@ -52,17 +52,22 @@ def markov(result: Result) -> MarkovSummary:
     return typed(MarkovSummary, result)
 
 
+def arrays(result: Result) -> MarkovArrays:
+    """The typed arrays of a Markov sweep's run (the test labels, the theory per solved width)."""
+    return MarkovArrays.from_result(result)
+
+
 def run_markov(ctx: ClaimContext, experiment: Experiment) -> MarkovSummary:
     """The typed summary of ``experiment`` (a Markov sweep) run as configured."""
     return markov(ctx.run(experiment))
 
 
-def worst(ctx: ClaimContext, fn: Callable[[MarkovSummary, dict], float], kind: str, **kw) -> float:
+def worst(ctx: ClaimContext, fn: Callable[[MarkovSummary, MarkovArrays], float], kind: str, **kw) -> float:
     """fn(summary, arrays) over the seeds; the worst for a ≥ gate ("min") or a ≤ gate ("max")."""
     vals = []
     for s in SEEDS:
         r = fig2c(ctx, s, **kw)
-        vals.append(fn(markov(r), r.arrays))
+        vals.append(fn(markov(r), arrays(r)))
     return min(vals) if kind == "min" else max(vals)
 
 
@@ -71,9 +76,10 @@ def worst_gap(a: Read, b: Read, kind: str, **kw):
     return lambda ctx: worst(ctx, lambda s, _: a(s) - b(s), kind, **kw)
 
 
-def U_at(arrays, N: float) -> np.ndarray:
-    i = int(np.argmin(np.abs(arrays["theory_time"] - N)))
-    return arrays["theory_U"][i]
+def U_at(a: MarkovArrays, N: float) -> np.ndarray:
+    """The theory's U*(N) (Eq. (13)) at the solved width nearest N."""
+    i = int(np.argmin(np.abs(a.theory_time - N)))
+    return a.theory_U[i]
 
 
 def rho_gd(U: np.ndarray, g: int = 0, d: int = 2) -> float:
@@ -162,16 +168,16 @@ def _other_paths(ctx: ClaimContext, **kw) -> Measured:
     units of the half-width of a chance-level accuracy's binomial interval, z·½/√n (z for 95 % over 3 paths)."""
     runs = [fig2c(ctx, s, **kw) for s in SEEDS]
     paths = [markov(r).acc_gp_path for r in runs]
-    n = sum(len(r.arrays["y_test"]) for r in runs)
-    acc = [sum(p[a] * len(r.arrays["y_test"]) for p, r in zip(paths, runs, strict=True)) / n for a in (1, 2, 3)]
+    n = sum(len(arrays(r).y_test) for r in runs)
+    acc = [sum(p[a] * len(arrays(r).y_test) for p, r in zip(paths, runs, strict=True)) / n for a in (1, 2, 3)]
     half = Z_CHANCE * 0.5 / math.sqrt(n)
     return Measured(max(abs(x - 0.5) for x in acc) / half, "pooled accuracy of paths (1,2), (2,1), (2,2) alone over "
                     f"{n} test sequences: " + ", ".join(f"{x:.3f}" for x in acc) + f"; chance is 0.5 ± {half:.3f}; "
                     "per seed: " + "; ".join(", ".join(f"{p[a]:.3f}" for a in (1, 2, 3)) for p in paths))
 
 
-def _monotone(s: MarkovSummary, a: dict) -> float:
-    return float(np.max(np.diff(a["theory_accuracy"])))
+def _monotone(s: MarkovSummary, a: MarkovArrays) -> float:
+    return float(np.max(np.diff(a.theory_accuracy)))
 
 
 # -- worlds where the Markov statements are false (tests/core/test_falsifiable.py) --------------------------
@@ -323,10 +329,10 @@ claim("paths.denoising_fw_gain", "Fig. 2e (check B7)", "the cross-path kernel gi
       0.10, "ge", falsify=_FROZEN)
 claim("paths.denoising_anticorrelation", "Fig. 2e (check B7)", "U anti-correlates the good and denoising paths",
       "fig2e: ρ = U_(1,1)(2,1)/√(U_gg U_dd) at N = 10 (paths ordered good, denoising)",
-      lambda ctx: rho_gd(U_at(ctx.run(FIG2E).arrays, 10), 0, 1), -0.5, "le", falsify=_FROZEN)
+      lambda ctx: rho_gd(U_at(arrays(ctx.run(FIG2E)), 10), 0, 1), -0.5, "le", falsify=_FROZEN)
 claim("paths.denoising_monotone", "Fig. 2e (check B7b)", "over N the good + denoising accuracy decreases to GP",
       "fig2e: largest increase between consecutive widths, plus |A(10⁴) − GP| (slack 0.01)",
-      lambda ctx: (lambda r: max(float(np.max(np.diff(r.arrays["theory_accuracy"]))),
+      lambda ctx: (lambda r: max(float(np.max(np.diff(arrays(r).theory_accuracy))),
                                  abs(markov(r).acc_theory[10000] - markov(r).acc_gp_layout["good_denoising"])))(
           ctx.run(FIG2E)), 0.01, "le",
       falsify=World("the theory's accuracy curve reversed in N: it then grows with the width",

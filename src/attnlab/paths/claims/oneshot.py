@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
+from attnlab.core.arrays import MissingArray
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.config import resolve
 from attnlab.core.experiment import Result
@@ -30,7 +31,7 @@ from attnlab.paths.experiments.oneshot import FIG3, FIG6, block_share, sign_agre
 from attnlab.paths.experiments.pruning import FIG3EF
 from attnlab.paths.keys import net_key
 from attnlab.paths.outputs import TINY
-from attnlab.paths.summaries import OneShotSummary, Pruned, PruningSummary, S, typed
+from attnlab.paths.summaries import OneShotArrays, OneShotEpisodes, OneShotSummary, Pruned, PruningSummary, S, typed
 
 V = Variant().name  # the main text's network, L = 2, H = 4
 
@@ -186,14 +187,19 @@ def _fw_gain(exp: str, net: str, which: str | None = None) -> Callable[[ClaimCon
 
     def measure(ctx: ClaimContext) -> Measured:
         cfg, res = _run(ctx, exp)
-        a = res.arrays
         k = which or cfg.ood[0]
-        try:
-            widths = a[net_key(net, "widths")]
-            fw, gp = a[net_key(net, "correct_fw", k)], a[net_key(net, "correct_gp", k)]
-        except KeyError as e:
-            return Measured(math.nan, f"{exp} has no {e.args[0]!r} (a run stored before per-episode correctness "
+
+        def lacks(name: str) -> Measured:
+            return Measured(math.nan, f"{exp} has no {name!r} (a run stored before per-episode correctness "
                             f"was recorded, or no such network: rerun it); {_where(cfg, ctx.scale, exp)}")
+
+        try:
+            nets = OneShotEpisodes.from_result(res).nets
+        except MissingArray as err:
+            return lacks(err.args[0])
+        if net not in nets or k not in nets[net].correct_fw:
+            return lacks(net_key(net, "widths") if net not in nets else net_key(net, "correct_fw", k))
+        widths, fw, gp = nets[net].widths, nets[net].correct_fw[k], nets[net].correct_gp[k]
         j = int(np.argmin(np.abs(np.log(widths) - np.log(10.0))))
         if widths[j] != 10:
             return Measured(math.nan, f"N = 10 is not among the run's widths {list(widths)}")
@@ -235,9 +241,9 @@ claim("paths.oneshot_fw_vs_gp_ood", "Fig. 3b, Sec. 4.2.1, App. H.2.2", "the fini
 def _sign_agreement(ctx: ClaimContext) -> Measured:
     """Fig. 3c: sign agreement of U_GD with the theory's U*(N = 10, τ*), from the run's arrays."""
     cfg, res = _run(ctx, "fig3")
-    a = res.arrays
-    U = a[_v("U_star")][int(np.argmin(np.abs(np.log(a[_v("widths")]) - np.log(cfg.score_width))))]
-    return Measured(sign_agreement(U, a[_v("U_gd")]), _where(cfg, ctx.scale, "fig3"))
+    a = OneShotArrays.from_result(res).nets[V]
+    U = a.U_star[int(np.argmin(np.abs(np.log(a.widths) - np.log(cfg.score_width))))]
+    return Measured(sign_agreement(U, a.U_gd), _where(cfg, ctx.scale, "fig3"))
 
 
 claim("paths.oneshot_gd_sign_agreement", "Fig. 3c (check D3)", "the GD model's empirical U keeps the signs of the "
@@ -249,8 +255,8 @@ claim("paths.oneshot_gd_sign_agreement", "Fig. 3c (check D3)", "the GD model's e
 def _block_share(ctx: ClaimContext) -> Measured:
     """Share of U*(N = 10, τ*)'s off-diagonal |U| mass in pairs of paths sharing h_1 (Fig. 3c)."""
     cfg, res = _run(ctx, "fig3")
-    a, s = res.arrays, typed(OneShotSummary, res)
-    U = a[_v("U_star")][int(np.argmin(np.abs(np.log(a[_v("widths")]) - np.log(10.0))))]
+    a, s = OneShotArrays.from_result(res).nets[V], typed(OneShotSummary, res)
+    U = a.U_star[int(np.argmin(np.abs(np.log(a.widths) - np.log(10.0))))]
     share, chance, top = block_share(U, Variant().Hs)
     return Measured(share, f"no structure gives {chance:.2f}, GD's U {s.nets[V].block_share_gd:.2f}, {top:.0%} of the "
                     f"10 largest off-diagonal entries within a block; {_where(cfg, ctx.scale, 'fig3')}")

@@ -18,7 +18,14 @@ from attnlab.specialization.claims.worlds import RUN_WORLDS
 from attnlab.specialization.experiments.phases import ESCAPE, PHASES, SPLIT_TIME
 from attnlab.specialization.experiments.sim_vs_theory import FIG9
 from attnlab.specialization.experiments.trajectories import FIG8, TRAJECTORY_FIGURES
-from attnlab.specialization.summaries import EscapeSummary, PhasesSummary, SimVsTheoryFit
+from attnlab.specialization.summaries import (
+    EscapeArrays,
+    EscapeSummary,
+    PhasesSummary,
+    SimVsTheoryArrays,
+    SimVsTheoryFit,
+    TrajectoryArrays,
+)
 
 ACTS = ("softmax", "softmax1", "bsoftmax")
 
@@ -58,8 +65,8 @@ for _obs, _what, _tol, _dev in _DEVIATIONS:
 
 
 def _bsoftmax_bias_sum(ctx: ClaimContext) -> float:
-    a = ctx.run(FIG9).arrays
-    return max(float(np.abs(a[f"bsoftmax/{src}_b"].sum(-1)).max()) for src in ("sim", "theory"))
+    a = SimVsTheoryArrays.from_result(ctx.run(FIG9)).activation["bsoftmax"]
+    return max(float(np.abs(b.sum(-1)).max()) for b in (a.sim_b, a.theory_b))
 
 
 claim(
@@ -146,7 +153,7 @@ def _escape(read: Callable[[EscapeSummary], dict[str, float]], reduce):
         s = typed(ESCAPE, res)
         late = [(act, D) for (act, D), v in s.tau_s.items() if not happened(v)]
         if late:
-            horizon = float(res.arrays[f"{late[0][0]}/time"][-1])
+            horizon = float(EscapeArrays.from_result(res).time[late[0][0]][-1])
             return Measured(math.nan, f"the heads did not split (|m_12 − m_22| ≤ threshold) within τ = {horizon:g} "
                                       f"for {', '.join(f'{act}_D{D:g}' for act, D in late)}: the horizon is too "
                                       "short for these D")
@@ -175,8 +182,8 @@ claim(
 def _feature_time(res, f: int, panel: int) -> float | Measured:
     """fig4: τ_f(0.5) of a panel, or why it is missing (feature f not learnt by the horizon)."""
     tau = typed(TRAJECTORY_FIGURES["fig4"], res).panel[panel].tau_feature[f]
-    return event(tau, f"panel {panel}: feature {f} not learnt "
-                 f"(||m_:{f}||/√H ≤ 0.5) by τ = {float(res.arrays[f'panel{panel}/time'][-1]):g}")
+    horizon = float(TrajectoryArrays.from_result(res).panel[panel].time[-1])
+    return event(tau, f"panel {panel}: feature {f} not learnt (||m_:{f}||/√H ≤ 0.5) by τ = {horizon:g}")
 
 
 def _sequential(ctx: ClaimContext) -> float | Measured:
@@ -216,7 +223,7 @@ claim(
 def _quadrants(ctx: ClaimContext) -> float:
     """fig3 panel 0 (softmax, H = 4, ν = (8, 2)): quadrants (sign m_h1, sign m_h2) covered by heads with
     |m_h1| > 1 and |m_h2| > 0.05 at the end (Fig. 3)."""
-    m = ctx.run(TRAJECTORY_FIGURES["fig3"]).arrays["panel0/m"][-1, 0]
+    m = TrajectoryArrays.from_result(ctx.run(TRAJECTORY_FIGURES["fig3"])).panel[0].m[-1, 0]  # (head, feature)
     ok = (np.abs(m[:, 0]) > 1) & (np.abs(m[:, 1]) > 0.05)
     return float(len({(np.sign(a), np.sign(b)) for a, b in m[ok, :2]}))
 

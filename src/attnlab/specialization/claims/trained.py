@@ -9,7 +9,7 @@ from scipy import stats
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.specialization.claims.worlds import RUN_WORLDS
 from attnlab.specialization.experiments.trained import FIG5, FIG6, FIG7, FIG11
-from attnlab.specialization.summaries import FinalErrors, PruningSummary
+from attnlab.specialization.summaries import FinalErrors, PruningArrays, PruningSummary
 
 ACTS = ("softmax", "softmax1", "bsoftmax")
 
@@ -87,14 +87,14 @@ def welch_lower(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> float:
 def _degrade_more(ctx: ClaimContext) -> Measured:
     """fig7: per init, the cost of pruning 6 of 8 heads; for each law and each of softmax-1, B-softmax, the lower end
     of the 95 % Welch interval of its mean cost minus softmax's (the inits of two activations are independent)."""
-    a = ctx.run(FIG7).arrays
+    curves = PruningArrays.from_result(ctx.run(FIG7)).curves  # (law, activation) → (seed, k heads pruned)
     lows = {}
     for law in ("flip", "gaussian_iso"):
-        cost = {act: a[f"{law}/{act}/curves"][:, 6] - a[f"{law}/{act}/curves"][:, 0] for act in ACTS}
+        cost = {act: curves[law, act][:, 6] - curves[law, act][:, 0] for act in ACTS}
         for act in ("softmax1", "bsoftmax"):
             lows[f"{law} {act}"] = (float(cost[act].mean() - cost["softmax"].mean()),
                                     welch_lower(cost[act], cost["softmax"]))
-    n = len(a["flip/softmax/curves"])
+    n = len(curves["flip", "softmax"])
     return Measured(min(lo for _, lo in lows.values()), f"{n} inits per activation; mean gap [95 % lower end]: " +
                     ", ".join(f"{k} {d:.3f} [{lo:.3f}]" for k, (d, lo) in lows.items()))
 
