@@ -236,7 +236,7 @@ def typed(experiment: str | Experiment, result: Any) -> Summary:
 
 
 def edit_summary(fn: Callable[[Any], Any]) -> Callable[[str, Any], Any]:
-    """A world's result function (:class:`~attnlab.core.worlds.World`) written on the typed summary: ``fn(summary)``
+    """A world's result function (:class:`~attnlab.core.claims.World`) written on the typed summary: ``fn(summary)``
     returns the changed summary (``dataclasses.replace``), whose flat keys replace the run's."""
 
     def world(experiment: str, result: Any) -> Any:
