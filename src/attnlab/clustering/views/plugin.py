@@ -77,7 +77,7 @@ class ClusteringView(View):
 
 def open_train(experiment: str, arrays: Mapping[str, np.ndarray], summary: Mapping[str, Any],
                config: Mapping[str, Any]) -> View:
-    """The view of a run holding a training history (``clustering.history``): its snapshots, seeds, panels."""
+    """The view of a run holding a training history (``clustering.train.history``): its snapshots, seeds, panels."""
     found = histories(dict(arrays))
     if not found:
         raise ConfigError(f"this {experiment} run stores no training history with snapshots")
