@@ -14,6 +14,8 @@ from attnlab.core.arrays import Arrays, MissingArray, dims, nested
 from attnlab.core.config import resolve
 from attnlab.core.registry import get
 from attnlab.paths.summaries import ARRAYS as PATHS
+from attnlab.potts.summaries import ARRAYS as POTTS
+from attnlab.signal.summaries import ARRAYS as SIGNAL
 from attnlab.specialization.summaries import ARRAYS as SPECIALIZATION
 
 
@@ -77,7 +79,7 @@ def test_a_missing_array_or_a_wrong_number_of_axes_is_named():
         nested("panel", Panel)
 
 
-CLASSES = {**PATHS, **SPECIALIZATION}
+CLASSES = {**PATHS, **POTTS, **SIGNAL, **SPECIALIZATION}
 
 
 @pytest.mark.parametrize("key", sorted(CLASSES))

@@ -23,12 +23,15 @@ from attnlab.core.outputs import Outputs, check, expand
 from attnlab.core.registry import experiments
 from attnlab.core.rng import Streams
 from attnlab.paths.summaries import ARRAYS as paths_arrays
+from attnlab.potts.summaries import ARRAYS as potts_arrays
+from attnlab.signal.summaries import ARRAYS as signal_arrays
 from attnlab.specialization.summaries import ARRAYS as specialization_arrays
 
 torch.set_num_threads(1)
 NAMED = ("potts", "paths", "specialization", "signal")  # the studies whose metrics name every index axis (docs/data.md)
 DECLARED = {e.key: e for e in experiments() if e.outputs is not None}
-TYPED_ARRAYS = {**paths_arrays, **specialization_arrays}  # experiment key → its typed arrays classes
+# experiment key → its typed arrays classes
+TYPED_ARRAYS = {**paths_arrays, **potts_arrays, **signal_arrays, **specialization_arrays}
 
 
 def run_tiny(exp) -> tuple[object, Result]:

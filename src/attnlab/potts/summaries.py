@@ -5,12 +5,18 @@ summary=...)``); families are keyed by the config's values (``Fig2dSummary.test[
 hold one nested summary per model, estimator, λ or teacher weight (``Fig2Summary.models["factored"].gap``,
 ``PLSummary.lam[1e-4].rise.value``, ``ReplicaSummary.weight["paper"].peak_alpha[3.0, 1e-3]``). A value is a number,
 or None where the run stored NaN ("never happened").
+
+The arrays the claims read are typed too (:mod:`attnlab.core.arrays`), with their named dimensions
+(``Fig2dArrays.from_result(run).traj_test_loss[-1]``: every model's final test loss, Fig. 2d).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from attnlab.core.arrays import Arrays, dims
 from attnlab.core.summaries import Summary, group, key
 
 WEIGHTS = ("paper", "exact")  # teacher weights of the L → ∞ replica theory
@@ -213,3 +219,21 @@ class ReplicaSummary(Summary):
     solver_max_diff: float
     min_initial_rise: float
     weight: dict[str, AtWeight] = group("*_{weight}", AtWeight, weight=WEIGHTS)
+
+
+# -- typed arrays (:mod:`attnlab.core.arrays`): the arrays the claims read, with their named dimensions ----------
+
+
+@dataclass(frozen=True, eq=False)
+class Fig2dArrays(Arrays):
+    """Fig. 2d's stacked models, one per (a, seed), a-major with the same inits at every a (the mixing a of
+    Eq. (2)): each model's a, and its test loss at every epoch (epoch 0: at initialisation)."""
+
+    a: np.ndarray = dims("model")
+    traj_test_loss: np.ndarray = dims("epoch", "model")
+
+
+#: experiment key → the typed arrays classes its runs are read with (``tests/core/test_arrays.py`` checks each)
+ARRAYS: dict[str, tuple[type[Arrays], ...]] = {
+    "potts.fig2d": (Fig2dArrays,),
+}

@@ -6,6 +6,9 @@ nested summary per configuration, trained model or seed (``DepthSummary.conditio
 ``MLMSummary.slot[β, α_SA, seed].loss_final``). A value is a number, or None where the run stored NaN. The study's
 declared summary templates (:mod:`attnlab.signal.outputs`, measured code) stay as they are; ``tests/core/
 test_summaries.py`` checks each class against them at the experiment's tiny size.
+
+The arrays the claims read are typed too (:mod:`attnlab.core.arrays`), with their named dimensions
+(``MLMArrays.from_result(run).eval_loss[-1, i]``: the i-th trained model's final held-out loss, Fig. 4).
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+import numpy as np
+
+from attnlab.core.arrays import Arrays, dims
 from attnlab.core.summaries import Summary, group, key
 
 REM_BETAS = (0.5, 1.0, 2.0, 3.0, 5.0)  # the β of figB1's grid whose row statistics the summary keeps
@@ -284,3 +290,47 @@ class MapFixSummary(Summary):
     beta_fix: float
     alpha_fix: float
     seed: dict[int, FixSeed] = group("*_seed{seed}", FixSeed, seed=_seeds)
+
+
+# -- typed arrays (:mod:`attnlab.core.arrays`): the arrays the claims read, with their named dimensions ----------
+
+
+@dataclass(frozen=True, eq=False)
+class Fig3Arrays(Arrays):
+    """One random SA layer (Fig. 3, Sec. 3.2.2): the output cosine simulated and by the finite-T Monte Carlo of the
+    score field (the d → ∞ limit, Eq. (14)), over the grid of β and input cosine ρ."""
+
+    betas: np.ndarray = dims("beta")
+    rhos: np.ndarray = dims("rho")
+    sim_cos: np.ndarray = dims("beta", "rho")
+    mc_cos: np.ndarray = dims("beta", "rho")
+
+
+@dataclass(frozen=True, eq=False)
+class NoSkipArrays(Arrays):
+    """Networks without skip connections (App. C.3): the mean IPR of each layer (ℓ = 0: the input) at every β of the
+    table, simulated and by the T → ∞ theory (Eq. (13))."""
+
+    table_betas: np.ndarray = dims("beta")
+    sim_ipr: np.ndarray = dims("layer", "beta")
+    theory_ipr: np.ndarray = dims("layer", "beta")
+
+
+@dataclass(frozen=True, eq=False)
+class MLMArrays(Arrays):
+    """MLM training (Figs. 4, C.2): the trained models (slots, seed-major over (β, α_SA)), each one's β, α_SA and
+    seed, and the held-out loss of each at every logged step."""
+
+    slot_betas: np.ndarray = dims("slot")
+    slot_alphas: np.ndarray = dims("slot")
+    slot_seeds: np.ndarray = dims("slot")
+    eval_loss: np.ndarray = dims("time", "slot")
+
+
+#: experiment key → the typed arrays classes its runs are read with (``tests/core/test_arrays.py`` checks each)
+ARRAYS: dict[str, tuple[type[Arrays], ...]] = {
+    "signal.fig3": (Fig3Arrays,),
+    "signal.figC3": (NoSkipArrays,),
+    "signal.fig4": (MLMArrays,),
+    "signal.figC2": (MLMArrays,),
+}

@@ -36,7 +36,7 @@ from attnlab.potts.experiments.checks import EQUIVALENCE, GIBBS
 from attnlab.potts.experiments.fig2 import FIG2, FIG2D
 from attnlab.potts.experiments.fig3right import CONSISTENCY
 from attnlab.potts.model import factored_logits, factored_loss_grad, perturbed_logits
-from attnlab.potts.summaries import Fig2Summary
+from attnlab.potts.summaries import Fig2dArrays, Fig2Summary
 
 F64 = torch.float64
 
@@ -331,9 +331,9 @@ claim("potts.mlm_and_pl_agree", "Eq. (6) and the text after it",
                     "solution", overrides={EQ: w.tiny(w.EQUIV, epochs=1, lr=1e-3)}))
 def _fig2d_test(ctx: ClaimContext) -> tuple[np.ndarray, np.ndarray]:
     """Fig. 2d's a grid and final test losses (a, seeds): the models are a-major, the same inits at every a."""
-    res = ctx.run(F2D)
-    a = list(dict.fromkeys(res.arrays["a"].tolist()))
-    return np.asarray(a), np.asarray(res.arrays["traj_test_loss"][-1]).reshape(len(a), -1)
+    arrays = Fig2dArrays.from_result(ctx.run(F2D))  # (epoch, model), the models a-major
+    a = list(dict.fromkeys(arrays.a.tolist()))
+    return np.asarray(a), np.asarray(arrays.traj_test_loss[-1]).reshape(len(a), -1)
 
 
 def _a_hurts(ctx: ClaimContext) -> Measured:

@@ -11,6 +11,7 @@ from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.config import resolve
 from attnlab.core.registry import get
 from attnlab.signal.experiments.attention import FIG3, FIGB1, UNIVERSALITY
+from attnlab.signal.summaries import Fig3Arrays
 from attnlab.signal.theory import rem
 
 # -- the REM: IPR, entropy, universality of β_c (Eqs. (11), (13), (B.18), Figs. B.1, 3) --------------------------------
@@ -71,7 +72,7 @@ def _finite_d_gap(ctx: ClaimContext) -> Measured:
     T = _fig3_size(ctx)[0]
     ds = [k * T for k in FINITE_D]
     runs = [ctx.run(FIG3, T=T, d=d, betas=(0.5, 0.75), rhos=(0.0, 0.05), n_inits=16, n_rep=8) for d in ds]
-    gaps = [float((r.arrays["mc_cos"] - r.arrays["sim_cos"]).mean()) for r in runs]
+    gaps = [float((a.mc_cos - a.sim_cos).mean()) for a in map(Fig3Arrays.from_result, runs)]
     slope = float(np.polyfit(np.log(ds), np.log(gaps), 1)[0]) if min(gaps) > 0 else float("nan")
     return Measured(slope, f"mean finite-T MC − simulated output cosine at T = {T}, β ∈ {{0.5, 0.75}}, "
                     "ρ ∈ {0, 0.05}: " + ", ".join(f"{g:.4f} (d = {d})" for g, d in zip(gaps, ds, strict=True))

@@ -11,6 +11,7 @@ from attnlab.core.summaries import typed
 from attnlab.signal import theory
 from attnlab.signal.arch import Architecture
 from attnlab.signal.experiments.depth import ALPHAC, DEPTH, FIG1C, FIG1D, FIG1E, FIG5, FIGC3
+from attnlab.signal.summaries import NoSkipArrays
 
 # -- depth: theory vs simulation, α_c (Eq. (19), Sec. 3.3, Figs. 1c-e) -------------------------------------------------
 
@@ -107,14 +108,14 @@ claim("signal.no_skip_low_beta_collapses", "App. C.3", "without skip connections
 def _no_skip_vs_sim(ctx) -> Measured:
     """figC3: the finite-T theory's largest deviation, with the T → ∞ theory's on the same runs in the detail."""
     run = ctx.run(FIGC3)
-    s, a = typed(FIGC3, run), run.arrays
-    betas = [float(b) for b in a["table_betas"]]
+    s, a = typed(FIGC3, run), NoSkipArrays.from_result(run)
+    betas = [float(b) for b in a.table_betas]
     asym = ", ".join(f"{s.max_dev_at[b]:.2f}" for b in betas)
     fin = ", ".join(f"{s.max_dev_finite_T_at[b]:.2f}" for b in betas)
     return Measured(s.max_dev_finite_T, f"T = {s.T:g}, d = {s.d:g}: max |sim − finite-T theory| = {fin} "
                     f"at β = {', '.join(f'{b:g}' for b in betas)}; the T → ∞ theory (Eq. 13) misses by {asym}: "
                     f"without skips the block map is steep near ρ = 1, so the first layer's finite-T excess of IPR "
-                    f"(β = {betas[-1]:g}: {a['sim_ipr'][1, -1]:.3f} simulated, {a['theory_ipr'][1, -1]:.3f} by "
+                    f"(β = {betas[-1]:g}: {a.sim_ipr[1, -1]:.3f} simulated, {a.theory_ipr[1, -1]:.3f} by "
                     "Eq. 13) compounds over layers (the paper shows Fig. C.3 as theory only)")
 
 

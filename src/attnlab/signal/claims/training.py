@@ -11,6 +11,7 @@ import numpy as np
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.summaries import typed
 from attnlab.signal.experiments.training import FIG1F, FIG4, FIGC2
+from attnlab.signal.summaries import MLMArrays
 
 S = "signal"
 
@@ -28,8 +29,8 @@ claim("signal.entropy_collapsed_at_init", "Fig. 4, Sec. 3.2.3", "β = 5 starts w
 
 def _frozen_entropy(ctx) -> Measured:
     run = ctx.run(FIG4)
-    s, a = typed(FIG4, run), run.arrays
-    slots = list(zip(a["slot_betas"], a["slot_alphas"], a["slot_seeds"], strict=True))
+    s, a = typed(FIG4, run), MLMArrays.from_result(run)
+    slots = list(zip(a.slot_betas, a.slot_alphas, a.slot_seeds, strict=True))
 
     def path(beta: float) -> str:
         return ", ".join(f"{s.slot[b, al, int(sd)].entropy_init:.3f} → {s.slot[b, al, int(sd)].entropy_final:.3f}"
@@ -48,10 +49,10 @@ claim("signal.entropy_frozen_during_training", "Fig. 4, Sec. 3.2.3",
 
 def _best_loss(run, beta: float) -> tuple[float, float]:
     """(initial, final) held-out loss of the best model trained from ``beta`` (over α_SA and seeds) of an MLM run."""
-    a = run.arrays
-    slots = [i for i, b in enumerate(a["slot_betas"]) if b == beta]
-    i = min(slots, key=lambda i: a["eval_loss"][-1, i])
-    return float(a["eval_loss"][0, i]), float(a["eval_loss"][-1, i])
+    a = MLMArrays.from_result(run)
+    slots = [i for i, b in enumerate(a.slot_betas) if b == beta]
+    i = min(slots, key=lambda i: a.eval_loss[-1, i])
+    return float(a.eval_loss[0, i]), float(a.eval_loss[-1, i])
 
 
 def _low_lr(ctx) -> Measured:
