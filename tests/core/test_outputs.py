@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import torch
 
+from attnlab.clustering.summaries import ARRAYS as clustering_arrays
 from attnlab.core.config import resolve
 from attnlab.core.context import RunContext
 from attnlab.core.device import resolve_device
@@ -28,7 +29,7 @@ from attnlab.specialization.summaries import ARRAYS as specialization_arrays
 torch.set_num_threads(1)
 NAMED = ("potts", "paths", "specialization", "signal")  # the studies whose metrics name every index axis (docs/data.md)
 DECLARED = {e.key: e for e in experiments() if e.outputs is not None}
-TYPED_ARRAYS = {**paths_arrays, **specialization_arrays}  # experiment key → its typed arrays classes
+TYPED_ARRAYS = {**paths_arrays, **specialization_arrays, **clustering_arrays}  # experiment key → typed arrays classes
 
 
 def run_tiny(exp) -> tuple[object, Result]:
