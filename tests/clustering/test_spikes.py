@@ -4,6 +4,7 @@ tiny runs and synthetic curves; config errors."""
 
 import dataclasses
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from attnlab.clustering.claims import spikes as C
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.experiments import spikes as K
 from attnlab.clustering.outputs import CTRAIN, TINY
+from attnlab.clustering.summaries.spikes import DynamicsArrays
 from attnlab.clustering.train.history import History
 from attnlab.clustering.train.loop import train
 from attnlab.core.config import ConfigError, resolve
@@ -146,11 +148,14 @@ def test_gradient_exponent_reads_the_rate_of_prop2():
 def test_claim_measures_on_tiny_runs(runs):
     cfg, rec = runs["fig9"]
     s9 = get("clustering.fig9").summary.from_summary(rec.summary, cfg)
-    curves = C.unit_curves(load_result(rec.run_dir)[1], s9.units)
+    a9 = DynamicsArrays.from_arrays(load_result(rec.run_dir)[1].arrays, cfg)
+    curves = C.unit_curves(a9)
+    assert list(a9.unit) == [(int(u[1:].split("_")[0]), u.split("_")[1]) for u in s9.units.split(",")]  # in order
     assert len(curves) == len(s9.unit) and all(c["tv_error"].shape == c["grad_total"].shape for c in curves)
     assert C.prop4_max_ratio([s9]) <= 1.0
     assert 0 <= C.prop4_paper_violation_fraction([s9]) <= 1
     rem = load_result(runs["remedies"][1].run_dir)[1]
+    rem.config = runs["remedies"][0]
     out = C.smooth_minus_sphere(rem, "norm=smooth")
     assert math.isfinite(out.value) and "onsets per 1000 epochs" in out.detail
 
@@ -167,7 +172,8 @@ def test_smooth_minus_sphere_on_known_rates():
 
     def result(a, b):
         return Result(None, {"variants": np.array(["baseline", "norm=smooth"]), "v0/rate": a, "v0/epochs": epochs,
-                             "v1/rate": b, "v1/epochs": epochs}, {})
+                             "v1/rate": b, "v1/epochs": epochs}, {},
+                      config=SimpleNamespace(variants=("baseline", "norm=smooth")))
 
     out = C.smooth_minus_sphere(result(sphere, smooth))
     assert out.value == pytest.approx(-2.5 + t95(4) * 1.0 / 2) and out.value < 0
@@ -180,8 +186,7 @@ def test_prop4_is_reported_with_its_ratio(runs):
     from attnlab.core.claims import claims
 
     cfg, rec = runs["fig9"]
-    units = get("clustering.fig9").summary.from_summary(rec.summary, cfg).units
-    out = C.prop4_along_training(load_result(rec.run_dir)[1], units)
+    out = C.prop4_along_training(DynamicsArrays.from_arrays(load_result(rec.run_dir)[1].arrays, cfg))
     assert 0 < out.value <= 1.0 and "violations" in out.detail
     ids = {c.id: c for c in claims("clustering")}
     assert ids["clustering.prop4_bound_along_training"].relation == "report"

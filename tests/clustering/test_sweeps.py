@@ -2,6 +2,7 @@
 figures; unit resume; config errors; the claims' measuring code on tiny results."""
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -238,7 +239,7 @@ def test_d8_gradient_exponent_over_sweep_units(tmp_path):
     """D8 pools every d unit's curves: ||∇L|| = c·𝓔 in each seed gives slope 1; units carry 𝓔 as tv_error."""
     e = np.logspace(-1, -5, 30)[:, None] * np.array([1.0, 2.0])
     a = Result(None, {"ds": np.array([2]), "d2/grad_total": 50 * e, "d2/tv_error": e,
-                                   "d2/train_loss": e}, {})
+                                   "d2/train_loss": e}, {}, config=SimpleNamespace(dims=lambda: (2,)))
     out = sweep_claims.gradient_exponent(sweep_claims.sweep_curves([a]))
     assert out.value == pytest.approx(1.0) and "2 seeds" in out.detail
     assert "≤ 0.001 (||∇L||/CE = 50 to 50)" in out.detail

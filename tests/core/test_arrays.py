@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from attnlab.clustering.summaries import ARRAYS as CLUSTERING
 from attnlab.core.arrays import Arrays, MissingArray, dims, nested
 from attnlab.core.config import resolve
 from attnlab.core.registry import get
@@ -79,7 +80,7 @@ def test_a_missing_array_or_a_wrong_number_of_axes_is_named():
         nested("panel", Panel)
 
 
-CLASSES = {**PATHS, **POTTS, **SIGNAL, **SPECIALIZATION}
+CLASSES = {**PATHS, **POTTS, **SIGNAL, **SPECIALIZATION, **CLUSTERING}
 
 
 @pytest.mark.parametrize("key", sorted(CLASSES))

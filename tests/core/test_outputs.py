@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import torch
 
+from attnlab.clustering.summaries import ARRAYS as clustering_arrays
 from attnlab.core.config import resolve
 from attnlab.core.context import RunContext
 from attnlab.core.device import resolve_device
@@ -31,7 +32,7 @@ torch.set_num_threads(1)
 NAMED = ("potts", "paths", "specialization", "signal")  # the studies whose metrics name every index axis (docs/data.md)
 DECLARED = {e.key: e for e in experiments() if e.outputs is not None}
 # experiment key → its typed arrays classes
-TYPED_ARRAYS = {**paths_arrays, **potts_arrays, **signal_arrays, **specialization_arrays}
+TYPED_ARRAYS = {**paths_arrays, **potts_arrays, **signal_arrays, **specialization_arrays, **clustering_arrays}
 
 
 def run_tiny(exp) -> tuple[object, Result]:

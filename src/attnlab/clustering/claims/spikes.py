@@ -18,11 +18,17 @@ import numpy as np
 
 from attnlab.clustering.experiments.spikes import FIG9, FIG13, REMEDIES
 from attnlab.clustering.intervals import mean_interval
-from attnlab.clustering.summaries.spikes import DynamicsSummary, Prop4, SpikesSummary
+from attnlab.clustering.summaries.spikes import (
+    DynamicsArrays,
+    DynamicsSummary,
+    Prop4,
+    RemediesArrays,
+    SpikesArrays,
+    SpikesSummary,
+)
 from attnlab.clustering.train import dynamics
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Experiment, Result
-from attnlab.core.summaries import typed
 from attnlab.core.worlds import World, swap_arrays
 
 S = "clustering"
@@ -49,11 +55,10 @@ def d7_counts(summaries: Iterable[SpikesSummary]) -> tuple[int, int]:
     return sum(u.n_ratio_ge2 or 0 for u in units), sum(u.n_onsets or 0 for u in units)
 
 
-def unit_curves(result: Result, units: str) -> list[dict[str, np.ndarray]]:
-    """Each training unit's full-batch curves (grad_total, tv_error, train_loss: (E, S)) of a dynamics/spike run
-    whose units (its summary's ``units``: names in training order, comma-separated) are ``units``."""
-    return [{k: result.arrays[f"{u}/epoch/{k}"] for k in ("grad_total", "tv_error", "train_loss")}
-            for u in units.split(",")]
+def unit_curves(arrays: DynamicsArrays | SpikesArrays) -> list[dict[str, np.ndarray]]:
+    """Each training unit's full-batch curves (grad_total, tv_error, train_loss: (E, S)) of a dynamics/spike run,
+    in training order (the order of its summary's ``units``)."""
+    return [u.curves() for u in arrays.unit.values()]
 
 
 def gradient_exponent(units: list[dict[str, np.ndarray]], below: float = 1e-2) -> Measured:
@@ -93,16 +98,14 @@ def prop4_paper_violation_fraction(summaries: Iterable[DynamicsSummary]) -> floa
     return sum(p.paper_violations for p in rows) / n if n else math.nan
 
 
-def prop4_along_training(result: Result, units: str) -> Measured:
+def prop4_along_training(arrays: DynamicsArrays) -> Measured:
     """Prop. 4 along training, reported: the largest ||∇L||² / (bound_corrected·𝓔) over the checked snapshots of
-    the units ``units`` (as :func:`unit_curves`), with the printed B̂'s largest ratio and violations in the detail
-    (Eq. (33); docs note 11)."""
-    units = [u for u in units.split(",") if f"{u}/prop4/grad_sq" in result.arrays]
+    the units of a dynamics run, with the printed B̂'s largest ratio and violations in the detail (Eq. (33); docs
+    note 11)."""
+    units = [u.prop4 for u in arrays.unit.values() if u.prop4 is not None]
     if not units:
         return Measured(math.nan, "no run of the paper's model (sphere normaliser) to check")
-    a = result.arrays
-    ratio = {b: [a[f"{u}/prop4/grad_sq"] / (a[f"{u}/prop4/{b}"] * a[f"{u}/prop4/tv"]) for u in units]
-             for b in ("bound_corrected", "bound_paper")}
+    ratio = {b: [p.grad_sq / (getattr(p, b) * p.tv) for p in units] for b in ("bound_corrected", "bound_paper")}
     top = {b: max(float(np.max(r)) for r in rs) for b, rs in ratio.items()}
     n = sum(len(r) for r in ratio["bound_paper"])
     bad = sum(int((r > 1).sum()) for r in ratio["bound_paper"])
@@ -116,9 +119,10 @@ def prop4_along_training(result: Result, units: str) -> Measured:
 def smooth_minus_sphere(result: Result, variant: str = "norm=smooth") -> Measured:
     """Upper end of the 95 % t-interval of the mean paired difference (same seeds) of spike onsets per 1000 epochs,
     ``variant`` minus the baseline (< 0: ``variant`` spikes less); the onset counts and rates in the detail."""
-    names = [str(v) for v in result.arrays["variants"]]
-    rate = {v: np.asarray(result.arrays[f"v{i}/rate"], float) for i, v in enumerate(names)}
-    epochs = {v: float(result.arrays[f"v{i}/epochs"][-1]) for i, v in enumerate(names)}
+    a = RemediesArrays.from_result(result)
+    names = [str(v) for v in a.variants]
+    rate = {v: np.asarray(a.variant[i].rate, float) for i, v in enumerate(names)}
+    epochs = {v: float(a.variant[i].epochs[-1]) for i, v in enumerate(names)}
     onsets = {v: round(float(rate[v].sum()) * epochs[v] / 1000) for v in names}
     mean, lo, hi = mean_interval(rate[variant] - rate["baseline"])
     return Measured(hi, f"{len(rate[variant])} seeds × {epochs['baseline']:.0f} epochs: {rate['baseline'].mean():.2g} "
@@ -137,14 +141,10 @@ def gradient_floor(floor: float = 1.0):
     return fn
 
 
-def _with_units(ctx: ClaimContext, experiment: Experiment) -> tuple[Result, str]:
-    """The run of ``experiment`` (fig9, fig13) and the names of its training units (its typed summary's)."""
-    result = ctx.run(experiment)
-    return result, typed(experiment, result).units
-
-
 def _curves(ctx: ClaimContext, experiment: Experiment) -> list[dict[str, np.ndarray]]:
-    return unit_curves(*_with_units(ctx, experiment))
+    """The units' curves of the run of ``experiment`` (fig9: dynamics, fig13: spikes)."""
+    cls = DynamicsArrays if experiment is FIG9 else SpikesArrays
+    return unit_curves(cls.from_result(ctx.run(experiment)))
 
 
 _EVENTS_WHY = ("the loss drop (spike) and the gradient peak are events of the same trained runs; no cheap model has "
@@ -207,7 +207,7 @@ claim(
     how="fig9: every snapshot (≤ 200) of the drawn seed of each run, float64 on the 4096-sentence probe grid; the "
         "max of ||∇L||² / (bound_corrected·𝓔), the printed B̂'s max ratio and violations in the detail. Reported: "
         "both hold by 1e5 to 1e8, a loose bound whose rate is asserted by solved_small_gradient*",
-    measure=lambda ctx: prop4_along_training(*_with_units(ctx, FIG9)), relation="report",
+    measure=lambda ctx: prop4_along_training(DynamicsArrays.from_result(ctx.run(FIG9))), relation="report",
 )
 # quick: the two variants the claim compares, on enough seeds to count a few dozen onsets (≈ 4 min on one core);
 # paper: the remedies run itself, whose paper scale has 256 seeds for this claim (RemediesConfigDefault)

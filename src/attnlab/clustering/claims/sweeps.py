@@ -20,7 +20,13 @@ from attnlab.clustering.claims.spikes import gradient_exponent, gradient_floor
 from attnlab.clustering.experiments.sweeps import FIG7, FIG14, FIG16, FIG19
 from attnlab.clustering.intervals import mean_interval
 from attnlab.clustering.keys import bar_array
-from attnlab.clustering.summaries.sweeps import AblationSummary, SparsitySummary, TransferSummary
+from attnlab.clustering.summaries.sweeps import (
+    AblationSummary,
+    SparsityArrays,
+    SparsitySummary,
+    TransferArrays,
+    TransferSummary,
+)
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Result
 from attnlab.core.summaries import edit_summary, typed
@@ -70,16 +76,16 @@ def perfect_without_ideal(s: TransferSummary) -> float:
 def _gains(result: Result, s: TransferSummary) -> tuple[list[float], str]:
     """The lower ends of the 95 % t-intervals of the seed-paired gain finetuned − scratch (finetuned and scratch
     runs of a seed share their p' data and batch order), one per p' trained both ways, and a detail sentence."""
-    a = result.arrays
+    a = TransferArrays.from_result(result)
     lows, parts = [], []
     for q in sorted(set(s.finetune) & set(s.scratch)):
-        ft, sc = a[bar_array("test_acc", "finetune", q)][-1], a[bar_array("test_acc", "scratch", q)][-1]
+        ft, sc = a.finetune[q].test_acc[-1], a.scratch[q].test_acc[-1]
         mean, lo, hi = mean_interval(ft - sc)
         lows.append(lo)
         parts.append(f"p' = {q}: {ft.mean():.2f} vs {sc.mean():.2f} ({mean:+.2f} ± {hi - mean:.2f})")
-    ft = bar_array("epochs", "finetune", min(s.finetune))
-    return lows, (f"{len(a['n_clusters_pre'])} runs a bar, k = {s.ideal_clusters - 1}, {a['pre/epochs'][-1]:.0f} + "
-                  f"{a[ft][-1]:.0f} epochs: mean test accuracy finetuned vs from scratch (gain ± 95 %) "
+    ft = a.finetune[min(s.finetune)].epochs
+    return lows, (f"{len(a.n_clusters_pre)} runs a bar, k = {s.ideal_clusters - 1}, {a.pre_epochs[-1]:.0f} + "
+                  f"{ft[-1]:.0f} epochs: mean test accuracy finetuned vs from scratch (gain ± 95 %) "
                   + "; ".join(parts) + ".")
 
 
@@ -97,12 +103,13 @@ def transfer_gain_lower(result: Result, s: TransferSummary) -> Measured:
 def perfect_clusters(result: Result, s: TransferSummary) -> Measured:
     """``perfect_without_ideal`` with the number of perfect finetuned runs, the p-phase cluster counts of those
     runs and of all."""
-    n_cl = np.asarray(result.arrays["n_clusters_pre"])
+    a = TransferArrays.from_result(result)
+    n_cl = np.asarray(a.n_clusters_pre)
     qs = sorted(s.finetune)
     perfect = sum(s.finetune[q].n_perfect for q in qs)
     hit = np.zeros(len(n_cl), bool)
     for q in qs:
-        hit |= result.arrays[bar_array("test_acc", "finetune", q)][-1] >= 1.0
+        hit |= a.finetune[q].test_acc[-1] >= 1.0
     bad = perfect_without_ideal(s)
     return Measured(bad,
                     f"{perfect} finetuned run(s) reach 100 % test accuracy, {bad:.0f} of them "
@@ -118,9 +125,9 @@ def roughness_ratio(s: AblationSummary) -> float:
 
 
 def sweep_curves(results: list[Result]) -> list[dict[str, np.ndarray]]:
-    """Each d unit's logged curves (grad_total, tv_error, train_loss: (E, S)), over the units of ``results``."""
-    return [{k: r.arrays[f"d{int(d)}/{k}"] for k in ("grad_total", "tv_error", "train_loss")}
-            for r in results for d in r.arrays["ds"]]
+    """Each d unit's logged curves (grad_total, tv_error, train_loss: (E, S)), over the units of ``results`` (in
+    the order of each run's ``ds``)."""
+    return [a.d[int(d)].curves() for a in map(SparsityArrays.from_result, results) for d in a.ds]
 
 
 # ----------------------------------------------------------------------------------------------- claims

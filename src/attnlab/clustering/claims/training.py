@@ -18,7 +18,13 @@ from attnlab.clustering.circuits import other_corr
 from attnlab.clustering.experiments.ideal_head import FIG1
 from attnlab.clustering.experiments.training import CIRCUITS, FIG5, FIG8, STATIONARITY, TRANSFER_CIRCUIT
 from attnlab.clustering.intervals import mean_interval
-from attnlab.clustering.summaries.training import Construction, Fig1Summary, StationaritySummary
+from attnlab.clustering.summaries.training import (
+    Construction,
+    Fig1Summary,
+    Fig5Arrays,
+    StationaritySummary,
+    TransferCircuitArrays,
+)
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.worlds import World, swap_arrays
 
@@ -188,8 +194,8 @@ claim(
 def init_shapes_attention(ctx: ClaimContext) -> Measured:
     """Fig. 5: over the solved seeds, own-initialisation correlation of the final attention map minus its mean
     correlation with the other seeds' initial maps; the lower end of the 95 % interval of the mean difference."""
-    r = ctx.run(FIG5)
-    corr, solved = r.arrays["attn/attn_corr_matrix"], r.arrays["test_acc"] >= 0.9
+    a = Fig5Arrays.from_result(ctx.run(FIG5))
+    corr, solved = a.attn_corr_matrix, a.test_acc >= 0.9
     own, other = np.diag(corr)[solved], other_corr(corr)[solved]
     n = int(solved.sum())
     if n < 3:
@@ -230,13 +236,13 @@ def paired_lower(diff: np.ndarray) -> float:
 def transfer_focus(ctx: ClaimContext) -> Measured:
     """Fig. 6: attention mass on the informative positions after finetuning minus before it (the p = 2 model on
     p = 3 sentences), over the seeds whose p = 2 phase solved its task; the lower end of the 95 % interval."""
-    r = ctx.run(TRANSFER_CIRCUIT)
-    ok = r.arrays["model_pre/test_acc"] >= 0.9
-    start, end = r.arrays["attn/attn_prefix_mass_start"][ok], r.arrays["attn/attn_prefix_mass_end"][ok]
+    a = TransferCircuitArrays.from_result(ctx.run(TRANSFER_CIRCUIT))
+    ok = a.pre_test_acc >= 0.9
+    start, end = a.prefix_mass_start[ok], a.prefix_mass_end[ok]
     lo = paired_lower(end - start)
     if not np.isfinite(lo):
         return Measured(lo, f"{int(ok.sum())} of {len(ok)} p = 2 runs solved: fewer than 3")
-    every = r.arrays["attn/attn_prefix_mass_end"] - r.arrays["attn/attn_prefix_mass_start"]
+    every = a.prefix_mass_end - a.prefix_mass_start
     return Measured(lo, f"{int(ok.sum())} of {len(ok)} seeds solved p = 2; their attention mass on the informative "
                         f"positions goes from {start.mean():.3f} to {end.mean():.3f} over the p = 3 phase (up in "
                         f"{int((end > start).sum())}; gain {(end - start).mean():+.4f}, 95 % interval from "

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from attnlab.core.arrays import Arrays, dims, nested
 from attnlab.core.summaries import Summary, group, key
 
 # ----------------------------------------------------------------------------------------------- Figs. 9-13, 17, 18
@@ -148,3 +151,73 @@ class RemediesSummary(Summary):
     """Sec. 4.4 remedies: one entry per variant."""
 
     variant: dict[str, VariantRates] = group("{variants}:*", VariantRates)
+
+
+# -- typed arrays (:mod:`attnlab.core.arrays`): the arrays the claims read, with their named dimensions ----------
+
+
+@dataclass(frozen=True, eq=False)
+class CurveArrays(Arrays):
+    """One training unit's logged full-batch curves (a History's ``epoch/…``): ||∇L||, the error 𝓔 and the train
+    loss per logged epoch and seed (Prop. 2)."""
+
+    grad_total: np.ndarray = dims("epoch", "seed", key="epoch/grad_total")
+    tv_error: np.ndarray = dims("epoch", "seed", key="epoch/tv_error")
+    train_loss: np.ndarray = dims("epoch", "seed", key="epoch/train_loss")
+
+    def curves(self) -> dict[str, np.ndarray]:
+        """The curves as the measures take them: name → (E, S) array."""
+        return {"grad_total": self.grad_total, "tv_error": self.tv_error, "train_loss": self.train_loss}
+
+
+@dataclass(frozen=True, eq=False)
+class Prop4Arrays(Arrays):
+    """Prop. 4 at the snapshots of a unit's drawn seed (Eq. (33)): ||∇L||², 𝓔 and the two bounds."""
+
+    grad_sq: np.ndarray = dims("snapshot")
+    tv: np.ndarray = dims("snapshot")
+    bound_corrected: np.ndarray = dims("snapshot")
+    bound_paper: np.ndarray = dims("snapshot")
+
+
+@dataclass(frozen=True, eq=False)
+class DynamicsUnitArrays(CurveArrays):
+    """One unit of Figs. 9, 17: its curves, and Prop. 4 along training where the paper's model is trained."""
+
+    prop4: Prop4Arrays | None = nested("prop4/*", Prop4Arrays, when=_sphere)
+
+
+def _kinds(config: Any) -> tuple[str, ...]:
+    return ("mini", "full") if config.full_batch else ("mini",)
+
+
+@dataclass(frozen=True, eq=False)
+class DynamicsArrays(Arrays):
+    """Figs. 9, 17: the units keyed (d, kind) in training order, as ``DynamicsSummary.unit``
+    (``DynamicsArrays.from_result(run).unit[2, "mini"].grad_total``)."""
+
+    unit: dict[tuple[int, str], DynamicsUnitArrays] = nested("d{dims}_{kind}/*", DynamicsUnitArrays, dims=_dims,
+                                                             kind=_kinds)
+
+
+@dataclass(frozen=True, eq=False)
+class SpikesArrays(Arrays):
+    """Figs. 13, 18: one mini-batch unit per d, as ``SpikesSummary.unit``."""
+
+    unit: dict[int, CurveArrays] = nested("d{dims}/*", CurveArrays, dims=_dims)
+
+
+@dataclass(frozen=True, eq=False)
+class VariantArrays(Arrays):
+    """One remedy variant: spike onsets per 1000 epochs of each seed, and the logged epochs."""
+
+    rate: np.ndarray = dims("seed")
+    epochs: np.ndarray = dims("epoch")
+
+
+@dataclass(frozen=True, eq=False)
+class RemediesArrays(Arrays):
+    """Sec. 4.4 remedies: the variants' names and each variant's arrays by position (``variant[1].rate``)."""
+
+    variants: np.ndarray = dims("variant")
+    variant: dict[int, VariantArrays] = nested("v{i}/*", VariantArrays, i=lambda c: list(range(len(c.variants))))

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from attnlab.clustering.summaries.spikes import CurveArrays
+from attnlab.core.arrays import Arrays, dims, nested
 from attnlab.core.summaries import Summary, group, key
 
 # ----------------------------------------------------------------------------------------------- Figs. 7, 14, 16, 19
@@ -97,3 +101,43 @@ class AblationSummary(Summary):
     h: dict[int, Setting] = group("*_h={hs}", Setting)
     lr: dict[float, Setting] = group("*_lr={lrs}", Setting)
     mlp_lr_factor: dict[float, Setting] = group("*_mlp_lr_factor={mlp_lr_factors}", Setting)
+
+
+# -- typed arrays (:mod:`attnlab.core.arrays`): the arrays the claims read, with their named dimensions ----------
+
+
+@dataclass(frozen=True, eq=False)
+class SweepUnitArrays(CurveArrays):
+    """One d unit of Figs. 7, 19: its logged full-batch curves (stored as ``d<d>/grad_total``, not under
+    ``epoch/``)."""
+
+    grad_total: np.ndarray = dims("epoch", "seed")
+    tv_error: np.ndarray = dims("epoch", "seed")
+    train_loss: np.ndarray = dims("epoch", "seed")
+
+
+@dataclass(frozen=True, eq=False)
+class SparsityArrays(Arrays):
+    """Figs. 7, 19: the embedding dimensions d of the units, in run order, and each unit's curves keyed by d."""
+
+    ds: np.ndarray = dims("unit")
+    d: dict[int, SweepUnitArrays] = nested("d{dims}/*", SweepUnitArrays, dims=lambda c: list(c.dims()))
+
+
+@dataclass(frozen=True, eq=False)
+class BarArrays(Arrays):
+    """One Fig. 14 bar: the test accuracy per logged epoch and seed, and the logged epochs."""
+
+    test_acc: np.ndarray = dims("epoch", "seed")
+    epochs: np.ndarray = dims("epoch")
+
+
+@dataclass(frozen=True, eq=False)
+class TransferArrays(Arrays):
+    """Fig. 14: each seed's p-phase cluster count, the p phase's epochs, and the bars from scratch (p' in ``ps``)
+    and finetuned (p' in ``ft_ps``), keyed by p' as ``TransferSummary``'s."""
+
+    n_clusters_pre: np.ndarray = dims("seed")
+    pre_epochs: np.ndarray = dims("epoch", key="pre/epochs")
+    scratch: dict[int, BarArrays] = nested("scratch_p{ps}/*", BarArrays)
+    finetune: dict[int, BarArrays] = nested("finetune_p{ft_ps}/*", BarArrays)

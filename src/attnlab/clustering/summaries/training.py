@@ -17,6 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from attnlab.core.arrays import Arrays, dims
 from attnlab.core.summaries import Summary, group
 
 # ----------------------------------------------------------------------------------------------- Fig. 1 (Sec. 3.2)
@@ -191,3 +194,25 @@ class TrainSummary(Summary):
     n_partial: float
     n_solved: float
     n_value_corrected: float
+
+
+# -- typed arrays (:mod:`attnlab.core.arrays`): the arrays the claims read, with their named dimensions ----------
+
+
+@dataclass(frozen=True, eq=False)
+class Fig5Arrays(Arrays):
+    """Fig. 5: per seed, the final accuracy, and the correlation of each final attention map (row) with each seed's
+    initial map (column): ``Fig5Arrays.from_result(run).attn_corr_matrix.diagonal()`` is each seed with its own."""
+
+    attn_corr_matrix: np.ndarray = dims("seed", "seed_initial", key="attn/attn_corr_matrix")
+    test_acc: np.ndarray = dims("seed")
+
+
+@dataclass(frozen=True, eq=False)
+class TransferCircuitArrays(Arrays):
+    """Fig. 6: per seed, the p = 2 model's test accuracy and the attention mass on the informative positions
+    (t ≤ k) at the start and at the end of the p = 3 phase."""
+
+    pre_test_acc: np.ndarray = dims("seed", key="model_pre/test_acc")
+    prefix_mass_start: np.ndarray = dims("seed", key="attn/attn_prefix_mass_start")
+    prefix_mass_end: np.ndarray = dims("seed", key="attn/attn_prefix_mass_end")
