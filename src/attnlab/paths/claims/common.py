@@ -16,6 +16,7 @@ import math
 import numpy as np
 import torch
 
+from attnlab.core import rng
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.worlds import World
 from attnlab.paths import model
@@ -33,7 +34,7 @@ F64 = torch.float64
 def _a1(ctx: ClaimContext) -> float:
     worst = 0.0
     for Hs, readout in itertools.product(([1], [2, 3], [2, 2, 2], [3, 1]), ("mean", 0, -1)):
-        g = torch.Generator().manual_seed(sum(Hs))
+        g = rng.generator(sum(Hs))
         X = torch.randn(5, 6, 7, generator=g, dtype=F64)
         heads = [3 * torch.randn(H, 7, 7, generator=g, dtype=F64) / 7 for H in Hs]
         w = model.Weights.prior(3, 8, 7, Hs, g)
@@ -54,7 +55,7 @@ claim("paths.layers_equal_paths", "Eqs. (1)-(7) (check A1)",
 
 
 def _a2(ctx: ClaimContext) -> float:
-    g = torch.Generator().manual_seed(0)
+    g = rng.generator(0)
     Hs, s2, N = [2, 2], 1.3, 16
     X = torch.randn(4, 5, 6, generator=g, dtype=F64)
     heads = [3 * torch.randn(H, 6, 6, generator=g, dtype=F64) / 6 for H in Hs]
@@ -77,7 +78,7 @@ claim("paths.prior_covariance_is_gp_kernel", "Sec. 3, App. B (check A2)",
 
 
 def _random_problem(Hs, P=12, D=9, s2=1.3, seed=0) -> kernels.Problem:
-    g = torch.Generator().manual_seed(seed)
+    g = rng.generator(seed)
     n = math.prod(Hs)
     return kernels.Problem(torch.randn(P, n, D, generator=g, dtype=F64),
                            torch.sign(torch.randn(P, generator=g, dtype=F64)),
@@ -91,7 +92,7 @@ def _a3(ctx: ClaimContext) -> float:
         pb = _random_problem(Hs)
         act = theory.Action(kernels.PathKernels(pb.Xi, pb.sigma2), pb.y, 0.1, pb.P / 2, Hs, pb.sigma2)
         par = theory.CholeskyParams(act.sizes)
-        th = 0.3 * torch.randn(par.dim, generator=torch.Generator().manual_seed(1), dtype=F64)
+        th = 0.3 * torch.randn(par.dim, generator=rng.generator(1), dtype=F64)
         As = par.unpack(th)
         grad = par.grad(As, act(As).grads)
         fd = torch.stack([(act(par.unpack(th + e), grad=False).S - act(par.unpack(th - e), grad=False).S) / 2e-6
@@ -284,7 +285,7 @@ claim("paths.wide_limit_is_gp", "Sec. 3 (GP limit α → 0) (check A8)",
 
 
 def _a9(ctx: ClaimContext) -> float:
-    g = torch.Generator().manual_seed(0)
+    g = rng.generator(0)
     d, P, s2, tau, n = 50, 20, 1.3, 0.2, 10_000
     Phi = torch.randn(P, d, generator=g, dtype=F64)
     y = torch.randn(P, generator=g, dtype=F64)
@@ -303,7 +304,7 @@ claim("paths.block_sampler_exact", "Eq. (8), App. F (check A9)",
 
 
 def _a10(ctx: ClaimContext) -> float:
-    g = torch.Generator().manual_seed(7)
+    g = rng.generator(7)
     X = torch.randn(4, 5, 6, generator=g, dtype=F64)
     worst = 0.0
     for Hs in ([2], [2, 3], [3, 2, 2]):

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from scipy import stats
 
+from attnlab.core import rng
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.worlds import World, scale_arrays
@@ -94,7 +95,7 @@ def _b1(ctx: ClaimContext) -> float:
     task = data.MarkovTask(sigma_par=1.0, sigma_perp=2.0)
     out = 0.0
     for s in SEEDS:
-        d = data.sample(task, 4000, torch.Generator().manual_seed(s))
+        d = data.sample(task, 4000, rng.generator(s))
         sw = (d.states[:, 1:] != d.states[:, :-1]).double().mean(1)
         vp, vm = task.state_vectors()
         noise = d.X[:, 1:, : task.N0] - torch.where(d.states[..., None] > 0, vp, vm)
@@ -120,7 +121,7 @@ def _b2(ctx: ClaimContext) -> float:
     task = data.MarkovTask(sigma_par=0.0, sigma_perp=0.0)
     fr = []
     for s in SEEDS:
-        d = data.sample(task, 200, torch.Generator().manual_seed(s))
+        d = data.sample(task, 200, rng.generator(s))
         om = model.attention(d.X, data.good_head(task)[None])[:, 0]
         arg = om.argmax(dim=1)[:, 2:]
         same = d.states[:, 1:] == d.states[:, :-1]

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
+from attnlab.core import rng
 from attnlab.core.arrays import MissingArray
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.config import resolve
@@ -37,7 +38,7 @@ V = Variant().name  # the main text's network, L = 2, H = 4
 
 
 def _episodes(n: int = 2000):
-    g = torch.Generator().manual_seed(0)
+    g = rng.generator(0)
     imgs = data.synthetic_glyphs(30, 5, 16, 1, generator=g)
     tok = episodes.Tokenizer.make(16, 8, 1, g)
     meta: dict = {}

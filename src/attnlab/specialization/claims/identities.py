@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from attnlab.core import rng
 from attnlab.core.claims import ClaimContext, claim
 from attnlab.specialization import theory
 from attnlab.specialization.claims.worlds import IDENTITY_WORLDS
@@ -24,7 +25,7 @@ ACTS = ("softmax", "softmax1", "bsoftmax")
 def activation_identities(ctx: ClaimContext | None = None) -> float:
     """Eqs. (3)-(4), (17): softmax rows sum to 1; softmax-1 rows sum to v S/(e^b + S); B-softmax sums to H and is shift
     invariant in b; softmax-1 with b = −50 is v·softmax. Largest violation."""
-    g = torch.Generator().manual_seed(0)
+    g = rng.generator(0)
     chi = 2 * torch.randn(7, 3, 5, generator=g, dtype=F64)
     b = torch.randn(7, 3, generator=g, dtype=F64)
     v = 1.3
@@ -65,7 +66,7 @@ def finite_d_consistency(ctx: ClaimContext | None = None, D: int = 2000, n: int 
     R Rᵀ = 0.3 I) at D = 2000, over 2·10^4 fresh sequences, against the reduced loss Ẽ(m, r) (N_mc = 10^5) at
     its actual order parameters. Largest |difference| over the three activations."""
     n = FINITE_D_SEQUENCES if n is None else n
-    g = torch.Generator().manual_seed(11)
+    g = rng.generator(11)
     law = make_law("flip", 2, nu1=2.0, nu2=2.0)
     K_star = sample_spikes(2, D, generator=g, dtype=F64)
     R = torch.randn(2, D, generator=g, dtype=F64)
@@ -80,7 +81,7 @@ def finite_d_consistency(ctx: ClaimContext | None = None, D: int = 2000, n: int 
     zero_b, one_v = torch.zeros(2, dtype=F64), torch.tensor(1.0, dtype=F64)
     for act in ACTS:
         total = 0.0
-        for batch in iter_sequences(law, K_star, n, L=5, generator=torch.Generator().manual_seed(13), chunk=1000,
+        for batch in iter_sequences(law, K_star, n, L=5, generator=rng.generator(13), chunk=1000,
                                     dtype=F64):
             out = attend(batch.X, K, zero_b, one_v, act)["output"]
             total += float(((batch.y - out) ** 2).sum()) / D
@@ -106,7 +107,7 @@ def r_gradient_at_zero(ctx: ClaimContext | None = None) -> float:
     """Lemma A.3: ∇_r Ẽ(m, 0, b, v) = 0 with antithetic ξ samples, for random m; largest entry."""
     law = make_law("gaussian", 2, nu1=3.0, nu2=1.0)
     prep = theory.mc_samples(law, 5, 3, 4000, seed=3, antithetic=True).prepare()
-    g = torch.Generator().manual_seed(4)
+    g = rng.generator(4)
     m = torch.randn(4, 3, 2, generator=g, dtype=F64)
     r = torch.zeros(4, 3, 3, dtype=F64)
     worst = 0.0
@@ -119,7 +120,7 @@ def r_gradient_at_zero(ctx: ClaimContext | None = None) -> float:
 
 def order_parameter_extraction(ctx: ClaimContext | None = None) -> float:
     """Eqs. (8)-(9): for K = A K* + R with R ⊥ K* and orthonormal K*: m = A and r rᵀ = R Rᵀ; symsqrt is symmetric."""
-    g = torch.Generator().manual_seed(5)
+    g = rng.generator(5)
     K_star = sample_spikes(3, 300, generator=g, dtype=F64, orthonormal=True)
     A = torch.randn(4, 3, generator=g, dtype=F64)
     R = torch.randn(4, 300, generator=g, dtype=F64) / 300**0.5
