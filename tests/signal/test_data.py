@@ -68,3 +68,19 @@ def test_load_tinystories_formats(tmp_path):
         corpus.load_tinystories(tmp_path / "missing.txt")
     windows, tok = corpus.corpus_windows("tinystories", T=4, n_stories=3, vocab_size=100, path=str(tmp_path / "t.txt"))
     assert windows.shape[1] == 4 and tok.vocab_size > data.N_SPECIAL
+
+
+def test_the_same_stories_give_the_same_token_windows_every_time():
+    """tokenizers' WordPiece trainer numbers the subword tokens it creates in hash-map order (a new order for each
+    trained tokenizer, huggingface/tokenizers issue 1794); the corpus's ids must not depend on it."""
+    import hashlib
+    import subprocess
+    import sys
+
+    here = [corpus.corpus_windows("stories", T=32, n_stories=300, vocab_size=2000)[0] for _ in range(4)]
+    assert all(torch.equal(here[0], w) for w in here[1:])
+    code = ("import hashlib; from attnlab.signal.data.corpus import corpus_windows; "
+            "print(hashlib.sha1(corpus_windows('stories', T=32, n_stories=300, vocab_size=2000)[0].numpy()"
+            ".tobytes()).hexdigest())")
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert other == hashlib.sha1(here[0].numpy().tobytes()).hexdigest()

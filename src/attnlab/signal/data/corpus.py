@@ -148,9 +148,9 @@ class WordPiece:
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS),
                                             show_progress=False)
-        texts = list(texts)
-        tok.train_from_iterator(texts if train_on is None else texts[:train_on], trainer)
-        self.tok = tok
+        texts = list(texts) if train_on is None else list(texts)[:train_on]
+        tok.train_from_iterator(texts, trainer)
+        self.tok = _fixed_ids(tok, texts)
         self._cache: dict[str, list[int]] = {}
         for i, s in enumerate(SPECIAL_TOKENS):
             assert tok.token_to_id(s) == i, (s, tok.token_to_id(s))
@@ -182,6 +182,24 @@ class WordPiece:
 
 
 _WORDS = re.compile(r"\w+|[^\w\s]")
+
+
+def _fixed_ids(tok, texts: Sequence[str]):
+    """``tok`` with its ids in a fixed order: the special tokens, then the tokens that encode the training texts'
+    words, then the others, each sorted. ``tokenizers``' trainer numbers the subword tokens it creates in hash-map
+    order, which changes from one process to the next (huggingface/tokenizers issue 1794), so the same corpus gave
+    another id → embedding assignment, and other values, in every run. On the bundled stories every word ends as one
+    token, so the tokens that encode the corpus, and now their ids, are the same in every process; on a corpus that
+    fills the vocabulary (TinyStories at 2000) the trainer's merges on tied counts can still differ."""
+    from tokenizers import Tokenizer, models
+
+    vocab = tok.get_vocab()
+    words = {w for text in texts for w in _WORDS.findall(text.lower())}
+    used = {t for w in words for t in tok.encode(w, add_special_tokens=False).tokens} - set(SPECIAL_TOKENS)
+    order = [*SPECIAL_TOKENS, *sorted(used), *sorted(set(vocab) - used - set(SPECIAL_TOKENS))]
+    fixed = Tokenizer(models.WordPiece(vocab={t: i for i, t in enumerate(order)}, unk_token="[UNK]"))
+    fixed.normalizer, fixed.pre_tokenizer = tok.normalizer, tok.pre_tokenizer
+    return fixed
 
 
 def pack(encoded: Sequence[Sequence[int]], T: int) -> torch.Tensor:
