@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from attnlab.core import rng
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.trajectory import Trajectory
@@ -90,7 +91,7 @@ def init_generator(config: MarkovConfig, ctx: RunContext) -> torch.Generator:
     code's ``--order_parameter_seed``: the same start whatever the run's seed)."""
     if config.init_seed is None:
         return ctx.generator("init")
-    return torch.Generator(device=ctx.device).manual_seed(config.init_seed)
+    return rng.generator(config.init_seed, ctx.device)
 
 
 def solve_markov(config: MarkovConfig, ctx: RunContext, pb: kernels.Problem, kern: kernels.PathKernels,

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
+from attnlab.core import rng
 from attnlab.core.trajectory import Trajectory
 from attnlab.potts import metrics
 from attnlab.potts.data.sets import PottsData
@@ -56,7 +57,7 @@ class Optim:
 def model_generators(seed: int, device: torch.device | str = "cpu") -> tuple[torch.Generator, torch.Generator]:
     """(init, batches) generators of one model, derived from its integer seed."""
     words = np.random.SeedSequence(int(seed)).generate_state(2, np.uint64)
-    return tuple(torch.Generator(device=device).manual_seed(int(w) & (2**63 - 1)) for w in words)  # type: ignore
+    return tuple(rng.generator(int(w) & (2**63 - 1), device) for w in words)  # type: ignore
 
 
 def _optimizer(params: list[Tensor], opt: Optim, steps: int) -> tuple[torch.optim.Optimizer, Any]:

@@ -16,6 +16,8 @@ import math
 
 import torch
 
+from attnlab.core import rng
+
 F64 = torch.float64
 
 
@@ -180,7 +182,7 @@ class OverlapTable:
         default = torch.cat([torch.linspace(0.0, 4.0, 41), torch.linspace(4.5, 12.0, 16)])
         self.betas = _t(default if betas is None else betas, device)
         self.rhos = _t(torch.linspace(0.0, 1.0, 41) if rhos is None else rhos, device)
-        gen = torch.Generator(device=self.betas.device).manual_seed(seed)
+        gen = rng.generator(seed, self.betas.device)
         bb, rr = torch.meshgrid(self.betas.clamp(min=1e-9), self.rhos, indexing="ij")
         mc = mc_overlaps(bb, rr, T, n_rep, gen, device=device)
         self.q, self.p, self.s = mc["q_sa"], mc["p_sa"], mc["entropy"]

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from attnlab.core import rng
 from attnlab.core.trajectory import Trajectory
 from attnlab.signal.arch import Architecture, qk_std_from_beta
 from attnlab.signal.data import sequences as data
@@ -134,7 +135,7 @@ def train_mlm(arch: Architecture, windows: torch.Tensor, vocab: int, opt: Optim 
     sched = torch.optim.lr_scheduler.LambdaLR(optim, lambda s: linear_schedule(s, opt.steps, opt.warmup_ratio))
     windows = windows.to(device)
     ev = windows[: opt.n_eval] if eval_windows is None else eval_windows.to(device)
-    eval_gen = torch.Generator(device=windows.device).manual_seed(12345)
+    eval_gen = rng.generator(12345, windows.device)
     ev_in, ev_lab = data.mask_tokens(ev, vocab, eval_gen, opt.mask_prob)
     hist: dict[str, list] = {"step": [], "loss": [], "eval_loss": [], "entropy": [], "ipr": []}
     step, running, count = 0, torch.zeros(model.P), 0

@@ -131,7 +131,7 @@ def split_time(config: SplitTimeConfig, ctx: RunContext) -> Result:
     (spikes and keys drawn as the SGD's, Eq. (1) and Sec. II), p-corrected; τ^s per seed and threshold, and the
     growth rate λ of |m_12 − m_22| while it is between 2× its start and 0.1 (log-linear fit)."""
     law = config.theta_law()
-    g = torch.Generator().manual_seed(ctx.seed("init") % 2**31)
+    g = generator(ctx.seed("init") % 2**31)
     ops = [order_parameters(init_keys(config.H, config.D, generator=g, eta=config.eta),
                             sample_spikes(law.F, config.D, generator=g)) for _ in range(config.seeds)]
     taus = np.linspace(0, config.tau_max, round(config.tau_max / config.record_every) + 1)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attnlab.core import rng
 from attnlab.core.trajectory import Trajectory
 from attnlab.specialization.data import SGDStream, ThetaLaw, noise, philox, sample_spikes
 from attnlab.specialization.model import attend, get_activation, init_keys, order_parameters
@@ -39,7 +40,7 @@ STREAM = "counter-v1"  # the data stream's version: a state from another stream 
 def seed_generator(seed: int, stream: int, device: torch.device | str = "cpu") -> torch.Generator:
     """An independent torch.Generator for (seed, stream): stream 0 = spikes and init, 1 = data."""
     word = np.random.SeedSequence([int(seed), int(stream)]).generate_state(1, np.uint64)[0]
-    return torch.Generator(device=device).manual_seed(int(word) & (2**63 - 1))
+    return rng.generator(int(word) & (2**63 - 1), device)
 
 
 # ---------------------------------------------------------------------------------------------
