@@ -60,32 +60,8 @@ from attnlab.core import bench
 THREADS = bench.threads()
 EPOCHS = int(os.environ.get("BENCH_EPOCHS", "400"))
 
-# Runs the public code's own script in a fresh interpreter: imports its modules from the checkout, points its
-# save directory at a temporary folder and its device at the CPU, and trains the given seeds one after another.
-PAL_DRIVER = r"""
-import json, pickle, sys, tempfile, time
-from pathlib import Path
-args = json.loads(sys.argv[1])
-root = Path(args["pal"])
-sys.path[:0] = [str(root / "src"), str(root / "projects" / "visualization")]
-import torch
-torch.set_num_threads(args["threads"])
-import train as pal_train
-pal_train.SAVE_DIR = Path(tempfile.mkdtemp(prefix="pal-bench-"))
-pal_train.DEVICE = torch.device("cpu")
-rows = []
-for seed in args["seeds"]:
-    cfg = pal_train.ExperimentConfig(**args["config"], nb_epochs=args["epochs"], seed=seed, interactive=False,
-                                     id=f"seed{seed}")
-    t0, c0 = time.perf_counter(), time.process_time()
-    pal_train.run_from_config(cfg)
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    load = lambda name: pickle.load(open(pal_train.SAVE_DIR / f"seed{seed}" / name, "rb")).tolist()
-    rows.append({"seed": seed, "wall_s": wall, "cpu_s": cpu, "test_acc": load("test_accs.pkl"),
-                 "train_loss": load("losses.pkl"), "threads": torch.get_num_threads(), "torch": torch.__version__,
-                 "python": sys.version.split()[0]})
-print("PAL-RESULT " + json.dumps(rows))
-"""
+# The public code's own script run in a fresh interpreter (pal_driver.py, passed as ``-c`` text)
+PAL_DRIVER = (Path(__file__).parent / "pal_driver.py").read_text()
 PAL_GRID = {"vocab_size": 2, "seq_length": 12, "sparsity_index": 5, "nb_data": 2048, "batch_size": 32, "lr": 3e-3,
             "mlp_lr_discount": None, "emb_dim": 2, "nb_emb": 3, "ffn_dim": 32, "ffn_bias": True, "ffn_dropout": 0,
             "activation": "gelu"}
