@@ -244,3 +244,15 @@ def edit_summary(fn: Callable[[Any], Any]) -> Callable[[str, Any], Any]:
         return result
 
     return world
+
+
+def swap_entries(name: str, a: Any, b: Any) -> Callable[[str, Any], Any]:
+    """A world's result function exchanging the entries ``a`` and ``b`` of the typed summary's family ``name`` (the
+    two arms of a comparison swapped): :func:`edit_summary`'s most common edit, the typed twin of
+    :func:`attnlab.core.worlds.swap_summary`."""
+
+    def swapped(summary: Any) -> Any:
+        values = getattr(summary, name)
+        return dataclasses.replace(summary, **{name: {**values, a: values[b], b: values[a]}})
+
+    return edit_summary(swapped)

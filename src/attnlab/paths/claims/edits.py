@@ -5,22 +5,16 @@ swapped, a theory scaled, a sign flipped), and the run's other summary values st
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
-from attnlab.core.summaries import edit_summary
+from attnlab.core.summaries import edit_summary, swap_entries
 from attnlab.paths.summaries import Pruned, PruningSummary
 
 replace = dataclasses.replace
 
 
-def _swapped(values: dict, a: Any, b: Any) -> dict:
-    """``values`` with the entries ``a`` and ``b`` exchanged."""
-    return {**values, a: values[b], b: values[a]}
-
-
 def swap_gp(a: str, b: str):
     """The GP lines of the reference layouts ``a`` and ``b`` swapped (Sec. 4.1.1: the two arms exchanged)."""
-    return edit_summary(lambda s: replace(s, acc_gp_layout=_swapped(s.acc_gp_layout, a, b)))
+    return swap_entries("acc_gp_layout", a, b)
 
 
 def paths_like(path: int, others: tuple[int, ...]):

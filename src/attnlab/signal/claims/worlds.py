@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
 
 from attnlab.core.claims import attach
-from attnlab.core.summaries import edit_summary
+from attnlab.core.summaries import edit_summary, swap_entries
 from attnlab.core.worlds import World
 from attnlab.signal.experiments import attention as att
 from attnlab.signal.experiments import depth as dep
@@ -53,16 +52,6 @@ def _mc_cos(by: float):
             return out
         return mc
     return wrap
-
-
-def _swapped(values: dict, a: Any, b: Any) -> dict:
-    """``values`` with the entries ``a`` and ``b`` exchanged."""
-    return {**values, a: values[b], b: values[a]}
-
-
-def swap(name: str, a: Any, b: Any):
-    """The entries ``a`` and ``b`` of the typed summary's family ``name`` swapped (the two arms exchanged)."""
-    return edit_summary(lambda s: dataclasses.replace(s, **{name: _swapped(getattr(s, name), a, b)}))
 
 
 def _swap_no_skip_rho1(beta: float):
@@ -113,9 +102,11 @@ WORLDS: dict[str, World | str] = {
                                overrides={att.FIGB1: {**B1, "n_rows": 9}},
                                patch={"attnlab.signal.theory.rem:q_sa": _times(1.3)}),
     "q_sa_annealed_vanishes": World("the β = 0.5 and β = 3 rows swapped: the low-β row is the localised one",
-                                    overrides={att.FIGB1: B1}, result=swap("ipr", (0.0, 1024, 0.5), (0.0, 1024, 3.0))),
+                                    overrides={att.FIGB1: B1},
+                                    result=swap_entries("ipr", (0.0, 1024, 0.5), (0.0, 1024, 3.0))),
     "entropy_annealed": World("the β = 0.5 and β = 3 rows swapped: the low-β entropy is the frozen one",
-                              overrides={att.FIGB1: B1}, result=swap("entropy", (0.0, 4096, 0.5), (0.0, 4096, 3.0))),
+                              overrides={att.FIGB1: B1},
+                              result=swap_entries("entropy", (0.0, 4096, 0.5), (0.0, 4096, 3.0))),
     "beta_c_independent_of_d_H": World("Q/K std set as if Var(s) grew with d (β_eff ∝ √d): β* moves with d",
                                        overrides={att.UNIVERSALITY: UNIV},
                                        patch={QK_STD: lambda f: lambda b, d, T: f(b * (d / 128) ** 0.5, d, T)}),
@@ -185,9 +176,9 @@ WORLDS: dict[str, World | str] = {
     "spectrum_standard_bulk": World("a standard init with score std 2 instead of 1: the bulk is 5× wider",
                                     overrides={att.FIGC1: {**C1, "sigma_std": 2.0}}),
     "spectrum_rescaled_no_bulk": World("the standard and rescaled inits' spectra swapped", overrides={att.FIGC1: C1},
-                                       result=swap("lambda2", ("beta2", 1024), ("standard", 1024))),
+                                       result=swap_entries("lambda2", ("beta2", 1024), ("standard", 1024))),
     "spectrum_standard_scaling": World("the standard and rescaled inits' spectra swapped", overrides={att.FIGC1: C1},
-                                       result=swap("slope", "standard", "beta2")),
+                                       result=swap_entries("slope", "standard", "beta2")),
     "entropy_collapse_blocks_training": World("both models below β_c (β = 0.5, 0.6): no collapsed arm",
                                               overrides={trn.FIG4: {**MLM, "betas": (0.5, 0.6)}}),
     "entropy_collapsed_at_init": World("the high arm at β = 1 < β_c: its attention spreads",
