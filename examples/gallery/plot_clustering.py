@@ -11,20 +11,20 @@ test accuracy 1, most stay on a plateau. A tiny version of ``clustering.fig1`` a
 
 import matplotlib.pyplot as plt
 
-from attnlab.clustering import analysis
+from attnlab.clustering.analysis import heads
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.data import Task
 from attnlab.clustering.theory import construction
 from attnlab.clustering.train.loop import train
 
 ideal, spec = construction.build_clustering_head(p=2, N=12, k=5, d=2, h=8)
-clusters = int(analysis.n_clusters(ideal, spec, Task(p=2, N=12, k=5)))
+clusters = int(heads.n_clusters(ideal, spec, Task(p=2, N=12, k=5)))
 print(f"clusters of the construction: {clusters} (C(k + p - 1, k) = C(6, 5) = 6)")
 
 # %%
 # Eight seeds of the paper's model on p = 2, k = 3, trained together (one vectorised computation) for 150 epochs:
 hist = train(TrainConfig(k=3, n_seeds=8, epochs=150))
-print("head types:", analysis.classify_heads(hist.final(), hist.spec, hist.task))
+print("head types:", heads.classify_heads(hist.final(), hist.spec, hist.task))
 
 # %%
 # Their test accuracy per epoch, one line per seed: learning comes in stages, at a different epoch for each seed.

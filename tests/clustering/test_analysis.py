@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.clustering import analysis as A
+from attnlab.clustering.analysis import heads as A
 from attnlab.clustering.data import Task
 from attnlab.clustering.model import ModelSpec, forward, init_params, select, stack
 from attnlab.clustering.train import dynamics as D

@@ -151,7 +151,7 @@ def test_paired_lower_and_transfer_gain_on_known_intervals():
     """Gains 0.20, 0.21, 0.22 over three solved seeds: mean 0.21, sd 0.01, lower end 0.21 − t(0.975, 2)·0.01/√3;
     a gain of the other sign, or the upper end taken for the lower, changes the value and the verdict."""
     from attnlab.clustering.claims.training import paired_lower
-    from attnlab.clustering.intervals import t95
+    from attnlab.core.intervals import t95
 
     diff = np.array([0.20, 0.21, 0.22])
     lo = 0.21 - t95(3) * 0.01 / np.sqrt(3)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.clustering import circuits
+from attnlab.clustering.analysis import circuits
 from attnlab.clustering.data import Task
 from attnlab.clustering.outputs import TINY
 from attnlab.clustering.train.history import History

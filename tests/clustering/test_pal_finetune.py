@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.clustering.activations import MLP_ACTIVATIONS, REFUSED, activation
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.experiments.training import TransferConfig
 from attnlab.clustering.model import ModelSpec, forward, grow_vocab
+from attnlab.clustering.model.activations import MLP_ACTIVATIONS, REFUSED, activation
 from attnlab.clustering.train import streams
 from attnlab.clustering.train.loop import eval_masks, make_data, train, transfer
 from attnlab.core.config import ConfigError, resolve

@@ -164,8 +164,8 @@ def test_smooth_minus_sphere_on_known_rates():
     """Four seeds, 1000 epochs: the sphere spikes 2, 3, 4, 3 times per 1000 epochs, the smoothed normaliser 0, 1, 0,
     1: paired difference −2, −2, −4, −2 (mean −2.5, sd 1), upper end −2.5 + t(0.975, 3)/2 < 0: fewer spikes. With
     the arms swapped (or the difference's sign flipped) the upper end is +4.09: the claim fails."""
-    from attnlab.clustering.intervals import t95
     from attnlab.core.experiment import Result
+    from attnlab.core.intervals import t95
 
     epochs = np.array([1000.0])
     sphere, smooth = np.array([2.0, 3.0, 4.0, 3.0]), np.array([0.0, 1.0, 0.0, 1.0])

@@ -22,9 +22,9 @@ from typing import Any, Literal
 import torch
 from pydantic import Field, field_validator, model_validator
 
-from attnlab.clustering.activations import canonical
 from attnlab.clustering.data import Task, TestMode
 from attnlab.clustering.model import MLP_ACTIVATIONS, ModelSpec, Norm
+from attnlab.clustering.model.activations import canonical
 from attnlab.core.config import Config, added
 
 PRESETS: dict[str, dict[str, Any]] = {

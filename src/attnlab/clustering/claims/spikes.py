@@ -17,7 +17,6 @@ from collections.abc import Iterable
 import numpy as np
 
 from attnlab.clustering.experiments.spikes import FIG9, FIG13, REMEDIES
-from attnlab.clustering.intervals import mean_interval
 from attnlab.clustering.summaries.spikes import (
     DynamicsArrays,
     DynamicsSummary,
@@ -29,6 +28,7 @@ from attnlab.clustering.summaries.spikes import (
 from attnlab.clustering.train import dynamics
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Experiment, Result
+from attnlab.core.intervals import mean_interval
 from attnlab.core.worlds import World, swap_arrays
 
 S = "clustering"

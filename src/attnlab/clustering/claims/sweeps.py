@@ -18,7 +18,6 @@ import numpy as np
 
 from attnlab.clustering.claims.spikes import gradient_exponent, gradient_floor
 from attnlab.clustering.experiments.sweeps import FIG7, FIG14, FIG16, FIG19
-from attnlab.clustering.intervals import mean_interval
 from attnlab.clustering.keys import bar_array
 from attnlab.clustering.summaries.sweeps import (
     AblationSummary,
@@ -29,6 +28,7 @@ from attnlab.clustering.summaries.sweeps import (
 )
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Result
+from attnlab.core.intervals import mean_interval
 from attnlab.core.summaries import edit_summary, typed
 from attnlab.core.worlds import World, swap_arrays
 

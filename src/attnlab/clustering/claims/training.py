@@ -14,10 +14,9 @@ import math
 
 import numpy as np
 
-from attnlab.clustering.circuits import other_corr
+from attnlab.clustering.analysis.circuits import other_corr
 from attnlab.clustering.experiments.ideal_head import FIG1
 from attnlab.clustering.experiments.training import CIRCUITS, FIG5, FIG8, STATIONARITY, TRANSFER_CIRCUIT
-from attnlab.clustering.intervals import mean_interval
 from attnlab.clustering.summaries.training import (
     Construction,
     Fig1Summary,
@@ -26,6 +25,7 @@ from attnlab.clustering.summaries.training import (
     TransferCircuitArrays,
 )
 from attnlab.core.claims import ClaimContext, Measured, claim
+from attnlab.core.intervals import mean_interval
 from attnlab.core.worlds import World, swap_arrays
 
 S = "clustering"

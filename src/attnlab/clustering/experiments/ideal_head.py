@@ -9,7 +9,8 @@ import pandas as pd
 import torch
 from pydantic import Field, model_validator
 
-from attnlab.clustering import analysis, costs, outputs
+from attnlab.clustering import costs, outputs
+from attnlab.clustering.analysis import heads
 from attnlab.clustering.data import Task
 from attnlab.clustering.figures import training as figures
 from attnlab.clustering.keys import check_key, scaled_key
@@ -80,10 +81,10 @@ def ideal_head_metrics(params: dict, spec: ModelSpec, task: Task, x: torch.Tenso
         "grad_norm": float(torch.sqrt(sum(g.pow(2).sum() for g in grads.values()))),
         **{f"grad_{g}": float(v.norm()) for g, v in grads.items()},
     }
-    out.update({k: float(v[0]) for k, v in analysis.head_metrics(params, spec, task).items()})
-    out["n_clusters"] = int(analysis.n_clusters(params, spec, task)[0])
+    out.update({k: float(v[0]) for k, v in heads.head_metrics(params, spec, task).items()})
+    out["n_clusters"] = int(heads.n_clusters(params, spec, task)[0])
     out["n_multisets"] = task.n_classes
-    out["head_type"] = analysis.head_type({**out, "test_acc": out["accuracy"]})[0]
+    out["head_type"] = heads.head_type({**out, "test_acc": out["accuracy"]})[0]
     return out
 
 

@@ -43,7 +43,7 @@ from attnlab.clustering.summaries import spikes as summaries
 from attnlab.clustering.theory import bound, gradients
 from attnlab.clustering.train import dynamics
 from attnlab.clustering.train.history import History
-from attnlab.clustering.units import epoch_frame, train_units
+from attnlab.clustering.train.units import epoch_frame, train_units
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 

@@ -16,7 +16,8 @@ import pandas as pd
 import torch
 from pydantic import Field, model_validator
 
-from attnlab.clustering import analysis, costs, memory, outputs
+from attnlab.clustering import costs, memory, outputs
+from attnlab.clustering.analysis import heads
 from attnlab.clustering.configs import TrainConfig, unit_config
 from attnlab.clustering.data import n_multisets
 from attnlab.clustering.figures import sweeps as sweep_figures
@@ -99,7 +100,7 @@ Fig19Config = SparsityConfig.with_defaults(
 
 def sparsity_unit(config: SparsityConfig, ctx: RunContext, u: Unit) -> Curves:
     hist = train(unit_config(config, d=int(u.key[1:])), device=ctx.device, state=u.resume, **u.hooks.kwargs())
-    curve = analysis.sparsity_curve(hist.final(torch.float64), hist.spec, hist.task.probe_grid()[0])
+    curve = heads.sparsity_curve(hist.final(torch.float64), hist.spec, hist.task.probe_grid()[0])
     return {**curves(hist), "sparsity": curve.numpy()}
 
 
@@ -107,13 +108,13 @@ def sparsity_sweep(config: SparsityConfig, ctx: RunContext) -> Result:
     """Train n_seeds models per d; sparsity curves, success, Spearman(sparsity summary, test accuracy)."""
     done = run_units(ctx, {f"d{d}": config.epochs for d in config.dims()},
                      lambda u: sparsity_unit(config, ctx, u), "sparsity sweep")
-    arrays: dict[str, np.ndarray] = {"eps": analysis.EPS_GRID.numpy(), "ds": np.array(config.dims())}
+    arrays: dict[str, np.ndarray] = {"eps": heads.EPS_GRID.numpy(), "ds": np.array(config.dims())}
     rows, summary = [], {}
     for d in config.dims():
         u = done[f"d{d}"]
         acc, best = u["test_acc"][-1], u["test_acc"].max(0)
         ok = acc > SUCCESS
-        sparse = analysis.sparsity_summary(torch.as_tensor(u["sparsity"])).numpy()  # mean over ε ∈ [1e-3, 10]
+        sparse = heads.sparsity_summary(torch.as_tensor(u["sparsity"])).numpy()  # mean over ε ∈ [1e-3, 10]
         arrays.update({f"d{d}/{k}": v for k, v in u.items()})
         arrays[f"d{d}/sparsity_summary"] = sparse
         stuck = longest_below(u["test_acc"], u["epochs"])
@@ -128,7 +129,7 @@ def sparsity_sweep(config: SparsityConfig, ctx: RunContext) -> Result:
             "mean_test_acc": float(acc.mean()),
             "sparsity_success": float(sparse[ok].mean()) if ok.any() else float("nan"),
             "sparsity_failed": float(sparse[~ok].mean()) if (~ok).any() else float("nan"),
-            "spearman": analysis.spearman(sparse, acc),
+            "spearman": heads.spearman(sparse, acc),
         }.items()})
         rows += [{"d": d, "seed": s, "test_acc": acc[i], "best_test_acc": best[i], "success": bool(ok[i]),
                   "sparsity_summary": sparse[i], "final_train_loss": u["train_loss"][-1, i]}
@@ -200,7 +201,7 @@ def transfer_unit(config: TransferSweepConfig, ctx: RunContext, u: Unit) -> Curv
     phase1 = unit_config(config, epochs=config.phase1_epochs)
     if key == "pre":
         hist = train(phase1, device=ctx.device, state=state, **hooks)
-        n_cl = analysis.n_clusters(hist.final(torch.float64), hist.spec, hist.task)
+        n_cl = heads.n_clusters(hist.final(torch.float64), hist.spec, hist.task)
         return {**curves(hist), "n_clusters": n_cl.numpy()}
     q = int(key.rsplit("_p", 1)[1])
     cfg = unit_config(config, p=q)

@@ -17,7 +17,7 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from attnlab.clustering import costs, memory, outputs
-from attnlab.clustering.circuits import (
+from attnlab.clustering.analysis.circuits import (
     attention_change,
     choose_two_stage_seed,
     circuit_metrics,
@@ -34,7 +34,7 @@ from attnlab.clustering.theory import construction
 from attnlab.clustering.train import dynamics
 from attnlab.clustering.train.history import History
 from attnlab.clustering.train.loop import train, transfer
-from attnlab.clustering.units import epoch_frame, train_units
+from attnlab.clustering.train.units import epoch_frame, train_units
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.runs import RunContext
 from attnlab.core.units import Unit

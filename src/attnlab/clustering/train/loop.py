@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from attnlab.clustering import analysis, probe
+from attnlab.clustering.analysis import heads, probe
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.data import Task, encode
 from attnlab.clustering.model import ModelSpec, Params, forward, grow_vocab
@@ -173,7 +173,7 @@ def evaluate(leaves: Params, data: Data, spec: ModelSpec, task: Task, head_metri
         out["test_loss"], out["test_acc"] = _accuracy(params, data.x_test, data.y_test, spec, keep.get("test"))
         out["unseen_loss"], out["unseen_acc"] = _accuracy(params, data.x_unseen, data.y_unseen, spec,
                                                           keep.get("unseen"))
-        head = analysis.head_metrics(params, spec, task, probe=data.probe_grid, monitors=True)
+        head = heads.head_metrics(params, spec, task, probe=data.probe_grid, monitors=True)
     return _with_norms_and_monitors(out, leaves, grads, head, task, head_metrics)
 
 
@@ -184,7 +184,7 @@ def _evaluate_on_space(leaves: Params, data: Data, space: SpaceIndex, spec: Mode
     its log-probabilities and the gradient of the train loss, the multiplicity-weighted mean over the space;
     test and unseen metrics are lookups. The same numbers up to rounding as forward passes over the train, test
     and probe sets and autograd, at a fraction of their cost."""
-    g, xi, mass, _ = analysis.grid_pass(leaves, spec, task, data.probe_grid, logits=False)
+    g, xi, mass, _ = heads.grid_pass(leaves, spec, task, data.probe_grid, logits=False)
     params = {k: v.detach() for k, v in leaves.items()}
     weight = space.train_counts.to(xi.dtype) / data.x_train.shape[1]
     tail = chunked_tail(params, xi.detach().transpose(1, 2), one_hot(g.y[None], spec.n_emb, xi.dtype), spec, weight)
@@ -199,7 +199,7 @@ def _evaluate_on_space(leaves: Params, data: Data, space: SpaceIndex, spec: Mode
                "tv_error": 1 - (torch.exp(-ce) * weight).sum(1)}
         for name, codes in (("test", space.test), ("unseen", space.unseen)):
             out[f"{name}_loss"], out[f"{name}_acc"] = ce.gather(1, codes).mean(1), correct.gather(1, codes).mean(1)
-        head = analysis.pass_metrics(g, xi.detach(), mass.detach(), logp.transpose(1, 2))
+        head = heads.pass_metrics(g, xi.detach(), mass.detach(), logp.transpose(1, 2))
     return _with_norms_and_monitors(out, leaves, grads, head, task, head_metrics)
 
 
@@ -219,7 +219,7 @@ def _with_norms_and_monitors(out: dict[str, torch.Tensor], leaves: Params, grads
     out = {"train_loss": out.pop("train_loss"), "train_acc": out.pop("train_acc"), "tv_error": out.pop("tv_error"),
            **{f"grad_{name}": norms[:, i] for i, name in enumerate(leaves)}, "grad_total": norms[:, -1], **out}
     with torch.no_grad():
-        out["min_token_norm"] = analysis.min_token_norm(leaves, task.p)
+        out["min_token_norm"] = heads.min_token_norm(leaves, task.p)
         out["min_xi_norm"], out["margin"] = head.pop("min_xi_norm"), head.pop("margin")
         if head_metrics:
             out.update(head)

@@ -18,6 +18,7 @@ from scipy import stats
 from attnlab.core import rng
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Experiment, Result
+from attnlab.core.intervals import mean_interval
 from attnlab.core.worlds import World, scale_arrays
 from attnlab.paths import model
 from attnlab.paths.claims import edits
@@ -156,9 +157,9 @@ def paired_lower(ctx: ClaimContext, a: Read, b: Read, what: str, **kw) -> Measur
     """Lower end of the 95 % t-interval (over seeds 0-3, 3 degrees of freedom) of the mean paired difference
     ``a(summary) − b(summary)``: each seed's training set, test set and heads are shared by both arms."""
     d = np.array([(lambda r: a(r) - b(r))(markov(fig2c(ctx, s, **kw))) for s in SEEDS])
-    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
-    return Measured(float(d.mean() - half), f"{what} on seeds 0-3: " + ", ".join(f"{x:+.3f}" for x in d)
-                    + f"; mean {d.mean():+.4f}, 95 % interval [{d.mean() - half:+.4f}, {d.mean() + half:+.4f}]")
+    mean, lower, upper = mean_interval(d)
+    return Measured(lower, f"{what} on seeds 0-3: " + ", ".join(f"{x:+.3f}" for x in d)
+                    + f"; mean {mean:+.4f}, 95 % interval [{lower:+.4f}, {upper:+.4f}]")
 
 
 Z_CHANCE = float(stats.norm.ppf(1 - 0.025 / 3))  # two-sided 95 % for the three paths together (Bonferroni)

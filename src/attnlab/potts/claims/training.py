@@ -18,6 +18,7 @@ import torch
 from scipy import stats
 
 from attnlab.core.claims import ClaimContext, Measured, claim
+from attnlab.core.intervals import mean_interval
 from attnlab.core.rng import generator
 from attnlab.core.summaries import edit_summary, typed
 from attnlab.core.worlds import World
@@ -339,9 +340,9 @@ def _fig2d_test(ctx: ClaimContext) -> tuple[np.ndarray, np.ndarray]:
 def _a_hurts(ctx: ClaimContext) -> Measured:
     a, test = _fig2d_test(ctx)
     diff = test[-1] - test[0]  # paired: the same init at a = a_max and at a = 0
-    half = stats.t.ppf(0.975, len(diff) - 1) * diff.std(ddof=1) / math.sqrt(len(diff))
-    return Measured(float(diff.mean() - half), f"test(a = {a[-1]:g}) - test(a = {a[0]:g}) = {diff.mean():.4f} "
-                    f"± {half:.4f} (95 % t interval, {len(diff)} paired seeds)")
+    mean, lower, upper = mean_interval(diff)
+    return Measured(lower, f"test(a = {a[-1]:g}) - test(a = {a[0]:g}) = {mean:.4f} "
+                    f"± {upper - mean:.4f} (95 % t interval, {len(diff)} paired seeds)")
 
 
 def _a_monotone(ctx: ClaimContext) -> float:

@@ -34,7 +34,7 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
-from attnlab.clustering.activations import MLP_ACTIVATIONS, activation, canonical  # noqa: F401 (re-exported)
+from attnlab.clustering.model.activations import MLP_ACTIVATIONS, activation, canonical  # noqa: F401 (re-exported)
 from attnlab.core.config import ConfigError
 from attnlab.core.hooks import Hook, call
 from attnlab.core.rng import generator, stream_seed

@@ -1,11 +1,11 @@
 """Measuring a clustering head in trained parameters (paper 4 Secs. 3-4; the head metrics of
 docs/studies/clustering.md, the Sec. 4.4 monitors, App. A.1 sparsity).
 
-Every function takes stacked parameters with a leading seed axis S (``model.py``) and returns tensors of shape
-(S,) or (S, ...), computed under ``torch.no_grad``; nothing couples two seeds. Metrics on sentence embeddings ξ
-are evaluated on the probe grid G = {prefixes} × {suffixes} (paper Sec. 2) unless a ``probe`` is given: either the
-``(x, prefix_id, suffix_id)`` triple of :meth:`Task.probe_grid` or a plain (B, N) tensor of sentences. Forward
-passes are chunked over seeds so that S·B·N·d stays below ``max_elements``. Time-series detectors (two-stage
+Every function takes stacked parameters with a leading seed axis S (:mod:`attnlab.clustering.model`) and returns
+tensors of shape (S,) or (S, ...), computed under ``torch.no_grad``; nothing couples two seeds. Metrics on sentence
+embeddings ξ are evaluated on the probe grid G = {prefixes} × {suffixes} (paper Sec. 2) unless a ``probe`` is given:
+either the ``(x, prefix_id, suffix_id)`` triple of :meth:`Task.probe_grid` or a plain (B, N) tensor of sentences.
+Forward passes are chunked over seeds so that S·B·N·d stays below ``max_elements``. Time-series detectors (two-stage
 learning, spikes) live in :mod:`attnlab.clustering.train.dynamics`.
 """
 
@@ -16,9 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from attnlab.clustering.data import Task
-from attnlab.clustering.model import ModelSpec, Params, activation, normalize, softmax_last, token_table
-from attnlab.clustering.probe import (  # noqa: F401  (Grid, grid, MAX_ELEMENTS re-exported)
+from attnlab.clustering.analysis.probe import (  # noqa: F401  (Grid, grid, MAX_ELEMENTS re-exported)
     MAX_ELEMENTS,
     Grid,
     Probe,
@@ -30,6 +28,8 @@ from attnlab.clustering.probe import (  # noqa: F401  (Grid, grid, MAX_ELEMENTS 
     sq_norm,
     xi_stats,
 )
+from attnlab.clustering.data import Task
+from attnlab.clustering.model import ModelSpec, Params, activation, normalize, softmax_last, token_table
 from attnlab.clustering.train.dynamics import spearman  # noqa: F401  (re-exported: D6 sparsity vs accuracy)
 
 F64 = torch.float64

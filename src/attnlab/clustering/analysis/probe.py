@@ -1,4 +1,4 @@
-"""The probe grid and chunked forward passes behind every head metric of ``analysis`` (paper 4 Secs. 3-4).
+"""The probe grid and chunked forward passes behind every head metric of :mod:`.heads` (paper 4 Secs. 3-4).
 
 A probe is the ``(x, prefix_id, suffix_id)`` triple of :meth:`Task.probe_grid`, a plain (B, N) tensor of
 sentences, a :class:`Grid`, or None (the task's own grid). Forward passes are chunked over seeds so that S·B·N·d

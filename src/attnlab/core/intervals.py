@@ -1,5 +1,5 @@
-"""95 % Student-t intervals of a mean over seeds: the claims that average per-seed (often paired) differences
-assert an end of this interval, so that a verdict does not hinge on a few seeds."""
+"""95 % Student-t intervals of a mean over seeds: the claims of every study that average per-seed (often paired)
+differences assert an end of this interval, so that a verdict does not hinge on a few seeds."""
 
 from __future__ import annotations
 

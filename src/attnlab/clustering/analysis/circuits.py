@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from attnlab.clustering import analysis
+from attnlab.clustering.analysis import heads
 from attnlab.clustering.train import dynamics
 from attnlab.clustering.train.history import History
-from attnlab.clustering.units import epoch_frame
+from attnlab.clustering.train.units import epoch_frame
 
 TYPES = ("ideal", "value_corrected", "partial", "fuzzy", "failed")
 
@@ -38,18 +38,18 @@ def circuit_metrics(h: History, index: int = -1) -> dict[str, np.ndarray]:
     em = h.epoch_metrics
     row = int(np.abs(h.epochs - h.snapshot_epochs[index]).argmin())  # the epoch log at that snapshot
     x, _, _ = task.probe_grid()
-    out = {k: v.numpy() for k, v in analysis.head_metrics(params, spec, task).items()}
-    cl = analysis.clusters(params, spec, task)
+    out = {k: v.numpy() for k, v in heads.head_metrics(params, spec, task).items()}
+    cl = heads.clusters(params, spec, task)
     out["n_clusters"], out["cluster_purity"] = cl["n_clusters"].numpy(), cl["cluster_purity"].numpy()
-    pc = analysis.pos_collapse(params, spec, task)
+    pc = heads.pos_collapse(params, spec, task)
     out["pos_collapse_in"], out["pos_collapse_out"] = pc["in"].numpy(), pc["out"].numpy()
-    out["value_collapse_out"] = analysis.value_collapse_out(params, spec, task).numpy()
-    out["probe_acc"] = analysis.accuracy(params, spec, x, task.labels(x)).numpy()
+    out["value_collapse_out"] = heads.value_collapse_out(params, spec, task).numpy()
+    out["probe_acc"] = heads.accuracy(params, spec, x, task.labels(x)).numpy()
     for name in ("test_acc", "unseen_acc", "train_loss", "train_acc", "grad_total"):
         if name in em:
             out[name] = np.asarray(em[name][row], dtype=float)
     acc = out.get("test_acc", out["probe_acc"])
-    out["head_type"] = np.array(analysis.head_type({**out, "test_acc": acc}))
+    out["head_type"] = np.array(heads.head_type({**out, "test_acc": acc}))
     if "cluster_score" in em:
         out["t_cluster"] = dynamics.t_cluster(em["cluster_score"], h.epochs)
     if "test_acc" in em:
@@ -86,11 +86,11 @@ def attention_change(h: History, i0: int = 0, i1: int = -1) -> dict[str, np.ndar
     its diagonal ``attn_corr``), attention mass on I and attn_by_value at two snapshots."""
     p0, p1 = h.params_at(i0), h.params_at(i1)
     x, _, _ = h.task.probe_grid()
-    corr = analysis.attn_corr_matrix(p0, p1, h.spec, x).numpy()
+    corr = heads.attn_corr_matrix(p0, p1, h.spec, x).numpy()
     out = {"attn_corr": np.diag(corr).copy(), "attn_corr_matrix": corr}
     for tag, prm in (("start", p0), ("end", p1)):
-        out[f"attn_prefix_mass_{tag}"] = analysis.attn_prefix_mass(prm, h.spec, h.task).numpy()
-        out[f"attn_by_value_{tag}"] = analysis.attn_by_value(prm, h.spec, h.task).numpy()  # (S, p)
+        out[f"attn_prefix_mass_{tag}"] = heads.attn_prefix_mass(prm, h.spec, h.task).numpy()
+        out[f"attn_by_value_{tag}"] = heads.attn_by_value(prm, h.spec, h.task).numpy()  # (S, p)
     return out
 
 

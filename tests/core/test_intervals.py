@@ -1,11 +1,11 @@
-"""The 95 % Student-t interval of a mean (``clustering/intervals.py``) on values whose interval is known."""
+"""The 95 % Student-t interval of a mean (``core/intervals.py``) on values whose interval is known."""
 
 import math
 
 import numpy as np
 import pytest
 
-from attnlab.clustering.intervals import mean_interval, t95
+from attnlab.core.intervals import mean_interval, t95
 
 
 def test_t95_is_the_two_sided_student_quantile():
