@@ -1,7 +1,7 @@
 """The sandbox in a real browser (Debian's headless Chromium driven by Playwright) against the real server: the form
 shows errors and starts nothing, a run started from the page updates its ξ panel live and stops resumably, the
 slider scrubs a 1000-snapshot run, the loss curve jumps on a click, hovering a sentence shows its class and
-probability, panels toggle, two runs stand side by side, the plots on screen are not empty, the view exports as
+probability, panels toggle, the play button plays the frames, two runs stand side by side, the plots on screen are not empty, the view exports as
 PNG, the specialization study draws its panels, and the canvas renderer draws every frame panel where Plotly would.
 
 First paint and scrub redraw times are measured here and printed (``-s``), and written as JSON to
@@ -183,6 +183,14 @@ def test_click_hover_toggle_and_seeds(page, server, stored):
     page.select_option(".viewer .variant", "1")  # the run's second seed
     page.wait_for_function(f"JSON.stringify(document.getElementById('A-xi').data[0].x.slice(0, 3)) !== "
                            f"'{json.dumps(before, separators=(',', ':'))}'")
+
+    page.locator(".viewer .slider").fill("0")
+    wait_drawn(page, "A", "xi", 0)
+    page.click(".viewer .play")  # plays the frames in order up to the last one, then stops
+    assert page.locator(".viewer .play").inner_text() == "❚❚"
+    wait_drawn(page, "A", "xi", 30)
+    page.wait_for_function("document.querySelector('.viewer .play').textContent === '▶'")
+    assert page.locator(".viewer .slider").input_value() == "30" and not page.locator(".viewer .follow").is_checked()
 
 
 def test_two_runs_side_by_side_non_empty_plots_and_png_export(page, server, stored, tmp_path):

@@ -3,18 +3,11 @@
 // tests read them; they are also handy in the developer console).
 import { api, subscribe } from "./api.js";
 import { whyNot } from "./canvas_plot.js";
+import { el } from "./dom.js";
 import { StartForm } from "./form.js";
 import { Viewer } from "./viewer.js";
 
 const ACTIVE = ["queued", "running", "paused", "stopping"];
-
-// an element of class ``cls`` holding ``children`` (strings become text nodes: nothing is parsed as HTML)
-const node = (tag, cls, ...children) => {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  e.append(...children.map((c) => (typeof c === "string" ? c : c instanceof Node ? c : String(c ?? ""))));
-  return e;
-};
 
 class App {
   constructor() {
@@ -127,11 +120,12 @@ class App {
       item.dataset.status = r.status;
       const when = r.created ? new Date(r.created * 1000).toLocaleString() : "";
       // everything below comes from the run store, which others may write: text nodes only, never HTML
-      const badge = node("span", "badge", r.status);
+      const badge = el("span", { class: "badge" }, r.status);
       badge.dataset.status = r.status;
-      const head = node("div", "", badge, " ", node("b", "", r.experiment), " ", node("code", "", r.id.slice(0, 8)));
-      const label = node("div", "note", `${r.label || ""}${r.queue_position ? ` · queue #${r.queue_position}` : ""}`);
-      const last = node("div", "note", r.error ? String(r.error) : when);
+      const head = el("div", {}, badge, " ", el("b", {}, r.experiment), " ", el("code", {}, r.id.slice(0, 8)));
+      const queued = r.queue_position ? ` · queue #${r.queue_position}` : "";
+      const label = el("div", { class: "note" }, `${r.label || ""}${queued}`);
+      const last = el("div", { class: "note" }, r.error ? String(r.error) : when);
       last.title = when;
       item.append(head, label, last);
       const actions = document.createElement("div");

@@ -1,36 +1,22 @@
-// One run on screen: its panels, a time slider with play/pause, variant choice, panel toggles, job controls and
-// exports. Frames come from /api/runs/{id}/frames and are cached; the frame under the slider is fetched first,
-// its neighbourhood afterwards, so scrubbing over fetched frames only redraws. Frame panels are drawn by the
-// canvas renderer (canvas_plot.js) when it can draw them, else by Plotly.react; series panels by Plotly. Only
-// panels on screen are redrawn (an IntersectionObserver draws the others when they scroll in); the time cursor of
-// the series panels is an HTML line placed over the plot, so moving it costs no Plotly relayout. Plot sizes are
-// measured once, not per redraw (reading them between redraws would force a page layout each time).
+// One run on screen: its panels, a time slider with play/pause (playback.js), variant choice, panel toggles, job
+// controls and exports. Frames come from /api/runs/{id}/frames and are cached (frames.js); the frame under the
+// slider is fetched first, its neighbourhood afterwards, so scrubbing over fetched frames only redraws. Frame panels
+// are drawn by the canvas renderer (canvas_plot.js) when it can draw them, else by Plotly.react; series panels by
+// Plotly. Only panels on screen are redrawn (an IntersectionObserver draws the others when they scroll in); the
+// time cursor of the series panels is an HTML line placed over the plot (series.js), so moving it costs no Plotly
+// relayout. Plot sizes are measured once, not per redraw (reading them between redraws would force a page layout
+// each time).
 import { api } from "./api.js";
 import { canDraw, draw as drawCanvas, release } from "./canvas_plot.js";
+import { el } from "./dom.js";
 import { exportRun } from "./export.js";
-import { plotlyReady } from "./plotly.js";
+import { FrameCache } from "./frames.js";
+import { Player } from "./playback.js";
+import { plot, plotlyReady } from "./plotly.js";
+import { nearestIndex, placeCursor } from "./series.js";
 
 // ?renderer=plotly draws every panel with Plotly (to compare the two renderers)
 const CANVAS = new URLSearchParams(location.search).get("renderer") !== "plotly";
-const CHUNK = 16;            // frames per prefetch request
-const WINDOW = 64;           // frames prefetched on each side of the shown one
-const CACHE_LIMIT = 2500;    // frames kept per viewer
-const PLOT_CONFIG = { displayModeBar: false, responsive: false, doubleClick: "reset" };
-// Plotly.react deep-copies and compares a config it is given on every call (~1 ms a plot): give it once.
-const plot = (div, fig, width, height) =>
-  Plotly.react(div, fig.data, { ...fig.layout, width, height }, div._fullLayout ? undefined : PLOT_CONFIG);
-
-const el = (tag, attrs = {}, ...children) => {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") node.className = v;
-    else if (k.startsWith("data-")) node.setAttribute(k, v);
-    else node[k] = v;
-  }
-  node.append(...children);
-  return node;
-};
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 export class Viewer {
   constructor(app, pane) {
@@ -39,12 +25,11 @@ export class Viewer {
     this.runId = null;
     this.meta = null;
     this.variant = 0;
-    this.cache = new Map();
+    this.cache = new FrameCache();
     this.target = 0;
     this.drawn = null;
     this.pumping = null;
     this.prefetching = false;
-    this.playing = false;
     this.seriesFigures = {};
     this.divs = {};
     this.generation = 0;
@@ -96,7 +81,8 @@ export class Viewer {
       this.follow.checked = Number(this.slider.value) === Number(this.slider.max);  // moving back stops following
       this.show(Number(this.slider.value));
     });
-    this.play.addEventListener("click", () => this.togglePlay());
+    this.player = new Player(this, this.play);
+    this.play.addEventListener("click", () => this.player.toggle());
     this.variantSelect.addEventListener("change", () => this.setVariant(Number(this.variantSelect.value)));
     this.exportButton.addEventListener("click", () => exportRun(this));
   }
@@ -105,7 +91,7 @@ export class Viewer {
   async open(runId, variant = 0, { follow = true } = {}) {
     const t0 = performance.now();
     const gen = ++this.generation;
-    this.stopPlaying();
+    this.player.stop();
     this.runId = runId;
     this.variant = variant;
     this.cache.clear();
@@ -210,23 +196,9 @@ export class Viewer {
   }
 
   // -- frames ---------------------------------------------------------------------------------------
-  key(index) {
-    return `${this.variant}:${index}`;
-  }
-
+  // frame ``index`` of the shown variant if cached with every panel of ``names``, else null
   entry(index, names) {
-    const e = this.cache.get(this.key(index));
-    return e && names.every((n) => n in e.figures) ? e : null;
-  }
-
-  store(frames) {
-    for (const f of frames) {
-      const k = this.key(f.index);
-      const e = this.cache.get(k) || { time: f.time, figures: {} };
-      Object.assign(e.figures, f.figures);
-      this.cache.set(k, e);
-    }
-    while (this.cache.size > CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value);
+    return this.cache.get(this.variant, index, names);
   }
 
   // Show frame ``index``: the latest request wins while earlier ones are fetched or drawn.
@@ -255,7 +227,7 @@ export class Viewer {
       const t0 = performance.now();
       if (!e && names.length) {
         try {
-          this.store((await api.frames(this.runId, index, index + 1, this.variant, names)).frames);
+          this.cache.put(this.variant, (await api.frames(this.runId, index, index + 1, this.variant, names)).frames);
         } catch (err) {
           this.notes.textContent = err.message;
           return;
@@ -353,32 +325,18 @@ export class Viewer {
     const gen = this.generation;
     try {
       while (gen === this.generation && !this.pumping) {
-        const chunk = this.missingChunk();
-        if (!chunk) break;
+        const names = this.visible("frame");
         const variant = this.variant;
-        const res = await api.frames(this.runId, chunk[0], chunk[1], variant, chunk[2]);
-        if (gen === this.generation && variant === this.variant) this.store(res.frames);
+        const chunk = this.cache.missing(variant, this.target, this.meta.view.times.length, names);
+        if (!chunk) break;
+        const res = await api.frames(this.runId, chunk[0], chunk[1], variant, names);
+        if (gen === this.generation) this.cache.put(variant, res.frames);
       }
     } catch (err) {
       console.warn("prefetch", err);
     } finally {
       this.prefetching = false;
     }
-  }
-
-  missingChunk() {
-    const n = this.meta.view.times.length;
-    const names = this.visible("frame");
-    if (!names.length) return null;
-    const center = Math.floor(this.target / CHUNK) * CHUNK;
-    for (let d = 0; d <= WINDOW; d += CHUNK) {
-      for (const start of d ? [center + d, center - d] : [center]) {
-        if (start < 0 || start >= n) continue;
-        const stop = Math.min(start + CHUNK, n);
-        for (let i = start; i < stop; i++) if (!this.entry(i, names)) return [start, stop, names];
-      }
-    }
-    return null;
   }
 
   // -- series panels (time on x, cursor at the shown frame, click to jump) ---------------------------
@@ -401,36 +359,14 @@ export class Viewer {
     this.moveCursor(this.target);
   }
 
-  // the dashed time cursor over each series panel, placed with the plot's own x axis
+  // the dashed time cursor over each series panel
   moveCursor(index) {
     const t = this.meta.view.times[index];
-    for (const n of this.visible("series")) {
-      const div = this.divs[n];
-      const line = div.parentElement.querySelector(".cursor");
-      const full = div._fullLayout;
-      if (!full || !full.xaxis || !line) continue;
-      const xa = full.xaxis;
-      const ya = full.yaxis;
-      const px = xa._offset + xa.l2p(xa.d2l(t));  // data → linear (log axes) → pixels
-      line.hidden = !(px >= xa._offset - 1 && px <= xa._offset + xa._length + 1);
-      line.style.left = `${px}px`;
-      line.style.top = `${ya._offset}px`;
-      line.style.height = `${ya._length}px`;
-      line.style.bottom = "auto";
-      div.dataset.cursor = t;
-    }
+    for (const n of this.visible("series")) placeCursor(this.divs[n], t);
   }
 
   nearest(time) {
-    const times = this.meta.view.times;
-    let lo = 0;
-    let hi = times.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (times[mid] < time) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo > 0 && Math.abs(times[lo - 1] - time) <= Math.abs(times[lo] - time) ? lo - 1 : lo;
+    return nearestIndex(this.meta.view.times, time);
   }
 
   jumpTo(time) {
@@ -453,31 +389,5 @@ export class Viewer {
     this.variant = v;
     this.drawn = null;
     await Promise.all([this.loadSeries(), this.show(this.target)]);
-  }
-
-  togglePlay() {
-    if (this.playing) this.stopPlaying();
-    else this.startPlaying();
-  }
-
-  stopPlaying() {
-    this.playing = false;
-    this.play.textContent = "▶";
-  }
-
-  async startPlaying() {
-    const n = this.meta && this.meta.view ? this.meta.view.times.length : 0;
-    if (n < 2) return;
-    this.playing = true;
-    this.play.textContent = "❚❚";
-    this.follow.checked = false;
-    if (this.target >= n - 1) await this.show(0);
-    const stride = Math.max(1, Math.ceil(n / 400));
-    while (this.playing) {
-      const next = this.target + stride;
-      if (next >= this.meta.view.times.length) break;
-      await Promise.all([this.show(next), sleep(40)]);
-    }
-    this.stopPlaying();
   }
 }
