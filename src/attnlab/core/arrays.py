@@ -42,7 +42,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from attnlab.core.summaries import _combos, _names, _Spec, fill
+from attnlab.core.summaries import KeySpec, family_members, fill, template_names
 
 A = TypeVar("A", bound="Arrays")
 _DIMS = "attnlab_arrays"
@@ -63,7 +63,7 @@ class MissingArray(KeyError):
 @dataclass(frozen=True)
 class _Dims:
     names: tuple[str, ...]
-    spec: _Spec  # the array's name (a template), its own choices, when
+    spec: KeySpec  # the array's name (a template), its own choices, when
     observable: str | None = None
     child: type[Arrays] | None = None  # a nested class
 
@@ -71,7 +71,7 @@ class _Dims:
 def dims(*names: str, key: str | None = None, observable: str | None = None,
          when: Callable[[Any], bool] | None = None, **choices: Any) -> Any:
     """A field holding the array (or the family of arrays, if ``key`` has ``{name}``s) whose axes are ``names``."""
-    return _field(_Dims(tuple(names), _Spec(key or "", choices, when), observable))
+    return _field(_Dims(tuple(names), KeySpec(key or "", choices, when), observable))
 
 
 def nested(template: str, child: type[Arrays], *, when: Callable[[Any], bool] | None = None, **choices: Any) -> Any:
@@ -79,14 +79,14 @@ def nested(template: str, child: type[Arrays], *, when: Callable[[Any], bool] | 
     mapping keyed by the values of its names, or one object (None where ``when`` is false)."""
     if "*" not in template:
         raise ValueError(f"nested template {template!r} has no '*' for the nested arrays' names")
-    return _field(_Dims((), _Spec(template, choices, when), child=child))
+    return _field(_Dims((), KeySpec(template, choices, when), child=child))
 
 
 def _field(d: _Dims) -> Any:
     meta = {_DIMS: d}
     if d.spec.when is None:
         return dataclasses.field(metadata=meta)
-    if _names(d.spec.template):
+    if template_names(d.spec.template):
         return dataclasses.field(default_factory=dict, metadata=meta)
     return dataclasses.field(default=None, metadata=meta)
 
@@ -168,14 +168,14 @@ def _read(cls: type[A], config: Any, wrap: str, get: Callable[[str, _Dims, tuple
         full = wrap.replace("*", template)
         if spec.when is not None and not spec.when(config):
             continue  # the field's default: an empty family, or None
-        if not _names(template):
+        if not template_names(template):
             step = (*path, (f.name, _NONE))
             kwargs[f.name] = get(full, d, step) if child is None else _read(child, config, full, get, step)
             continue
         if config is None:
             raise ValueError(f"{cls.__name__}.{f.name}: the family {template!r} needs the run's config")
         members = {}
-        for k, values in _combos(dataclasses.replace(spec, template=template), config):
+        for k, values in family_members(dataclasses.replace(spec, template=template), config):
             name, step = fill(full, values), (*path, (f.name, k))
             members[k] = get(name, d, step) if child is None else _read(child, config, name, get, step)
         kwargs[f.name] = members

@@ -48,7 +48,11 @@ _SPEC = "attnlab_summary"
 
 
 @dataclass(frozen=True)
-class _Spec:
+class KeySpec:
+    """What a field of a typed summary (or of typed arrays, :mod:`attnlab.core.arrays`) is stored under: its key
+    ``template`` (``{name}`` placeholders: config fields or ``choices``), the configs that make it (``when``) and,
+    for a group, its nested class."""
+
     template: str
     choices: Mapping[str, Any]
     when: Callable[[Any], bool] | None = None
@@ -58,7 +62,7 @@ class _Spec:
 def key(template: str, *, when: Callable[[Any], bool] | None = None, **choices: Any) -> Any:
     """A field whose flat key is ``template``: a number (no ``{name}``) or a family keyed by the values of its
     names (config fields, or ``choices``: a sequence or a function of the config)."""
-    return _field(_Spec(template, choices, when), family=bool(_names(template)))
+    return _field(KeySpec(template, choices, when), family=bool(template_names(template)))
 
 
 def group(template: str, child: type[Summary], *, when: Callable[[Any], bool] | None = None, **choices: Any) -> Any:
@@ -66,10 +70,10 @@ def group(template: str, child: type[Summary], *, when: Callable[[Any], bool] | 
     by the values of its names, or one object (None where ``when`` is false)."""
     if "*" not in template:
         raise ValueError(f"group template {template!r} has no '*' for the nested keys")
-    return _field(_Spec(template, choices, when, child), family=bool(_names(template)))
+    return _field(KeySpec(template, choices, when, child), family=bool(template_names(template)))
 
 
-def _field(spec: _Spec, family: bool) -> Any:
+def _field(spec: KeySpec, family: bool) -> Any:
     """The dataclass field of ``spec``: required, unless only some configs make it (``when``): then an empty family,
     or None."""
     meta = {_SPEC: spec}
@@ -121,7 +125,8 @@ class Summary:
         return seen
 
 
-def _names(template: str) -> list[str]:
+def template_names(template: str) -> list[str]:
+    """The ``{name}`` placeholders of a key template, in order."""
     return [n for _, n, _, _ in string.Formatter().parse(template) if n is not None]
 
 
@@ -141,14 +146,14 @@ def fill(template: str, values: Mapping[str, Any]) -> str:
     return out
 
 
-def _spec(f: dataclasses.Field) -> _Spec:
-    return f.metadata.get(_SPEC) or _Spec(f.name, {})
+def _spec(f: dataclasses.Field) -> KeySpec:
+    return f.metadata.get(_SPEC) or KeySpec(f.name, {})
 
 
-def _values(spec: _Spec, config: Any) -> dict[str, list[Any] | Any]:
+def _values(spec: KeySpec, config: Any) -> dict[str, list[Any] | Any]:
     """Each name of the template: its values (a list: a dimension of the family's key) or its one value."""
     out = {}
-    for name in _names(spec.template):
+    for name in template_names(spec.template):
         own = name in spec.choices
         v = spec.choices[name] if own else getattr(config, name)
         v = v(config) if callable(v) else v
@@ -159,8 +164,8 @@ def _values(spec: _Spec, config: Any) -> dict[str, list[Any] | Any]:
     return out
 
 
-def _combos(spec: _Spec, config: Any) -> list[tuple[Any, dict[str, Any]]]:
-    """(key of the mapping, values of the names) for every member of a family or group."""
+def family_members(spec: KeySpec, config: Any) -> list[tuple[Any, dict[str, Any]]]:
+    """(key of the mapping, values of the names) for every member of a family or group a run of ``config`` has."""
     values = _values(spec, config)
     dims = [n for n, v in values.items() if isinstance(v, list)]
     out = []
@@ -177,11 +182,11 @@ def _read(cls: type[S], config: Any, wrap: str, get: Callable[[str], Any]) -> S:
         full = wrap.replace("*", spec.template)
         if spec.when is not None and not spec.when(config):
             continue  # the field's default: an empty family, or None
-        if not _names(spec.template):
+        if not template_names(spec.template):
             kwargs[f.name] = get(full) if spec.child is None else _read(spec.child, config, full, get)
             continue
         members = {}
-        for k, values in _combos(spec, config):
+        for k, values in family_members(spec, config):
             name = fill(full, values)
             members[k] = get(name) if spec.child is None else _read(spec.child, config, name, get)
         kwargs[f.name] = members
@@ -192,7 +197,7 @@ def _write(obj: Summary, wrap: str, out: dict[str, Any]) -> None:
     for f in dataclasses.fields(obj):  # type: ignore[arg-type]
         spec, value = _spec(f), getattr(obj, f.name)
         full = wrap.replace("*", spec.template)
-        names = _names(spec.template)
+        names = template_names(spec.template)
         if not names:
             if spec.child is None:
                 out[full] = value
