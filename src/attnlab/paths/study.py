@@ -13,6 +13,7 @@ from attnlab.paths.experiments.sample import SAMPLE
 STUDY = Study(
     "paths", "Attention paths in a Bayesian deep multi-head attention network (paper 3)",
     experiments=(FIG2C, FIG2E, FIG5C, GENERIC, FIG2D, FIG5B, SAMPLE, FIG3, FIG6, FIG3EF, FIG7),
-    claims=("attnlab.paths.claims.common", "attnlab.paths.claims.markov", "attnlab.paths.claims.oneshot"),
+    claims=("attnlab.paths.claims.common", "attnlab.paths.claims.markov", "attnlab.paths.claims.episodes",
+            "attnlab.paths.claims.oneshot"),
     views="attnlab.paths.views.plugin",
 )

@@ -1,10 +1,9 @@
-"""Claims on the one-shot pipeline (checks D1-D4) and the paper's one-shot statements (Sec. 4.2, App. H), on real
-images: MNIST in distribution (unseen digits 7-9 as test classes), scikit-learn's 8×8 digits (quick) or generated
-letters (paper) out of distribution (``OneShotConfig`` says what stands in for Omniglot and FashionMNIST). The
-paper's words become gates: "better" is a paired 95 % interval over the same test episodes above 0, "marginal" an
-ID loss whose upper 95 % bound is ≤ 0.03 (its Fig. 3e: 0.02 and 0.008 of 0.838), sign agreement ≥ 0.8, Spearman
-≥ 0.64 (one-sided 5 % for 8 heads). A run without the event (a missing variant or width, a NaN) gives
-Measured(nan, why).
+"""Claims on the one-shot pipeline (checks D2-D4; D1 is :mod:`.episodes`) and the paper's one-shot statements (Sec. 4.2,
+App. H), on real images: MNIST in distribution (unseen digits 7-9 as test classes), scikit-learn's 8×8 digits (quick) or
+generated letters (paper) out of distribution (``OneShotConfig`` says what stands in for Omniglot and FashionMNIST). The
+paper's words become gates: "better" is a paired 95 % interval over the same test episodes above 0, "marginal" an ID
+loss whose upper 95 % bound is ≤ 0.03 (its Fig. 3e: 0.02 and 0.008 of 0.838), sign agreement ≥ 0.8, Spearman ≥ 0.64
+(one-sided 5 % for 8 heads). A run without the event (a missing variant or width, a NaN) gives Measured(nan, why).
 """
 
 from __future__ import annotations
@@ -15,9 +14,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 
 import numpy as np
-import torch
 
-from attnlab.core import rng
 from attnlab.core.arrays import MissingArray
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.config import resolve
@@ -26,8 +23,6 @@ from attnlab.core.registry import get
 from attnlab.core.worlds import World
 from attnlab.paths.claims import edits
 from attnlab.paths.configs import Variant
-from attnlab.paths.data import episodes
-from attnlab.paths.data import images as data
 from attnlab.paths.experiments.oneshot import FIG3, FIG6, block_share, sign_agreement
 from attnlab.paths.experiments.pruning import FIG3EF
 from attnlab.paths.keys import net_key
@@ -35,65 +30,6 @@ from attnlab.paths.outputs import TINY
 from attnlab.paths.summaries import OneShotArrays, OneShotEpisodes, OneShotSummary, Pruned, PruningSummary, S, typed
 
 V = Variant().name  # the main text's network, L = 2, H = 4
-
-
-def _episodes(n: int = 2000):
-    g = rng.generator(0)
-    imgs = data.synthetic_glyphs(30, 5, 16, 1, generator=g)
-    tok = episodes.Tokenizer.make(16, 8, 1, g)
-    meta: dict = {}
-    X, y = episodes.sample_episodes(imgs, n, tok, g, meta)
-    return imgs, tok, X, y, meta
-
-
-def _d1_tokens(ctx: ClaimContext) -> float:
-    imgs, tok, X, _, m = _episodes()
-    p = (16 // 8) ** 2
-    if X.shape[1] != 3 * p or X.shape[2] != tok.width:
-        return float("inf")
-    plus, minus, q = tok.labels
-    fp = m["first_is_plus"][:, None, None]
-    want = torch.cat([episodes.patches(imgs.images[m["first"]].double(), 8) + torch.where(fp, plus, minus),
-                      episodes.patches(imgs.images[m["second"]].double(), 8) + torch.where(fp, minus, plus),
-                      episodes.patches(imgs.images[m["query"]].double(), 8) + q], dim=1) + tok.pe
-    return float((X - want).abs().max())
-
-
-claim("paths.episode_tokens", "Sec. 4.2 (check D1)",
-      "tokens are patches + the image's label vector + positional encoding",
-      "2000 episodes: T = 3p, and max |token − (patch + v_label + PE)| over all tokens", _d1_tokens, 1e-12, "le",
-      falsify=World("episodes built without the positional encoding: the tokens are not patch + label + PE",
-                    patch={"attnlab.paths.data.episodes:sample_episodes": lambda f: lambda im, n, tok, *a, **k: (
-                        lambda X, y: (X - tok.pe, y))(*f(im, n, tok, *a, **k))}))
-
-
-def _d1_balance(ctx: ClaimContext) -> float:
-    return float((_episodes()[3] > 0).double().mean())
-
-
-claim("paths.episode_labels_balanced", "Sec. 4.2 (check D1)", "the targets are balanced", "fraction of y = +1 in 2000 "
-      "episodes", _d1_balance, (0.45, 0.55), "in",
-      falsify=World("every target set to +1: the labels are not balanced", patch={
-          "attnlab.paths.data.episodes:sample_episodes": lambda f: lambda *a, **k: (
-              lambda X, y: (X, y.abs()))(*f(*a, **k))}))
-
-
-def _d1_match(ctx: ClaimContext) -> float:
-    imgs, _, _, y, m = _episodes()
-    lab = imgs.labels
-    c1, c2, cq = lab[m["first"]], lab[m["second"]], lab[m["query"]]
-    one = (c1 != c2) & ((cq == c1) ^ (cq == c2))
-    other_instance = (m["query"] != m["first"]) & (m["query"] != m["second"])
-    target = torch.where((cq == c1) == m["first_is_plus"], 1.0, -1.0)
-    return float((one & other_instance & (target == y)).double().mean())
-
-
-claim("paths.episode_query_matches_one", "Sec. 4.2 (check D1)",
-      "the query is a new instance of exactly one support class and y says which label it carries",
-      "fraction of 2000 episodes where all three hold", _d1_match, 1.0, "ge",
-      falsify=World("every target flipped: y names the label of the class the query does not belong to", patch={
-          "attnlab.paths.data.episodes:sample_episodes": lambda f: lambda *a, **k: (
-              lambda X, y: (X, -y))(*f(*a, **k))}))
 
 
 def _run(ctx: ClaimContext, exp: str) -> tuple[SimpleNamespace, Result]:
