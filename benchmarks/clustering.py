@@ -56,6 +56,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from attnlab.clustering.configs import TrainConfig
 from attnlab.clustering.train.loop import train
 from attnlab.core import bench
+from attnlab.core.rng import generator
 
 THREADS = bench.threads()
 EPOCHS = int(os.environ.get("BENCH_EPOCHS", "400"))
@@ -198,7 +199,7 @@ class InHouseNet(nn.Module):
 
 
 def in_house_seed(seed: int, epochs: int) -> tuple[float, float]:
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     x, xt = torch.randint(0, 2, (2048, 12), generator=g), torch.randint(0, 2, (2048, 12), generator=g)
     y, yt = x[:, :5].sum(1) % 2, xt[:, :5].sum(1) % 2
     torch.manual_seed(seed)
@@ -250,7 +251,7 @@ def _stepper(S: int, device: torch.device | str = "cpu"):
     cfg = TrainConfig(preset="pal", n_seeds=S)
     params, _ = streams.initial("pal", cfg.spec(), cfg.seeds(), torch.float32, device)
     flat = Flat(params)
-    g = torch.Generator().manual_seed(0)
+    g = generator(0)
     xb = one_hot(torch.randint(0, 2, (S, 12, 32), generator=g), 2, torch.float32).to(device)
     yb = one_hot(torch.randint(0, 2, (S, 32), generator=g), 3, torch.float32).to(device)
     return Stepper(flat, Adam(flat, 3e-3, 1.0, (0.9, 0.999), 1e-8, 0.0), cfg.spec(), None), xb, yb
@@ -275,7 +276,7 @@ def profile() -> dict:
     cfg = TrainConfig(preset="pal", n_seeds=100)
     data = make_data(cfg.task(), cfg, cfg.seeds())
     record_s = _cpu_seconds(lambda: evaluate(_leaves(stepper.flat), data, cfg.spec(), cfg.task(), True), 5)
-    gens = [torch.Generator().manual_seed(s) for s in range(100)]
+    gens = [generator(s) for s in range(100)]
     draws_s = _cpu_seconds(lambda: epoch_draws(cfg, gens, [], cfg.spec()), 5)
     return {"workload": "pal preset, 100 seeds: one Adam step (closed-form step, packed Adam, gradient norms), the "
                         "default per-epoch record, one epoch's batch orders; CPU seconds",

@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 from attnlab.core import bench
+from attnlab.core.rng import generator
 from attnlab.paths import model
 from attnlab.paths.data import markov as data
 from attnlab.paths.theory import kernels
@@ -58,9 +59,8 @@ F64 = torch.float64
 
 
 def markov(P: int, P_test: int = 1000, seed: int = 0) -> kernels.Problem:
-    G = torch.Generator
-    return data.markov_problem(data.MarkovTask(), "all", P, P_test, data=G().manual_seed(seed),
-                               test=G().manual_seed(seed + 1000), heads=G().manual_seed(seed + 1))
+    return data.markov_problem(data.MarkovTask(), "all", P, P_test, data=generator(seed),
+                               test=generator(seed + 1000), heads=generator(seed + 1))
 
 
 def adam_anchor(pb: kernels.Problem, N: float, tau: float, lr: float = 0.1, tol: float = 1e-5,
@@ -145,7 +145,7 @@ def gibbs() -> dict:
     pb = markov(100)
     out = {"workload": "blocked Gibbs, 2 chains batched, P=100, P*=1000, all blocks + recording every sweep"}
     for N in (10, 50):
-        s = train.GibbsSampler(pb, N, 0.01, 2, torch.Generator().manual_seed(0))
+        s = train.GibbsSampler(pb, N, 0.01, 2, generator(0))
         s.run(0, 5)
         t, _ = bench.timed(lambda s=s: (s.sweep(), s.record()), repeat=100)
         out[f"sweeps_per_s_N{N}"] = 1 / t
@@ -165,7 +165,7 @@ def ess_rates(N: int = 10, P: int = 100, P_test: int = 1000, tau: float = 0.01, 
     kern = kernels.PathKernels(pb.Xi)
     out = {}
     for name in samplers:
-        g = torch.Generator().manual_seed(0)
+        g = generator(0)
         if name == "gibbs":
             s = train.GibbsSampler(pb, N, tau, chains, g, kern)
         else:
@@ -318,8 +318,8 @@ def anchor() -> dict:
         out[row["name"]] = row
         print(row["name"], row["ratio_wall"], row["agreement"], file=sys.stderr, flush=True)
     pb = markov(100)
-    pb_last = data.markov_problem(data.MarkovTask(), "all", 100, 10, data=torch.Generator().manual_seed(0),
-                                  test=torch.Generator().manual_seed(1000), heads=torch.Generator().manual_seed(1),
+    pb_last = data.markov_problem(data.MarkovTask(), "all", 100, 10, data=generator(0),
+                                  test=generator(1000), heads=generator(1),
                                   readout=-1)
     out["defaults"] = {"workload": "U1[0,0] at N = 10, P = 100: attnlab's paper preset (readout t* = 1, its own "
                                    "streams, seed 0) and the same streams read at the last token",

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from attnlab.core import bench
+from attnlab.core.rng import generator
 from attnlab.potts.data.potts import PottsSpec
 from attnlab.potts.data.sampler import gibbs
 from attnlab.potts.data.sets import sample_dataset
@@ -50,7 +51,7 @@ def sampling() -> dict:
     plain_sweeps = 200
     t_plain, _ = bench.timed(lambda: plain_gibbs(J, U, 1.0, plain_sweeps, np.random.default_rng(0)))
     n_chains, sweeps = 1000, 200
-    g = torch.Generator().manual_seed(0)
+    g = generator(0)
     gibbs(potts, n_chains, 1, burn_in=5, thin=1, generator=g)  # warm-up
     t_many, _ = bench.timed(lambda: gibbs(potts, n_chains, 1, burn_in=sweeps, thin=1, generator=g))
     t_one, _ = bench.timed(lambda: gibbs(potts, 1, 1, burn_in=sweeps, thin=1, generator=g))
@@ -72,7 +73,7 @@ def sampling() -> dict:
 def training() -> dict:
     spec = PottsSpec()
     M, L, C, B, S, steps = 3000, spec.L, spec.C, 100, 16, 30
-    g = torch.Generator().manual_seed(0)
+    g = generator(0)
     train = torch.randint(0, C, (M, L), generator=g)
     opt = Optim()
 

@@ -23,6 +23,7 @@ import math
 import torch
 
 from attnlab.core import bench
+from attnlab.core.rng import generator
 from attnlab.signal import train
 from attnlab.signal.arch import Architecture
 from attnlab.signal.theory import diagram
@@ -111,7 +112,7 @@ def _matmul_gflops(n: int = 1024, repeat: int = 10) -> float:
 def _plain_simulation(arch: Architecture, alphas, n_inits: int, n_seqs: int) -> float:
     """The per-network, per-sequence loop a notebook would write (nn.Linear per layer, one sequence at a time)."""
     nn = torch.nn
-    g = torch.Generator().manual_seed(0)
+    g = generator(0)
     d, T, H = arch.d, arch.T, arch.H
     dk = d // H
     out = []
@@ -147,7 +148,7 @@ def _plain_simulation(arch: Architecture, alphas, n_inits: int, n_seqs: int) -> 
 def _simulation(arch: Architecture, alphas, n_inits: int, n_seqs: int, peak: float) -> dict:
     train.simulate(arch, n_inits=1, n_seqs=1, L=1)  # warm-up
     t_ours, sim = bench.timed(lambda: train.simulate(arch, n_inits=n_inits, n_seqs=n_seqs, alphas=alphas,
-                                                     gen=torch.Generator().manual_seed(0)))
+                                                     gen=generator(0)))
     t_plain, _ = bench.timed(lambda: _plain_simulation(arch, alphas, n_inits, n_seqs))
     flops = 2 * sim.meta["flops"]  # multiply-adds → FLOPs
     ours = flops / t_ours / 1e9

@@ -35,6 +35,7 @@ from __future__ import annotations
 import torch
 
 from attnlab.core import bench
+from attnlab.core.rng import generator
 from attnlab.specialization import theory, train
 from attnlab.specialization.data import make_law
 
@@ -92,7 +93,7 @@ def simulation() -> dict:
     t_sgd /= steps + 1  # the recorded final point draws one more batch
     n = D * L * D  # floats drawn per step (N_b = D sequences of L tokens of dimension D)
     buf = torch.empty(n)
-    g = torch.Generator().manual_seed(0)
+    g = generator(0)
     t_rng, _ = bench.timed(lambda: torch.randn(n, generator=g, out=buf), repeat=10)
     return {
         "workload": f"SGD step, D={D}, N_b=D, L={L}, H={H}, softmax, float32, {THREADS} thread(s)",
@@ -135,7 +136,7 @@ def paper_step(steps: int = 10) -> dict:
     floats = D * L * D
     piece = floats if dev.type == "cuda" else 2**22  # the CPU writes the same floats into a reused 16 MiB buffer
     buf = torch.empty(piece, device=dev)
-    g = torch.Generator(device=dev).manual_seed(0)
+    g = generator(0, dev)
     t_randn = min(bench.timed(lambda: [torch.randn(piece, generator=g, out=buf) for _ in range(floats // piece)])[0]
                   for _ in range(3))
     paths = {"chunks_mt19937": {"noise_method": "mt19937", "fused_step": False}} if dev.type == "cpu" else {
@@ -213,11 +214,11 @@ def philox_step(steps: int = 5) -> dict:
     n, floats = D, D * L * D
     law = make_law("flip", 2, nu1=2.0, nu2=2.0)
     stream = philox.PhiloxStream(law, [0], n, L, D, device=dev)
-    K_star = sample_spikes(2, D, generator=torch.Generator().manual_seed(0), device=dev)[None]
+    K_star = sample_spikes(2, D, generator=generator(0), device=dev)[None]
     K, b, v = torch.randn(1, H, D, device=dev) / D**0.5, torch.zeros(1, H, device=dev), torch.ones(1, device=dev)
     eps, theta = stream.labels(0)
     buf = torch.empty(floats, device=dev)
-    g = torch.Generator(device=dev).manual_seed(0)
+    g = generator(0, dev)
     t_randn = min(bench.timed(lambda: torch.randn(floats, generator=g, out=buf))[0] for _ in range(3))
 
     def torch_step(t=[0]):  # noqa: B006  (a new step every call)
@@ -248,9 +249,9 @@ def _stream_row(D: int, L: int) -> dict:
 
     law = make_law("flip", 2, nu1=2.0, nu2=2.0)
     n = D
-    K_star = sample_spikes(2, D, generator=torch.Generator().manual_seed(0))
+    K_star = sample_spikes(2, D, generator=generator(0))
     buf = torch.empty(1, n, L, D)
-    g = torch.Generator().manual_seed(1)
+    g = generator(1)
     counters = {m: SGDStream(law, [1], n, L, D, method=m) for m in ("mt19937", "splitmix64")}
 
     def old():
