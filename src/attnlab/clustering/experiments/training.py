@@ -1,10 +1,9 @@
-"""Circuit figures of paper 4 (Figs. 1-6, 8, 15; Sec. 3, Secs. 4.2-4.3, App. A.2): config in, tables and arrays out,
-no plotting (``figures/training.py``); per-model measurements in ``circuits.py``. Every trained run is stored in the
-arrays with
-``History.to_arrays(prefix)`` (``run/``; ``pretrain/`` and ``finetune/`` for the transfer), so the sandbox reopens
-it. Training checkpoints every epoch (at most every 30 s) and resumes bit-identically on CPU. Quick scale uses
-k = 3 (a 3-sparse parity escapes its plateau within a few hundred epochs at d = 2; the plateau grows steeply with
-k), paper scale the paper's k = 5 and 1000 epochs.
+"""Circuit figures of paper 4 (Figs. 1-6, 8, 15; Sec. 3, Secs. 4.2-4.3, App. A.2): config in, tables and arrays out, no
+plotting (``figures/training.py``); per-model measurements in ``analysis/circuits.py``. Every trained run is stored in
+the arrays with ``History.to_arrays(prefix)`` (``run/``; ``pretrain/`` and ``finetune/`` for the transfer), so the
+sandbox reopens it. Training checkpoints every epoch (at most every 30 s) and resumes bit-identically on CPU. Quick
+scale uses k = 3 (a 3-sparse parity escapes its plateau within a few hundred epochs at d = 2; the plateau grows steeply
+with k), paper scale the paper's k = 5 and 1000 epochs.
 """
 
 from __future__ import annotations
