@@ -48,10 +48,10 @@ from attnlab.core import bench
 from attnlab.core.rng import generator
 from attnlab.paths import model
 from attnlab.paths.data import markov as data
-from attnlab.paths.theory import kernels
+from attnlab.paths.theory import diagnostics, kernels
 from attnlab.paths.theory import saddle as theory
-from attnlab.paths.train import diagnostics, hmc
 from attnlab.paths.train import gibbs as train
+from attnlab.paths.train import hmc
 
 THREADS = bench.threads()
 F64 = torch.float64

@@ -247,15 +247,15 @@ def test_sparsity_curve():
 
 def test_spearman():
     a = np.array([1.0, 2, 3, 4, 5])
-    assert A.spearman(a, a**3) == pytest.approx(1.0)
-    assert A.spearman(a, -a) == pytest.approx(-1.0)
-    assert math.isnan(A.spearman(a, np.ones(5)))
-    assert A.spearman([1, np.nan, 3, 2], [1, 5, 3, 2]) == pytest.approx(1.0)
-    assert A.spearman([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(4.5 / math.sqrt(22.5))  # average ranks on ties
+    assert D.spearman(a, a**3) == pytest.approx(1.0)
+    assert D.spearman(a, -a) == pytest.approx(-1.0)
+    assert math.isnan(D.spearman(a, np.ones(5)))
+    assert D.spearman([1, np.nan, 3, 2], [1, 5, 3, 2]) == pytest.approx(1.0)
+    assert D.spearman([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(4.5 / math.sqrt(22.5))  # average ranks on ties
     rng = np.random.default_rng(1)
     u, v = rng.normal(size=40), rng.normal(size=40)
     ru, rv = u.argsort().argsort(), v.argsort().argsort()
-    assert A.spearman(torch.tensor(u), v) == pytest.approx(np.corrcoef(ru, rv)[0, 1], abs=1e-12)
+    assert D.spearman(torch.tensor(u), v) == pytest.approx(np.corrcoef(ru, rv)[0, 1], abs=1e-12)
 
 
 # ----------------------------------------------------------------------------------------------- dynamics

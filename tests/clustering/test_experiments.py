@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.clustering.analysis import circuits
 from attnlab.clustering.data import Task
+from attnlab.clustering.experiments import circuits
 from attnlab.clustering.outputs import TINY
 from attnlab.clustering.train.history import History
 from attnlab.core.config import ConfigError, resolve

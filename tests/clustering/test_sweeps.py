@@ -182,7 +182,7 @@ def test_sparsity_measures():
 
 def test_sparsity_measures_on_a_tiny_run(tmp_path):
     """The tiny fig7 run: recompute the D6 gap and Spearman from its arrays."""
-    from attnlab.clustering.analysis.heads import spearman
+    from attnlab.clustering.train.dynamics import spearman
 
     r = _run(tmp_path, "fig7", n_seeds=6)
     acc, sparse = r.arrays["d2/test_acc"][-1], r.arrays["d2/sparsity_summary"]

@@ -28,9 +28,8 @@ from attnlab.core.config import ConfigError, parse_sets, resolve
 from attnlab.paths import model
 from attnlab.paths.data import markov as data
 from attnlab.paths.experiments.markov import Fig2cConfig
-from attnlab.paths.theory import kernels
+from attnlab.paths.theory import diagnostics, kernels
 from attnlab.paths.theory import saddle as theory
-from attnlab.paths.train import diagnostics
 
 F64 = torch.float64
 

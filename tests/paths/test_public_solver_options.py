@@ -17,7 +17,7 @@ from attnlab.paths.experiments.common import solve_kw
 from attnlab.paths.experiments.markov import init_generator
 from attnlab.paths.theory import kernels
 from attnlab.paths.theory import saddle as theory
-from attnlab.paths.train.optimizers import Plateau
+from attnlab.paths.theory.optimizers import Plateau
 
 torch.set_num_threads(1)
 

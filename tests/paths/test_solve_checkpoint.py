@@ -8,11 +8,11 @@ from scipy.optimize import minimize
 
 from attnlab.core.config import resolve
 from attnlab.core.registry import get
+from attnlab.paths.theory import lbfgsb
 from attnlab.paths.theory import saddle as theory
 from attnlab.paths.theory.action import CholeskyParams
-from attnlab.paths.train import lbfgsb
-from attnlab.paths.train.diagnostics import History
-from attnlab.paths.train.optimizers import SolveCheckpoint, _Objective
+from attnlab.paths.theory.diagnostics import History
+from attnlab.paths.theory.optimizers import SolveCheckpoint, _Objective
 
 torch.set_num_threads(1)
 pytestmark = pytest.mark.skipif(not lbfgsb.AVAILABLE, reason="the resumable L-BFGS-B needs scipy >= 1.15")

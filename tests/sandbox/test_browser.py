@@ -1,8 +1,9 @@
 """The sandbox in a real browser (Debian's headless Chromium driven by Playwright) against the real server: the form
-shows errors and starts nothing, a run started from the page updates its ξ panel live and stops resumably, the
-slider scrubs a 1000-snapshot run, the loss curve jumps on a click, hovering a sentence shows its class and
-probability, panels toggle, the play button plays the frames, two runs stand side by side, the plots on screen are not empty, the view exports as
-PNG, the specialization study draws its panels, and the canvas renderer draws every frame panel where Plotly would.
+shows errors and starts nothing, a run started from the page updates its ξ panel live and stops resumably, the slider
+scrubs a 1000-snapshot run, the loss curve jumps on a click, hovering a sentence shows its class and probability, panels
+toggle, the play button plays the frames, two runs stand side by side, the plots on screen are not empty, the view
+exports as PNG, the specialization study draws its panels, and the canvas renderer draws every frame panel where Plotly
+would.
 
 First paint and scrub redraw times are measured here and printed (``-s``), and written as JSON to
 ``$ATTNLAB_SANDBOX_TIMINGS`` when it is set; they are never asserted.

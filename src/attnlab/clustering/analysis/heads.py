@@ -30,7 +30,6 @@ from attnlab.clustering.analysis.probe import (  # noqa: F401  (Grid, grid, MAX_
 )
 from attnlab.clustering.data import Task
 from attnlab.clustering.model import ModelSpec, Params, activation, normalize, softmax_last, token_table
-from attnlab.clustering.train.dynamics import spearman  # noqa: F401  (re-exported: D6 sparsity vs accuracy)
 
 F64 = torch.float64
 

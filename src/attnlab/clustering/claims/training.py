@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from attnlab.clustering.analysis.circuits import other_corr
+from attnlab.clustering.experiments.circuits import other_corr
 from attnlab.clustering.experiments.ideal_head import FIG1
 from attnlab.clustering.experiments.training import CIRCUITS, FIG5, FIG8, STATIONARITY, TRANSFER_CIRCUIT
 from attnlab.clustering.summaries.training import (

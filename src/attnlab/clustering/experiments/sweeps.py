@@ -23,6 +23,7 @@ from attnlab.clustering.data import n_multisets
 from attnlab.clustering.figures import sweeps as sweep_figures
 from attnlab.clustering.keys import bar_array, bar_key, d_key
 from attnlab.clustering.summaries import sweeps as summaries
+from attnlab.clustering.train import dynamics
 from attnlab.clustering.train.history import History
 from attnlab.clustering.train.loop import train, transfer
 from attnlab.core.experiment import Experiment, Result
@@ -129,7 +130,7 @@ def sparsity_sweep(config: SparsityConfig, ctx: RunContext) -> Result:
             "mean_test_acc": float(acc.mean()),
             "sparsity_success": float(sparse[ok].mean()) if ok.any() else float("nan"),
             "sparsity_failed": float(sparse[~ok].mean()) if (~ok).any() else float("nan"),
-            "spearman": heads.spearman(sparse, acc),
+            "spearman": dynamics.spearman(sparse, acc),
         }.items()})
         rows += [{"d": d, "seed": s, "test_acc": acc[i], "best_test_acc": best[i], "success": bool(ok[i]),
                   "sparsity_summary": sparse[i], "final_train_loss": u["train_loss"][-1, i]}

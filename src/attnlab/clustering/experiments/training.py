@@ -1,5 +1,5 @@
 """Circuit figures of paper 4 (Figs. 1-6, 8, 15; Sec. 3, Secs. 4.2-4.3, App. A.2): config in, tables and arrays out, no
-plotting (``figures/training.py``); per-model measurements in ``analysis/circuits.py``. Every trained run is stored in
+plotting (``figures/training.py``); per-model measurements in ``circuits.py``. Every trained run is stored in
 the arrays with ``History.to_arrays(prefix)`` (``run/``; ``pretrain/`` and ``finetune/`` for the transfer), so the
 sandbox reopens it. Training checkpoints every epoch (at most every 30 s) and resumes bit-identically on CPU. Quick
 scale uses k = 3 (a 3-sparse parity escapes its plateau within a few hundred epochs at d = 2; the plateau grows steeply
@@ -16,7 +16,8 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from attnlab.clustering import costs, memory, outputs
-from attnlab.clustering.analysis.circuits import (
+from attnlab.clustering.configs import TrainConfig, as_train_config
+from attnlab.clustering.experiments.circuits import (
     attention_change,
     choose_two_stage_seed,
     circuit_metrics,
@@ -26,7 +27,6 @@ from attnlab.clustering.analysis.circuits import (
     run_frame,
     type_counts,
 )
-from attnlab.clustering.configs import TrainConfig, as_train_config
 from attnlab.clustering.figures import training as figures
 from attnlab.clustering.summaries import training as summaries
 from attnlab.clustering.theory import construction

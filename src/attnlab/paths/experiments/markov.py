@@ -31,9 +31,8 @@ from attnlab.paths.data import markov as data
 from attnlab.paths.experiments.common import agreement, sample_widths, solve_kw
 from attnlab.paths.figures import markov as figures
 from attnlab.paths.keys import path_key, set_key, width_key
-from attnlab.paths.theory import kernels
+from attnlab.paths.theory import diagnostics, kernels
 from attnlab.paths.theory import saddle as theory
-from attnlab.paths.train import diagnostics
 
 STUDY = "paths"
 F64 = torch.float64

@@ -6,7 +6,7 @@ a neighbouring width; where the line search stops short of the tolerance (S has 
 few Newton-CG steps finish the solve. ``method="adam"`` is the paper's App. E algorithm (Adam on full
 symmetrised matrices, no PD constraint) for fidelity. A solve that does not reach the tolerance, or leaves
 the PD cone, raises :class:`SolveError` (or is returned flagged with ``strict=False``) — never silently.
-The optimisers live in :mod:`attnlab.paths.train.optimizers`; given a run's unit (``checkpoint=``), :func:`sweep`
+The optimisers live in :mod:`attnlab.paths.theory.optimizers`; given a run's unit (``checkpoint=``), :func:`sweep`
 and :func:`predict` save the finished widths and the running solve's optimiser state, and resume inside it.
 
 :func:`predict` is the paired API's theory side: accuracy, ε_g, ⟨f⟩, ⟨δf²⟩ and U at every width, as a
@@ -26,10 +26,10 @@ import torch
 
 from attnlab.core.trajectory import Trajectory
 from attnlab.paths.theory.action import Action, ActionValue, CholeskyParams, SolveError, gp_levels, level_sizes
+from attnlab.paths.theory.diagnostics import History, hessian_eigenvalues
 from attnlab.paths.theory.kernels import PathKernels, Prediction, Problem
 from attnlab.paths.theory.kernels import predict as kernel_predict
-from attnlab.paths.train.diagnostics import History, hessian_eigenvalues
-from attnlab.paths.train.optimizers import SolveCheckpoint, adam, lbfgs
+from attnlab.paths.theory.optimizers import SolveCheckpoint, adam, lbfgs
 
 __all__ = ["Action", "ActionValue", "CholeskyParams", "SaddlePoint", "SolveCheckpoint", "SolveError", "SweepProgress",
            "gp_levels", "level_sizes", "predict", "predict_gp", "solve", "sweep"]

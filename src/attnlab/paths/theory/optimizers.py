@@ -1,7 +1,7 @@
 """The optimisers of the saddle-point solve (App. E), each resumable from a saved state.
 
 * ``lbfgs``: scipy's L-BFGS-B on the Cholesky parameters θ (:class:`attnlab.paths.theory.action.CholeskyParams`, every
-  U^(ℓ) PD), driven step by step (:mod:`attnlab.paths.train.lbfgsb`) so that its state can be saved after any
+  U^(ℓ) PD), driven step by step (:mod:`attnlab.paths.theory.lbfgsb`) so that its state can be saved after any
   iteration; where the line search runs out of digits in S a few Newton-CG steps finish the solve.
 * ``adam``: App. E's algorithm, Adam on the full symmetrised matrices (no PD constraint).
 
@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from attnlab.paths.theory import lbfgsb
 from attnlab.paths.theory.action import Action, CholeskyParams, SolveError
-from attnlab.paths.train import lbfgsb
-from attnlab.paths.train.diagnostics import History
+from attnlab.paths.theory.diagnostics import History
 
 Tensor = torch.Tensor
 
