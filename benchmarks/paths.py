@@ -48,7 +48,7 @@ from attnlab.core import bench
 from attnlab.core.rng import generator
 from attnlab.paths import model
 from attnlab.paths.data import markov as data
-from attnlab.paths.theory import diagnostics, kernels
+from attnlab.paths.theory import diagnostics, kernels, problems
 from attnlab.paths.theory import saddle as theory
 from attnlab.paths.train import gibbs as train
 from attnlab.paths.train import hmc
@@ -59,8 +59,8 @@ F64 = torch.float64
 
 
 def markov(P: int, P_test: int = 1000, seed: int = 0) -> kernels.Problem:
-    return data.markov_problem(data.MarkovTask(), "all", P, P_test, data=generator(seed),
-                               test=generator(seed + 1000), heads=generator(seed + 1))
+    return problems.markov_problem(data.MarkovTask(), "all", P, P_test, data=generator(seed),
+                                   test=generator(seed + 1000), heads=generator(seed + 1))
 
 
 def adam_anchor(pb: kernels.Problem, N: float, tau: float, lr: float = 0.1, tol: float = 1e-5,
@@ -318,9 +318,9 @@ def anchor() -> dict:
         out[row["name"]] = row
         print(row["name"], row["ratio_wall"], row["agreement"], file=sys.stderr, flush=True)
     pb = markov(100)
-    pb_last = data.markov_problem(data.MarkovTask(), "all", 100, 10, data=generator(0),
-                                  test=generator(1000), heads=generator(1),
-                                  readout=-1)
+    pb_last = problems.markov_problem(data.MarkovTask(), "all", 100, 10, data=generator(0),
+                                      test=generator(1000), heads=generator(1),
+                                      readout=-1)
     out["defaults"] = {"workload": "U1[0,0] at N = 10, P = 100: attnlab's paper preset (readout t* = 1, its own "
                                    "streams, seed 0) and the same streams read at the last token",
                        "paper_preset": float(theory.sweep(pb, [10.0], 0.01)[0].U[0, 0]),

@@ -14,12 +14,13 @@ import torch
 
 from attnlab.core.trajectory import compare
 from attnlab.paths.data import markov as data
+from attnlab.paths.theory import problems
 from attnlab.paths.theory import saddle as theory
 from attnlab.paths.train import gibbs as train
 
 G = torch.Generator
-pb = data.markov_problem(data.MarkovTask(), "all", P=100, P_test=500, data=G().manual_seed(0),
-                         test=G().manual_seed(1000), heads=G().manual_seed(1))
+pb = problems.markov_problem(data.MarkovTask(), "all", P=100, P_test=500, data=G().manual_seed(0),
+                             test=G().manual_seed(1000), heads=G().manual_seed(1))
 widths = [5, 10, 20, 50, 100]
 th = theory.predict(pb, [*widths, 10_000], tau=0.01)
 sim = train.simulate(pb, [10, 50], 0.01, chains=2, burn_in=300, samples=200, thin=2, generator=G().manual_seed(2))

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from attnlab.paths.data import markov as data
-from attnlab.paths.theory import kernels
+from attnlab.paths.theory import kernels, problems
 
 torch.set_num_threads(1)
 
@@ -19,9 +19,9 @@ def _markov(layout: str = "all", P: int = 100, P_test: int = 300, seed: int = 0,
             sigma_perp: float = 1.0, random_strength: float = 1.0) -> kernels.Problem:
     """The Markov checks' seeds: data s, test s + 1000, heads s + 1."""
     G = torch.Generator
-    return data.markov_problem(data.MarkovTask(sigma_perp=sigma_perp), layout, P, P_test,
-                               data=G().manual_seed(seed), test=G().manual_seed(seed + 1000),
-                               heads=G().manual_seed(seed + 1), readout=readout, random_strength=random_strength)
+    return problems.markov_problem(data.MarkovTask(sigma_perp=sigma_perp), layout, P, P_test,
+                                   data=G().manual_seed(seed), test=G().manual_seed(seed + 1000),
+                                   heads=G().manual_seed(seed + 1), readout=readout, random_strength=random_strength)
 
 
 def _random(Hs=(2, 2), P: int = 12, P_test: int = 7, D: int = 9, seed: int = 0, sigma2: float = 1.0):

@@ -28,7 +28,7 @@ from attnlab.core.config import ConfigError, parse_sets, resolve
 from attnlab.paths import model
 from attnlab.paths.data import markov as data
 from attnlab.paths.experiments.markov import Fig2cConfig
-from attnlab.paths.theory import diagnostics, kernels
+from attnlab.paths.theory import diagnostics, kernels, problems
 from attnlab.paths.theory import saddle as theory
 
 F64 = torch.float64
@@ -241,9 +241,9 @@ def test_starts_history_and_hessian():
 def test_float32_features():
     G = torch.Generator
     kw = dict(data=G().manual_seed(0), test=G().manual_seed(1), heads=G().manual_seed(2), readout=1)
-    a = data.markov_problem(data.MarkovTask(), "all", 30, 20, **kw)
+    a = problems.markov_problem(data.MarkovTask(), "all", 30, 20, **kw)
     kw = dict(data=G().manual_seed(0), test=G().manual_seed(1), heads=G().manual_seed(2), readout=1)
-    b = data.markov_problem(data.MarkovTask(), "all", 30, 20, dtype=torch.float32, **kw)
+    b = problems.markov_problem(data.MarkovTask(), "all", 30, 20, dtype=torch.float32, **kw)
     assert b.Xi.dtype == F64 and float((a.Xi - b.Xi).abs().max() / a.Xi.abs().max()) < 1e-5
 
 

@@ -17,7 +17,7 @@ from attnlab.paths.configs import HeadSpec
 from attnlab.paths.data import markov as data
 from attnlab.paths.data import public
 from attnlab.paths.experiments.markov import Fig2cConfig, Fig5cConfig, GenericConfig
-from attnlab.paths.theory import kernels
+from attnlab.paths.theory import kernels, problems
 from attnlab.paths.theory import saddle as theory
 
 F64 = torch.float64
@@ -148,8 +148,8 @@ def test_runs_on_tokens_and_heads_from_files(tmp_path, store):
     cfg = resolve(exp.config, "quick", parse_sets([f"tokens_file={tok}", f"heads_file={hd}", "readout=-1"]))
     assert (cfg.P, cfg.P_test, cfg.T, cfg.N0, cfg.L) == (20, 30, 5, 8, 2)
     res = load_result(store.run(exp, cfg).run_dir)[1]
-    pb = data.markov_problem(task, "all", 20, 30, data=G(), test=G(), heads=G(), readout=-1, train_set=tr,
-                             test_set=te, head_stacks=hs)
+    pb = problems.markov_problem(task, "all", 20, 30, data=G(), test=G(), heads=G(), readout=-1, train_set=tr,
+                                 test_set=te, head_stacks=hs)
     kern = kernels.PathKernels(pb.Xi, 1.0)
     U = theory.sweep(pb, [cfg.alignment_width], cfg.tau, kern=kern)[0].U.numpy()
     assert np.abs(res.arrays["U"] - U).max() < 1e-6 * np.abs(U).max()

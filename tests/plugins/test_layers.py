@@ -186,3 +186,37 @@ def test_a_loop_through_a_function_level_import_is_found(tmp_path):
     graph = {f"attnlab.core.{n}": runtime_imports(pkg / f"{n}.py", tmp_path) for n in "abc"}
     assert loops(graph) == [["attnlab.core.a", "attnlab.core.b"]]
     assert "attnlab.core.a" not in graph["attnlab.core.c"]
+
+
+# a study's rooms in the order imports run (docs/adding-a-study.md): a room imports only rooms of its own rank or
+# below; the rooms not named here (configs, keys, outputs, summaries, costs, memory, ...) are free
+RANK = {"data": 0, "model": 0, "theory": 1, "train": 1, "analysis": 1, "figures": 2, "experiments": 3, "claims": 4,
+        "views": 4, "study": 5}
+
+
+def room(module: str, study: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["attnlab", study] and len(parts) > 2 else None
+
+
+def rank_breaks(graph: dict[str, set[str]], study: str) -> list[str]:
+    breaks = []
+    for mod, deps in graph.items():
+        here = RANK.get(room(mod, study))
+        for dep in deps:
+            there = RANK.get(room(dep, study))
+            if here is not None and there is not None and there > here:
+                breaks.append(f"{mod} ({room(mod, study)}) imports {dep} ({room(dep, study)})")
+    return sorted(breaks)
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_a_study_imports_no_room_above_its_own(study):
+    assert not rank_breaks(GRAPH, study)
+
+
+def test_a_room_importing_one_above_it_is_found():
+    fake = {"attnlab.s.theory.saddle": {"attnlab.s.train.optimizers", "attnlab.s.data"},
+            "attnlab.s.analysis.circuits": {"attnlab.s.experiments.training"}}
+    assert rank_breaks(fake, "s") == ["attnlab.s.analysis.circuits (analysis) imports attnlab.s.experiments.training "
+                                      "(experiments)"]

@@ -15,14 +15,30 @@ T) (docs/studies/signal.md, Notes on the paper).
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, get_args
 
+import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Activation = Literal["relu", "tanh", "gelu", "linear"]
 Norm = Literal["rms", "layernorm"]
 Position = Literal["post", "pre"]
 Convention = Literal["per_head_score", "authors_dk"]
+ACTIVATIONS = get_args(Activation)
+
+
+def phi(name: str, u: torch.Tensor) -> torch.Tensor:
+    """The MLP's non-linearity φ ``name`` (relu | tanh | gelu | linear; paper Sec. 2), which the model applies and the
+    theory's kernels integrate."""
+    if name == "relu":
+        return torch.relu(u)
+    if name == "tanh":
+        return torch.tanh(u)
+    if name == "gelu":
+        return torch.nn.functional.gelu(u)
+    if name == "linear":
+        return u
+    raise ValueError(f"activation {name!r} is not allowed; allowed: {', '.join(ACTIVATIONS)}")
 
 
 class Architecture(BaseModel):

@@ -23,8 +23,7 @@ import torch
 from torch import nn
 
 from attnlab.core.hooks import Hook, call, run_with_cache
-from attnlab.signal.arch import Architecture
-from attnlab.signal.theory.kernels import phi
+from attnlab.signal.arch import Architecture, phi
 
 BLOCK_KEYS = ("wq", "wk", "wv", "bv", "w1", "b1", "w2", "b2")
 

@@ -304,35 +304,3 @@ def block_head(task: MarkovTask, h, generator: torch.Generator, beta: float, ran
 
 
 PATH_NAMES = {(0, 0): "good", (1, 0): "denoising", (0, 1): "adversarial (1,2)", (1, 1): "adversarial (2,2)"}
-
-
-def markov_problem(task: MarkovTask, layout, P: int, P_test: int, *, data: torch.Generator,
-                   test: torch.Generator, heads: torch.Generator, readout: str | int = 1, beta: float = 10.0,
-                   random_strength: float = 1.0, attention: str = "softmax", dtype=F64,
-                   train_set: MarkovData | None = None, test_set: MarkovData | None = None,
-                   head_stacks: list[Tensor] | None = None):
-    """The Markov task seen through a network's fixed heads: a :class:`kernels.Problem` (path features, labels).
-
-    ``layout``: a name of :func:`markov_heads` or a list of head specs per layer (:func:`build_heads`).
-    ``readout`` is the token t* (1: the first token after the bos, the paper's choice; −1: the last, the public
-    code's) or ``"mean"``. Train, test and head randomness come from three separate generators. ``dtype``: the
-    precision of the attention and path features (float32 halves their cost; the theory is float64 after).
-    ``train_set``, ``test_set``, ``head_stacks`` (e.g. the public code's own tokens and heads, read from files):
-    used as given instead of drawn.
-    """
-    from attnlab.paths.model import path_features
-    from attnlab.paths.theory.kernels import Problem
-
-    tr = train_set if train_set is not None else sample(task, P, data)
-    te = test_set if test_set is not None else sample(task, P_test, test)
-    if head_stacks is not None:
-        hs = head_stacks
-    elif isinstance(layout, str):
-        hs = markov_heads(task, layout, heads, beta, random_strength)
-    else:
-        hs = build_heads(task, layout, heads, beta, random_strength)
-
-    def feats(X: Tensor) -> Tensor:
-        return path_features(X.to(dtype), [h.to(dtype) for h in hs], readout, nonlinearity=attention).to(F64)
-
-    return Problem(feats(tr.X), tr.y, feats(te.X), te.y, tuple(h.shape[0] for h in hs))

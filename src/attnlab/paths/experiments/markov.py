@@ -31,7 +31,7 @@ from attnlab.paths.data import markov as data
 from attnlab.paths.experiments.common import agreement, sample_widths, solve_kw
 from attnlab.paths.figures import markov as figures
 from attnlab.paths.keys import path_key, set_key, width_key
-from attnlab.paths.theory import diagnostics, kernels
+from attnlab.paths.theory import diagnostics, kernels, problems
 from attnlab.paths.theory import saddle as theory
 
 STUDY = "paths"
@@ -47,10 +47,10 @@ def markov_problem(config: MarkovConfig, ctx: RunContext, layout: str | None = N
                            switch_minus=config.switch_minus)
     net = named_layout(config, layout) if layout else config.heads if config.heads is not None else config.layout
     given = given_inputs(config, task, ctx, named=layout is not None, test=test)
-    pb = data.markov_problem(task, net, config.P, config.P_test, data=ctx.generator("data"),
-                             test=ctx.generator(test), heads=ctx.generator("teacher"), readout=config.readout,
-                             beta=config.beta, random_strength=config.random_strength, attention=config.attention,
-                             dtype=getattr(torch, config.precision), **given)
+    pb = problems.markov_problem(task, net, config.P, config.P_test, data=ctx.generator("data"),
+                                 test=ctx.generator(test), heads=ctx.generator("teacher"), readout=config.readout,
+                                 beta=config.beta, random_strength=config.random_strength, attention=config.attention,
+                                 dtype=getattr(torch, config.precision), **given)
     var = config.variances if len(pb.Hs) == config.L else None  # a named 2-layer reference beside L listed layers
     return kernels.Problem(pb.Xi, pb.y, pb.Xi_test, pb.y_test, pb.Hs, config.sigma2, var)
 

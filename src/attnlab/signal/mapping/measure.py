@@ -29,9 +29,9 @@ from torch.nn import functional as F
 
 from attnlab.core.config import ConfigError
 from attnlab.core.rng import generator
+from attnlab.signal.arch import phi
 from attnlab.signal.mapping.read import Spec
 from attnlab.signal.model import layer_norm
-from attnlab.signal.theory.kernels import phi
 
 STORIES = "stories"  # ``--text stories``: the bundled stories instead of a file
 

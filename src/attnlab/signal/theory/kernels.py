@@ -18,21 +18,9 @@ from functools import cache
 import numpy as np
 import torch
 
+from attnlab.signal.arch import ACTIVATIONS, phi
+
 F64 = torch.float64
-ACTIVATIONS = ("relu", "tanh", "gelu", "linear")
-
-
-def phi(name: str, u: torch.Tensor) -> torch.Tensor:
-    """The non-linearity ``name`` (relu | tanh | gelu | linear)."""
-    if name == "relu":
-        return torch.relu(u)
-    if name == "tanh":
-        return torch.tanh(u)
-    if name == "gelu":
-        return torch.nn.functional.gelu(u)
-    if name == "linear":
-        return u
-    raise ValueError(f"activation {name!r} is not allowed; allowed: {', '.join(ACTIVATIONS)}")
 
 
 def dphi(name: str, u: torch.Tensor) -> torch.Tensor:
