@@ -25,7 +25,8 @@ def markov_problem(task: MarkovTask, layout, P: int, P_test: int, *, data: torch
                    head_stacks: list[Tensor] | None = None):
     """The Markov task seen through a network's fixed heads: a :class:`kernels.Problem` (path features, labels).
 
-    ``layout``: a name of :func:`markov_heads` or a list of head specs per layer (:func:`build_heads`).
+    ``layout``: a name of :func:`markov_heads` or a list of head specs per layer (:func:`build_heads`; both in
+    :mod:`attnlab.paths.data.markov`).
     ``readout`` is the token t* (1: the first token after the bos, the paper's choice; −1: the last, the public
     code's) or ``"mean"``. Train, test and head randomness come from three separate generators. ``dtype``: the
     precision of the attention and path features (float32 halves their cost; the theory is float64 after).
