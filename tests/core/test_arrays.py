@@ -5,13 +5,14 @@ declared outputs (as many dimensions as declared axes, the declared index names)
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from attnlab.clustering.summaries import ARRAYS as CLUSTERING
-from attnlab.core.arrays import Arrays, MissingArray, dims, nested
+from attnlab.core.arrays import Arrays, MissingArray, dims, edit_arrays, nested
 from attnlab.core.config import resolve
 from attnlab.core.registry import get
 from attnlab.paths.summaries import ARRAYS as PATHS
@@ -62,6 +63,18 @@ def test_typed_arrays_read_the_stored_arrays_by_attribute_and_give_them_back():
         Run.dims("panel")
     with pytest.raises(KeyError, match="no field 'V'"):
         Run.dims("V")
+
+
+def test_a_world_edits_a_runs_arrays_through_the_class():
+    stored = _stored()
+    result = SimpleNamespace(arrays=stored, config=Cfg(), summary={})
+    edited = edit_arrays(Run, lambda a: replace(a, U=-a.U, panel={**a.panel, 1: replace(a.panel[1], m=a.panel[0].m)}))(
+        "x.run", result)
+    assert np.array_equal(edited.arrays["U"], -np.arange(18.0).reshape(2, 3, 3))
+    assert edited.arrays["panel1/m"] is stored["panel0/m"] and edited.arrays["unread"] is stored["unread"]
+    assert edited.arrays.keys() == stored.keys()
+    with pytest.raises(MissingArray, match="'U'"):  # a world on arrays the run does not have fails, naming them
+        edit_arrays(Run, lambda a: a)("x.run", SimpleNamespace(arrays={}, config=Cfg()))
 
 
 def test_a_missing_array_or_a_wrong_number_of_axes_is_named():

@@ -31,6 +31,7 @@ checks every study's class against its experiments' declared outputs (as many di
 index names), so a declaration and a class cannot disagree. Placeholders are formatted as
 :func:`attnlab.core.outputs.expand` formats them (floats with ``g``). Reading only checks and names: the values are
 the stored arrays themselves, so a claim reading ``a.theory_U`` reads what ``result.arrays["theory_U"]`` held.
+A world that edits a run's arrays writes on the same class (:func:`edit_arrays`).
 """
 
 from __future__ import annotations
@@ -149,6 +150,19 @@ class Arrays:
                 value = getattr(value, field) if k is _NONE else getattr(value, field)[k]
             out[name] = value
         return out
+
+
+def edit_arrays(cls: type[A], fn: Callable[[A], A]) -> Callable[[str, Any], Any]:
+    """A world's result function (:class:`~attnlab.core.claims.World`) written on typed arrays: ``fn(arrays)`` returns
+    the changed ``cls`` object (``dataclasses.replace``), whose arrays replace the run's of the same names (the twin
+    of :func:`attnlab.core.summaries.edit_summary`; a renamed field fails the world, not a silent key)."""
+
+    def world(experiment: str, result: Any) -> Any:
+        config = getattr(result, "config", None)
+        result.arrays = {**result.arrays, **fn(cls.from_arrays(result.arrays, config)).to_arrays(config)}
+        return result
+
+    return world
 
 
 def _dims(f: dataclasses.Field) -> _Dims:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnlab.core.arrays import Arrays, dims
+from attnlab.core.arrays import Arrays, dims, nested
 from attnlab.core.summaries import Summary, group, key
 
 WEIGHTS = ("paper", "exact")  # teacher weights of the L → ∞ replica theory
@@ -233,7 +233,27 @@ class Fig2dArrays(Arrays):
     traj_test_loss: np.ndarray = dims("epoch", "model")
 
 
+@dataclass(frozen=True, eq=False)
+class FitArrays(Arrays):
+    """The pseudo-likelihood fits at one sample size M: one per (λ, realisation)."""
+
+    test: np.ndarray = dims("lam", "realisation")
+    train_acc: np.ndarray = dims("lam", "realisation")
+
+
+@dataclass(frozen=True, eq=False)
+class SweepArrays(Arrays):
+    """A sweep over sample sizes (Fig. 3-right, the consistency check): the Ms and λs, and every M's fits
+    (``SweepArrays.from_result(run).fit[200].test``)."""
+
+    Ms: np.ndarray = dims("M")
+    lams: np.ndarray = dims("lam")
+    fit: dict[int, FitArrays] = nested("M{Ms}/*", FitArrays)
+
+
 #: experiment key → the typed arrays classes its runs are read with (``tests/core/test_arrays.py`` checks each)
 ARRAYS: dict[str, tuple[type[Arrays], ...]] = {
     "potts.fig2d": (Fig2dArrays,),
+    "potts.fig3right": (SweepArrays,),
+    "potts.consistency": (SweepArrays,),
 }

@@ -248,6 +248,16 @@ class PruningArrays(Arrays):
     curves: dict[tuple[str, str], np.ndarray] = dims("seed", "pruned", key="{laws}/{activations}/curves")
 
 
+@dataclass(frozen=True, eq=False)
+class CosineGridArrays(Arrays):
+    """Fig. 11: the trained heads' cosines over the grid of the two features' strengths (ν1 rows, ν2 columns)."""
+
+    nu1s: np.ndarray = dims("nu1")
+    nu2s: np.ndarray = dims("nu2")
+    cos_q: np.ndarray = dims("nu1", "nu2")
+    cos_m: np.ndarray = dims("nu1", "nu2")
+
+
 #: experiment key → the typed arrays classes its runs are read with (``tests/core/test_arrays.py`` checks each)
 ARRAYS: dict[str, tuple[type[Arrays], ...]] = {
     **{f"specialization.{name}": (SimVsTheoryArrays,) for name in ("fig1", "fig9", "fig10")},
@@ -255,4 +265,5 @@ ARRAYS: dict[str, tuple[type[Arrays], ...]] = {
         "fig2", "fig3", "fig4", "fig19", "fig12", "fig13", "fig14", "fig16", "fig17", "fig18")},
     "specialization.escape": (EscapeArrays,),
     "specialization.fig7": (PruningArrays,),
+    "specialization.fig11": (CosineGridArrays,),
 }

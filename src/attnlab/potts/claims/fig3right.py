@@ -17,7 +17,7 @@ from attnlab.potts import metrics
 from attnlab.potts.claims import worlds as w
 from attnlab.potts.experiments.fig3right import FIG3RIGHT
 from attnlab.potts.metrics import pl_key
-from attnlab.potts.summaries import PLSummary
+from attnlab.potts.summaries import PLSummary, SweepArrays
 
 F3R_LAM = 1e-4  # the paper's "small regularisation", the λ of every scale's grid
 
@@ -73,10 +73,11 @@ def _reshaped(change):
     """A result function: every fit's test loss (arrays ``M{M}/test``, (λ, realisation)) replaced by
     ``change(Ms, tests)`` and Fig. 3-right's shape recomputed from the fits."""
     def fn(experiment: str, result):
-        a, Ms = result.arrays, [int(M) for M in result.arrays["Ms"]]
-        new = change(Ms, np.stack([a[f"M{M}/test"] for M in Ms]))
-        for k, lam in enumerate(a["lams"]):
-            rows = [{"M": M, "realisation": r, "test": new[i, k, r], "train_acc": a[f"M{M}/train_acc"][k, r]}
+        a = SweepArrays.from_result(result)
+        Ms = [int(M) for M in a.Ms]
+        new = change(Ms, np.stack([a.fit[M].test for M in Ms]))
+        for k, lam in enumerate(a.lams):
+            rows = [{"M": M, "realisation": r, "test": new[i, k, r], "train_acc": a.fit[M].train_acc[k, r]}
                     for i, M in enumerate(Ms) for r in range(new.shape[2])]
             result.summary.update(metrics.sweep_shape(pd.DataFrame(rows), float(lam)))
             result.summary.update({pl_key("test", lam, M): float(new[i, k].mean()) for i, M in enumerate(Ms)})

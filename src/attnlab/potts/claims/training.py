@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from scipy import stats
 
+from attnlab.core.arrays import edit_arrays
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.intervals import mean_interval
 from attnlab.core.rng import generator
@@ -350,10 +351,8 @@ def _a_monotone(ctx: ClaimContext) -> float:
     return float(stats.spearmanr(a, test.mean(1)).statistic)
 
 
-def _reverse_a(experiment: str, result):
-    """The a grid reversed: the largest a gets the a = 0 models' losses and a = 0 the largest a's."""
-    result.arrays["traj_test_loss"] = result.arrays["traj_test_loss"][:, ::-1].copy()
-    return result
+# the a grid reversed: the largest a gets the a = 0 models' losses and a = 0 the largest a's
+_reverse_a = edit_arrays(Fig2dArrays, lambda a: replace(a, traj_test_loss=a.traj_test_loss[:, ::-1].copy()))
 
 
 _A_HELPS = World("the a grid reversed (a = 0 gets the largest a's losses): the test loss falls with a",

@@ -25,7 +25,12 @@ from attnlab.core.worlds import World, chain, swap_arrays
 from attnlab.specialization.experiments import analysis
 from attnlab.specialization.experiments.sim_vs_theory import FIG9
 from attnlab.specialization.experiments.trained import FIG11
-from attnlab.specialization.summaries import AttentionMapsSummary, FinalErrorSummary, TrajectorySummary
+from attnlab.specialization.summaries import (
+    AttentionMapsSummary,
+    CosineGridArrays,
+    FinalErrorSummary,
+    TrajectorySummary,
+)
 
 THEORY = "attnlab.specialization.theory"
 EXACT = "attnlab.specialization.claims.exact"
@@ -221,7 +226,7 @@ def _off_target_swapped(s: AttentionMapsSummary) -> AttentionMapsSummary:
 def _cosine_transposed(experiment: str, result: Result) -> Result:
     """fig11 with the roles of ν1 and ν2 exchanged (the cosine grid transposed), fractions recomputed."""
     if experiment == f"{SPEC}.fig11":
-        g = np.asarray(result.arrays["cos_q"]).T
+        g = np.asarray(CosineGridArrays.from_result(result).cos_q).T
         s = typed(FIG11, result)
         return _written(result, replace(s, monotone_up_in_nu1=analysis.monotone_fraction(g, axis=0, increasing=True),
                                         monotone_down_in_nu2=analysis.monotone_fraction(g, axis=1, increasing=False)))
