@@ -18,7 +18,6 @@ import numpy as np
 
 from attnlab.clustering.claims.spikes import gradient_exponent, gradient_floor
 from attnlab.clustering.experiments.sweeps import FIG7, FIG14, FIG16, FIG19
-from attnlab.clustering.keys import bar_array
 from attnlab.clustering.summaries.sweeps import (
     AblationSummary,
     SparsityArrays,
@@ -26,11 +25,12 @@ from attnlab.clustering.summaries.sweeps import (
     TransferArrays,
     TransferSummary,
 )
+from attnlab.core.arrays import edit_arrays
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Result
 from attnlab.core.intervals import mean_interval
 from attnlab.core.summaries import edit_summary, typed
-from attnlab.core.worlds import World, swap_arrays
+from attnlab.core.worlds import World
 
 D3 = {"d": 2, "k": 3, "lr": 3e-3, "n_seeds": 16, "epochs": 300, "log_every": 5}          # check D3
 D2 = {"ds": (8,), "k": 5, "lr": 3e-3, "n_seeds": 16, "epochs": 300, "log_every": 5}       # check D2
@@ -267,11 +267,17 @@ _SWAPPED = ("the finetuned and from-scratch arms swapped (runs paired by seed): 
             "finetuning")
 
 
+def _swap_bars(a: TransferArrays) -> TransferArrays:
+    """Each p' trained both ways: the finetuned bar's accuracies read as the scratch bar's, and back."""
+    both = [q for q in a.finetune if q in a.scratch]
+    return replace(a, finetune={**a.finetune, **{q: replace(a.finetune[q], test_acc=a.scratch[q].test_acc)
+                                                 for q in both}},
+                   scratch={**a.scratch, **{q: replace(a.scratch[q], test_acc=a.finetune[q].test_acc) for q in both}})
+
+
 def _swap_arms(experiment: str, result: Result) -> Result:
     """fig14 with the finetuned and scratch final accuracies (and the smallest mean gain's sign) swapped."""
-    for q in sorted(typed(experiment, result).finetune):
-        swap_arrays(bar_array("test_acc", "finetune", q), bar_array("test_acc", "scratch", q))(experiment, result)
-    return edit_summary(_negate_gain)(experiment, result)
+    return edit_summary(_negate_gain)(experiment, edit_arrays(TransferArrays, _swap_bars)(experiment, result))
 
 
 def _negate_gain(s: TransferSummary) -> TransferSummary:

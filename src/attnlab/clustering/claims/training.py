@@ -24,9 +24,10 @@ from attnlab.clustering.summaries.training import (
     StationaritySummary,
     TransferCircuitArrays,
 )
+from attnlab.core.arrays import edit_arrays
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.intervals import mean_interval
-from attnlab.core.worlds import World, swap_arrays
+from attnlab.core.worlds import World
 
 S = "clustering"
 
@@ -261,7 +262,8 @@ claim(
     falsify=World("the attention masses before and after the p = 3 phase swapped: the finetuned model focuses less "
                   "on the informative tokens",
                   overrides={TRANSFER_CIRCUIT: {"n_seeds": 16, "epochs": 150, "epochs_new": 30}},
-                  result=swap_arrays("attn/attn_prefix_mass_start", "attn/attn_prefix_mass_end")),
+                  result=edit_arrays(TransferCircuitArrays, lambda a: dataclasses.replace(
+                      a, prefix_mass_start=a.prefix_mass_end, prefix_mass_end=a.prefix_mass_start))),
 )
 
 

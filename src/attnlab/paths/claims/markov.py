@@ -21,7 +21,7 @@ from attnlab.core.arrays import edit_arrays
 from attnlab.core.claims import ClaimContext, Measured, claim
 from attnlab.core.experiment import Experiment, Result
 from attnlab.core.intervals import mean_interval
-from attnlab.core.worlds import World, scale_arrays
+from attnlab.core.worlds import World
 from attnlab.paths import model
 from attnlab.paths.claims import edits
 from attnlab.paths.data import markov as data
@@ -308,7 +308,7 @@ for _sfx, _kw, _ref in (("", {}, ""), ("_last_token", {"readout": -1}, "; B11: l
           "at N = 1000 U is close to its GP value I", f"{_on}: max over seeds of max|U − I| at N = 1000",
           lambda ctx, kw=_kw: worst(ctx, lambda s, a: float(np.abs(U_at(a, 1000) - np.eye(4)).max()), "max", **kw),
           0.3, "le", falsify=World("the theory's U scaled by 1.5 at every width: at N = 1000 it is far from I",
-                                   _SMALL, scale_arrays("theory_U", by=1.5)))
+                                   _SMALL, edit_arrays(MarkovArrays, lambda a: replace(a, theory_U=a.theory_U * 1.5))))
 
 
 def _b6(ctx: ClaimContext) -> float:

@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from attnlab.core.arrays import edit_arrays
 from attnlab.core.experiment import Result
 from attnlab.core.summaries import Summary, edit_summary, typed
 from attnlab.core.trajectory import Trajectory
-from attnlab.core.worlds import World, chain, swap_arrays
+from attnlab.core.worlds import World
 from attnlab.specialization.experiments import analysis
 from attnlab.specialization.experiments.sim_vs_theory import FIG9
 from attnlab.specialization.experiments.trained import FIG11
@@ -29,6 +30,7 @@ from attnlab.specialization.summaries import (
     AttentionMapsSummary,
     CosineGridArrays,
     FinalErrorSummary,
+    PruningArrays,
     TrajectorySummary,
 )
 
@@ -223,6 +225,14 @@ def _off_target_swapped(s: AttentionMapsSummary) -> AttentionMapsSummary:
     return replace(s, off_target={**off, "softmax": off["bsoftmax"], "bsoftmax": off["softmax"]})
 
 
+def _swap_pruning_curves(a: PruningArrays) -> PruningArrays:
+    """fig7 with softmax's and B-softmax's pruning curves exchanged under every law."""
+    curves = dict(a.curves)
+    for law in {law for law, _ in curves}:
+        curves[law, "softmax"], curves[law, "bsoftmax"] = curves[law, "bsoftmax"], curves[law, "softmax"]
+    return replace(a, curves=curves)
+
+
 def _cosine_transposed(experiment: str, result: Result) -> Result:
     """fig11 with the roles of ν1 and ν2 exchanged (the cosine grid transposed), fractions recomputed."""
     if experiment == f"{SPEC}.fig11":
@@ -302,8 +312,7 @@ RUN_WORLDS: dict[str, World | str] = {
     "pruning_specialised_heads_degrade_more": World(
         "softmax's and B-softmax's pruning curves swapped (softmax the more specialised)",
         overrides={f"{SPEC}.fig7": {**_FIG7, "seeds": 3}},
-        result=chain(*(swap_arrays(f"{law}/softmax/curves", f"{law}/bsoftmax/curves")
-                       for law in ("flip", "gaussian_iso")))),
+        result=edit_arrays(PruningArrays, _swap_pruning_curves)),
     "cosine_monotone_nu2": World(
         "the roles of ν1 and ν2 exchanged (the cosine grid transposed): the cosine falls with ν1 and grows with ν2",
         result=_cosine_transposed),
