@@ -150,10 +150,9 @@ claim("paths.single_head_scalar_theory", "Sec. 3 (H = 1 entropy) (check A5)",
 
 
 def _markov(layout="all", seed=0, readout=1, sigma_perp=1.0, P_test=200) -> kernels.Problem:
-    G = torch.Generator
     return problems.markov_problem(data.MarkovTask(sigma_perp=sigma_perp), layout, 100, P_test,
-                                   data=G().manual_seed(seed), test=G().manual_seed(seed + 1000),
-                                   heads=G().manual_seed(seed + 1), readout=readout)
+                                   data=rng.generator(seed), test=rng.generator(seed + 1000),
+                                   heads=rng.generator(seed + 1), readout=readout)
 
 
 def stationarity_residuals(pb: kernels.Problem, Us, N: float, tau: float) -> list[float]:
