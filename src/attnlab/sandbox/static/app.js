@@ -13,6 +13,7 @@ class App {
   constructor() {
     this.viewers = [];
     this.runs = [];
+    this.listSeq = 0;  // bumped by every runs list shown (refreshRuns, onState)
     this.live = {};
     this.filter = document.getElementById("runs-filter");
     this.list = document.getElementById("runs");
@@ -48,12 +49,19 @@ class App {
   }
 
   // -- runs list ----------------------------------------------------------------------------------
+  // The runs list from the API. A list that a newer one (a later refresh, or a live state from the event stream)
+  // replaced while this request was in flight is dropped: shown, it would take the page back in time (a run just
+  // stopped shown as "stopping" again until the next event).
   async refreshRuns() {
-    this.runs = (await api.runs()).runs;
+    const seq = ++this.listSeq;
+    const runs = (await api.runs()).runs;
+    if (seq !== this.listSeq) return;
+    this.runs = runs;
     this.renderRuns();
   }
 
   onState(state) {
+    this.listSeq++;
     const before = new Map(this.runs.map((r) => [r.id, r]));
     this.runs = state.runs.map((r) => ({ ...(before.get(r.id) || {}), ...r }));
     this.renderRuns();
